@@ -1,0 +1,101 @@
+/* hwport C ABI v1 — kernels: the kernel context, attributes and registration.
+ *
+ * A kernel is `HWP_Status fn(const HWP_KernelContext *ctx)`. The host calls it on a host
+ * thread after inferring output shapes and allocating outputs; the kernel enqueues (or runs)
+ * the computation on ctx->stream and returns. Everything reachable from `ctx` is valid only
+ * during the call: a kernel that runs work later must copy what it needs (views, shapes,
+ * attribute values). Kernels may be called concurrently for different streams. */
+#ifndef HWPORT_KERNEL_H
+#define HWPORT_KERNEL_H
+
+#include "hwport/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t HWP_AttrType;
+enum HWP_AttrTypeCode {
+  HWP_ATTR_BOOL = 0,          /* out: uint8_t*            */
+  HWP_ATTR_INT64 = 1,         /* out: int64_t*            */
+  HWP_ATTR_FLOAT64 = 2,       /* out: double*             */
+  HWP_ATTR_STRING = 3,        /* out: const char**        */
+  HWP_ATTR_INT64_ARRAY = 4,   /* out: const int64_t**, count set */
+  HWP_ATTR_FLOAT64_ARRAY = 5, /* out: const double**, count set */
+  HWP_ATTR_DTYPE = 6          /* out: HWP_DType*          */
+};
+
+typedef struct HWP_KernelContext HWP_KernelContext;
+
+struct HWP_KernelContext {
+  size_t struct_size;
+  int32_t device;
+  HWP_Stream stream; /* NULL when the plugin has no stream table */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const HWP_TensorView *inputs;  /* read only */
+  const HWP_TensorView *outputs; /* allocated by the host, shapes inferred; contiguous */
+  void *user_data;               /* as given in HWP_KernelRegistration */
+  void *host_context;            /* opaque; pass back to the callbacks below */
+
+  /* Looks up attribute `name` as `type` and writes it to `out` (see HWP_AttrType for what
+   * `out` points to); `count` receives the length for arrays and may be NULL otherwise.
+   * Integer, float and bool attributes convert to a requested INT64/FLOAT64/BOOL when exact.
+   * HWP_ERROR_NOT_FOUND when absent, HWP_ERROR_INVALID_ARGUMENT on a type mismatch; `out`
+   * untouched on error. Pointers written are valid until the kernel returns. */
+  HWP_Status (*get_attr)(const HWP_KernelContext *ctx, const char *name, HWP_AttrType type,
+                         void *out, int64_t *count);
+
+  /* Allocates scratch device memory valid for the work this kernel enqueues on ctx->stream;
+   * the host releases it after that work completes (stream-ordered). Ownership: the host. */
+  HWP_Status (*allocate_workspace)(const HWP_KernelContext *ctx, uint64_t nbytes,
+                                   HWP_Buffer *out);
+};
+
+typedef HWP_Status (*HWP_KernelFn)(const HWP_KernelContext *ctx);
+
+/* Kernel flags. */
+enum HWP_KernelFlag {
+  /* Inputs may be arbitrary strided views (strides 0 or negative included). Without it the host
+   * passes contiguous inputs, copying them first when needed. Outputs are always contiguous. */
+  HWP_KERNEL_ACCEPTS_STRIDED = 1u << 0
+};
+
+typedef struct HWP_KernelRegistration {
+  size_t struct_size;
+  const char *op_name; /* e.g. "add"; copied by the host */
+  /* The dtype the kernel handles: the dtype of the first input, or of the first output for
+   * ops without inputs (e.g. "fill"). */
+  HWP_DType dtype;
+  uint32_t flags; /* HWP_KernelFlag bits */
+  HWP_KernelFn fn;
+  void *user_data; /* passed back in HWP_KernelContext.user_data; owned by the plugin */
+} HWP_KernelRegistration;
+
+/* Convenience readers for kernel writers. */
+static inline int64_t hwp_attr_int64(const HWP_KernelContext *ctx, const char *name,
+                                     int64_t fallback) {
+  int64_t v = fallback;
+  return ctx->get_attr(ctx, name, HWP_ATTR_INT64, &v, NULL) == HWP_OK ? v : fallback;
+}
+static inline double hwp_attr_float64(const HWP_KernelContext *ctx, const char *name,
+                                      double fallback) {
+  double v = fallback;
+  return ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &v, NULL) == HWP_OK ? v : fallback;
+}
+
+/* Byte size of one element of `dtype`; 0 for an unknown code. */
+static inline size_t hwp_dtype_size(HWP_DType dtype) {
+  switch (dtype) {
+  case HWP_DTYPE_BOOL: case HWP_DTYPE_INT8: case HWP_DTYPE_UINT8: return 1;
+  case HWP_DTYPE_INT16: case HWP_DTYPE_FLOAT16: case HWP_DTYPE_BFLOAT16: return 2;
+  case HWP_DTYPE_INT32: case HWP_DTYPE_FLOAT32: return 4;
+  case HWP_DTYPE_INT64: case HWP_DTYPE_FLOAT64: return 8;
+  default: return 0;
+  }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HWPORT_KERNEL_H */
