@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sysconfig
 from pathlib import Path
+
+# Two virtual CPU devices, so multi-device paths run in every test process.
+os.environ.setdefault("HWPORT_CPU_DEVICES", "2")
 
 import pytest
 
@@ -28,3 +32,22 @@ def test_plugin_path(variant: str) -> Path:
 @pytest.fixture(scope="session")
 def cpu_plugin_path() -> Path:
     return installed_plugin("device_plugins/cpu/libhwport_cpu.so")
+
+
+def run_isolated(code: str, env: dict[str, str] | None = None, timeout: float = 120):
+    """Runs `code` in a fresh interpreter (plugin discovery happens once per process) and
+    returns the CompletedProcess; the test asserts on returncode/stdout/stderr."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

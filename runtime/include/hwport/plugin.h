@@ -8,7 +8,9 @@
  * The host calls it once, on one thread, after dlopen(RTLD_NOW | RTLD_LOCAL). The plugin checks
  * host->abi_major, registers its kernels through host->register_kernel, and sets *out to a
  * HWP_PluginApi it owns and keeps valid until the process exits (a static const is typical).
- * On error it returns a status (message from get_last_error) and *out is ignored.
+ * On error it returns a status; the host then uses *out only to read get_last_error (when the
+ * plugin set it), and includes what the plugin logged through host->log during init in the
+ * reason it reports. The plugin is then never called again.
  *
  * Versions: majors must be equal. Minors are negotiated: each side reads the other's structs
  * only as far as their struct_size covers (HWP_HAS_FIELD), so an older plugin on a newer host

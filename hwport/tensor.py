@@ -1,0 +1,102 @@
+"""Tensor creation from Python data and the Python-side conveniences of Tensor (repr, numpy
+protocol, scalars). The arithmetic itself is bound in C++ (hwport.runtime._core)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hwport.runtime import _core
+from hwport.runtime._core import Tensor
+
+_DEFAULT_FLOAT = np.float32
+_DEFAULT_INT = np.int64
+
+
+def _as_array(data: Any) -> np.ndarray:
+    """numpy view/copy of `data`; Python floats default to float32 and ints to int64."""
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, np.generic):
+        return np.asarray(data)
+    if hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
+        return np.asarray(data)
+    if hasattr(data, "__dlpack__"):
+        return np.from_dlpack(data)
+    if isinstance(data, (bool, int, float, list, tuple)):
+        try:
+            arr = np.asarray(data)
+        except (ValueError, OverflowError) as exc:
+            raise ValueError(f"to_tensor: data could not become a tensor: {exc}") from None
+        if arr.dtype == np.float64:
+            arr = arr.astype(_DEFAULT_FLOAT)
+        elif arr.dtype.kind == "i":
+            arr = arr.astype(_DEFAULT_INT)
+        return arr
+    raise TypeError(
+        f"to_tensor: data of type {type(data).__name__} cannot become a tensor; expected a "
+        "number, bool, (nested) list/tuple, numpy array, or an object with __array__/__dlpack__"
+    )
+
+
+def to_tensor(data: Any, dtype: Any = None, place: Any = None) -> Tensor:
+    """A new tensor holding a copy of `data` on `place` (default: the current device).
+
+    dtype: a hwport dtype, its name, a numpy dtype, or None to keep the data's own
+    (Python floats become float32, ints int64)."""
+    device_place = _core.resolve_place(place)
+    target = None if dtype is None else _core.parse_dtype(dtype, "to_tensor", "dtype")
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    arr = _as_array(data)
+    if arr.dtype.kind in "OUSVcMm" and arr.dtype.name != "bfloat16":
+        raise TypeError(
+            f"to_tensor: data of type {type(data).__name__} with numpy dtype {arr.dtype} cannot "
+            f"become a tensor; supported dtypes: {', '.join(_core.DType.__members__)}"
+        )
+    if target is not None:
+        arr = arr.astype(target.to_numpy(), copy=False)
+    return _core.from_numpy(np.ascontiguousarray(arr), device_place)
+
+
+def from_dlpack(data: Any, place: Any = None) -> Tensor:
+    """Zero-copy import of a DLPack tensor in host memory (e.g. a numpy array) onto a
+    host-memory place (default: the current device; copied for other devices)."""
+    device_place = _core.resolve_place(place)
+    capsule = data.__dlpack__() if hasattr(data, "__dlpack__") else data
+    if _core.is_host_memory(device_place):
+        return _core.from_dlpack_capsule(capsule, device_place)
+    return _core.from_dlpack_capsule(capsule, "cpu").to(device_place)
+
+
+def _repr(self: Tensor) -> str:
+    prefix = "       "
+    body = np.array2string(self.numpy(), separator=", ", prefix=prefix, threshold=200)
+    return (
+        f"Tensor(shape={list(self.shape)}, dtype={self.dtype!r}, place={self.place},\n"
+        f"{prefix}{body})"
+    )
+
+
+def _array(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    arr = self.numpy()
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def _item(self: Tensor) -> Any:
+    if self.size != 1:
+        raise ValueError(f"item(): tensor of shape {list(self.shape)} has {self.size} elements, "
+                         "expected exactly 1")
+    return self.numpy().reshape(()).item()
+
+
+Tensor.__repr__ = _repr
+Tensor.__str__ = _repr
+Tensor.__array__ = _array
+Tensor.__array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
+Tensor.item = _item
+Tensor.__bool__ = lambda self: bool(_item(self))
+Tensor.__float__ = lambda self: float(_item(self))
+Tensor.__int__ = lambda self: int(_item(self))
+Tensor.tolist = lambda self: self.numpy().tolist()

@@ -1,0 +1,69 @@
+"""hwport.runtime: the C++ runtime core (plugin loader, devices, caching allocator, streams,
+dispatch) and plugin discovery. Importing it loads every discovered plugin; a plugin that
+fails any check is skipped and listed in plugin_errors(), never raised."""
+
+from __future__ import annotations
+
+import atexit
+from pathlib import Path
+from typing import Any
+
+from . import _core
+from ._core import (
+    DType,
+    Event,
+    FallbackError,
+    NotSupportedError,
+    OutOfMemoryError,
+    Place,
+    Stream,
+    Tensor,
+)
+from .discovery import builtin_plugin_dir, discover
+
+__all__ = [
+    "DType", "Event", "FallbackError", "NotSupportedError", "OutOfMemoryError", "Place",
+    "Stream", "Tensor", "builtin_plugin_dir", "fallback_stats", "include_dir", "plugin_errors",
+    "plugins", "reset_fallback_stats", "set_fallback_mode",
+]
+
+_discovery_errors: list[dict[str, str]] = []
+
+
+def _load_all() -> None:
+    paths, errors = discover()
+    _discovery_errors.extend(errors)
+    _core.load_plugins(paths)
+
+
+def plugins() -> list[dict[str, Any]]:
+    """Loaded plugins: device_type, path, abi_version, plugin_version, device_count, ..."""
+    return _core.plugins()
+
+
+def plugin_errors() -> list[dict[str, str]]:
+    """Plugins that were skipped, each with its path and the precise reason."""
+    return list(_discovery_errors) + _core.plugin_errors()
+
+
+def fallback_stats() -> dict[tuple[str, str, str], int]:
+    """How often each (op, device type, dtype) ran on the CPU fallback."""
+    return _core.fallback_stats()
+
+
+def reset_fallback_stats() -> None:
+    _core.reset_fallback_stats()
+
+
+def set_fallback_mode(mode: str) -> None:
+    """'allow' (default) or 'error' (also set by HWPORT_FALLBACK=error)."""
+    _core.set_fallback_mode(mode)
+
+
+def include_dir() -> Path:
+    """The C ABI headers a vendor builds a plugin against."""
+    return Path(__file__).resolve().parent / "include"
+
+
+_load_all()
+atexit.register(_core.shutdown)

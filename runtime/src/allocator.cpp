@@ -1,0 +1,259 @@
+#include "allocator.h"
+
+#include <string>
+
+#include "device.h"
+#include "errors.h"
+
+namespace hwport {
+
+bool CachingAllocator::BySize::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
+  if (a->size != b->size) return a->size < b->size;
+  if (a->segment != b->segment) return a->segment < b->segment;
+  return a->offset < b->offset;
+}
+
+CachingAllocator::~CachingAllocator() {
+  // Blocks still referenced at process exit are left alone; cached ones go back to the plugin.
+  try {
+    empty_cache();
+  } catch (...) {
+  }
+}
+
+uint64_t CachingAllocator::round_size(uint64_t nbytes) {
+  if (nbytes < kMinBlock) return kMinBlock;
+  return (nbytes + kMinBlock - 1) / kMinBlock * kMinBlock;
+}
+
+Block* CachingAllocator::find_free(std::set<Block*, BySize>& pool, uint64_t size,
+                                   HWP_Stream stream) {
+  Block key;
+  key.stream = stream;
+  key.size = size;
+  auto it = pool.lower_bound(&key);
+  if (it == pool.end() || (*it)->stream != stream) return nullptr;
+  Block* block = *it;
+  pool.erase(it);
+  return block;
+}
+
+Block* CachingAllocator::new_block() {
+  auto owned = std::make_unique<Block>();
+  Block* block = owned.get();
+  blocks_.emplace(block, std::move(owned));
+  return block;
+}
+
+Block* CachingAllocator::new_segment(uint64_t segment_size, HWP_Stream stream,
+                                     bool small) {
+  HWP_Buffer buffer = nullptr;
+  const Plugin& plugin = *device_->plugin;
+  HWP_Status status = plugin.memory.allocate(device_->index, segment_size, &buffer);
+  if (status != HWP_OK || !buffer) return nullptr;
+  ++stats_.num_device_allocs;
+  stats_.reserved_bytes += segment_size;
+  if (stats_.reserved_bytes > stats_.peak_reserved_bytes)
+    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+  Block* block = new_block();
+  block->segment = buffer;
+  block->size = segment_size;
+  block->stream = stream;
+  block->small = small;
+  return block;
+}
+
+Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending_.empty()) process_pending_locked(false);
+  const uint64_t size = round_size(nbytes);
+  const bool small = size <= kSmallSize;
+  auto& pool = small ? small_pool_ : large_pool_;
+
+  Block* block = find_free(pool, size, stream);
+  if (!block) {
+    uint64_t segment = small ? kSmallSegment
+                             : (size < kMediumSegment / 2
+                                    ? kMediumSegment
+                                    : (size + kLargeRound - 1) / kLargeRound * kLargeRound);
+    block = new_segment(segment, stream, small);
+    if (!block && segment != size) block = new_segment(size, stream, small);
+    if (!block) {
+      // Out of memory: give cached memory back to the device and retry once.
+      ++stats_.num_cache_flushes;
+      process_pending_locked(true);
+      release_cached_locked();
+      block = new_segment(size, stream, small);
+    }
+    if (!block) {
+      ++stats_.num_ooms;
+      const char* msg = device_->plugin->get_last_error_fn();
+      raise(ErrorKind::OutOfMemory, describe_oom(nbytes, msg ? msg : ""));
+    }
+  }
+  // Split off the remainder when it is worth keeping as its own block.
+  const uint64_t remaining = block->size - size;
+  if ((small && remaining >= kMinBlock) || (!small && remaining > kSmallSize)) {
+    Block* rest = new_block();
+    rest->segment = block->segment;
+    rest->offset = block->offset + size;
+    rest->size = remaining;
+    rest->stream = stream;
+    rest->small = block->small;
+    rest->prev = block;
+    rest->next = block->next;
+    if (block->next) block->next->prev = rest;
+    block->next = rest;
+    block->size = size;
+    pool.insert(rest);
+  }
+  block->allocated = true;
+  block->requested = nbytes;
+  ++stats_.num_allocs;
+  ++stats_.active_blocks;
+  stats_.allocated_bytes += block->size;
+  stats_.requested_bytes += nbytes;
+  if (stats_.allocated_bytes > stats_.peak_allocated_bytes)
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  return block;
+}
+
+void CachingAllocator::insert_free(Block* block) {
+  block->allocated = false;
+  auto& pool = block->small ? small_pool_ : large_pool_;
+  // Coalesce with free neighbours of the same segment.
+  for (Block* n : {block->prev, block->next}) {
+    if (!n || n->allocated || n->stream != block->stream) continue;
+    pool.erase(n);
+    if (n == block->prev) {
+      block->offset = n->offset;
+      block->prev = n->prev;
+      if (n->prev) n->prev->next = block;
+    } else {
+      block->next = n->next;
+      if (n->next) n->next->prev = block;
+    }
+    block->size += n->size;
+    blocks_.erase(n);
+  }
+  pool.insert(block);
+}
+
+void CachingAllocator::free(Block* block) {
+  if (!block) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.num_frees;
+  --stats_.active_blocks;
+  stats_.allocated_bytes -= block->size;
+  stats_.requested_bytes -= block->requested;
+  if (block->other_streams.empty()) {
+    insert_free(block);
+    return;
+  }
+  const Plugin& plugin = *device_->plugin;
+  PendingFree pending{block, {}};
+  for (HWP_Stream s : block->other_streams) {
+    HWP_Event event = nullptr;
+    if (plugin.has_streams && plugin.stream.create_event(device_->index, &event) == HWP_OK &&
+        plugin.stream.record_event(device_->index, s, event) == HWP_OK) {
+      pending.events.push_back(event);
+    } else {
+      if (event) plugin.stream.destroy_event(device_->index, event);
+      plugin.device.synchronize_device(device_->index);
+    }
+  }
+  block->other_streams.clear();
+  pending_.push_back(std::move(pending));
+  ++stats_.pending_frees;
+}
+
+void CachingAllocator::record_stream(Block* block, HWP_Stream stream) {
+  if (stream == block->stream) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (HWP_Stream s : block->other_streams)
+    if (s == stream) return;
+  block->other_streams.push_back(stream);
+}
+
+void CachingAllocator::process_pending_locked(bool wait) {
+  const Plugin& plugin = *device_->plugin;
+  std::vector<PendingFree> still;
+  for (auto& p : pending_) {
+    bool done = true;
+    for (HWP_Event e : p.events) {
+      HWP_Status st = wait ? plugin.stream.synchronize_event(device_->index, e)
+                           : (plugin.stream.query_event
+                                  ? plugin.stream.query_event(device_->index, e)
+                                  : plugin.stream.synchronize_event(device_->index, e));
+      if (st == HWP_ERROR_NOT_READY) done = false;
+    }
+    if (!done) {
+      still.push_back(std::move(p));
+      continue;
+    }
+    for (HWP_Event e : p.events) plugin.stream.destroy_event(device_->index, e);
+    --stats_.pending_frees;
+    insert_free(p.block);  // still marked allocated until now, so no neighbour merged it
+  }
+  pending_.swap(still);
+}
+
+void CachingAllocator::release_cached_locked() {
+  const Plugin& plugin = *device_->plugin;
+  plugin.device.synchronize_device(device_->index);
+  for (auto* pool : {&small_pool_, &large_pool_}) {
+    for (auto it = pool->begin(); it != pool->end();) {
+      Block* b = *it;
+      if (b->prev || b->next) {
+        ++it;
+        continue;
+      }
+      plugin.memory.deallocate(device_->index, b->segment);
+      ++stats_.num_device_frees;
+      stats_.reserved_bytes -= b->size;
+      it = pool->erase(it);
+      blocks_.erase(b);
+    }
+  }
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  process_pending_locked(true);
+  release_cached_locked();
+}
+
+AllocatorStats CachingAllocator::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending_.empty()) process_pending_locked(false);
+  AllocatorStats out = stats_;
+  out.cached_blocks = small_pool_.size() + large_pool_.size();
+  return out;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+std::string CachingAllocator::describe_oom(uint64_t nbytes, const std::string& plugin_message) {
+  std::string msg = "out of memory on " + device_->name + ": tried to allocate " +
+                    std::to_string(nbytes) + " bytes; allocator: " +
+                    std::to_string(stats_.allocated_bytes) + " bytes allocated, " +
+                    std::to_string(stats_.reserved_bytes) + " bytes reserved (cache released "
+                    "and retried once)";
+  HWP_MemoryStats ms{};
+  ms.struct_size = sizeof(ms);
+  const Plugin& plugin = *device_->plugin;
+  if (plugin.memory.get_memory_stats &&
+      plugin.memory.get_memory_stats(device_->index, &ms) == HWP_OK) {
+    msg += "; device: " + std::to_string(ms.bytes_in_use) + " bytes in use";
+    if (ms.bytes_limit) msg += " of a " + std::to_string(ms.bytes_limit) + " byte limit";
+  }
+  if (!plugin_message.empty()) msg += "; plugin says: " + plugin_message;
+  return msg;
+}
+
+}  // namespace hwport

@@ -1,0 +1,99 @@
+// Caching allocator for one device: best-fit over cached blocks with splitting and coalescing,
+// sizes rounded to classes, pools per stream (a block freed on a stream is reused only by that
+// stream, which orders the reuse after earlier work), cross-stream uses deferred by events.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <set>
+#include <vector>
+
+#include "hwport/device.h"
+
+namespace hwport {
+
+struct Device;
+
+struct Block {
+  HWP_Buffer segment = nullptr;  // the plugin allocation this block lives in
+  uint64_t offset = 0;           // byte offset inside the segment
+  uint64_t size = 0;             // rounded size
+  uint64_t requested = 0;
+  HWP_Stream stream = nullptr;   // allocation stream
+  bool allocated = false;
+  bool small = false;
+  Block* prev = nullptr;  // neighbours inside the same segment
+  Block* next = nullptr;
+  std::vector<HWP_Stream> other_streams;  // streams besides `stream` that used it
+};
+
+struct AllocatorStats {
+  uint64_t allocated_bytes = 0;       // live blocks (rounded sizes)
+  uint64_t requested_bytes = 0;       // live blocks (as asked)
+  uint64_t reserved_bytes = 0;        // segments held from the plugin
+  uint64_t peak_allocated_bytes = 0;
+  uint64_t peak_reserved_bytes = 0;
+  uint64_t num_allocs = 0;            // allocate() calls served
+  uint64_t num_frees = 0;
+  uint64_t num_device_allocs = 0;     // calls into the plugin's allocate
+  uint64_t num_device_frees = 0;      // calls into the plugin's deallocate
+  uint64_t num_cache_flushes = 0;     // out-of-memory retries that released the cache
+  uint64_t num_ooms = 0;
+  uint64_t active_blocks = 0;
+  uint64_t cached_blocks = 0;
+  uint64_t pending_frees = 0;         // blocks waiting on another stream's event
+};
+
+class CachingAllocator {
+ public:
+  static constexpr uint64_t kMinBlock = 512;
+  static constexpr uint64_t kSmallSize = 1 << 20;         // <= 1 MiB: small pool
+  static constexpr uint64_t kSmallSegment = 2 << 20;      // small blocks come from 2 MiB segments
+  static constexpr uint64_t kMediumSegment = 20 << 20;    // 1..10 MiB requests: 20 MiB segments
+  static constexpr uint64_t kLargeRound = 2 << 20;
+
+  explicit CachingAllocator(Device* device) : device_(device) {}
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Throws hwport::Error(OutOfMemory) with the device's stats when even a retry after
+  // releasing the cache fails.
+  Block* allocate(uint64_t nbytes, HWP_Stream stream);
+  void free(Block* block);
+  // Marks that `stream` (not the allocation stream) uses `block`: its reuse waits for it.
+  void record_stream(Block* block, HWP_Stream stream);
+  // Synchronizes the device and returns every fully free segment to the plugin.
+  void empty_cache();
+  AllocatorStats stats();
+  void reset_peak();
+
+ private:
+  struct BySize {
+    bool operator()(const Block* a, const Block* b) const;
+  };
+  struct PendingFree {
+    Block* block;
+    std::vector<HWP_Event> events;
+  };
+  static uint64_t round_size(uint64_t nbytes);
+  Block* find_free(std::set<Block*, BySize>& pool, uint64_t size, HWP_Stream stream);
+  Block* new_block();
+  Block* new_segment(uint64_t segment_size, HWP_Stream stream, bool small);
+  void insert_free(Block* block);
+  void release_cached_locked();
+  void process_pending_locked(bool wait);
+  std::string describe_oom(uint64_t nbytes, const std::string& plugin_message);
+
+  Device* device_;
+  std::mutex mutex_;
+  std::set<Block*, BySize> small_pool_, large_pool_;
+  std::vector<PendingFree> pending_;
+  std::unordered_map<Block*, std::unique_ptr<Block>> blocks_;  // owns every block
+  AllocatorStats stats_;
+};
+
+}  // namespace hwport

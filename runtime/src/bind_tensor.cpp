@@ -1,0 +1,163 @@
+// Python bindings of Tensor: the hot arithmetic path stays in C++ (pybind11), convenience
+// methods are attached from Python (hwport/tensor.py).
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "bindings.h"
+#include "dlpack.h"
+#include "errors.h"
+#include "ops.h"
+
+namespace hwport {
+
+namespace {
+
+// The dtype a Python scalar takes next to a tensor of `dtype` (weak scalar typing, as in
+// NEP 50 and PyTorch): it never widens the tensor's category's precision.
+DType scalar_dtype(py::handle scalar, DType tensor_dtype, bool* ok) {
+  *ok = true;
+  if (PyBool_Check(scalar.ptr())) return tensor_dtype;
+  if (PyLong_Check(scalar.ptr())) return tensor_dtype == DType::Bool ? DType::Int64 : tensor_dtype;
+  if (PyFloat_Check(scalar.ptr())) return is_floating(tensor_dtype) ? tensor_dtype : DType::Float32;
+  *ok = false;
+  return tensor_dtype;
+}
+
+AttrValue scalar_value(py::handle scalar) {
+  if (PyBool_Check(scalar.ptr())) return AttrValue::of_bool(scalar.ptr() == Py_True);
+  if (PyLong_Check(scalar.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(scalar.ptr(), &overflow);
+    if (overflow) raise(ErrorKind::Value, "integer scalar " + std::string(py::repr(scalar)) +
+                                              " does not fit in int64");
+    return AttrValue::of_int(v);
+  }
+  return AttrValue::of_float(PyFloat_AsDouble(scalar.ptr()));
+}
+
+py::object binary_py(int op, const Tensor& self, py::handle other, bool reflected) {
+  if (py::isinstance<Tensor>(other)) {
+    const Tensor& o = other.cast<const Tensor&>();
+    return py::cast(reflected ? binary(op, o, self) : binary(op, self, o));
+  }
+  bool ok = false;
+  DType dt = scalar_dtype(other, self.dtype, &ok);
+  if (!ok) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  Tensor scalar = full({}, scalar_value(other), dt, self.device());
+  return py::cast(reflected ? binary(op, scalar, self) : binary(op, self, scalar));
+}
+
+py::tuple to_tuple(const Shape& s) {
+  py::tuple t(s.size());
+  for (size_t i = 0; i < s.size(); ++i) t[i] = py::int_(s[i]);
+  return t;
+}
+
+py::array to_numpy(const Tensor& t) {
+  py::dtype dt = numpy_dtype(t.dtype);
+  py::array out(dt, t.shape);
+  const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * itemsize(t.dtype);
+  if (nbytes == 0) return out;
+  Device* dev = t.device();
+  const Plugin& p = *dev->plugin;
+  if (t.is_contiguous() || dev->plugin->kernels.find(core_ops().copy, t.dtype)) {
+    Tensor c = contiguous(t);
+    void* dst = out.mutable_data();
+    py::gil_scoped_release nogil;
+    p.check(p.memory.copy_d2h(dev->index, dst, c.storage->buffer(), c.byte_offset(), nbytes),
+            "copy_d2h");
+    return out;
+  }
+  // No copy kernel on this device: fetch the bytes the view spans, gather on the host.
+  uint64_t lo = 0, hi = 0;
+  t.byte_span(&lo, &hi);
+  py::array_t<uint8_t> span(static_cast<py::ssize_t>(hi - lo));
+  {
+    void* dst = span.mutable_data();
+    py::gil_scoped_release nogil;
+    p.check(p.memory.copy_d2h(dev->index, dst, t.storage->buffer(), lo, hi - lo), "copy_d2h");
+  }
+  std::vector<py::ssize_t> byte_strides;
+  for (int64_t s : t.strides) byte_strides.push_back(s * static_cast<py::ssize_t>(itemsize(t.dtype)));
+  py::array view(dt, t.shape, byte_strides,
+                 span.data() + (t.byte_offset() - lo), span);
+  return py::module_::import("numpy").attr("ascontiguousarray")(view);
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::class_<Tensor>(m, "Tensor", "A strided view of device memory. Create with hwport.to_tensor.")
+      .def_property_readonly("shape", [](const Tensor& t) { return to_tuple(t.shape); })
+      .def_property_readonly("strides", [](const Tensor& t) { return to_tuple(t.strides); },
+                             "Strides in elements.")
+      .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype; })
+      .def_property_readonly("place", [](const Tensor& t) { return place_of(t.device()); })
+      .def_property_readonly("ndim", [](const Tensor& t) { return t.ndim(); })
+      .def_property_readonly("size", [](const Tensor& t) { return t.numel(); })
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("contiguous", [](const Tensor& t) { return contiguous(t); })
+      .def("numpy", &to_numpy, "A copy of the data as a numpy array (synchronizes).")
+      .def("astype", [](const Tensor& t, py::handle dtype) {
+             return cast(t, dtype_from_py(dtype, "astype", "dtype"));
+           }, py::arg("dtype"))
+      .def("to", [](const Tensor& t, py::handle place) {
+             return to_device(t, device_from_py(place));
+           }, py::arg("place"))
+      .def("__add__", [](const Tensor& a, py::handle b) { return binary_py(core_ops().add, a, b, false); })
+      .def("__radd__", [](const Tensor& a, py::handle b) { return binary_py(core_ops().add, a, b, true); })
+      .def("__mul__", [](const Tensor& a, py::handle b) { return binary_py(core_ops().multiply, a, b, false); })
+      .def("__rmul__", [](const Tensor& a, py::handle b) { return binary_py(core_ops().multiply, a, b, true); })
+      .def("__len__", [](const Tensor& t) {
+             if (t.shape.empty()) raise(ErrorKind::Type, "len() of a 0-d tensor");
+             return t.shape[0];
+           })
+      .def("__dlpack_device__", [](const Tensor& t) {
+             const bool host = t.device()->host_memory;
+             return py::make_tuple(static_cast<int>(host ? kDLCPU : kDLExtDev),
+                                   host ? 0 : t.device()->index);
+           })
+      .def("__dlpack__", [](const Tensor& t, py::kwargs) {
+             DLManagedTensor* managed;
+             {
+               py::gil_scoped_release nogil;
+               managed = to_dlpack(t);
+             }
+             return py::capsule(managed, "dltensor", [](PyObject* capsule) {
+               // Runs only if no consumer took the tensor (a consumer renames the capsule).
+               if (PyCapsule_IsValid(capsule, "dltensor")) {
+                 auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+                 if (mt && mt->deleter) mt->deleter(mt);
+               }
+             });
+           });
+}
+
+Tensor tensor_from_numpy(py::array array, Device* device) {
+  DType dtype;
+  if (!dtype_from_numpy(array.dtype(), &dtype))
+    raise(ErrorKind::Type, "to_tensor: numpy dtype " + std::string(py::str(array.dtype())) +
+                               " is not supported; supported: " + supported_dtypes());
+  // numpy arrays here are C-contiguous (to_tensor makes sure of it).
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  Tensor t = Tensor::empty(shape, dtype, device);
+  const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * itemsize(dtype);
+  if (nbytes == 0) return t;
+  const void* src = array.data();
+  const Plugin& p = *device->plugin;
+  py::gil_scoped_release nogil;
+  p.check(p.memory.copy_h2d(device->index, t.storage->buffer(), t.byte_offset(), src, nbytes),
+          "copy_h2d");
+  return t;
+}
+
+Tensor tensor_from_dlpack(py::capsule capsule, Device* device) {
+  if (std::strcmp(capsule.name(), "dltensor") != 0)
+    raise(ErrorKind::Value, "from_dlpack: expected a 'dltensor' capsule (already consumed?)");
+  auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
+  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  return from_dlpack(managed, device);
+}
+
+}  // namespace hwport

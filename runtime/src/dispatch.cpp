@@ -1,0 +1,266 @@
+#include "dispatch.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "errors.h"
+#include "ops.h"
+
+namespace hwport {
+
+namespace {
+
+FallbackMode initial_fallback_mode() {
+  const char* env = std::getenv("HWPORT_FALLBACK");
+  return env && std::strcmp(env, "error") == 0 ? FallbackMode::Error : FallbackMode::Allow;
+}
+FallbackMode g_fallback_mode = initial_fallback_mode();
+
+std::mutex g_stats_mutex;
+std::map<std::tuple<int, const Plugin*, DType>, uint64_t> g_fallbacks;
+
+struct KernelCall {
+  const Attrs* attrs;
+  Device* device;
+  std::vector<std::shared_ptr<Storage>> workspaces;
+};
+
+const AttrValue* find_attr(const Attrs& attrs, const char* name) {
+  for (const auto& kv : attrs)
+    if (kv.first == name) return &kv.second;
+  return nullptr;
+}
+
+HWP_Status host_get_attr(const HWP_KernelContext* ctx, const char* name, HWP_AttrType type,
+                         void* out, int64_t* count) {
+  if (!ctx || !name || !out) return HWP_ERROR_INVALID_ARGUMENT;
+  const auto* call = static_cast<const KernelCall*>(ctx->host_context);
+  const AttrValue* a = find_attr(*call->attrs, name);
+  if (!a) return HWP_ERROR_NOT_FOUND;
+  const bool numeric = a->type == HWP_ATTR_INT64 || a->type == HWP_ATTR_BOOL ||
+                       a->type == HWP_ATTR_FLOAT64;
+  switch (type) {
+    case HWP_ATTR_INT64:
+    case HWP_ATTR_BOOL: {
+      if (!numeric) return HWP_ERROR_INVALID_ARGUMENT;
+      int64_t v = a->i;
+      if (a->type == HWP_ATTR_FLOAT64) {
+        if (!(std::nearbyint(a->f) == a->f) || std::fabs(a->f) > 9.2e18)
+          return HWP_ERROR_INVALID_ARGUMENT;
+        v = static_cast<int64_t>(a->f);
+      }
+      if (type == HWP_ATTR_BOOL) {
+        if (v != 0 && v != 1) return HWP_ERROR_INVALID_ARGUMENT;
+        *static_cast<uint8_t*>(out) = static_cast<uint8_t>(v);
+      } else {
+        *static_cast<int64_t*>(out) = v;
+      }
+      return HWP_OK;
+    }
+    case HWP_ATTR_FLOAT64: {
+      if (!numeric) return HWP_ERROR_INVALID_ARGUMENT;
+      if (a->type != HWP_ATTR_FLOAT64) {
+        double d = static_cast<double>(a->i);
+        if (static_cast<int64_t>(d) != a->i) return HWP_ERROR_INVALID_ARGUMENT;  // inexact
+        *static_cast<double*>(out) = d;
+      } else {
+        *static_cast<double*>(out) = a->f;
+      }
+      return HWP_OK;
+    }
+    case HWP_ATTR_STRING:
+      if (a->type != HWP_ATTR_STRING) return HWP_ERROR_INVALID_ARGUMENT;
+      *static_cast<const char**>(out) = a->s.c_str();
+      return HWP_OK;
+    case HWP_ATTR_INT64_ARRAY:
+      if (a->type != HWP_ATTR_INT64_ARRAY) return HWP_ERROR_INVALID_ARGUMENT;
+      *static_cast<const int64_t**>(out) = a->ints.data();
+      if (count) *count = static_cast<int64_t>(a->ints.size());
+      return HWP_OK;
+    case HWP_ATTR_FLOAT64_ARRAY:
+      if (a->type != HWP_ATTR_FLOAT64_ARRAY) return HWP_ERROR_INVALID_ARGUMENT;
+      *static_cast<const double**>(out) = a->floats.data();
+      if (count) *count = static_cast<int64_t>(a->floats.size());
+      return HWP_OK;
+    case HWP_ATTR_DTYPE:
+      if (a->type != HWP_ATTR_DTYPE) return HWP_ERROR_INVALID_ARGUMENT;
+      *static_cast<HWP_DType*>(out) = static_cast<HWP_DType>(a->i);
+      return HWP_OK;
+    default:
+      return HWP_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+HWP_Status host_allocate_workspace(const HWP_KernelContext* ctx, uint64_t nbytes,
+                                   HWP_Buffer* out) {
+  if (!ctx || !out || nbytes == 0) return HWP_ERROR_INVALID_ARGUMENT;
+  auto* call = static_cast<KernelCall*>(ctx->host_context);
+  try {
+    auto storage = Storage::allocate(call->device, nbytes);
+    if (storage->base_offset() != 0) {
+      // Workspace must start at a buffer's beginning: the ABI hands out a bare buffer.
+      storage.reset();
+      return HWP_ERROR_NOT_SUPPORTED;
+    }
+    *out = storage->buffer();
+    call->workspaces.push_back(std::move(storage));
+    return HWP_OK;
+  } catch (const Error& e) {
+    return e.kind() == ErrorKind::OutOfMemory ? HWP_ERROR_OUT_OF_MEMORY : HWP_ERROR_INTERNAL;
+  }
+}
+
+constexpr int kMaxOperands = 16;
+
+void fill_view(const Tensor& t, HWP_TensorView* v) {
+  v->struct_size = sizeof(HWP_TensorView);
+  v->buffer = t.storage->buffer();
+  v->byte_offset = t.byte_offset();
+  v->dtype = static_cast<HWP_DType>(t.dtype);
+  v->ndim = static_cast<int32_t>(t.shape.size());
+  v->shape = t.shape.data();
+  v->strides = t.strides.data();
+}
+
+void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inputs,
+                  int num_inputs, Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
+  Device* cpu = DeviceManager::instance().cpu();
+  const std::string& name = op_name(op);
+  if (device == cpu || !cpu) {
+    raise(ErrorKind::NotSupported,
+          name + ": no kernel for dtype " + dtype_name(dtype) + " on " + device->name +
+              (cpu ? "" : " and no cpu plugin to fall back to"));
+  }
+  if (g_fallback_mode == FallbackMode::Error) {
+    raise(ErrorKind::Fallback, name + ": no kernel for dtype " + dtype_name(dtype) + " on " +
+                                   device->name +
+                                   ", and HWPORT_FALLBACK=error forbids the CPU fallback");
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_stats_mutex);
+    ++g_fallbacks[{op, device->plugin, dtype}];
+  }
+  std::vector<Tensor> cpu_in, cpu_out;
+  cpu_in.reserve(num_inputs);
+  cpu_out.reserve(num_outputs);
+  for (int i = 0; i < num_inputs; ++i) cpu_in.push_back(transfer(*inputs[i], cpu));
+  for (int i = 0; i < num_outputs; ++i)
+    cpu_out.push_back(Tensor::empty(outputs[i]->shape, outputs[i]->dtype, cpu));
+  const Tensor* in_ptrs[kMaxOperands];
+  Tensor* out_ptrs[kMaxOperands];
+  for (int i = 0; i < num_inputs; ++i) in_ptrs[i] = &cpu_in[i];
+  for (int i = 0; i < num_outputs; ++i) out_ptrs[i] = &cpu_out[i];
+  run_kernel(op, dtype, cpu, in_ptrs, num_inputs, out_ptrs, num_outputs, attrs);
+  for (int i = 0; i < num_outputs; ++i) {
+    Tensor moved = transfer(cpu_out[i], device);
+    const Plugin& p = *device->plugin;
+    uint64_t nbytes = static_cast<uint64_t>(outputs[i]->numel()) * itemsize(outputs[i]->dtype);
+    if (nbytes == 0) continue;
+    p.check(p.memory.copy_d2d(device->index, outputs[i]->storage->buffer(),
+                              outputs[i]->byte_offset(), moved.storage->buffer(),
+                              moved.byte_offset(), nbytes),
+            "copy_d2d");
+  }
+}
+
+}  // namespace
+
+void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs, int num_inputs,
+                Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
+  if (num_inputs > kMaxOperands || num_outputs > kMaxOperands)
+    raise(ErrorKind::Value, op_name(op) + ": too many operands");
+  const KernelEntry* entry = device->plugin->kernels.find(op, dtype);
+  if (!entry) {
+    run_fallback(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs);
+    return;
+  }
+  HWP_Stream stream = device->current_stream();
+  HWP_TensorView in_views[kMaxOperands], out_views[kMaxOperands];
+  Tensor contiguous_inputs[kMaxOperands];  // keeps copies alive for the call
+  for (int i = 0; i < num_inputs; ++i) {
+    const Tensor* t = inputs[i];
+    if (!entry->accepts_strided() && op != core_ops().copy && !t->is_contiguous()) {
+      contiguous_inputs[i] = contiguous(*t);
+      t = &contiguous_inputs[i];
+    }
+    t->storage->record_stream(stream);
+    fill_view(*t, &in_views[i]);
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    outputs[i]->storage->record_stream(stream);
+    fill_view(*outputs[i], &out_views[i]);
+  }
+  KernelCall call{&attrs, device, {}};
+  HWP_KernelContext ctx;
+  ctx.struct_size = sizeof(ctx);
+  ctx.device = device->index;
+  ctx.stream = stream;
+  ctx.num_inputs = num_inputs;
+  ctx.num_outputs = num_outputs;
+  ctx.inputs = in_views;
+  ctx.outputs = out_views;
+  ctx.user_data = entry->user_data;
+  ctx.host_context = &call;
+  ctx.get_attr = host_get_attr;
+  ctx.allocate_workspace = host_allocate_workspace;
+  HWP_Status status = entry->fn(&ctx);
+  if (status != HWP_OK) {
+    const Plugin& p = *device->plugin;
+    std::string msg = op_name(op) + " (" + dtype_name(dtype) + ") on " + device->name + ": " +
+                      p.describe("kernel", status);
+    raise(status == HWP_ERROR_OUT_OF_MEMORY ? ErrorKind::OutOfMemory
+          : status == HWP_ERROR_NOT_SUPPORTED ? ErrorKind::NotSupported
+                                              : ErrorKind::Runtime,
+          msg);
+  }
+}
+
+Tensor transfer(const Tensor& t, Device* device) {
+  uint64_t lo = 0, hi = 0;
+  t.byte_span(&lo, &hi);
+  Tensor out;
+  out.shape = t.shape;
+  out.strides = t.strides;
+  out.dtype = t.dtype;
+  out.storage = Storage::allocate(device, hi - lo);
+  out.offset = static_cast<int64_t>((t.byte_offset() - lo) / itemsize(t.dtype));
+  if (hi == lo) return out;
+  const Plugin& src = *t.device()->plugin;
+  const Plugin& dst = *device->plugin;
+  if (t.device() == device) {
+    src.check(src.memory.copy_d2d(device->index, out.storage->buffer(),
+                                  out.storage->base_offset(), t.storage->buffer(), lo, hi - lo),
+              "copy_d2d");
+    return out;
+  }
+  std::vector<uint8_t> staging(hi - lo);
+  src.check(src.memory.copy_d2h(t.device()->index, staging.data(), t.storage->buffer(), lo,
+                                hi - lo),
+            "copy_d2h");
+  dst.check(dst.memory.copy_h2d(device->index, out.storage->buffer(),
+                                out.storage->base_offset(), staging.data(), hi - lo),
+            "copy_h2d");
+  return out;
+}
+
+void set_fallback_mode(FallbackMode mode) { g_fallback_mode = mode; }
+FallbackMode fallback_mode() { return g_fallback_mode; }
+
+std::map<std::tuple<std::string, std::string, std::string>, uint64_t> fallback_stats() {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> out;
+  for (const auto& kv : g_fallbacks) {
+    out[{op_name(std::get<0>(kv.first)), std::get<1>(kv.first)->device_type,
+         dtype_name(std::get<2>(kv.first))}] = kv.second;
+  }
+  return out;
+}
+
+void reset_fallback_stats() {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  g_fallbacks.clear();
+}
+
+}  // namespace hwport

@@ -1,0 +1,46 @@
+// Eager dispatch: find the kernel for (op, device type, dtype) and call it through the C kernel
+// ABI; without one, run the op on the CPU plugin with copies (counted, or an error under
+// HWPORT_FALLBACK=error).
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "hwport/kernel.h"
+#include "tensor.h"
+
+namespace hwport {
+
+struct AttrValue {
+  HWP_AttrType type = HWP_ATTR_INT64;
+  int64_t i = 0;  // BOOL, INT64, DTYPE
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+
+  static AttrValue of_int(int64_t v) { AttrValue a; a.type = HWP_ATTR_INT64; a.i = v; return a; }
+  static AttrValue of_float(double v) { AttrValue a; a.type = HWP_ATTR_FLOAT64; a.f = v; return a; }
+  static AttrValue of_bool(bool v) { AttrValue a; a.type = HWP_ATTR_BOOL; a.i = v; return a; }
+};
+using Attrs = std::vector<std::pair<std::string, AttrValue>>;
+
+// Runs `op` keyed by `dtype` on `device`; inputs are on `device` in the exact dtypes/shapes
+// the kernel expects, outputs are allocated contiguous. Throws hwport::Error.
+void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs, int num_inputs,
+                Tensor* const* outputs, int num_outputs, const Attrs& attrs);
+
+// A copy of `t`'s view on `device` (same shape and strides), moving only the bytes it spans.
+Tensor transfer(const Tensor& t, Device* device);
+
+enum class FallbackMode { Allow, Error };
+void set_fallback_mode(FallbackMode mode);
+FallbackMode fallback_mode();
+// (op, device type, dtype name) -> number of fallbacks.
+std::map<std::tuple<std::string, std::string, std::string>, uint64_t> fallback_stats();
+void reset_fallback_stats();
+
+}  // namespace hwport

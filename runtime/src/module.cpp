@@ -1,0 +1,236 @@
+// The pybind11 module hwport.runtime._core: plugin loading, places, devices, memory, tensors.
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "dispatch.h"
+#include "errors.h"
+#include "ops.h"
+
+namespace hwport {
+namespace {
+
+py::dict memory_stats(py::handle place) {
+  Device* d = device_from_py(place);
+  AllocatorStats s = d->allocator->stats();
+  py::dict out;
+  out["allocated_bytes"] = s.allocated_bytes;
+  out["requested_bytes"] = s.requested_bytes;
+  out["reserved_bytes"] = s.reserved_bytes;
+  out["peak_allocated_bytes"] = s.peak_allocated_bytes;
+  out["peak_reserved_bytes"] = s.peak_reserved_bytes;
+  out["num_allocs"] = s.num_allocs;
+  out["num_frees"] = s.num_frees;
+  out["num_device_allocs"] = s.num_device_allocs;
+  out["num_device_frees"] = s.num_device_frees;
+  out["num_cache_flushes"] = s.num_cache_flushes;
+  out["num_ooms"] = s.num_ooms;
+  out["active_blocks"] = s.active_blocks;
+  out["cached_blocks"] = s.cached_blocks;
+  out["pending_frees"] = s.pending_frees;
+  const Plugin& p = *d->plugin;
+  HWP_MemoryStats ms{};
+  ms.struct_size = sizeof(ms);
+  if (p.memory.get_memory_stats && p.memory.get_memory_stats(d->index, &ms) == HWP_OK) {
+    out["device_bytes_in_use"] = ms.bytes_in_use;
+    out["device_peak_bytes_in_use"] = ms.peak_bytes_in_use;
+    out["device_bytes_limit"] = ms.bytes_limit;
+    out["device_num_allocs"] = ms.num_allocs;
+    out["device_num_frees"] = ms.num_frees;
+  }
+  return out;
+}
+
+py::dict properties(py::handle place) {
+  Device* d = device_from_py(place);
+  py::dict out;
+  out["place"] = d->name;
+  out["host_memory"] = d->host_memory;
+  const Plugin& p = *d->plugin;
+  HWP_DeviceProperties props{};
+  props.struct_size = sizeof(props);
+  if (p.device.get_properties && p.device.get_properties(d->index, &props) == HWP_OK) {
+    props.name[sizeof(props.name) - 1] = '\0';
+    props.vendor[sizeof(props.vendor) - 1] = '\0';
+    props.driver_version[sizeof(props.driver_version) - 1] = '\0';
+    out["name"] = std::string(props.name);
+    out["vendor"] = std::string(props.vendor);
+    out["driver_version"] = std::string(props.driver_version);
+    out["total_memory"] = props.total_memory;
+    out["memory_alignment"] = props.memory_alignment;
+    out["compute_units"] = props.compute_units;
+    out["max_work_group_size"] = props.max_work_group_size;
+  }
+  return out;
+}
+
+py::list plugins() {
+  py::list out;
+  for (const auto& p : DeviceManager::instance().plugins()) {
+    py::dict d;
+    d["device_type"] = p->device_type;
+    d["path"] = p->path;
+    d["abi_version"] = std::to_string(p->abi_major) + "." + std::to_string(p->abi_minor);
+    d["plugin_version"] = p->plugin_version;
+    d["device_count"] = p->device_count;
+    d["device_count_note"] = p->device_count_note;
+    d["num_kernels"] = p->kernels.size();
+    d["has_streams"] = p->has_streams;
+    out.append(d);
+  }
+  return out;
+}
+
+void register_exceptions(py::module_& m) {
+  static py::exception<Error> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
+  static py::exception<Error> fallback(m, "FallbackError", PyExc_RuntimeError);
+  static py::exception<Error> unsupported(m, "NotSupportedError", PyExc_NotImplementedError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      switch (e.kind()) {
+        case ErrorKind::Value: PyErr_SetString(PyExc_ValueError, e.what()); return;
+        case ErrorKind::Type: PyErr_SetString(PyExc_TypeError, e.what()); return;
+        case ErrorKind::Index: PyErr_SetString(PyExc_IndexError, e.what()); return;
+        case ErrorKind::OutOfMemory: PyErr_SetString(oom.ptr(), e.what()); return;
+        case ErrorKind::Fallback: PyErr_SetString(fallback.ptr(), e.what()); return;
+        case ErrorKind::NotSupported: PyErr_SetString(unsupported.ptr(), e.what()); return;
+        case ErrorKind::Runtime: PyErr_SetString(PyExc_RuntimeError, e.what()); return;
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace hwport
+
+PYBIND11_MODULE(_core, m) {
+  using namespace hwport;
+  m.doc() = "hwport runtime core: plugin loader, devices, caching allocator, dispatch.";
+  register_exceptions(m);
+
+  auto dtype = py::enum_<DType>(m, "DType");
+  for (int i = 0; i < kNumDTypes; ++i)
+    dtype.value(dtype_name(static_cast<DType>(i)), static_cast<DType>(i));
+  dtype.def("__repr__", [](DType d) { return std::string("hwport.") + dtype_name(d); })
+      .def("__str__", [](DType d) { return std::string(dtype_name(d)); })
+      .def_property_readonly("itemsize", [](DType d) { return itemsize(d); })
+      .def_property_readonly("is_floating_point", [](DType d) { return is_floating(d); })
+      .def("to_numpy", [](DType d) { return numpy_dtype(d); });
+
+  py::class_<Place>(m, "Place", "A device: custom:<device_type>:<index>.")
+      .def(py::init([](std::string device_type, int64_t index) {
+             Device* d = DeviceManager::instance().find(device_type, index);
+             return place_of(d);
+           }), py::arg("device_type"), py::arg("index") = 0)
+      .def_readonly("device_type", &Place::device_type)
+      .def_readonly("index", &Place::index)
+      .def("__str__", &Place::str)
+      .def("__repr__", [](const Place& p) { return "Place(" + p.str() + ")"; })
+      .def("__eq__", [](const Place& p, py::handle other) {
+             if (py::isinstance<Place>(other)) {
+               const Place& o = other.cast<const Place&>();
+               return p.device_type == o.device_type && p.index == o.index;
+             }
+             if (py::isinstance<py::str>(other)) {
+               try {
+                 return device_from_py(other) == DeviceManager::instance().find(p.device_type, p.index);
+               } catch (const Error&) {
+                 return false;
+               }
+             }
+             return false;
+           })
+      .def("__hash__", [](const Place& p) { return std::hash<std::string>()(p.str()); });
+
+  bind_tensor(m);
+  bind_streams(m);
+
+  m.def("load_plugins", [](const std::vector<std::string>& paths) {
+    DeviceManager::instance().load_plugins(paths);
+  });
+  m.def("plugins", &plugins);
+  m.def("plugin_errors", []() {
+    py::list out;
+    for (const auto& e : DeviceManager::instance().errors()) {
+      py::dict d;
+      d["path"] = e.path;
+      d["reason"] = e.reason;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("plugin_log", []() {
+    py::list out;
+    for (const auto& e : plugin_log())
+      out.append(py::make_tuple(e.device_type, e.level, e.message));
+    return out;
+  });
+  m.def("fallback_stats", []() {
+    py::dict out;
+    for (const auto& kv : fallback_stats())
+      out[py::make_tuple(std::get<0>(kv.first), std::get<1>(kv.first), std::get<2>(kv.first))] =
+          kv.second;
+    return out;
+  });
+  m.def("reset_fallback_stats", &reset_fallback_stats);
+  m.def("set_fallback_mode", [](const std::string& mode) {
+    if (mode != "allow" && mode != "error")
+      raise(ErrorKind::Value, "fallback mode must be 'allow' or 'error', got '" + mode + "'");
+    set_fallback_mode(mode == "error" ? FallbackMode::Error : FallbackMode::Allow);
+  });
+  m.def("fallback_mode", []() { return fallback_mode() == FallbackMode::Error ? "error" : "allow"; });
+  m.def("places", []() {
+    py::list out;
+    for (const auto& d : DeviceManager::instance().devices()) out.append(place_of(d.get()));
+    return out;
+  });
+  m.def("resolve_place", [](py::handle place) { return place_of(device_from_py(place)); },
+        py::arg("place"));
+  m.def("set_device", [](py::handle place) {
+    Device* d = device_from_py(place);
+    DeviceManager::instance().set_current(d);
+    return place_of(d);
+  }, py::arg("place"));
+  m.def("get_device", []() { return place_of(DeviceManager::instance().current()); });
+  m.def("memory_stats", &memory_stats, py::arg("place") = py::none());
+  m.def("reset_peak_memory_stats", [](py::handle place) {
+    device_from_py(place)->allocator->reset_peak();
+  }, py::arg("place") = py::none());
+  m.def("empty_cache", [](py::handle place) {
+    Device* d = device_from_py(place);
+    py::gil_scoped_release nogil;
+    d->allocator->empty_cache();
+  }, py::arg("place") = py::none());
+  m.def("synchronize", [](py::handle place) {
+    Device* d = device_from_py(place);
+    py::gil_scoped_release nogil;
+    d->synchronize();
+  }, py::arg("place") = py::none());
+  m.def("device_properties", &properties, py::arg("place") = py::none());
+  m.def("from_numpy", [](py::array array, py::handle place) {
+    return tensor_from_numpy(array, device_from_py(place));
+  }, py::arg("array"), py::arg("place") = py::none());
+  m.def("from_dlpack_capsule", [](py::capsule capsule, py::handle place) {
+    return tensor_from_dlpack(capsule, device_from_py(place));
+  }, py::arg("capsule"), py::arg("place") = py::none());
+  m.def("full", [](const std::vector<int64_t>& shape, py::handle value, py::handle dtype,
+                   py::handle place) {
+    DType dt = dtype_from_py(dtype, "full", "dtype");
+    AttrValue v;
+    if (PyBool_Check(value.ptr())) v = AttrValue::of_bool(value.ptr() == Py_True);
+    else if (PyLong_Check(value.ptr())) v = AttrValue::of_int(value.cast<int64_t>());
+    else v = AttrValue::of_float(value.cast<double>());
+    return full(shape, v, dt, device_from_py(place));
+  }, py::arg("shape"), py::arg("value"), py::arg("dtype"), py::arg("place") = py::none());
+  m.def("parse_dtype", [](py::handle dtype, const std::string& op, const std::string& arg) {
+    return dtype_from_py(dtype, op.c_str(), arg.c_str());
+  }, py::arg("dtype"), py::arg("op") = "dtype", py::arg("arg") = "dtype");
+  m.def("is_host_memory", [](py::handle place) { return device_from_py(place)->host_memory; },
+        py::arg("place") = py::none());
+  m.def("shutdown", []() {
+    py::gil_scoped_release nogil;
+    DeviceManager::instance().shutdown();
+  });
+  m.attr("ABI_VERSION") = py::make_tuple(HWP_ABI_VERSION_MAJOR, HWP_ABI_VERSION_MINOR);
+}

@@ -1,0 +1,57 @@
+// A loaded plugin: its validated tables (copied at the host's struct sizes, so fields a plugin
+// predates read as NULL) and its kernels. Loading never throws: failures become LoadErrors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hwport/plugin.h"
+#include "kernel_registry.h"
+
+namespace hwport {
+
+struct Plugin {
+  std::string path;
+  std::string device_type;
+  std::string plugin_version;
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  void* handle = nullptr;
+  HWP_DeviceTable device{};
+  HWP_MemoryTable memory{};
+  HWP_StreamTable stream{};
+  bool has_streams = false;
+  const char* (*get_last_error_fn)(void) = nullptr;
+  void (*shutdown)(void) = nullptr;
+  int32_t device_count = 0;
+  std::string device_count_note;  // why the plugin reports zero devices, when it says
+  KernelTable kernels;
+
+  // "<call> failed with HWP_ERROR_X: <plugin message>" for a failed status.
+  std::string describe(const char* call, HWP_Status status) const;
+  // Throws hwport::Error (OutOfMemory for HWP_ERROR_OUT_OF_MEMORY) when status != HWP_OK.
+  void check(HWP_Status status, const char* call) const;
+};
+
+struct LoadError {
+  std::string path;
+  std::string reason;
+};
+
+struct PluginLogEntry {
+  std::string device_type;
+  int32_t level;
+  std::string message;
+};
+
+// Loads the plugin at `path`. On success returns it; on failure returns nullptr and sets
+// `reason`. `taken_types` lists device types already provided (for the duplicate check).
+std::unique_ptr<Plugin> load_plugin(const std::string& path,
+                                    const std::vector<std::string>& taken_types,
+                                    std::string* reason);
+
+std::vector<PluginLogEntry> plugin_log();
+
+}  // namespace hwport

@@ -1,0 +1,76 @@
+// Tensor = a strided view (shape, strides in elements, element offset) over a Storage (one
+// allocation from a device's caching allocator, or foreign host memory wrapped zero-copy).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "device.h"
+#include "dtype.h"
+
+namespace hwport {
+
+using Shape = std::vector<int64_t>;
+
+class Storage {
+  struct Key {
+    explicit Key() = default;
+  };
+
+ public:
+  explicit Storage(Key) {}  // use allocate() or wrap_host()
+  // Memory from the device's caching allocator, on the device's current stream.
+  static std::shared_ptr<Storage> allocate(Device* device, uint64_t nbytes);
+  // Host memory owned elsewhere, wrapped by the plugin (HWP_DEVICE_HOST_MEMORY devices);
+  // `release` runs after the device has finished with it.
+  static std::shared_ptr<Storage> wrap_host(Device* device, void* ptr, uint64_t nbytes,
+                                            std::function<void()> release);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  Device* device() const { return device_; }
+  HWP_Buffer buffer() const { return buffer_; }
+  uint64_t base_offset() const { return base_offset_; }  // bytes into buffer()
+  uint64_t nbytes() const { return nbytes_; }
+  // Records use on a stream other than the allocation stream (cross-stream reuse safety).
+  void record_stream(HWP_Stream stream) {
+    if (block_ && stream != block_->stream) device_->allocator->record_stream(block_, stream);
+  }
+
+ private:
+  Device* device_ = nullptr;
+  Block* block_ = nullptr;
+  HWP_Buffer buffer_ = nullptr;
+  uint64_t base_offset_ = 0;
+  uint64_t nbytes_ = 0;
+  std::function<void()> release_;
+};
+
+Shape contiguous_strides(const Shape& shape);
+int64_t numel(const Shape& shape);
+std::string shape_str(const Shape& shape);
+
+struct Tensor {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements
+  DType dtype = DType::Float32;
+
+  Device* device() const { return storage->device(); }
+  int64_t numel() const { return hwport::numel(shape); }
+  int64_t ndim() const { return static_cast<int64_t>(shape.size()); }
+  bool is_contiguous() const;
+  uint64_t byte_offset() const {
+    return storage->base_offset() + static_cast<uint64_t>(offset) * itemsize(dtype);
+  }
+  // A fresh contiguous tensor on `device` (uninitialized memory).
+  static Tensor empty(const Shape& shape, DType dtype, Device* device);
+  // Byte range [lo, hi) of the storage that the view touches (for span copies).
+  void byte_span(uint64_t* lo, uint64_t* hi) const;
+};
+
+}  // namespace hwport

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Idempotent set-up from a fresh clone:
+#   1. system packages (apt, only when something is missing and we are root),
+#   2. the .venv with the build and test requirements (skipped while a stamp says they are current),
+#   3. an editable, incremental build of hwport (always; the build/ folder persists).
+# Works from any directory. Environment knobs:
+#   HWPORT_PYTHON=python3.12  interpreter used to create .venv (default: python3 on PATH; >= 3.11)
+#   HWPORT_BUILD_VERBOSE=1    show the CMake/compiler output (default on when CI is set)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PYTHON="${HWPORT_PYTHON:-python3}"
+VENV="$ROOT/.venv"
+VPY="$VENV/bin/python"
+STAMP="$VENV/.hwport-requirements.sha256"
+APT_PACKAGES=(build-essential python3-venv python3-dev git)
+# Build + test requirements. The entries of pyproject.toml's [build-system].requires,
+# [project].dependencies and [project.optional-dependencies].test are added to (and override)
+# these, so a dependency added there is picked up here without editing this file.
+REQUIREMENTS=(scikit-build-core pybind11 numpy ml_dtypes pytest hypothesis cffi ruff
+              "cmake>=3.18" ninja)
+
+START=$SECONDS
+step() { printf '\n==> [setup] %s\n' "$*"; }
+note() { printf '    %s\n' "$*"; }
+die() { printf '\nsetup.sh: error: %s\n' "$*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# ---- 1. system packages -------------------------------------------------------------------
+step "1/3 system packages"
+
+# Prints one line per missing prerequisite (empty output: nothing missing).
+missing_prereqs() {
+  local tool
+  for tool in cc c++ make git; do
+    have "$tool" || echo "$tool"
+  done
+  if ! have "$PYTHON"; then
+    echo "$PYTHON"
+    return
+  fi
+  # Only a venv still to be created needs the interpreter's venv/ensurepip support.
+  if [[ ! -x "$VPY" ]] && ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    echo "venv/ensurepip support of $PYTHON"
+  fi
+  if ! "$PYTHON" - >/dev/null 2>&1 <<'EOF'
+import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))
+EOF
+  then
+    echo "Python.h (development headers) of $PYTHON"
+  fi
+}
+
+missing="$(missing_prereqs)"
+if [[ -z "$missing" ]]; then
+  note "all present (C/C++ compiler, make, git, $PYTHON with venv and headers); apt skipped"
+else
+  note "missing: $(echo "$missing" | paste -sd, - | sed 's/,/, /g')"
+  if [[ "$(id -u)" -ne 0 ]]; then
+    die "not root, so not installing system packages. Install them, then re-run:
+    sudo apt-get update && sudo apt-get install -y --no-install-recommends ${APT_PACKAGES[*]}"
+  fi
+  have apt-get || die "apt-get not found; install the equivalent of: ${APT_PACKAGES[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  note "apt-get update"
+  apt-get update -q
+  note "apt-get install ${APT_PACKAGES[*]}"
+  apt-get install -y -q --no-install-recommends "${APT_PACKAGES[@]}"
+  hash -r
+  missing="$(missing_prereqs)"
+  if [[ -n "$missing" ]]; then
+    hint=""
+    if grep -qi python <<<"$missing"; then
+      hint="
+    ($PYTHON is not Debian's python3: install its venv support and headers yourself,
+     or run with HWPORT_PYTHON=/usr/bin/python3)"
+    fi
+    die "still missing after apt-get install: $(echo "$missing" | paste -sd, - | sed 's/,/, /g')$hint"
+  fi
+fi
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "$PYTHON is $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'); hwport needs Python >= 3.11 (set HWPORT_PYTHON=/path/to/python3.11+)"
+
+# ---- 2. virtual environment and requirements ----------------------------------------------
+step "2/3 virtual environment ($VENV) and requirements"
+
+if [[ -x "$VPY" ]] && "$VPY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 \
+   && "$VPY" -m pip --version >/dev/null 2>&1; then
+  note "exists: $("$VPY" -c 'import sys; print(sys.version.split()[0])')"
+else
+  if [[ -e "$VENV" ]]; then
+    note "$VENV is broken or too old; recreating it"
+  fi
+  note "creating with $("$PYTHON" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+  "$PYTHON" -m venv --clear "$VENV"
+fi
+
+# Upgrade pip only when it is very old (the resolver and PEP 660 editables need >= 21.3).
+if ! "$VPY" - <<'EOF'
+import sys
+import pip
+sys.exit(tuple(int(p) for p in pip.__version__.split(".")[:2] if p.isdigit()) < (22, 0))
+EOF
+then
+  note "upgrading the venv's old pip"
+  "$VPY" -m pip install -q --upgrade pip
+fi
+
+# The full requirement list, and a key over it + pyproject.toml + the interpreter: when the key
+# matches the stamp, everything was installed already and pip is not run at all.
+mapfile -t REQ_LINES < <("$VPY" - "${REQUIREMENTS[@]}" <<'EOF'
+import hashlib, re, sys, tomllib
+
+def name(req):
+    return re.split(r"[\s<>=!~;\[(@]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+with open("pyproject.toml", "rb") as f:
+    raw = f.read()
+meta = tomllib.loads(raw.decode())
+reqs = {name(r): r for r in sys.argv[1:]}
+from_pyproject = (meta.get("build-system", {}).get("requires", [])
+                  + meta.get("project", {}).get("dependencies", [])
+                  + meta.get("project", {}).get("optional-dependencies", {}).get("test", []))
+for r in from_pyproject:
+    reqs[name(r)] = r
+lines = sorted(reqs.values())
+key = hashlib.sha256("\n".join(lines + [sys.version]).encode() + b"\0" + raw).hexdigest()
+print(key)
+print("\n".join(lines))
+EOF
+)
+[[ ${#REQ_LINES[@]} -ge 2 ]] || die "could not read the requirements from pyproject.toml"
+KEY="${REQ_LINES[0]}"
+REQS=("${REQ_LINES[@]:1}")
+
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" ]]; then
+  note "requirements up to date (stamp $(basename "$STAMP") matches); pip skipped"
+else
+  note "installing: ${REQS[*]}"
+  "$VPY" -m pip install -q "${REQS[@]}"
+  printf '%s\n' "$KEY" >"$STAMP"
+  note "installed; stamp written"
+fi
+
+# ---- 3. build and install hwport (editable, incremental) ----------------------------------
+step "3/3 build hwport (pip install --no-build-isolation -e .; incremental in build/)"
+
+# The venv's cmake and ninja must be the ones the build finds.
+export PATH="$VENV/bin:$PATH"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
+PIP_BUILD_ARGS=(--no-build-isolation --no-deps -e .)
+case "${HWPORT_BUILD_VERBOSE:-${CI:-}}" in
+  "" | 0 | false | no) verbose=0 ;;
+  *) verbose=1 ;;
+esac
+if [[ $verbose == 1 ]]; then
+  PIP_BUILD_ARGS=(-v "${PIP_BUILD_ARGS[@]}")
+else
+  PIP_BUILD_ARGS=(-q "${PIP_BUILD_ARGS[@]}")
+fi
+build_start=$SECONDS
+"$VPY" -m pip install "${PIP_BUILD_ARGS[@]}" \
+  || die "building hwport failed (see the output above; HWPORT_BUILD_VERBOSE=1 shows the full CMake log)"
+note "built in $((SECONDS - build_start)) s"
+
+step "done in $((SECONDS - START)) s — use $VENV/bin/python (or: source .venv/bin/activate)"
