@@ -57,14 +57,22 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None) -> Tensor:
         )
     if target is not None:
         arr = arr.astype(target.to_numpy(), copy=False)
-    return _core.from_numpy(np.ascontiguousarray(arr), device_place)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d into 1-d)
+    return _core.from_numpy(arr, device_place)
 
 
 def from_dlpack(data: Any, place: Any = None) -> Tensor:
     """Zero-copy import of a DLPack tensor in host memory (e.g. a numpy array) onto a
     host-memory place (default: the current device; copied for other devices)."""
     device_place = _core.resolve_place(place)
-    capsule = data.__dlpack__() if hasattr(data, "__dlpack__") else data
+    if hasattr(data, "__dlpack__"):
+        try:
+            capsule = data.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer from before DLPack 1.0
+            capsule = data.__dlpack__()
+    else:
+        capsule = data
     if _core.is_host_memory(device_place):
         return _core.from_dlpack_capsule(capsule, device_place)
     return _core.from_dlpack_capsule(capsule, "cpu").to(device_place)

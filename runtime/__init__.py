@@ -27,6 +27,9 @@ __all__ = [
     "plugins", "reset_fallback_stats", "set_fallback_mode",
 ]
 
+# pybind11's enum keeps its own __repr__ over one defined in C++; set the public spelling here.
+DType.__repr__ = lambda self: f"hwport.{self}"
+
 _discovery_errors: list[dict[str, str]] = []
 
 

@@ -24,7 +24,7 @@ def installed_plugin(relative: str) -> Path:
     return path
 
 
-def test_plugin_path(variant: str) -> Path:
+def zoo_plugin_path(variant: str) -> Path:
     """A test-only plugin built by CMake from tests/plugins (installed under hwport/testing_plugins)."""
     return installed_plugin(f"testing_plugins/libhwport_test_{variant}.so")
 

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <utility>
 
 #include "bindings.h"
 #include "dlpack.h"
@@ -85,6 +86,50 @@ py::array to_numpy(const Tensor& t) {
   return py::module_::import("numpy").attr("ascontiguousarray")(view);
 }
 
+template <typename Managed>
+void delete_unconsumed(PyObject* capsule, const char* name) {
+  // Runs only if no consumer took the tensor (a consumer renames the capsule).
+  if (PyCapsule_IsValid(capsule, name)) {
+    auto* mt = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
+    if (mt && mt->deleter) mt->deleter(mt);
+  }
+}
+
+// The producer side of the DLPack protocol: a versioned (1.0) capsule when the consumer asks
+// for one with max_version, the pre-1.0 capsule otherwise.
+py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_version,
+                           py::handle dl_device, py::handle copy) {
+  (void)stream;  // host memory: synchronizing the device is the only ordering needed
+  if (!copy.is_none() && copy.cast<bool>())
+    raise(ErrorKind::Value, "__dlpack__: copy=True is not supported; export shares memory");
+  if (!dl_device.is_none()) {
+    auto dev = dl_device.cast<std::pair<int, int>>();
+    if (dev.first != kDLCPU)
+      raise(ErrorKind::Value, "__dlpack__: can only export to kDLCPU, not device type " +
+                                  std::to_string(dev.first));
+  }
+  bool versioned = false;
+  if (!max_version.is_none()) versioned = max_version.cast<std::pair<int, int>>().first >= 1;
+  if (versioned) {
+    DLManagedTensorVersioned* managed;
+    {
+      py::gil_scoped_release nogil;
+      managed = to_dlpack_versioned(t);
+    }
+    return py::capsule(managed, "dltensor_versioned", [](PyObject* capsule) {
+      delete_unconsumed<DLManagedTensorVersioned>(capsule, "dltensor_versioned");
+    });
+  }
+  DLManagedTensor* managed;
+  {
+    py::gil_scoped_release nogil;
+    managed = to_dlpack(t);
+  }
+  return py::capsule(managed, "dltensor", [](PyObject* capsule) {
+    delete_unconsumed<DLManagedTensor>(capsule, "dltensor");
+  });
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -118,20 +163,9 @@ void bind_tensor(py::module_& m) {
              return py::make_tuple(static_cast<int>(host ? kDLCPU : kDLExtDev),
                                    host ? 0 : t.device()->index);
            })
-      .def("__dlpack__", [](const Tensor& t, py::kwargs) {
-             DLManagedTensor* managed;
-             {
-               py::gil_scoped_release nogil;
-               managed = to_dlpack(t);
-             }
-             return py::capsule(managed, "dltensor", [](PyObject* capsule) {
-               // Runs only if no consumer took the tensor (a consumer renames the capsule).
-               if (PyCapsule_IsValid(capsule, "dltensor")) {
-                 auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-                 if (mt && mt->deleter) mt->deleter(mt);
-               }
-             });
-           });
+      .def("__dlpack__", &dlpack_capsule, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none());
 }
 
 Tensor tensor_from_numpy(py::array array, Device* device) {
@@ -153,11 +187,21 @@ Tensor tensor_from_numpy(py::array array, Device* device) {
 }
 
 Tensor tensor_from_dlpack(py::capsule capsule, Device* device) {
-  if (std::strcmp(capsule.name(), "dltensor") != 0)
-    raise(ErrorKind::Value, "from_dlpack: expected a 'dltensor' capsule (already consumed?)");
-  auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
-  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
-  return from_dlpack(managed, device);
+  const char* name = capsule.name();
+  if (name && std::strcmp(name, "dltensor_versioned") == 0) {
+    auto* managed = static_cast<DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule.ptr(), "dltensor_versioned"));
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor_versioned");
+    return from_dlpack(managed, device);
+  }
+  if (name && std::strcmp(name, "dltensor") == 0) {
+    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    return from_dlpack(managed, device);
+  }
+  raise(ErrorKind::Value, "from_dlpack: expected a 'dltensor' or 'dltensor_versioned' capsule, "
+                          "got '" + std::string(name ? name : "(unnamed)") +
+                          "' (a capsule can be consumed only once)");
 }
 
 }  // namespace hwport

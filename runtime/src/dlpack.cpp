@@ -1,5 +1,6 @@
 #include "dlpack.h"
 
+#include <functional>
 #include <memory>
 
 #include "errors.h"
@@ -13,6 +14,7 @@ struct ExportContext {
   Shape shape;
   Shape strides;
   DLManagedTensor managed;
+  DLManagedTensorVersioned versioned;
 };
 
 DLDataType to_dl_dtype(DType d) {
@@ -53,9 +55,11 @@ void delete_export(DLManagedTensor* self) {
   std::unique_ptr<ExportContext> owned(static_cast<ExportContext*>(self->manager_ctx));
 }
 
-}  // namespace
+void delete_export_versioned(DLManagedTensorVersioned* self) {
+  std::unique_ptr<ExportContext> owned(static_cast<ExportContext*>(self->manager_ctx));
+}
 
-DLManagedTensor* to_dlpack(const Tensor& t) {
+std::unique_ptr<ExportContext> export_tensor(const Tensor& t, DLTensor* dl) {
   Device* dev = t.device();
   if (!dev->host_memory)
     raise(ErrorKind::Runtime, "__dlpack__: " + dev->name + " memory is not host-addressable; "
@@ -71,24 +75,63 @@ DLManagedTensor* to_dlpack(const Tensor& t) {
     p.check(p.memory.host_address(dev->index, t.storage->buffer(), t.byte_offset(), &data),
             "host_address");
   }
-  DLTensor& dl = ctx->managed.dl_tensor;
-  dl.data = data;
-  dl.device = {kDLCPU, 0};
-  dl.ndim = static_cast<int32_t>(t.shape.size());
-  dl.dtype = to_dl_dtype(t.dtype);
-  dl.shape = ctx->shape.data();
-  dl.strides = ctx->strides.data();
-  dl.byte_offset = 0;
+  dl->data = data;
+  dl->device = {kDLCPU, 0};
+  dl->ndim = static_cast<int32_t>(t.shape.size());
+  dl->dtype = to_dl_dtype(t.dtype);
+  dl->shape = ctx->shape.data();
+  dl->strides = ctx->strides.data();
+  dl->byte_offset = 0;
+  return ctx;
+}
+
+Tensor wrap_dltensor(const DLTensor& dl, Device* device, const std::function<void()>& release);
+
+}  // namespace
+
+DLManagedTensor* to_dlpack(const Tensor& t) {
+  DLTensor dl{};
+  auto ctx = export_tensor(t, &dl);
+  ctx->managed.dl_tensor = dl;
   ctx->managed.manager_ctx = ctx.get();
   ctx->managed.deleter = delete_export;
   return &ctx.release()->managed;
+}
+
+DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t) {
+  DLTensor dl{};
+  auto ctx = export_tensor(t, &dl);
+  ctx->versioned.version = {1, 0};
+  ctx->versioned.flags = 0;  // writable: the consumer shares the tensor's memory
+  ctx->versioned.dl_tensor = dl;
+  ctx->versioned.manager_ctx = ctx.get();
+  ctx->versioned.deleter = delete_export_versioned;
+  return &ctx.release()->versioned;
+}
+
+Tensor from_dlpack(DLManagedTensorVersioned* managed, Device* device) {
+  auto release = [managed]() {
+    if (managed->deleter) managed->deleter(managed);
+  };
+  if (managed->version.major != 1) {
+    const uint32_t major = managed->version.major;
+    release();
+    raise(ErrorKind::Value, "from_dlpack: DLPack major version " + std::to_string(major) +
+                                " is not supported (expected 1)");
+  }
+  return wrap_dltensor(managed->dl_tensor, device, release);
 }
 
 Tensor from_dlpack(DLManagedTensor* managed, Device* device) {
   auto release = [managed]() {
     if (managed->deleter) managed->deleter(managed);
   };
-  const DLTensor& dl = managed->dl_tensor;
+  return wrap_dltensor(managed->dl_tensor, device, release);
+}
+
+namespace {
+
+Tensor wrap_dltensor(const DLTensor& dl, Device* device, const std::function<void()>& release) {
   DType dtype;
   if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost) {
     release();
@@ -125,5 +168,7 @@ Tensor from_dlpack(DLManagedTensor* managed, Device* device) {
   t.offset = -lo;
   return t;
 }
+
+}  // namespace
 
 }  // namespace hwport

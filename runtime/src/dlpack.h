@@ -1,5 +1,6 @@
 // DLPack (https://dmlc.github.io/dlpack) exchange for host-memory devices: the data structures
-// of the DLPack ABI (v0.8 layout, unversioned capsules) and the zero-copy conversions.
+// of the DLPack ABI (1.0 versioned and pre-1.0 unversioned capsules) and the zero-copy
+// conversions.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +36,26 @@ struct DLManagedTensor {
   void (*deleter)(DLManagedTensor* self);
 };
 
-// A DLManagedTensor that keeps `t` alive; the caller owns it (call its deleter).
-// Throws when the device's memory is not host-addressable.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+constexpr uint64_t kDLFlagReadOnly = 1;
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+
+// DLPack tensors that keep `t` alive; the caller owns them (call their deleter).
+// Throw when the device's memory is not host-addressable.
 DLManagedTensor* to_dlpack(const Tensor& t);
-// Wraps a DLPack tensor in host memory as a tensor on `device` without copying; takes
-// ownership of `managed` (its deleter runs when the tensor's storage dies).
+DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t);
+// Wrap a DLPack tensor in host memory as a tensor on `device` without copying; they take
+// ownership (the deleter runs when the tensor's storage dies, or at once on error).
 Tensor from_dlpack(DLManagedTensor* managed, Device* device);
+Tensor from_dlpack(DLManagedTensorVersioned* managed, Device* device);
 
 }  // namespace hwport

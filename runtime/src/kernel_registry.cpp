@@ -1,5 +1,6 @@
 #include "kernel_registry.h"
 
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 
@@ -9,7 +10,7 @@ namespace {
 struct OpNames {
   std::mutex mutex;
   std::unordered_map<std::string, int> ids;
-  std::vector<std::string> names;
+  std::deque<std::string> names;  // a deque keeps references stable as it grows
 };
 OpNames& op_names() {
   static OpNames names;

@@ -112,8 +112,7 @@ PYBIND11_MODULE(_core, m) {
   auto dtype = py::enum_<DType>(m, "DType");
   for (int i = 0; i < kNumDTypes; ++i)
     dtype.value(dtype_name(static_cast<DType>(i)), static_cast<DType>(i));
-  dtype.def("__repr__", [](DType d) { return std::string("hwport.") + dtype_name(d); })
-      .def("__str__", [](DType d) { return std::string(dtype_name(d)); })
+  dtype.def("__str__", [](DType d) { return std::string(dtype_name(d)); })
       .def_property_readonly("itemsize", [](DType d) { return itemsize(d); })
       .def_property_readonly("is_floating_point", [](DType d) { return is_floating(d); })
       .def("to_numpy", [](DType d) { return numpy_dtype(d); });

@@ -64,13 +64,13 @@ Tensor full(const Shape& shape, const AttrValue& value, DType dtype, Device* dev
 }
 
 Tensor binary(int op, const Tensor& a, const Tensor& b) {
-  const std::string& name = op_name(op);
   if (a.device() != b.device()) {
-    raise(ErrorKind::Value, name + ": x is on " + a.device()->name + " but y is on " +
+    raise(ErrorKind::Value, op_name(op) + ": x is on " + a.device()->name + " but y is on " +
                                 b.device()->name + "; move one with .to(place) first");
   }
   const DType dtype = promote_types(a.dtype, b.dtype);
-  const Shape shape = broadcast_shapes(name.c_str(), a.shape, b.shape);
+  const Shape shape =
+      a.shape == b.shape ? a.shape : broadcast_shapes(op_name(op).c_str(), a.shape, b.shape);
   Tensor out = Tensor::empty(shape, dtype, a.device());
   if (out.numel() == 0) return out;
   const Tensor ac = a.dtype == dtype ? broadcast_to(a, shape) : broadcast_to(cast(a, dtype), shape);

@@ -75,7 +75,8 @@ def test_workload_returns_allocated_to_baseline_and_tracks_peak():
     c = (a + a) * a
     d = b * 2.0
     peak = stats()["peak_allocated_bytes"]
-    assert peak >= baseline["allocated_bytes"] + (1 << 20) * 3 + (3 << 20) * 2
+    # live at the peak: a, b, c and d (the temporary a + a is gone by then)
+    assert peak >= baseline["allocated_bytes"] + (1 << 20) * 2 + (3 << 20) * 2
     del a, b, c, d
     after = stats()
     assert after["allocated_bytes"] == baseline["allocated_bytes"]

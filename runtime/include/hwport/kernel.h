@@ -33,7 +33,9 @@ struct HWP_KernelContext {
   HWP_Stream stream; /* NULL when the plugin has no stream table */
   int32_t num_inputs;
   int32_t num_outputs;
-  const HWP_TensorView *inputs;  /* read only */
+  /* Read only. For elementwise ops the host passes inputs already broadcast to the output's
+   * shape (same ndim, stride 0 on broadcast dimensions) and already of the op's dtype. */
+  const HWP_TensorView *inputs;
   const HWP_TensorView *outputs; /* allocated by the host, shapes inferred; contiguous */
   void *user_data;               /* as given in HWP_KernelRegistration */
   void *host_context;            /* opaque; pass back to the callbacks below */

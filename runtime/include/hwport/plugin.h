@@ -52,7 +52,8 @@ typedef struct HWP_HostApi {
                       uint64_t end_ns);
 } HWP_HostApi;
 
-/* What the plugin provides. Owned by the plugin. */
+/* What the plugin provides. Owned by the plugin. Everything up to and including
+ * get_last_error is required: a struct_size that covers it is valid for ABI 1.x. */
 typedef struct HWP_PluginApi {
   size_t struct_size;
   uint32_t abi_major;

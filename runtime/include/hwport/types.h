@@ -1,7 +1,11 @@
 /* hwport C ABI v1 — basic types, status codes, dtypes and the tensor view.
  *
  * C99. Every struct that crosses the ABI starts with `size_t struct_size` and grows only by
- * appending fields; a reader uses a field only if `struct_size` covers it (HWP_HAS_FIELD). */
+ * appending fields; a reader uses a field only if `struct_size` covers it (HWP_HAS_FIELD).
+ * A field appended in a later minor version starts at or after the struct's previous sizeof
+ * (never inside its tail padding), so an older struct_size can never seem to cover it.
+ * Required fields come first in every struct: a struct whose struct_size covers its required
+ * part is valid even when it predates later optional fields. */
 #ifndef HWPORT_TYPES_H
 #define HWPORT_TYPES_H
 

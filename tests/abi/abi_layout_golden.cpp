@@ -1,0 +1,222 @@
+// ABI layout golden test: sizes, alignments, field offsets and field types of every struct
+// in runtime/include/hwport/*.h, the value of every enum constant and ABI macro, and the
+// scalar/function typedefs, written out literally for LP64 targets (x86_64/aarch64 Linux).
+// It is compiled as part of the default build (tests/abi/CMakeLists.txt) and by
+// tests/test_abi_headers.py, so ANY layout change fails the build. Tables grow only by
+// appending (a minor version bump): then, and only then, update this file (see
+// gen_abi_golden.py) and review the diff: existing lines must not change.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "hwport/hwport.h"
+
+static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8 && alignof(uint64_t) == 8,
+              "the golden numbers below are for 64-bit (LP64) targets");
+
+#define HWP_GOLDEN_SIZE(T, size, align) \
+  static_assert(sizeof(T) == (size), "sizeof(" #T ") changed: the ABI broke"); \
+  static_assert(alignof(T) == (align), "alignof(" #T ") changed: the ABI broke")
+#define HWP_GOLDEN_FIELD(T, field, offset, ...)                                       \
+  static_assert(offsetof(T, field) == (offset), "offset of " #T "." #field " changed"); \
+  static_assert(std::is_same<decltype(T::field), __VA_ARGS__>::value,                   \
+                "type of " #T "." #field " changed")
+constexpr bool hwp_golden_streq(const char *a, const char *b) {
+  return *a == *b && (*a == '\0' || hwp_golden_streq(a + 1, b + 1));
+}
+#define HWP_GOLDEN_VALUE(name, value) \
+  static_assert((name) == (value), #name " changed: its value is part of the ABI")
+
+// ---- versions and macros
+HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MAJOR, 1);
+HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MINOR, 0);
+HWP_GOLDEN_VALUE(HWP_MAX_NDIM, 16);
+static_assert(hwp_golden_streq(HWP_PLUGIN_INIT_SYMBOL, "hwport_plugin_init"),
+              "the entry point symbol is part of the ABI");
+
+// ---- typedefs
+static_assert(std::is_same<HWP_Status, int32_t>::value, "typedef HWP_Status changed");
+static_assert(std::is_same<HWP_DType, int32_t>::value, "typedef HWP_DType changed");
+static_assert(std::is_same<HWP_KernelFn, HWP_Status (*)(const HWP_KernelContext *)>::value,
+    "typedef HWP_KernelFn changed");
+static_assert(std::is_same<HWP_AttrType, int32_t>::value, "typedef HWP_AttrType changed");
+static_assert(std::is_same<HWP_PluginInitFn, HWP_Status (*)(const HWP_HostApi *,
+    const HWP_PluginApi **)>::value, "typedef HWP_PluginInitFn changed");
+static_assert(std::is_same<HWP_LogLevel, int32_t>::value, "typedef HWP_LogLevel changed");
+
+// ---- enum constants
+// HWP_StatusCode
+HWP_GOLDEN_VALUE(HWP_OK, 0);
+HWP_GOLDEN_VALUE(HWP_ERROR_INVALID_ARGUMENT, 1);
+HWP_GOLDEN_VALUE(HWP_ERROR_OUT_OF_MEMORY, 2);
+HWP_GOLDEN_VALUE(HWP_ERROR_NOT_SUPPORTED, 3);
+HWP_GOLDEN_VALUE(HWP_ERROR_NOT_READY, 4);
+HWP_GOLDEN_VALUE(HWP_ERROR_NOT_FOUND, 5);
+HWP_GOLDEN_VALUE(HWP_ERROR_DEVICE, 6);
+HWP_GOLDEN_VALUE(HWP_ERROR_VERSION_MISMATCH, 7);
+HWP_GOLDEN_VALUE(HWP_ERROR_INTERNAL, 8);
+// HWP_DTypeCode
+HWP_GOLDEN_VALUE(HWP_DTYPE_BOOL, 0);
+HWP_GOLDEN_VALUE(HWP_DTYPE_INT8, 1);
+HWP_GOLDEN_VALUE(HWP_DTYPE_UINT8, 2);
+HWP_GOLDEN_VALUE(HWP_DTYPE_INT16, 3);
+HWP_GOLDEN_VALUE(HWP_DTYPE_INT32, 4);
+HWP_GOLDEN_VALUE(HWP_DTYPE_INT64, 5);
+HWP_GOLDEN_VALUE(HWP_DTYPE_FLOAT16, 6);
+HWP_GOLDEN_VALUE(HWP_DTYPE_BFLOAT16, 7);
+HWP_GOLDEN_VALUE(HWP_DTYPE_FLOAT32, 8);
+HWP_GOLDEN_VALUE(HWP_DTYPE_FLOAT64, 9);
+HWP_GOLDEN_VALUE(HWP_DTYPE_COUNT, 10);
+// HWP_DeviceFlag
+HWP_GOLDEN_VALUE(HWP_DEVICE_HOST_MEMORY, 1);
+// HWP_AttrTypeCode
+HWP_GOLDEN_VALUE(HWP_ATTR_BOOL, 0);
+HWP_GOLDEN_VALUE(HWP_ATTR_INT64, 1);
+HWP_GOLDEN_VALUE(HWP_ATTR_FLOAT64, 2);
+HWP_GOLDEN_VALUE(HWP_ATTR_STRING, 3);
+HWP_GOLDEN_VALUE(HWP_ATTR_INT64_ARRAY, 4);
+HWP_GOLDEN_VALUE(HWP_ATTR_FLOAT64_ARRAY, 5);
+HWP_GOLDEN_VALUE(HWP_ATTR_DTYPE, 6);
+// HWP_KernelFlag
+HWP_GOLDEN_VALUE(HWP_KERNEL_ACCEPTS_STRIDED, 1);
+// HWP_LogLevelCode
+HWP_GOLDEN_VALUE(HWP_LOG_DEBUG, 0);
+HWP_GOLDEN_VALUE(HWP_LOG_INFO, 1);
+HWP_GOLDEN_VALUE(HWP_LOG_WARNING, 2);
+HWP_GOLDEN_VALUE(HWP_LOG_ERROR, 3);
+
+// ---- structs: size and alignment, then every field in declaration order
+HWP_GOLDEN_SIZE(HWP_TensorView, 48, 8);
+HWP_GOLDEN_FIELD(HWP_TensorView, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_TensorView, buffer, 8, HWP_Buffer);
+HWP_GOLDEN_FIELD(HWP_TensorView, byte_offset, 16, uint64_t);
+HWP_GOLDEN_FIELD(HWP_TensorView, dtype, 24, HWP_DType);
+HWP_GOLDEN_FIELD(HWP_TensorView, ndim, 28, int32_t);
+HWP_GOLDEN_FIELD(HWP_TensorView, shape, 32, const int64_t *);
+HWP_GOLDEN_FIELD(HWP_TensorView, strides, 40, const int64_t *);
+
+HWP_GOLDEN_SIZE(HWP_DeviceProperties, 488, 8);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, name, 8, char[256]);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, vendor, 264, char[128]);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, driver_version, 392, char[64]);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, total_memory, 456, uint64_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, memory_alignment, 464, uint64_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, compute_units, 472, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, max_work_group_size, 476, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, flags, 480, uint32_t);
+
+HWP_GOLDEN_SIZE(HWP_MemoryStats, 48, 8);
+HWP_GOLDEN_FIELD(HWP_MemoryStats, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_MemoryStats, bytes_in_use, 8, uint64_t);
+HWP_GOLDEN_FIELD(HWP_MemoryStats, peak_bytes_in_use, 16, uint64_t);
+HWP_GOLDEN_FIELD(HWP_MemoryStats, bytes_limit, 24, uint64_t);
+HWP_GOLDEN_FIELD(HWP_MemoryStats, num_allocs, 32, uint64_t);
+HWP_GOLDEN_FIELD(HWP_MemoryStats, num_frees, 40, uint64_t);
+
+HWP_GOLDEN_SIZE(HWP_DeviceTable, 56, 8);
+HWP_GOLDEN_FIELD(HWP_DeviceTable, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_DeviceTable, get_device_count, 8, HWP_Status (*)(int32_t *));
+HWP_GOLDEN_FIELD(HWP_DeviceTable, synchronize_device, 16, HWP_Status (*)(int32_t));
+HWP_GOLDEN_FIELD(HWP_DeviceTable, get_properties, 24, HWP_Status (*)(int32_t,
+    HWP_DeviceProperties *));
+HWP_GOLDEN_FIELD(HWP_DeviceTable, init_device, 32, HWP_Status (*)(int32_t));
+HWP_GOLDEN_FIELD(HWP_DeviceTable, deinit_device, 40, HWP_Status (*)(int32_t));
+HWP_GOLDEN_FIELD(HWP_DeviceTable, set_device, 48, HWP_Status (*)(int32_t));
+
+HWP_GOLDEN_SIZE(HWP_MemoryTable, 112, 8);
+HWP_GOLDEN_FIELD(HWP_MemoryTable, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_MemoryTable, allocate, 8, HWP_Status (*)(int32_t, uint64_t, HWP_Buffer *));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, deallocate, 16, HWP_Status (*)(int32_t, HWP_Buffer));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, copy_h2d, 24, HWP_Status (*)(int32_t, HWP_Buffer, uint64_t,
+    const void *, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, copy_d2h, 32, HWP_Status (*)(int32_t, void *, HWP_Buffer,
+    uint64_t, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, copy_d2d, 40, HWP_Status (*)(int32_t, HWP_Buffer, uint64_t,
+    HWP_Buffer, uint64_t, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, copy_h2d_async, 48, HWP_Status (*)(int32_t, HWP_Stream,
+    HWP_Buffer, uint64_t, const void *, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, copy_d2h_async, 56, HWP_Status (*)(int32_t, HWP_Stream, void *,
+    HWP_Buffer, uint64_t, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, copy_d2d_async, 64, HWP_Status (*)(int32_t, HWP_Stream,
+    HWP_Buffer, uint64_t, HWP_Buffer, uint64_t, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, memset_async, 72, HWP_Status (*)(int32_t, HWP_Stream, HWP_Buffer,
+    uint64_t, uint8_t, uint64_t));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, get_memory_stats, 80, HWP_Status (*)(int32_t, HWP_MemoryStats *));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, host_address, 88, HWP_Status (*)(int32_t, HWP_Buffer, uint64_t,
+    void **));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, wrap_host_memory, 96, HWP_Status (*)(int32_t, void *, uint64_t,
+    HWP_Buffer *));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, release_host_buffer, 104, HWP_Status (*)(int32_t, HWP_Buffer));
+
+HWP_GOLDEN_SIZE(HWP_StreamTable, 88, 8);
+HWP_GOLDEN_FIELD(HWP_StreamTable, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_StreamTable, create_stream, 8, HWP_Status (*)(int32_t, HWP_Stream *));
+HWP_GOLDEN_FIELD(HWP_StreamTable, destroy_stream, 16, HWP_Status (*)(int32_t, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_StreamTable, synchronize_stream, 24, HWP_Status (*)(int32_t, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_StreamTable, query_stream, 32, HWP_Status (*)(int32_t, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_StreamTable, create_event, 40, HWP_Status (*)(int32_t, HWP_Event *));
+HWP_GOLDEN_FIELD(HWP_StreamTable, destroy_event, 48, HWP_Status (*)(int32_t, HWP_Event));
+HWP_GOLDEN_FIELD(HWP_StreamTable, record_event, 56, HWP_Status (*)(int32_t, HWP_Stream, HWP_Event));
+HWP_GOLDEN_FIELD(HWP_StreamTable, synchronize_event, 64, HWP_Status (*)(int32_t, HWP_Event));
+HWP_GOLDEN_FIELD(HWP_StreamTable, query_event, 72, HWP_Status (*)(int32_t, HWP_Event));
+HWP_GOLDEN_FIELD(HWP_StreamTable, stream_wait_event, 80, HWP_Status (*)(int32_t, HWP_Stream,
+    HWP_Event));
+
+HWP_GOLDEN_SIZE(HWP_KernelContext, 80, 8);
+HWP_GOLDEN_FIELD(HWP_KernelContext, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_KernelContext, device, 8, int32_t);
+HWP_GOLDEN_FIELD(HWP_KernelContext, stream, 16, HWP_Stream);
+HWP_GOLDEN_FIELD(HWP_KernelContext, num_inputs, 24, int32_t);
+HWP_GOLDEN_FIELD(HWP_KernelContext, num_outputs, 28, int32_t);
+HWP_GOLDEN_FIELD(HWP_KernelContext, inputs, 32, const HWP_TensorView *);
+HWP_GOLDEN_FIELD(HWP_KernelContext, outputs, 40, const HWP_TensorView *);
+HWP_GOLDEN_FIELD(HWP_KernelContext, user_data, 48, void *);
+HWP_GOLDEN_FIELD(HWP_KernelContext, host_context, 56, void *);
+HWP_GOLDEN_FIELD(HWP_KernelContext, get_attr, 64, HWP_Status (*)(const HWP_KernelContext *,
+    const char *, HWP_AttrType, void *, int64_t *));
+HWP_GOLDEN_FIELD(HWP_KernelContext, allocate_workspace, 72,
+    HWP_Status (*)(const HWP_KernelContext *, uint64_t, HWP_Buffer *));
+
+HWP_GOLDEN_SIZE(HWP_KernelRegistration, 40, 8);
+HWP_GOLDEN_FIELD(HWP_KernelRegistration, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_KernelRegistration, op_name, 8, const char *);
+HWP_GOLDEN_FIELD(HWP_KernelRegistration, dtype, 16, HWP_DType);
+HWP_GOLDEN_FIELD(HWP_KernelRegistration, flags, 20, uint32_t);
+HWP_GOLDEN_FIELD(HWP_KernelRegistration, fn, 24, HWP_KernelFn);
+HWP_GOLDEN_FIELD(HWP_KernelRegistration, user_data, 32, void *);
+
+HWP_GOLDEN_SIZE(HWP_CclTable, 8, 8);
+HWP_GOLDEN_FIELD(HWP_CclTable, struct_size, 0, size_t);
+
+HWP_GOLDEN_SIZE(HWP_CodegenTable, 8, 8);
+HWP_GOLDEN_FIELD(HWP_CodegenTable, struct_size, 0, size_t);
+
+HWP_GOLDEN_SIZE(HWP_ProfilerTable, 8, 8);
+HWP_GOLDEN_FIELD(HWP_ProfilerTable, struct_size, 0, size_t);
+
+HWP_GOLDEN_SIZE(HWP_HostApi, 48, 8);
+HWP_GOLDEN_FIELD(HWP_HostApi, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_HostApi, abi_major, 8, uint32_t);
+HWP_GOLDEN_FIELD(HWP_HostApi, abi_minor, 12, uint32_t);
+HWP_GOLDEN_FIELD(HWP_HostApi, host_context, 16, void *);
+HWP_GOLDEN_FIELD(HWP_HostApi, register_kernel, 24, HWP_Status (*)(void *,
+    const HWP_KernelRegistration *));
+HWP_GOLDEN_FIELD(HWP_HostApi, log, 32, void (*)(void *, HWP_LogLevel, const char *));
+HWP_GOLDEN_FIELD(HWP_HostApi, trace_event, 40, void (*)(void *, const char *, int32_t, uint64_t,
+    uint64_t));
+
+HWP_GOLDEN_SIZE(HWP_PluginApi, 96, 8);
+HWP_GOLDEN_FIELD(HWP_PluginApi, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_PluginApi, abi_major, 8, uint32_t);
+HWP_GOLDEN_FIELD(HWP_PluginApi, abi_minor, 12, uint32_t);
+HWP_GOLDEN_FIELD(HWP_PluginApi, device_type, 16, const char *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, plugin_version, 24, const char *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, device, 32, const HWP_DeviceTable *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, memory, 40, const HWP_MemoryTable *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, get_last_error, 48, const char *(*)(void));
+HWP_GOLDEN_FIELD(HWP_PluginApi, stream, 56, const HWP_StreamTable *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, ccl, 64, const HWP_CclTable *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, codegen, 72, const HWP_CodegenTable *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, profiler, 80, const HWP_ProfilerTable *);
+HWP_GOLDEN_FIELD(HWP_PluginApi, shutdown, 88, void (*)(void));

@@ -1,0 +1,487 @@
+/* The test-only plugin "zoo": one source compiled once per variant with
+ * -DHWP_TEST_VARIANT=<variant>, giving libhwport_test_<variant>.so with device type
+ * "test_<variant>". Every variant shares the runtime in test_runtime.h and one kernel ("add",
+ * float32); each deviates from a valid plugin in exactly one way:
+ *
+ *   good             valid and minimal: required functions + get_properties + get_memory_stats,
+ *                    no stream table, one kernel ("add" float32).
+ *   missing_entry    exports its init under another name: no hwport_plugin_init.
+ *   wrong_major      declares abi_major 2 (and, like a careless plugin, does not check the host).
+ *   newer_minor      declares minor HWP_ABI_VERSION_MINOR + 1 with larger HWP_PluginApi and
+ *                    HWP_MemoryTable ("v1.1" structs with an appended field); reads a pretend
+ *                    v1.1 host field only if host->struct_size covers it. Must load and work.
+ *   older_minor      HWP_PluginApi / HWP_DeviceTable / HWP_MemoryTable struct_size cover only the
+ *                    required prefix; the memory beyond holds non-NULL trap pointers that abort
+ *                    the process if the host ever uses them. Must load and work.
+ *   short_struct     HWP_PluginApi.struct_size 16 (ends before device_type).
+ *   short_table      HWP_MemoryTable.struct_size ends before the required copy_d2d.
+ *   missing_required HWP_MemoryTable.copy_d2d is NULL.
+ *   init_error       hwport_plugin_init fails with HWP_ERROR_DEVICE, last error
+ *                    "simulated driver failure" (it sets *out so the host can read it).
+ *   null_api         hwport_plugin_init returns HWP_OK but *out stays NULL.
+ *   bad_device_type  device_type "Bad Type!".
+ *
+ * The broken variants still register their kernel before failing: the host must drop what a
+ * rejected plugin registered. */
+#include <stdint.h>
+
+#include "test_runtime.h"
+
+/* ---- variant selection ------------------------------------------------------------------ */
+#define TP_ID_good 1
+#define TP_ID_missing_entry 2
+#define TP_ID_wrong_major 3
+#define TP_ID_newer_minor 4
+#define TP_ID_older_minor 5
+#define TP_ID_short_struct 6
+#define TP_ID_short_table 7
+#define TP_ID_missing_required 8
+#define TP_ID_init_error 9
+#define TP_ID_null_api 10
+#define TP_ID_bad_device_type 11
+
+#ifndef HWP_TEST_VARIANT
+#error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
+#endif
+#define TP_CAT_(a, b) a##b
+#define TP_CAT(a, b) TP_CAT_(a, b)
+#define TP_STR_(x) #x
+#define TP_STR(x) TP_STR_(x)
+#define TP_VARIANT TP_CAT(TP_ID_, HWP_TEST_VARIANT)
+#define TP_VARIANT_NAME TP_STR(HWP_TEST_VARIANT)
+#define TP_IS(v) (TP_VARIANT == TP_ID_##v)
+#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_bad_device_type
+#error "unknown HWP_TEST_VARIANT"
+#endif
+
+#if TP_IS(bad_device_type)
+#define TP_DEVICE_TYPE "Bad Type!"
+#else
+#define TP_DEVICE_TYPE "test_" TP_VARIANT_NAME
+#endif
+
+/* C99 compile-time assertion (no _Static_assert before C11). */
+#define TP_ASSERT(cond, tag) typedef char tp_assert_##tag[(cond) ? 1 : -1]
+#define TP_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* ---- the kernel: add, float32 ------------------------------------------------------------ *
+ * out = in0 + in1. Inputs may be any strided view (stride 0 and negative included) whose shape
+ * equals the output's; an input of lower rank or with size-1 dimensions is also broadcast
+ * numpy-style, in case a host passes undimmed operands. The output is written through its
+ * strides (contiguous per the ABI). Runs synchronously: there are no streams. */
+static HWP_Status tp_input_strides(const HWP_TensorView *in, const HWP_TensorView *out,
+                                   int64_t *strides, const char *what) {
+  int32_t k, lead = out->ndim - in->ndim;
+  int64_t contiguous = 1;
+  if (in->ndim < 0 || in->ndim > out->ndim)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: %s has rank %d but the output has rank %d",
+                   what, (int)in->ndim, (int)out->ndim);
+  for (k = out->ndim - 1; k >= 0; --k) {
+    int32_t j = k - lead;
+    if (j < 0) {
+      strides[k] = 0;
+      continue;
+    }
+    {
+      int64_t size = in->shape[j];
+      int64_t stride = in->strides ? in->strides[j] : contiguous;
+      contiguous *= size;
+      if (size == out->shape[k])
+        strides[k] = size == 1 ? 0 : stride;
+      else if (size == 1)
+        strides[k] = 0;
+      else
+        return tr_fail(HWP_ERROR_INVALID_ARGUMENT,
+                       "add: %s dimension %d has size %lld, the output %lld", what, (int)j,
+                       (long long)size, (long long)out->shape[k]);
+    }
+  }
+  return HWP_OK;
+}
+
+static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
+  const HWP_TensorView *a, *b, *out;
+  int64_t sa[HWP_MAX_NDIM], sb[HWP_MAX_NDIM], so[HWP_MAX_NDIM], idx[HWP_MAX_NDIM];
+  int64_t numel = 1, i, contiguous = 1;
+  const float *pa, *pb;
+  float *po;
+  int32_t k;
+  HWP_Status st;
+  if (ctx == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: ctx is NULL");
+  if ((st = tr_check_device(ctx->device, "add")) != HWP_OK) return st;
+  if (ctx->num_inputs != 2 || ctx->num_outputs != 1 || !ctx->inputs || !ctx->outputs)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: expected 2 inputs and 1 output, got %d, %d",
+                   (int)ctx->num_inputs, (int)ctx->num_outputs);
+  a = &ctx->inputs[0];
+  b = &ctx->inputs[1];
+  out = &ctx->outputs[0];
+  if (a->dtype != HWP_DTYPE_FLOAT32 || b->dtype != HWP_DTYPE_FLOAT32 ||
+      out->dtype != HWP_DTYPE_FLOAT32)
+    return tr_fail(HWP_ERROR_NOT_SUPPORTED, "add: only float32 (dtypes %d, %d -> %d)",
+                   (int)a->dtype, (int)b->dtype, (int)out->dtype);
+  if (out->ndim < 0 || out->ndim > HWP_MAX_NDIM)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: output rank %d", (int)out->ndim);
+  if (!a->buffer || !b->buffer || !out->buffer)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: a tensor has a NULL buffer");
+  if ((st = tp_input_strides(a, out, sa, "input 0")) != HWP_OK) return st;
+  if ((st = tp_input_strides(b, out, sb, "input 1")) != HWP_OK) return st;
+  for (k = out->ndim - 1; k >= 0; --k) {
+    if (out->shape[k] < 0)
+      return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: negative output dimension");
+    so[k] = out->strides ? out->strides[k] : contiguous;
+    contiguous *= out->shape[k];
+    numel *= out->shape[k];
+    idx[k] = 0;
+  }
+  /* HWP_Buffer is the host pointer of the allocation in this runtime. */
+  pa = (const float *)((const char *)a->buffer + a->byte_offset);
+  pb = (const float *)((const char *)b->buffer + b->byte_offset);
+  po = (float *)((char *)out->buffer + out->byte_offset);
+  for (i = 0; i < numel; ++i) {
+    int64_t oa = 0, ob = 0, oo = 0;
+    for (k = 0; k < out->ndim; ++k) {
+      oa += idx[k] * sa[k];
+      ob += idx[k] * sb[k];
+      oo += idx[k] * so[k];
+    }
+    po[oo] = pa[oa] + pb[ob];
+    for (k = out->ndim - 1; k >= 0; --k) { /* odometer increment */
+      if (++idx[k] < out->shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return HWP_OK;
+}
+
+/* ---- tables ----------------------------------------------------------------------------- */
+#if TP_IS(older_minor)
+/* Pointers placed beyond a declared struct_size: a host that respects struct_size never reads
+ * them. If one is ever called, the process aborts with a message naming the field. */
+static void tp_trap(const char *field) {
+  fprintf(stderr,
+          "hwport test plugin older_minor: the host used %s, which lies beyond the declared "
+          "struct_size\n",
+          field);
+  fflush(stderr);
+  abort();
+}
+#define TP_TRAP_BODY(field)  \
+  do {                       \
+    tp_trap(field);          \
+    return HWP_ERROR_INTERNAL; \
+  } while (0)
+static HWP_Status trap_get_properties(int32_t d, HWP_DeviceProperties *p) {
+  (void)d; (void)p; TP_TRAP_BODY("HWP_DeviceTable.get_properties");
+}
+static HWP_Status trap_init_device(int32_t d) {
+  (void)d; TP_TRAP_BODY("HWP_DeviceTable.init_device");
+}
+static HWP_Status trap_deinit_device(int32_t d) {
+  (void)d; TP_TRAP_BODY("HWP_DeviceTable.deinit_device");
+}
+static HWP_Status trap_set_device(int32_t d) {
+  (void)d; TP_TRAP_BODY("HWP_DeviceTable.set_device");
+}
+static HWP_Status trap_copy_h2d_async(int32_t d, HWP_Stream s, HWP_Buffer dst, uint64_t o,
+                                      const void *src, uint64_t n) {
+  (void)d; (void)s; (void)dst; (void)o; (void)src; (void)n;
+  TP_TRAP_BODY("HWP_MemoryTable.copy_h2d_async");
+}
+static HWP_Status trap_copy_d2h_async(int32_t d, HWP_Stream s, void *dst, HWP_Buffer src,
+                                      uint64_t o, uint64_t n) {
+  (void)d; (void)s; (void)dst; (void)src; (void)o; (void)n;
+  TP_TRAP_BODY("HWP_MemoryTable.copy_d2h_async");
+}
+static HWP_Status trap_copy_d2d_async(int32_t d, HWP_Stream s, HWP_Buffer dst, uint64_t od,
+                                      HWP_Buffer src, uint64_t os, uint64_t n) {
+  (void)d; (void)s; (void)dst; (void)od; (void)src; (void)os; (void)n;
+  TP_TRAP_BODY("HWP_MemoryTable.copy_d2d_async");
+}
+static HWP_Status trap_memset_async(int32_t d, HWP_Stream s, HWP_Buffer dst, uint64_t o,
+                                    uint8_t v, uint64_t n) {
+  (void)d; (void)s; (void)dst; (void)o; (void)v; (void)n;
+  TP_TRAP_BODY("HWP_MemoryTable.memset_async");
+}
+static HWP_Status trap_get_memory_stats(int32_t d, HWP_MemoryStats *s) {
+  (void)d; (void)s; TP_TRAP_BODY("HWP_MemoryTable.get_memory_stats");
+}
+static HWP_Status trap_host_address(int32_t d, HWP_Buffer b, uint64_t o, void **out) {
+  (void)d; (void)b; (void)o; (void)out; TP_TRAP_BODY("HWP_MemoryTable.host_address");
+}
+static HWP_Status trap_wrap_host_memory(int32_t d, void *p, uint64_t n, HWP_Buffer *out) {
+  (void)d; (void)p; (void)n; (void)out; TP_TRAP_BODY("HWP_MemoryTable.wrap_host_memory");
+}
+static HWP_Status trap_release_host_buffer(int32_t d, HWP_Buffer b) {
+  (void)d; (void)b; TP_TRAP_BODY("HWP_MemoryTable.release_host_buffer");
+}
+static HWP_Status trap_stream_create(int32_t d, HWP_Stream *out) {
+  (void)d; (void)out; TP_TRAP_BODY("HWP_PluginApi.stream->create_stream");
+}
+static HWP_Status trap_stream_destroy(int32_t d, HWP_Stream s) {
+  (void)d; (void)s; TP_TRAP_BODY("HWP_PluginApi.stream->destroy_stream");
+}
+static HWP_Status trap_stream_sync(int32_t d, HWP_Stream s) {
+  (void)d; (void)s; TP_TRAP_BODY("HWP_PluginApi.stream->synchronize_stream/query_stream");
+}
+static HWP_Status trap_event_create(int32_t d, HWP_Event *out) {
+  (void)d; (void)out; TP_TRAP_BODY("HWP_PluginApi.stream->create_event");
+}
+static HWP_Status trap_event_op(int32_t d, HWP_Event e) {
+  (void)d; (void)e; TP_TRAP_BODY("HWP_PluginApi.stream->(destroy|synchronize|query)_event");
+}
+static HWP_Status trap_stream_event(int32_t d, HWP_Stream s, HWP_Event e) {
+  (void)d; (void)s; (void)e; TP_TRAP_BODY("HWP_PluginApi.stream->record_event/stream_wait_event");
+}
+static void trap_shutdown(void) { tp_trap("HWP_PluginApi.shutdown"); }
+
+static const HWP_StreamTable tp_trap_stream_table = {
+    sizeof(HWP_StreamTable), trap_stream_create, trap_stream_destroy, trap_stream_sync,
+    trap_stream_sync,        trap_event_create,  trap_event_op,       trap_stream_event,
+    trap_event_op,           trap_event_op,      trap_stream_event};
+static const HWP_CclTable tp_trap_ccl_table = {sizeof(HWP_CclTable)};
+static const HWP_CodegenTable tp_trap_codegen_table = {sizeof(HWP_CodegenTable)};
+static const HWP_ProfilerTable tp_trap_profiler_table = {sizeof(HWP_ProfilerTable)};
+
+/* Declared sizes: exactly the required prefix of each struct. */
+#define TP_DEVICE_TABLE_SIZE TP_END(HWP_DeviceTable, synchronize_device)
+#define TP_MEMORY_TABLE_SIZE TP_END(HWP_MemoryTable, copy_d2d)
+#define TP_PLUGIN_API_SIZE TP_END(HWP_PluginApi, get_last_error)
+TP_ASSERT(TP_DEVICE_TABLE_SIZE < sizeof(HWP_DeviceTable), device_table_is_a_prefix);
+TP_ASSERT(TP_MEMORY_TABLE_SIZE < sizeof(HWP_MemoryTable), memory_table_is_a_prefix);
+TP_ASSERT(TP_PLUGIN_API_SIZE < sizeof(HWP_PluginApi), plugin_api_is_a_prefix);
+#endif /* older_minor */
+
+#if TP_IS(older_minor)
+static const HWP_DeviceTable tp_device_table = {
+    TP_DEVICE_TABLE_SIZE, tr_get_device_count, tr_synchronize_device,
+    /* beyond struct_size: */ trap_get_properties, trap_init_device, trap_deinit_device,
+    trap_set_device};
+#else
+static const HWP_DeviceTable tp_device_table = {
+    sizeof(HWP_DeviceTable), tr_get_device_count, tr_synchronize_device, tr_get_properties,
+    NULL, NULL, NULL};
+#endif
+
+#if TP_IS(newer_minor)
+/* A pretend v1.1 of the headers: each struct repeats the v1.0 layout field for field and
+ * appends one field. (Checked below: the prefix is identical.) */
+typedef struct TP_MemoryTable_v1_1 {
+  size_t struct_size;
+  HWP_Status (*allocate)(int32_t, uint64_t, HWP_Buffer *);
+  HWP_Status (*deallocate)(int32_t, HWP_Buffer);
+  HWP_Status (*copy_h2d)(int32_t, HWP_Buffer, uint64_t, const void *, uint64_t);
+  HWP_Status (*copy_d2h)(int32_t, void *, HWP_Buffer, uint64_t, uint64_t);
+  HWP_Status (*copy_d2d)(int32_t, HWP_Buffer, uint64_t, HWP_Buffer, uint64_t, uint64_t);
+  HWP_Status (*copy_h2d_async)(int32_t, HWP_Stream, HWP_Buffer, uint64_t, const void *,
+                               uint64_t);
+  HWP_Status (*copy_d2h_async)(int32_t, HWP_Stream, void *, HWP_Buffer, uint64_t, uint64_t);
+  HWP_Status (*copy_d2d_async)(int32_t, HWP_Stream, HWP_Buffer, uint64_t, HWP_Buffer, uint64_t,
+                               uint64_t);
+  HWP_Status (*memset_async)(int32_t, HWP_Stream, HWP_Buffer, uint64_t, uint8_t, uint64_t);
+  HWP_Status (*get_memory_stats)(int32_t, HWP_MemoryStats *);
+  HWP_Status (*host_address)(int32_t, HWP_Buffer, uint64_t, void **);
+  HWP_Status (*wrap_host_memory)(int32_t, void *, uint64_t, HWP_Buffer *);
+  HWP_Status (*release_host_buffer)(int32_t, HWP_Buffer);
+  /* v1.1 */
+  HWP_Status (*prefetch)(int32_t device, HWP_Buffer buffer, uint64_t offset, uint64_t nbytes);
+} TP_MemoryTable_v1_1;
+
+typedef struct TP_PluginApi_v1_1 {
+  size_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char *device_type;
+  const char *plugin_version;
+  const HWP_DeviceTable *device;
+  const TP_MemoryTable_v1_1 *memory;
+  const char *(*get_last_error)(void);
+  const HWP_StreamTable *stream;
+  const HWP_CclTable *ccl;
+  const HWP_CodegenTable *codegen;
+  const HWP_ProfilerTable *profiler;
+  void (*shutdown)(void);
+  /* v1.1 */
+  const char *(*get_build_info)(void);
+} TP_PluginApi_v1_1;
+
+typedef struct TP_HostApi_v1_1 {
+  size_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  void *host_context;
+  HWP_Status (*register_kernel)(void *, const HWP_KernelRegistration *);
+  void (*log)(void *, HWP_LogLevel, const char *);
+  void (*trace_event)(void *, const char *, int32_t, uint64_t, uint64_t);
+  /* v1.1: a pretend host callback that a v1.0 host does not have. */
+  HWP_Status (*get_config)(void *host_context, const char *key, const char **value);
+} TP_HostApi_v1_1;
+
+#define TP_SAME(a, b, f) TP_ASSERT(offsetof(a, f) == offsetof(b, f), a##_##f)
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, allocate);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, deallocate);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_h2d);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2h);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2d);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_h2d_async);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2h_async);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2d_async);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, memset_async);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, get_memory_stats);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, host_address);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, wrap_host_memory);
+TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, release_host_buffer);
+TP_ASSERT(offsetof(TP_MemoryTable_v1_1, prefetch) == sizeof(HWP_MemoryTable), mem_appended);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, abi_major);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, abi_minor);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, device_type);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, plugin_version);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, device);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, memory);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, get_last_error);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, stream);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, ccl);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, codegen);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, profiler);
+TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, shutdown);
+TP_ASSERT(offsetof(TP_PluginApi_v1_1, get_build_info) == sizeof(HWP_PluginApi), api_appended);
+TP_SAME(TP_HostApi_v1_1, HWP_HostApi, abi_major);
+TP_SAME(TP_HostApi_v1_1, HWP_HostApi, abi_minor);
+TP_SAME(TP_HostApi_v1_1, HWP_HostApi, host_context);
+TP_SAME(TP_HostApi_v1_1, HWP_HostApi, register_kernel);
+TP_SAME(TP_HostApi_v1_1, HWP_HostApi, log);
+TP_SAME(TP_HostApi_v1_1, HWP_HostApi, trace_event);
+TP_ASSERT(offsetof(TP_HostApi_v1_1, get_config) == sizeof(HWP_HostApi), host_appended);
+
+static HWP_Status tp_prefetch(int32_t device, HWP_Buffer buffer, uint64_t offset,
+                              uint64_t nbytes) {
+  (void)buffer; (void)offset; (void)nbytes;
+  return tr_check_device(device, "prefetch");
+}
+static const char *tp_get_build_info(void) { return "hwport test plugin newer_minor"; }
+
+static const TP_MemoryTable_v1_1 tp_memory_table = {
+    sizeof(TP_MemoryTable_v1_1), tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h,
+    tr_copy_d2d, NULL, NULL, NULL, NULL, tr_get_memory_stats, NULL, NULL, NULL, tp_prefetch};
+
+typedef TP_PluginApi_v1_1 TP_PluginApiType;
+#define TP_PLUGIN_API_SIZE sizeof(TP_PluginApi_v1_1)
+#define TP_ABI_MINOR (HWP_ABI_VERSION_MINOR + 1)
+#define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL, tp_get_build_info
+
+#else /* every other variant uses the v1.0 structs */
+
+#if TP_IS(older_minor)
+static const HWP_MemoryTable tp_memory_table = {
+    TP_MEMORY_TABLE_SIZE, tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h, tr_copy_d2d,
+    /* beyond struct_size: */ trap_copy_h2d_async, trap_copy_d2h_async, trap_copy_d2d_async,
+    trap_memset_async, trap_get_memory_stats, trap_host_address, trap_wrap_host_memory,
+    trap_release_host_buffer};
+#define TP_OPTIONAL_TABLES \
+  &tp_trap_stream_table, &tp_trap_ccl_table, &tp_trap_codegen_table, &tp_trap_profiler_table, \
+      trap_shutdown
+#else
+#if TP_IS(short_table)
+#define TP_MEMORY_TABLE_SIZE offsetof(HWP_MemoryTable, copy_d2d) /* covers copy_d2h, not d2d */
+#else
+#define TP_MEMORY_TABLE_SIZE sizeof(HWP_MemoryTable)
+#endif
+#if TP_IS(missing_required)
+#define TP_COPY_D2D NULL
+#else
+#define TP_COPY_D2D tr_copy_d2d
+#endif
+static const HWP_MemoryTable tp_memory_table = {
+    TP_MEMORY_TABLE_SIZE, tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
+    NULL, NULL, NULL, NULL, tr_get_memory_stats, NULL, NULL, NULL};
+#define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL
+#endif
+
+typedef HWP_PluginApi TP_PluginApiType;
+#if TP_IS(short_struct)
+#define TP_PLUGIN_API_SIZE offsetof(HWP_PluginApi, device_type) /* 16: versions only */
+#elif !TP_IS(older_minor)
+#define TP_PLUGIN_API_SIZE sizeof(HWP_PluginApi)
+#endif
+#define TP_ABI_MINOR HWP_ABI_VERSION_MINOR
+#endif /* newer_minor */
+
+#if TP_IS(wrong_major)
+#define TP_ABI_MAJOR 2
+#else
+#define TP_ABI_MAJOR HWP_ABI_VERSION_MAJOR
+#endif
+
+/* Not const: newer_minor records in plugin_version whether it found the v1.1 host field. */
+TR_MAYBE_UNUSED
+static TP_PluginApiType tp_api = {
+    TP_PLUGIN_API_SIZE, TP_ABI_MAJOR,       TP_ABI_MINOR,       TP_DEVICE_TYPE,
+    "1.0.0",            &tp_device_table,   &tp_memory_table,   tr_get_last_error,
+    TP_OPTIONAL_TABLES};
+
+/* ---- entry point ------------------------------------------------------------------------- */
+static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
+  HWP_KernelRegistration reg;
+  HWP_Status st;
+  if (host == NULL || out == NULL)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "hwport_plugin_init: NULL argument");
+  if (!HWP_HAS_FIELD(host, HWP_HostApi, abi_minor))
+    return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host API struct too small to hold versions");
+#if !TP_IS(wrong_major) /* a careless major-2 plugin: it skips this check */
+  if (host->abi_major != HWP_ABI_VERSION_MAJOR)
+    return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host ABI major %u, plugin %d",
+                   (unsigned)host->abi_major, HWP_ABI_VERSION_MAJOR);
+#endif
+  if (!HWP_HAS_FIELD(host, HWP_HostApi, register_kernel) || host->register_kernel == NULL)
+    return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host API has no register_kernel");
+
+  memset(&reg, 0, sizeof reg);
+  reg.struct_size = sizeof reg;
+  reg.op_name = "add";
+  reg.dtype = HWP_DTYPE_FLOAT32;
+  reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
+  reg.fn = tp_add_f32;
+  reg.user_data = NULL;
+  st = host->register_kernel(host->host_context, &reg);
+  if (st != HWP_OK) return tr_fail(st, "register_kernel(add, float32) failed with %d", (int)st);
+
+#if TP_IS(newer_minor)
+  /* Negotiation the other way round: use the pretend v1.1 host field only if the host's struct
+   * is large enough to hold it; a v1.0 host's struct is not, so do without. */
+  if (HWP_HAS_FIELD(host, TP_HostApi_v1_1, get_config) &&
+      ((const TP_HostApi_v1_1 *)host)->get_config != NULL) {
+    const char *value = NULL;
+    ((const TP_HostApi_v1_1 *)host)->get_config(host->host_context, "test.greeting", &value);
+    tp_api.plugin_version = "1.1.0 (host extension: used)";
+  } else {
+    tp_api.plugin_version = "1.1.0 (host extension: absent)";
+  }
+#endif
+
+#if TP_IS(init_error)
+  /* *out is set so that the host can read get_last_error (plugin.h: on error the host uses *out
+   * only for that). */
+  *out = (const HWP_PluginApi *)&tp_api;
+  return tr_fail(HWP_ERROR_DEVICE, "simulated driver failure");
+#elif TP_IS(null_api)
+  *out = NULL;
+  return HWP_OK;
+#else
+  *out = (const HWP_PluginApi *)&tp_api;
+  return HWP_OK;
+#endif
+}
+
+#if TP_IS(missing_entry)
+/* Exported, but under the wrong name. */
+HWP_EXPORT HWP_Status hwport_plugin_init_renamed(const HWP_HostApi *host,
+                                                 const HWP_PluginApi **out);
+HWP_EXPORT HWP_Status hwport_plugin_init_renamed(const HWP_HostApi *host,
+                                                 const HWP_PluginApi **out) {
+  return tp_init(host, out);
+}
+#else
+HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out);
+HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
+  return tp_init(host, out);
+}
+#endif
