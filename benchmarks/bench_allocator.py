@@ -21,8 +21,9 @@ def step(x, y):
 def main() -> None:
     x = hwport.to_tensor(np.ones((512, 512), np.float32), place=PLACE)
     y = hwport.to_tensor(np.full((512, 512), 2.0, np.float32), place=PLACE)
-    for _ in range(5):
-        step(x, y)
+    out = None
+    for _ in range(5):  # warm-up runs the same workload, previous result alive included
+        out = step(x, y)
     hwport.device.synchronize(PLACE)
     before = hwport.device.memory_stats(PLACE)
     steps = 500
@@ -37,7 +38,7 @@ def main() -> None:
     print(f"steps={steps} allocations served={served} plugin allocate calls={calls} "
           f"({calls / steps:.3f} per step; target 0)")
     print(f"step time {elapsed / steps * 1e6:.1f} us; result ok="
-          f"{bool(np.all(out.numpy() == 8.0))}")
+          f"{bool(np.all(out.numpy() == 5.0))}")
     na, ny = np.ones((512, 512), np.float32), np.full((512, 512), 2.0, np.float32)
     t0 = time.perf_counter()
     for _ in range(steps):

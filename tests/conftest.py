@@ -17,7 +17,7 @@ ABI_INCLUDE_DIR = REPO_ROOT / "runtime" / "include"
 
 
 def installed_plugin(relative: str) -> Path:
-    """Path of a plugin library installed with the package, e.g. 'device_plugins/cpu/libhwport_cpu.so'."""
+    """Path of a plugin installed with the package, e.g. 'device_plugins/cpu/libhwport_cpu.so'."""
     path = INSTALL_ROOT / relative
     if not path.exists():
         pytest.fail(f"{path} is not built; run the README's set-up command")
@@ -25,7 +25,7 @@ def installed_plugin(relative: str) -> Path:
 
 
 def zoo_plugin_path(variant: str) -> Path:
-    """A test-only plugin built by CMake from tests/plugins (installed under hwport/testing_plugins)."""
+    """A test-only plugin built by CMake from tests/plugins, installed in hwport/testing_plugins."""
     return installed_plugin(f"testing_plugins/libhwport_test_{variant}.so")
 
 

@@ -250,7 +250,7 @@ def test_fallback_is_counted(tmp_path):
     assert fallback_count(res["before"], "test_good") == 0, res["before"]
     assert fallback_count(res["after"], "test_good") == 2, res["after"]
     assert fallback_count(res["after"], "test_good", ops=("add",)) == 0, res["after"]
-    assert fallback_count(res["after"], "cpu", ops=MULTIPLY_NAMES + ("add",)) == 0, res["after"]
+    assert fallback_count(res["after"], "cpu", ops=(*MULTIPLY_NAMES, "add")) == 0, res["after"]
     for (op, dev, dtype), count in res["after"]:
         assert isinstance(op, str) and isinstance(dev, str) and isinstance(dtype, str)
         assert isinstance(count, int) and count > 0

@@ -242,8 +242,8 @@ def test_bad_place_type():
 @pytest.mark.parametrize("dtype", ["complex64", np.complex128, "float128x", object, "str"])
 def test_unsupported_dtype(dtype):
     before = _allocated()
-    with pytest.raises(TypeError, match="to_tensor: dtype=.* is not a supported dtype; supported: "
-                                        "bool, int8"):
+    with pytest.raises(TypeError, match=r"to_tensor: dtype=.* is not a supported dtype; "
+                                        r"supported: bool, int8"):
         hwport.to_tensor([1.0], dtype=dtype)
     assert _allocated() == before
 
