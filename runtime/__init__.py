@@ -5,6 +5,7 @@ fails any check is skipped and listed in plugin_errors(), never raised."""
 from __future__ import annotations
 
 import atexit
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from ._core import (
     Stream,
     Tensor,
 )
-from .discovery import builtin_plugin_dir, discover
+from .discovery import builtin_plugin_dir, builtin_plugin_paths, discover
 
 __all__ = [
     "DType", "Event", "FallbackError", "NotSupportedError", "OutOfMemoryError", "Place",
@@ -31,12 +32,31 @@ __all__ = [
 DType.__repr__ = lambda self: f"hwport.{self}"
 
 _discovery_errors: list[dict[str, str]] = []
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _probe_settings() -> tuple[bool, float]:
+    enabled = os.environ.get("HWPORT_PLUGIN_PROBE", "1").strip().lower() not in _FALSE
+    try:
+        timeout = float(os.environ.get("HWPORT_PLUGIN_PROBE_TIMEOUT", "30"))
+    except ValueError:
+        timeout = 30.0
+    return enabled, timeout
 
 
 def _load_all() -> None:
+    """Loads what discovery found. Plugins other than the built-in ones are first initialized
+    in a throwaway process (hwport_probe), so one that crashes or hangs is skipped."""
     paths, errors = discover()
     _discovery_errors.extend(errors)
-    _core.load_plugins(paths)
+    builtin = set(builtin_plugin_paths())
+    probe, timeout = _probe_settings()
+    probe_exe = Path(_core.__file__).resolve().parent / "hwport_probe"
+    _core.load_plugins(
+        [(p, probe and p not in builtin) for p in paths],
+        str(probe_exe) if probe_exe.exists() else "",
+        timeout,
+    )
 
 
 def plugins() -> list[dict[str, Any]]:

@@ -40,6 +40,10 @@ BAD_VARIANTS = {
     "init_error": ["hwport_plugin_init failed", "simulated driver failure"],
     "null_api": ["returned no HWP_PluginApi"],
     "bad_device_type": ["device type"],
+    # caught by the isolated probe before the host process runs their init
+    "crash_init": ["crashed with signal 11", "isolated probe process"],
+    "abort_init": ["crashed with signal 6", "isolated probe process"],
+    "hang_init": ["did not return within 3.0 s", "isolated probe process"],
 }
 
 MULTIPLY_NAMES = ("multiply", "mul")
@@ -86,6 +90,7 @@ def run_hwport(code: str, tmp_path: Path, *, plugin_path_entries=None, env=None,
                pythonpath=(), timeout=180) -> dict:
     """Runs PRELUDE + code + EPILOGUE in a fresh interpreter and returns `result`."""
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("HWPORT_")}
+    child_env["HWPORT_PLUGIN_PROBE_TIMEOUT"] = "3"  # hang_init costs this much per run
     if plugin_path_entries is not None:
         child_env["HWPORT_PLUGIN_PATH"] = os.pathsep.join(str(p) for p in plugin_path_entries)
     if pythonpath:
@@ -179,6 +184,16 @@ def test_bad_plugin_is_skipped_with_reason(variant, tmp_path):
     assert f"test_{variant}" not in types and "Bad Type!" not in types, types
     assert not any(same_path(p["path"], bad) for p in info["plugins"] if p.get("path")), info
     check_good_workload(res)
+
+
+def test_without_the_probe_a_crashing_init_takes_the_process_down(tmp_path):
+    """HWPORT_PLUGIN_PROBE=0 skips the isolated probe: then nothing can catch a segfault in
+    init. This pins down that the probe is what keeps `import hwport` alive above."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWPORT_")}
+    env.update(HWPORT_PLUGIN_PATH=str(plugin_path("crash_init")), HWPORT_PLUGIN_PROBE="0")
+    proc = subprocess.run([sys.executable, "-c", "import hwport"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGSEGV, (proc.returncode, proc.stderr)
 
 
 def test_whole_zoo_folder(tmp_path):

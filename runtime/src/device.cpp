@@ -63,14 +63,21 @@ DeviceManager& DeviceManager::instance() {
   return *manager;
 }
 
-void DeviceManager::load_plugins(const std::vector<std::string>& paths) {
-  for (const auto& path : paths) {
+void DeviceManager::load_plugins(const std::vector<Candidate>& candidates,
+                                 const std::string& probe_exe, double probe_timeout_s) {
+  for (const auto& candidate : candidates) {
+    const std::string& path = candidate.path;
     bool seen = false;
     for (const auto& p : plugins_) seen |= p->path == path;
     if (seen) continue;
     std::vector<std::string> taken;
     for (const auto& p : plugins_) taken.push_back(p->device_type);
     std::string reason;
+    if (candidate.probe && !probe_exe.empty() &&
+        !probe_plugin(probe_exe, path, probe_timeout_s, &reason)) {
+      errors_.push_back({path, reason});
+      continue;
+    }
     std::unique_ptr<Plugin> plugin;
     try {
       plugin = load_plugin(path, taken, &reason);

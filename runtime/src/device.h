@@ -44,8 +44,14 @@ class DeviceManager {
  public:
   static DeviceManager& instance();
 
-  // Loads each path in order; failures are recorded, never thrown.
-  void load_plugins(const std::vector<std::string>& paths);
+  struct Candidate {
+    std::string path;
+    bool probe;  // run its init in an isolated process first
+  };
+  // Loads each candidate in order; failures are recorded, never thrown. `probe_exe` empty
+  // disables probing.
+  void load_plugins(const std::vector<Candidate>& candidates, const std::string& probe_exe,
+                    double probe_timeout_s);
   const std::vector<std::unique_ptr<Plugin>>& plugins() const { return plugins_; }
   const std::vector<LoadError>& errors() const { return errors_; }
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }

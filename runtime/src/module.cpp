@@ -145,9 +145,14 @@ PYBIND11_MODULE(_core, m) {
   bind_tensor(m);
   bind_streams(m);
 
-  m.def("load_plugins", [](const std::vector<std::string>& paths) {
-    DeviceManager::instance().load_plugins(paths);
-  });
+  m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
+                           const std::string& probe_exe, double probe_timeout_s) {
+    std::vector<DeviceManager::Candidate> list;
+    for (const auto& c : candidates) list.push_back({c.first, c.second});
+    py::gil_scoped_release nogil;
+    DeviceManager::instance().load_plugins(list, probe_exe, probe_timeout_s);
+  }, py::arg("candidates"), py::arg("probe_exe") = "", py::arg("probe_timeout_s") = 30.0,
+     "Loads plugins; (path, probe) pairs, probe = run its init in a throwaway process first.");
   m.def("plugins", &plugins);
   m.def("plugin_errors", []() {
     py::list out;

@@ -54,4 +54,9 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
 
 std::vector<PluginLogEntry> plugin_log();
 
+// Runs `probe_exe path` (hwport_probe) in a child process with a time limit. False, with
+// `reason`, when the plugin's init or device count crashed or hung there.
+bool probe_plugin(const std::string& probe_exe, const std::string& path, double timeout_s,
+                  std::string* reason);
+
 }  // namespace hwport

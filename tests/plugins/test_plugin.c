@@ -20,10 +20,17 @@
  *                    "simulated driver failure" (it sets *out so the host can read it).
  *   null_api         hwport_plugin_init returns HWP_OK but *out stays NULL.
  *   bad_device_type  device_type "Bad Type!".
+ *   crash_init       dereferences NULL inside hwport_plugin_init (SIGSEGV).
+ *   abort_init       calls abort() inside hwport_plugin_init (SIGABRT).
+ *   hang_init        never returns from hwport_plugin_init.
+ *                    These three must be caught by the host's isolated probe, never reach the
+ *                    host process itself.
  *
  * The broken variants still register their kernel before failing: the host must drop what a
  * rejected plugin registered. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "test_runtime.h"
 
@@ -39,6 +46,9 @@
 #define TP_ID_init_error 9
 #define TP_ID_null_api 10
 #define TP_ID_bad_device_type 11
+#define TP_ID_crash_init 12
+#define TP_ID_abort_init 13
+#define TP_ID_hang_init 14
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -50,7 +60,7 @@
 #define TP_VARIANT TP_CAT(TP_ID_, HWP_TEST_VARIANT)
 #define TP_VARIANT_NAME TP_STR(HWP_TEST_VARIANT)
 #define TP_IS(v) (TP_VARIANT == TP_ID_##v)
-#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_bad_device_type
+#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_hang_init
 #error "unknown HWP_TEST_VARIANT"
 #endif
 
@@ -455,6 +465,17 @@ static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
   } else {
     tp_api.plugin_version = "1.1.0 (host extension: absent)";
   }
+#endif
+
+#if TP_IS(crash_init)
+  {
+    volatile int *volatile nowhere = NULL;
+    *nowhere = 1;
+  }
+#elif TP_IS(abort_init)
+  abort();
+#elif TP_IS(hang_init)
+  for (;;) sleep(1);
 #endif
 
 #if TP_IS(init_error)
