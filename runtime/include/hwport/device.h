@@ -130,7 +130,10 @@ typedef struct HWP_MemoryTable {
  * Ownership: the plugin owns streams and events; the host destroys what it created.
  * Destroying NULL is a no-op. Destroying a stream waits for its pending work.
  * Fallback when the table is absent: one implicit in-order stream per device (stream
- * arguments are NULL) and events are replaced by synchronize_device. */
+ * arguments are NULL) and events are replaced by synchronize_device.
+ * A NULL stream passed to a stream-ordered call (kernel, async copy, memset) means
+ * synchronous: the call waits for the device's earlier work, does its own, and returns with it
+ * complete. An event may be waited on by a stream of another device of the same plugin. */
 typedef struct HWP_StreamTable {
   size_t struct_size;
   HWP_Status (*create_stream)(int32_t device, HWP_Stream *out);

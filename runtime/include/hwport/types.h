@@ -74,7 +74,8 @@ typedef struct HWP_Event_st *HWP_Event;
  * Element (i0, .., in-1) lives at byte  byte_offset + itemsize * sum_k(i_k * strides[k])  of
  * `buffer`. Strides are in elements and may be 0 (broadcast) or negative. `shape` and `strides`
  * point to `ndim` values owned by the host, valid for the duration of the call that passed them.
- * ndim == 0 is a scalar (one element). */
+ * ndim == 0 is a scalar (one element). byte_offset carries no alignment promise beyond the
+ * buffer's own: kernels must not assume more (a view imported from the host may be unaligned). */
 typedef struct HWP_TensorView {
   size_t struct_size;
   HWP_Buffer buffer;

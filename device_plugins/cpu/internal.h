@@ -1,0 +1,146 @@
+/* hwport CPU plugin — declarations shared by the plugin's source files (not part of any ABI). */
+#ifndef HWPORT_CPU_INTERNAL_H
+#define HWPORT_CPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hwport/device.h"
+#include "hwport/kernel.h"
+#include "hwport/plugin.h"
+#include "hwport/types.h"
+
+#define CPU_PLUGIN_VERSION "0.1.0"
+#define CPU_MAX_DEVICES 64
+#define CPU_ALIGNMENT 64
+#define CPU_ERROR_LEN 512
+#define CPU_DEFAULT_INLINE_ELEMENTS 4096
+
+#if defined(__GNUC__)
+#define CPU_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CPU_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CPU_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CPU_LIKELY(x) (x)
+#define CPU_UNLIKELY(x) (x)
+#define CPU_PRINTF(f, a)
+#endif
+
+/* ---- errors.c: thread-local last error and logging -------------------------------------- */
+
+/* Formats the calling thread's last-error message and returns `code`. */
+HWP_Status cpu_error(HWP_Status code, const char *fmt, ...) CPU_PRINTF(2, 3);
+const char *cpu_get_last_error(void);
+void cpu_set_host(const HWP_HostApi *host);
+void cpu_log(HWP_LogLevel level, const char *fmt, ...) CPU_PRINTF(2, 3);
+
+/* ---- device.c: configuration read once at init ------------------------------------------ */
+
+typedef struct cpu_config {
+  int32_t num_devices;
+  uint64_t memory_limit;   /* per device, bytes */
+  uint64_t inline_elements; /* small-work threshold; 0 disables inline execution */
+  int32_t compute_units;
+  char vendor[128];
+} cpu_config;
+
+extern cpu_config g_cpu;
+
+void cpu_config_init(void); /* idempotent: the first call reads the environment */
+extern const HWP_DeviceTable cpu_device_table;
+
+static inline HWP_Status cpu_check_device(int32_t device, const char *fn) {
+  if (CPU_LIKELY(device >= 0 && device < g_cpu.num_devices)) return HWP_OK;
+  return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: device %d out of range [0, %d)", fn,
+                   (int)device, (int)g_cpu.num_devices);
+}
+
+/* ---- memory.c --------------------------------------------------------------------------- */
+
+extern const HWP_MemoryTable cpu_memory_table;
+
+/* ---- elementwise work (kernels_*.c) ------------------------------------------------------ */
+
+/* Inner loop over `n` elements: ptrs[0] is the output, ptrs[1..] the inputs; strides in bytes
+ * (0 = broadcast, may be negative). `aux` points to cpu_elementwise.aux. */
+typedef void (*cpu_inner_fn)(char *const *ptrs, const int64_t *strides, int64_t n,
+                             const void *aux);
+
+#define CPU_MAX_OPERANDS 3
+
+/* A self-contained description of one elementwise kernel launch: it owns copies of every shape,
+ * stride and attribute it needs, so it can run after the kernel call has returned. */
+typedef struct cpu_elementwise {
+  cpu_inner_fn fn;
+  int32_t nops;  /* 1 (output only) .. CPU_MAX_OPERANDS */
+  int32_t ndim;  /* after dropping size-1 dims and merging contiguous ones; 0 = one element */
+  char *base[CPU_MAX_OPERANDS];
+  int64_t shape[HWP_MAX_NDIM];
+  int64_t strides[CPU_MAX_OPERANDS][HWP_MAX_NDIM]; /* bytes */
+  union {
+    uint8_t bytes[8];
+    int64_t i64;
+    double f64;
+  } aux;
+} cpu_elementwise;
+
+void cpu_elementwise_run(const cpu_elementwise *ew);
+
+/* Validates the views and fills `ew` (everything but fn and aux). `nelems_out` receives the
+ * element count (0: nothing to do). Views: views[0] is the output, then the inputs. Inputs must
+ * have the output's ndim; a dimension of size 1 in an input broadcasts. */
+HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *views, int nops,
+                                   cpu_elementwise *ew, uint64_t *nelems_out);
+
+/* Validates a kernel context: non-NULL, struct size, operand counts, device index. */
+HWP_Status cpu_check_context(const HWP_KernelContext *ctx, const char *op, int32_t num_inputs,
+                             int32_t num_outputs);
+
+/* Registers every kernel through host->register_kernel (failures are logged and skipped). */
+void cpu_register_kernels(const HWP_HostApi *host);
+
+/* ---- stream.c: streams, events, tasks --------------------------------------------------- */
+
+typedef struct cpu_marker cpu_marker;
+
+enum cpu_task_kind {
+  CPU_TASK_ELEMENTWISE = 0,
+  CPU_TASK_COPY = 1,
+  CPU_TASK_MEMSET = 2,
+  CPU_TASK_RECORD = 3,
+  CPU_TASK_WAIT = 4
+};
+
+typedef struct cpu_task {
+  struct cpu_task *next;
+  int32_t kind;
+  union {
+    cpu_elementwise ew;
+    struct {
+      void *dst;
+      const void *src;
+      uint64_t nbytes;
+    } copy;
+    struct {
+      void *dst;
+      uint64_t nbytes;
+      uint8_t value;
+    } set;
+    cpu_marker *marker;
+  } u;
+} cpu_task;
+
+/* Submits `task` (a prototype the caller owns; copied if it has to wait) to `stream` of
+ * `device`. `work` is the task's size in elements, for the inline decision. A NULL stream runs
+ * the task synchronously after the device's streams have drained. `fn` names the caller in
+ * error messages. */
+HWP_Status cpu_submit(int32_t device, HWP_Stream stream, const cpu_task *task, uint64_t work,
+                      const char *fn);
+
+/* Blocks until every stream of `device` is idle; reports (and clears) a sticky stream error. */
+HWP_Status cpu_synchronize_device(int32_t device);
+
+extern const HWP_StreamTable cpu_stream_table;
+
+#endif /* HWPORT_CPU_INTERNAL_H */
