@@ -3,6 +3,7 @@
 #define HWPORT_CPU_KERNELS_H
 
 #include "half.h"
+#include "hwport/kernel_util.h"
 #include "internal.h"
 
 /* X(CODE, name, storage type): every dtype of the ABI, in HWP_DType order. Two copies so that
@@ -27,16 +28,6 @@ typedef uint64_t cpu_ua_uint64_t __attribute__((aligned(1)));
 typedef int64_t cpu_ua_int64_t __attribute__((aligned(1)));
 typedef float cpu_ua_float __attribute__((aligned(1)));
 typedef double cpu_ua_double __attribute__((aligned(1)));
-
-static inline size_t cpu_itemsize(HWP_DType dtype) {
-  switch (dtype) {
-  case HWP_DTYPE_BOOL: case HWP_DTYPE_INT8: case HWP_DTYPE_UINT8: return 1;
-  case HWP_DTYPE_INT16: case HWP_DTYPE_FLOAT16: case HWP_DTYPE_BFLOAT16: return 2;
-  case HWP_DTYPE_INT32: case HWP_DTYPE_FLOAT32: return 4;
-  case HWP_DTYPE_INT64: case HWP_DTYPE_FLOAT64: return 8;
-  default: return 0;
-  }
-}
 
 const char *cpu_dtype_name(HWP_DType dtype);
 

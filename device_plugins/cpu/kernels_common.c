@@ -46,7 +46,7 @@ HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *
     if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
       return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s view is %s", op, operand_name(i),
                        v == NULL ? "NULL" : "too small (struct_size)");
-    itemsize[i] = cpu_itemsize(v->dtype);
+    itemsize[i] = hwp_dtype_size(v->dtype);
     if (CPU_UNLIKELY(itemsize[i] == 0))
       return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has unknown dtype %d", op,
                        operand_name(i), (int)v->dtype);

@@ -95,7 +95,7 @@ HWP_Status cpu_kernel_fill(const HWP_KernelContext *ctx) {
   HWP_DType d = ctx->outputs[0].dtype;
   st = fill_value(ctx, d, task.u.ew.aux.bytes); /* copied now: the context dies on return */
   if (st != HWP_OK) return st;
-  task.u.ew.fn = by_size(cpu_itemsize(d), 1);
+  task.u.ew.fn = by_size(hwp_dtype_size(d), 1);
   return cpu_launch(ctx, "fill", &task, nelems);
 }
 
@@ -111,6 +111,6 @@ HWP_Status cpu_kernel_copy(const HWP_KernelContext *ctx) {
   uint64_t nelems;
   st = cpu_prepare_task(ctx, "copy", &task, &nelems);
   if (st != HWP_OK) return st;
-  task.u.ew.fn = by_size(cpu_itemsize(d), 0);
+  task.u.ew.fn = by_size(hwp_dtype_size(d), 0);
   return cpu_launch(ctx, "copy", &task, nelems);
 }
