@@ -99,6 +99,15 @@ HWP_Status cpu_check_context(const HWP_KernelContext *ctx, const char *op, int32
 
 /* Registers every kernel through host->register_kernel (failures are logged and skipped). */
 void cpu_register_kernels(const HWP_HostApi *host);
+/* Registers one kernel (flags: HWP_KERNEL_ACCEPTS_STRIDED); failures are logged. */
+void cpu_register_one(const HWP_HostApi *host, const char *op, HWP_DType dtype, HWP_KernelFn fn,
+                      uint32_t flags);
+/* Kernel families, one file each; each registers its ops for the dtypes it supports. */
+void cpu_register_elementwise_kernels(const HWP_HostApi *host); /* kernels_elementwise.c */
+void cpu_register_reduction_kernels(const HWP_HostApi *host);   /* kernels_reduce.c */
+void cpu_register_linalg_kernels(const HWP_HostApi *host);      /* kernels_linalg.c */
+void cpu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index.c */
+void cpu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.c */
 
 /* ---- stream.c: streams, events, tasks --------------------------------------------------- */
 
@@ -109,7 +118,8 @@ enum cpu_task_kind {
   CPU_TASK_COPY = 1,
   CPU_TASK_MEMSET = 2,
   CPU_TASK_RECORD = 3,
-  CPU_TASK_WAIT = 4
+  CPU_TASK_WAIT = 4,
+  CPU_TASK_CALLBACK = 5 /* any other kernel: run(payload) then release(payload) */
 };
 
 typedef struct cpu_task {
@@ -128,8 +138,20 @@ typedef struct cpu_task {
       uint8_t value;
     } set;
     cpu_marker *marker;
+    struct {
+      HWP_Status (*run)(void *payload);  /* an error becomes the stream's sticky error */
+      void (*release)(void *payload);    /* may be NULL; runs after run, always */
+      void *payload;                     /* owned by the task once cpu_submit succeeded */
+    } call;
   } u;
 } cpu_task;
+
+/* Submits run(payload) to ctx's stream as one task (`work` elements, for the inline decision).
+ * On success the task owns `payload` and calls release(payload) after running; on failure the
+ * caller still owns it. The way every non-elementwise kernel enqueues its work. */
+HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
+                           HWP_Status (*run)(void *payload), void (*release)(void *payload),
+                           void *payload, uint64_t work);
 
 /* Submits `task` (a prototype the caller owns; copied if it has to wait) to `stream` of
  * `device`. `work` is the task's size in elements, for the inline decision. A NULL stream runs

@@ -183,25 +183,45 @@ static const struct {
     {"add", cpu_kernel_add},     {"multiply", cpu_kernel_multiply},
 };
 
+void cpu_register_one(const HWP_HostApi *host, const char *op, HWP_DType dtype, HWP_KernelFn fn,
+                      uint32_t flags) {
+  HWP_KernelRegistration reg;
+  memset(&reg, 0, sizeof reg);
+  reg.struct_size = sizeof reg;
+  reg.op_name = op;
+  reg.dtype = dtype;
+  reg.flags = flags;
+  reg.fn = fn;
+  reg.user_data = NULL;
+  HWP_Status st = host->register_kernel(host->host_context, &reg);
+  if (st != HWP_OK)
+    cpu_log(HWP_LOG_WARNING, "register_kernel(%s, %s) failed with status %d", op,
+            cpu_dtype_name(dtype), (int)st);
+}
+
 void cpu_register_kernels(const HWP_HostApi *host) {
   if (!HWP_HAS_FIELD(host, HWP_HostApi, register_kernel) || host->register_kernel == NULL) {
     cpu_log(HWP_LOG_WARNING, "the host offers no register_kernel: the cpu plugin has no kernels");
     return;
   }
-  for (size_t o = 0; o < sizeof g_ops / sizeof g_ops[0]; ++o) {
-    for (HWP_DType d = 0; d < HWP_DTYPE_COUNT; ++d) {
-      HWP_KernelRegistration reg;
-      memset(&reg, 0, sizeof reg);
-      reg.struct_size = sizeof reg;
-      reg.op_name = g_ops[o].op;
-      reg.dtype = d;
-      reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
-      reg.fn = g_ops[o].fn;
-      reg.user_data = NULL;
-      HWP_Status st = host->register_kernel(host->host_context, &reg);
-      if (st != HWP_OK)
-        cpu_log(HWP_LOG_WARNING, "register_kernel(%s, %s) failed with status %d", g_ops[o].op,
-                cpu_dtype_name(d), (int)st);
-    }
-  }
+  for (size_t o = 0; o < sizeof g_ops / sizeof g_ops[0]; ++o)
+    for (HWP_DType d = 0; d < HWP_DTYPE_COUNT; ++d)
+      cpu_register_one(host, g_ops[o].op, d, g_ops[o].fn, HWP_KERNEL_ACCEPTS_STRIDED);
+  cpu_register_elementwise_kernels(host);
+  cpu_register_reduction_kernels(host);
+  cpu_register_linalg_kernels(host);
+  cpu_register_index_kernels(host);
+  cpu_register_random_kernels(host);
+}
+
+HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
+                           HWP_Status (*run)(void *payload), void (*release)(void *payload),
+                           void *payload, uint64_t work) {
+  cpu_task task;
+  memset(&task, 0, sizeof task);
+  task.kind = CPU_TASK_CALLBACK;
+  task.u.call.run = run;
+  task.u.call.release = release;
+  task.u.call.payload = payload;
+  return cpu_submit(ctx->device, ctx->stream, &task, work, op);
 }

@@ -91,6 +91,11 @@ static HWP_Status task_run(const cpu_task *t) {
   case CPU_TASK_WAIT:
     marker_wait_and_release(t->u.marker);
     return HWP_OK;
+  case CPU_TASK_CALLBACK: {
+    HWP_Status st = t->u.call.run(t->u.call.payload);
+    if (t->u.call.release != NULL) t->u.call.release(t->u.call.payload);
+    return st;
+  }
   default:
     return cpu_error(HWP_ERROR_INTERNAL, "cpu stream: unknown task kind %d", (int)t->kind);
   }

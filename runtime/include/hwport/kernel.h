@@ -66,8 +66,9 @@ enum HWP_KernelFlag {
 typedef struct HWP_KernelRegistration {
   size_t struct_size;
   const char *op_name; /* e.g. "add"; copied by the host */
-  /* The dtype the kernel handles: the dtype of the first input, or of the first output for
-   * ops without inputs (e.g. "fill"). */
+  /* The dtype the kernel handles: that of the op's key input (phi_ops/ops.yaml `kernel_key`,
+   * the first input unless it says otherwise, e.g. `x` for "where"), or of the first output
+   * for ops without inputs (e.g. "fill"). */
   HWP_DType dtype;
   uint32_t flags; /* HWP_KernelFlag bits */
   HWP_KernelFn fn;
