@@ -1,0 +1,177 @@
+"""ops.yaml, loaded and validated into OpDef records (cached; the file is read once)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+OPS_YAML = Path(__file__).with_name("ops.yaml")
+
+ATTR_TYPES = {"bool", "int", "float", "str", "dtype", "ints", "floats"}
+KINDS = {"primitive", "composite"}
+CATEGORIES = {"unary", "binary", "ternary", "reduction", "scan", "linalg", "shape", "index",
+              "creation", "random", "nn"}
+REQUIRED = object()  # default of an attribute that has none
+
+
+@dataclass(frozen=True)
+class InputDef:
+    name: str
+    optional: bool = False  # "weight?": may be None
+    variadic: bool = False  # "xs...": a list of tensors
+
+
+@dataclass(frozen=True)
+class AttrDef:
+    name: str
+    type: str
+    default: Any = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    kind: str
+    category: str
+    inputs: tuple[InputDef, ...]
+    attrs: tuple[AttrDef, ...]
+    outputs: tuple[InputDef, ...]
+    dtypes: tuple[str, ...]
+    out_dtype: str
+    infer_meta: str
+    reference: str
+    tolerance_profile: str
+    tolerance: dict[str, dict[str, float]]
+    doc: str
+    decompose: str | None = None
+    backward: str | None = None
+    method: bool = False
+    operators: tuple[str, ...] = ()
+    nn: bool = False
+    c_expr: str | None = None
+    kernel_key: str | None = None
+    kernel: str | None = None
+    attr_map: dict[str, AttrDef] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_primitive(self) -> bool:
+        return self.kind == "primitive"
+
+    def key_input_index(self) -> int | None:
+        """Index of the input whose dtype keys the kernel registry (None: no inputs)."""
+        if not self.inputs:
+            return None
+        if self.kernel_key is None:
+            return 0
+        return [i.name for i in self.inputs].index(self.kernel_key)
+
+
+class OpsYamlError(ValueError):
+    """ops.yaml is malformed: the message names the op and the field."""
+
+
+def _io(names: list[str]) -> tuple[InputDef, ...]:
+    out = []
+    for n in names:
+        if n.endswith("..."):
+            out.append(InputDef(n[:-3], variadic=True))
+        elif n.endswith("?"):
+            out.append(InputDef(n[:-1], optional=True))
+        else:
+            out.append(InputDef(n))
+    return tuple(out)
+
+
+def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
+    groups: dict[str, list[str]] = raw["dtype_groups"]
+    tolerances: dict[str, dict] = raw["tolerances"]
+    all_dtypes = set(groups["all"])
+    ops: dict[str, OpDef] = {}
+    for entry in raw["ops"]:
+        name = entry.get("name")
+
+        def bad(what: str, name: str = str(name)) -> OpsYamlError:
+            return OpsYamlError(f"ops.yaml: op {name!r}: {what}")
+
+        if not name or name in ops:
+            raise bad("missing or duplicate name")
+        kind = entry.get("kind")
+        if kind not in KINDS:
+            raise bad(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+        if entry.get("category") not in CATEGORIES:
+            raise bad(f"category must be one of {sorted(CATEGORIES)}")
+        for required in ("infer_meta", "reference", "tolerance", "doc", "dtypes"):
+            if required not in entry:
+                raise bad(f"missing field {required!r}")
+        dtypes = entry["dtypes"]
+        dtypes = groups[dtypes] if isinstance(dtypes, str) else dtypes
+        if not set(dtypes) <= all_dtypes:
+            raise bad(f"unknown dtypes {sorted(set(dtypes) - all_dtypes)}")
+        attrs = []
+        for attr_name, spec in (entry.get("attrs") or {}).items():
+            if spec.get("type") not in ATTR_TYPES:
+                raise bad(f"attr {attr_name!r}: type must be one of {sorted(ATTR_TYPES)}")
+            attrs.append(AttrDef(attr_name, spec["type"], spec.get("default", REQUIRED)))
+        profile = entry["tolerance"]
+        if profile not in tolerances:
+            raise bad(f"unknown tolerance profile {profile!r}")
+        if kind == "composite" and not entry.get("decompose"):
+            raise bad("a composite needs `decompose`")
+        inputs = _io(entry.get("inputs") or [])
+        kernel_key = entry.get("kernel_key")
+        if kernel_key is not None and kernel_key not in [i.name for i in inputs]:
+            raise bad(f"kernel_key {kernel_key!r} is not an input")
+        op = OpDef(
+            name=name,
+            kind=kind,
+            category=entry["category"],
+            inputs=inputs,
+            attrs=tuple(attrs),
+            outputs=_io(entry.get("outputs") or ["out"]),
+            dtypes=tuple(dtypes),
+            out_dtype=str(entry.get("out_dtype", "same")),
+            infer_meta=entry["infer_meta"],
+            reference=entry["reference"],
+            tolerance_profile=profile,
+            tolerance=dict(tolerances[profile]),
+            doc=entry["doc"],
+            decompose=entry.get("decompose"),
+            backward=entry.get("backward"),
+            method=bool(entry.get("method", False)),
+            operators=tuple(entry.get("operator") or ()),
+            nn=bool(entry.get("nn", False)),
+            c_expr=entry.get("c_expr"),
+            kernel_key=kernel_key,
+            kernel=entry.get("kernel"),
+            attr_map={a.name: a for a in attrs},
+        )
+        ops[name] = op
+    return ops
+
+
+@functools.cache
+def load_ops(path: str = str(OPS_YAML)) -> dict[str, OpDef]:
+    """Every op of ops.yaml by name, validated."""
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return _parse(raw)
+
+
+@functools.cache
+def dtype_groups(path: str = str(OPS_YAML)) -> dict[str, tuple[str, ...]]:
+    with open(path, encoding="utf-8") as f:
+        raw = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return {k: tuple(v) for k, v in raw["dtype_groups"].items()}
+
+
+def primitives() -> list[str]:
+    """The primitive ops: a plugin implementing these runs every op."""
+    return [name for name, op in load_ops().items() if op.is_primitive]
