@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwport import device, runtime
+from hwport import device, nn, ops, runtime
+from hwport.ops import *  # noqa: F403  (every op of the op library)
 from hwport.runtime import (
     DType,
     FallbackError,
@@ -40,7 +41,7 @@ def get_device() -> str:
     return str(_core.get_device())
 
 
-__all__ = [
+__all__ = [*ops.__all__,
     "CustomPlace",
     "DType",
     "FallbackError",
@@ -60,6 +61,8 @@ __all__ = [
     "int16",
     "int32",
     "int64",
+    "nn",
+    "ops",
     "runtime",
     "set_device",
     "to_tensor",

@@ -99,6 +99,33 @@ def _item(self: Tensor) -> Any:
     return self.numpy().reshape(()).item()
 
 
+def _bind_ops() -> None:
+    """Tensor methods and operators from the op library (generated from ops.yaml)."""
+    from hwport.indexing import getitem
+    from hwport.phi_ops import functional
+
+    for name, fn in functional.METHODS.items():
+        setattr(Tensor, name, fn)
+    fast = {"__add__", "__radd__", "__mul__", "__rmul__"}  # bound in C++: the hot path
+    for dunder, (fn, reflected) in functional.OPERATORS.items():
+        if dunder in fast:
+            continue
+        setattr(Tensor, dunder, _reflected(fn) if reflected else fn)
+    Tensor.__getitem__ = getitem
+    Tensor.__hash__ = object.__hash__  # __eq__ is elementwise; identity stays hashable
+    Tensor.T = property(functional.transpose)
+    Tensor.astype = lambda self, dtype: functional.cast(self, dtype=dtype)
+
+
+def _reflected(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        return fn(other, self)
+
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
 Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
 Tensor.__array__ = _array
@@ -108,3 +135,4 @@ Tensor.__bool__ = lambda self: bool(_item(self))
 Tensor.__float__ = lambda self: float(_item(self))
 Tensor.__int__ = lambda self: int(_item(self))
 Tensor.tolist = lambda self: self.numpy().tolist()
+_bind_ops()

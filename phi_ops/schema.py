@@ -59,6 +59,7 @@ class OpDef:
     c_expr: str | None = None
     kernel_key: str | None = None
     kernel: str | None = None
+    kernel_dtypes: tuple[str, ...] = ()  # dtypes kernels are registered for (default: dtypes)
     attr_map: dict[str, AttrDef] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -111,10 +112,13 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
         for required in ("infer_meta", "reference", "tolerance", "doc", "dtypes"):
             if required not in entry:
                 raise bad(f"missing field {required!r}")
-        dtypes = entry["dtypes"]
-        dtypes = groups[dtypes] if isinstance(dtypes, str) else dtypes
-        if not set(dtypes) <= all_dtypes:
-            raise bad(f"unknown dtypes {sorted(set(dtypes) - all_dtypes)}")
+        def _group(value: str | list[str]) -> list[str]:
+            dtypes = groups[value] if isinstance(value, str) else value
+            if not set(dtypes) <= all_dtypes:
+                raise bad(f"unknown dtypes {sorted(set(dtypes) - all_dtypes)}")
+            return dtypes
+
+        dtypes = _group(entry["dtypes"])
         attrs = []
         for attr_name, spec in (entry.get("attrs") or {}).items():
             if spec.get("type") not in ATTR_TYPES:
@@ -151,6 +155,7 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
             c_expr=entry.get("c_expr"),
             kernel_key=kernel_key,
             kernel=entry.get("kernel"),
+            kernel_dtypes=tuple(_group(entry.get("kernel_dtypes", entry["dtypes"]))),
             attr_map={a.name: a for a in attrs},
         )
         ops[name] = op

@@ -25,7 +25,7 @@ GOLDEN = ABI_TEST_DIR / "abi_layout_golden.cpp"
 C99_CHECK = ABI_TEST_DIR / "abi_c99_check.c"
 
 HEADERS = ["types.h", "device.h", "kernel.h", "kernel_util.h", "plugin.h", "ccl.h",
-           "codegen.h", "profiler.h", "hwport.h"]
+           "codegen.h", "profiler.h", "ops.h", "hwport.h"]
 
 C_FLAGS = ["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror"]
 CXX_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic"]

@@ -2,6 +2,7 @@
  * N-d strided iterator, submission, and kernel registration. */
 #include <string.h>
 
+#include "elementwise_iter.h"
 #include "kernels.h"
 
 const char *cpu_dtype_name(HWP_DType dtype) {
@@ -136,6 +137,16 @@ void cpu_elementwise_run(const cpu_elementwise *ew) {
   }
   const int last = ew->ndim - 1;
   const int64_t n = ew->shape[last];
+  if (last > 0 || n >= CPU_EW_PARALLEL_MIN) { /* big launches run on the thread pool */
+    int64_t total = n;
+    for (int k = 0; k < last; ++k) total *= ew->shape[k];
+    if (total >= CPU_EW_PARALLEL_MIN) {
+      cpu_ew_iter it = {ew->fn, &ew->aux, nops, ew->ndim, ptr, ew->shape,
+                        {ew->strides[0], ew->strides[1], ew->strides[2], NULL}, total};
+      cpu_ew_iter_run(&it);
+      return;
+    }
+  }
   for (int i = 0; i < nops; ++i) inner[i] = ew->strides[i][last];
   if (last == 0) {
     ew->fn(ptr, inner, n, &ew->aux);

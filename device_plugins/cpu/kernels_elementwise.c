@@ -1,4 +1,408 @@
-/* hwport CPU plugin — generated unary/binary/compare/logical/bitwise kernels and where. */
+/* hwport CPU plugin — the generated unary/binary elementwise kernels (math, rounding, compare,
+ * logical, bitwise) and where.
+ *
+ * The op list, each op's C expression and the dtypes it registers for come from phi_ops/ops.yaml
+ * through the generated table elementwise_ops.h (phi_ops/codegen/gen_cpu_elementwise.py); this
+ * file expands it into one inner loop per (op, dtype) and one kernel per op. Values are loaded
+ * into a compute type (elementwise_math.h): bool as _Bool, integers as themselves, float16 and
+ * bfloat16 as float (rounded back to nearest even on store), float32 as float, float64 as
+ * double. Ops with a bool result store (value != 0).
+ *
+ * Where the C expression alone is not numpy's semantics for every dtype, the op's expression is
+ * overridden below (before the table is included): integer subtract/neg wrap, floor_divide and
+ * remainder follow Python (numpy's divmod for floats, 0 for integer division by zero), sign
+ * keeps NaN, bitwise_not on bool is logical. add and multiply keep their hand-written kernels
+ * (kernels_binary.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise_iter.h"
+#include "elementwise_math.h"
 #include "kernels.h"
 
-void cpu_register_elementwise_kernels(const HWP_HostApi *host) { (void)host; }
+#define CPU_EW_SKIP_add 1      /* kernels_binary.c */
+#define CPU_EW_SKIP_multiply 1 /* kernels_binary.c */
+#define CPU_EW_EXPR_neg(x) cpu_ew_neg(x)
+#define CPU_EW_EXPR_subtract(x, y) cpu_ew_sub(x, y)
+#define CPU_EW_EXPR_floor_divide(x, y) cpu_ew_floor_divide(x, y)
+#define CPU_EW_EXPR_remainder(x, y) cpu_ew_remainder(x, y)
+#define CPU_EW_EXPR_sign(x) cpu_ew_sign(x)
+#define CPU_EW_EXPR_bitwise_not(x) cpu_ew_bitwise_not(x)
+#include "elementwise_ops.h"
+
+/* ---- per dtype: compute type, load (storage -> compute), store (compute -> storage) ------- */
+
+#define EW_CT_bool_ _Bool
+#define EW_CT_int8 int8_t
+#define EW_CT_uint8 uint8_t
+#define EW_CT_int16 int16_t
+#define EW_CT_int32 int32_t
+#define EW_CT_int64 int64_t
+#define EW_CT_float16 float
+#define EW_CT_bfloat16 float
+#define EW_CT_float32 float
+#define EW_CT_float64 double
+
+#define EW_LD_bool_(v) ((_Bool)((v) != 0))
+#define EW_LD_int8(v) (v)
+#define EW_LD_uint8(v) (v)
+#define EW_LD_int16(v) (v)
+#define EW_LD_int32(v) (v)
+#define EW_LD_int64(v) (v)
+#define EW_LD_float16(v) cpu_f16_to_f32(v)
+#define EW_LD_bfloat16(v) cpu_bf16_to_f32(v)
+#define EW_LD_float32(v) (v)
+#define EW_LD_float64(v) (v)
+
+#define EW_STS_bool_(v) ((uint8_t)((v) != 0))
+#define EW_STS_int8(v) ((int8_t)(v))
+#define EW_STS_uint8(v) ((uint8_t)(v))
+#define EW_STS_int16(v) ((int16_t)(v))
+#define EW_STS_int32(v) ((int32_t)(v))
+#define EW_STS_int64(v) ((int64_t)(v))
+#define EW_STS_float16(v) cpu_f32_to_f16((float)(v))
+#define EW_STS_bfloat16(v) cpu_f32_to_bf16((float)(v))
+#define EW_STS_float32(v) ((float)(v))
+#define EW_STS_float64(v) ((double)(v))
+
+/* The output: OUT_SAME = the input's dtype, OUT_BOOL = bool. */
+#define EW_OT_OUT_SAME(T) T
+#define EW_OT_OUT_BOOL(T) uint8_t
+#define EW_ST_OUT_SAME(name, v) EW_STS_##name(v)
+#define EW_ST_OUT_BOOL(name, v) ((uint8_t)((v) != 0))
+#define EW_OUT_DTYPE_OUT_SAME(d) (d)
+#define EW_OUT_DTYPE_OUT_BOOL(d) HWP_DTYPE_BOOL
+
+/* The tables call M(arg, CODE, name, T) with arg = (op, OUT): unpack it. */
+#define EW_CALL(m, ...) m(__VA_ARGS__)
+#define EW_UNPACK(op, OUT) op, OUT
+
+/* ---- inner loops ------------------------------------------------------------------------ */
+
+/* Unary: contiguous (vectorized), else strided. Element types with alignment 1: views carry no
+ * alignment promise. */
+#define EW_UNARY_LOOP(args, CODE, name, T) EW_CALL(EW_UNARY_LOOP_, EW_UNPACK args, name, T)
+#define EW_UNARY_LOOP_(op, OUT, name, T)                                                       \
+  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) {  \
+    typedef EW_OT_##OUT(T) ew_ot;                                                              \
+    typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
+    typedef T ew_ui __attribute__((aligned(1)));                                               \
+    (void)aux;                                                                                 \
+    if (s[0] == (int64_t)sizeof(ew_ot) && s[1] == (int64_t)sizeof(T)) {                        \
+      ew_uo *o = (ew_uo *)p[0];                                                                \
+      const ew_ui *x = (const ew_ui *)p[1];                                                    \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        EW_CT_##name a = EW_LD_##name(x[i]);                                                   \
+        o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a));                                         \
+      }                                                                                        \
+    } else {                                                                                   \
+      char *po = p[0];                                                                         \
+      const char *px = p[1];                                                                   \
+      for (int64_t i = 0; i < n; ++i, po += s[0], px += s[1]) {                                \
+        EW_CT_##name a = EW_LD_##name(*(const ew_ui *)px);                                     \
+        *(ew_uo *)po = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a));                                 \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+/* Binary: contiguous, contiguous with a broadcast scalar on either side, else strided. */
+#define EW_BINARY_LOOP(args, CODE, name, T) EW_CALL(EW_BINARY_LOOP_, EW_UNPACK args, name, T)
+#define EW_BINARY_LOOP_(op, OUT, name, T)                                                      \
+  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) {  \
+    typedef EW_OT_##OUT(T) ew_ot;                                                              \
+    typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
+    typedef T ew_ui __attribute__((aligned(1)));                                               \
+    const int64_t so = (int64_t)sizeof(ew_ot), si = (int64_t)sizeof(T);                       \
+    (void)aux;                                                                                 \
+    if (s[0] == so && s[1] == si && s[2] == si) {                                              \
+      ew_uo *o = (ew_uo *)p[0];                                                                \
+      const ew_ui *x = (const ew_ui *)p[1], *y = (const ew_ui *)p[2];                          \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        EW_CT_##name a = EW_LD_##name(x[i]), b = EW_LD_##name(y[i]);                           \
+        o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                                      \
+      }                                                                                        \
+    } else if (s[0] == so && s[1] == si && s[2] == 0) {                                        \
+      ew_uo *o = (ew_uo *)p[0];                                                                \
+      const ew_ui *x = (const ew_ui *)p[1];                                                    \
+      const EW_CT_##name b = EW_LD_##name(*(const ew_ui *)p[2]);                               \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        EW_CT_##name a = EW_LD_##name(x[i]);                                                   \
+        o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                                      \
+      }                                                                                        \
+    } else if (s[0] == so && s[1] == 0 && s[2] == si) {                                        \
+      ew_uo *o = (ew_uo *)p[0];                                                                \
+      const ew_ui *y = (const ew_ui *)p[2];                                                    \
+      const EW_CT_##name a = EW_LD_##name(*(const ew_ui *)p[1]);                               \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        EW_CT_##name b = EW_LD_##name(y[i]);                                                   \
+        o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                                      \
+      }                                                                                        \
+    } else {                                                                                   \
+      char *po = p[0];                                                                         \
+      const char *px = p[1], *py = p[2];                                                       \
+      for (int64_t i = 0; i < n; ++i, po += s[0], px += s[1], py += s[2]) {                    \
+        EW_CT_##name a = EW_LD_##name(*(const ew_ui *)px);                                     \
+        EW_CT_##name b = EW_LD_##name(*(const ew_ui *)py);                                     \
+        *(ew_uo *)po = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                              \
+      }                                                                                        \
+    }                                                                                          \
+  }
+
+/* Ternary (where): a bool condition selects between two values of the dtype, moved as stored
+ * (bit-exact, no conversion). Operands: output, condition, x, y. */
+#define EW_TERNARY_LOOP(args, CODE, name, T) EW_CALL(EW_TERNARY_LOOP_, EW_UNPACK args, name, T)
+#define EW_TERNARY_LOOP_(op, OUT, name, T)                                                     \
+  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) {  \
+    typedef T ew_u __attribute__((aligned(1)));                                                \
+    const int64_t sz = (int64_t)sizeof(T);                                                     \
+    (void)aux;                                                                                 \
+    if (s[0] == sz && s[1] == 1 && (s[2] == sz || s[2] == 0) && (s[3] == sz || s[3] == 0)) {   \
+      ew_u *o = (ew_u *)p[0];                                                                  \
+      const uint8_t *c = (const uint8_t *)p[1];                                                \
+      const ew_u *x = (const ew_u *)p[2], *y = (const ew_u *)p[3];                             \
+      if (s[2] == sz && s[3] == sz) {                                                          \
+        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, x[i], y[i]);        \
+      } else if (s[2] == sz) {                                                                 \
+        const T b = y[0];                                                                      \
+        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, x[i], b);           \
+      } else if (s[3] == sz) {                                                                 \
+        const T a = x[0];                                                                      \
+        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, a, y[i]);           \
+      } else {                                                                                 \
+        const T a = x[0], b = y[0];                                                            \
+        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, a, b);              \
+      }                                                                                        \
+    } else {                                                                                   \
+      char *po = p[0];                                                                         \
+      const char *pc = p[1], *px = p[2], *py = p[3];                                           \
+      for (int64_t i = 0; i < n; ++i, po += s[0], pc += s[1], px += s[2], py += s[3])          \
+        *(ew_u *)po = CPU_EW_EXPR_##op(*(const uint8_t *)pc != 0, *(const ew_u *)px,           \
+                                       *(const ew_u *)py);                                     \
+    }                                                                                          \
+  }
+
+#define EW_DEFINE_UNARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_UNARY_LOOP, (op, OUT))
+#define EW_DEFINE_BINARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_BINARY_LOOP, (op, OUT))
+#define EW_DEFINE_TERNARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_TERNARY_LOOP, (op, OUT))
+CPU_EW_UNARY_OPS(EW_DEFINE_UNARY_LOOPS)
+CPU_EW_BINARY_OPS(EW_DEFINE_BINARY_LOOPS)
+CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
+
+/* ---- kernels ---------------------------------------------------------------------------- */
+
+/* Per op: the inner loop of each registered dtype (NULL: not registered), and the output dtype
+ * rule (-1: the input's dtype). */
+typedef struct ew_op {
+  const char *name;
+  int arity;
+  HWP_DType out; /* HWP_DTYPE_BOOL, or -1 for "the input's dtype" */
+  cpu_inner_fn fn[HWP_DTYPE_COUNT];
+} ew_op;
+
+#define EW_FN_ENTRY(op, CODE, name, T) [HWP_DTYPE_##CODE] = ew_##op##_##name,
+#define EW_OUT_OUT_SAME (-1)
+#define EW_OUT_OUT_BOOL HWP_DTYPE_BOOL
+#define EW_OP_TABLE(op, OUT, ARITY)                                                            \
+  static const ew_op ew_op_##op = {#op, ARITY, EW_OUT_##OUT,                                   \
+                                   {CPU_EW_DTYPES_##op(EW_FN_ENTRY, op)}};
+#define EW_UNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 1)
+#define EW_BINARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 2)
+#define EW_TERNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 3)
+CPU_EW_UNARY_OPS(EW_UNARY_TABLE)
+CPU_EW_BINARY_OPS(EW_BINARY_TABLE)
+CPU_EW_TERNARY_OPS(EW_TERNARY_TABLE)
+
+/* Checks the context and the dtypes; returns the loop to run. Inputs share the key dtype d
+ * (binary: the promoted dtype; ternary: x and y, the condition is bool). */
+static HWP_Status ew_check(const HWP_KernelContext *ctx, const ew_op *op, cpu_inner_fn *fn) {
+  HWP_Status st = cpu_check_context(ctx, op->name, op->arity, 1);
+  if (st != HWP_OK) return st;
+  const int key = op->arity == 3 ? 1 : 0;
+  const HWP_DType d = ctx->inputs[key].dtype;
+  if (CPU_UNLIKELY(d < 0 || d >= HWP_DTYPE_COUNT || op->fn[d] == NULL))
+    return cpu_error(HWP_ERROR_NOT_SUPPORTED, "%s: no cpu kernel for input dtype %s", op->name,
+                     cpu_dtype_name(d));
+  for (int i = 0; i < op->arity; ++i) {
+    HWP_DType want = (op->arity == 3 && i == 0) ? HWP_DTYPE_BOOL : d;
+    if (CPU_UNLIKELY(ctx->inputs[i].dtype != want))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: input %d has dtype %s, expected %s",
+                       op->name, i, cpu_dtype_name(ctx->inputs[i].dtype), cpu_dtype_name(want));
+  }
+  const HWP_DType out = op->out < 0 ? d : op->out;
+  if (CPU_UNLIKELY(ctx->outputs[0].dtype != out))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output has dtype %s, expected %s", op->name,
+                     cpu_dtype_name(ctx->outputs[0].dtype), cpu_dtype_name(out));
+  *fn = op->fn[d];
+  return HWP_OK;
+}
+
+/* Unary and binary ops: a regular elementwise task (cpu_elementwise_run splits big ones over
+ * the thread pool). */
+static HWP_Status ew_launch(const HWP_KernelContext *ctx, const ew_op *op) {
+  cpu_inner_fn fn = NULL;
+  HWP_Status st = ew_check(ctx, op, &fn);
+  if (st != HWP_OK) return st;
+  cpu_task task;
+  uint64_t nelems;
+  st = cpu_prepare_task(ctx, op->name, &task, &nelems);
+  if (st != HWP_OK) return st;
+  task.u.ew.fn = fn;
+  return cpu_launch(ctx, op->name, &task, nelems);
+}
+
+/* ---- ternary ops: four operands, more than a cpu_elementwise holds ------------------------ */
+
+typedef struct ew_nary {
+  cpu_inner_fn fn;
+  int nops, ndim;
+  uint64_t nelems;
+  char *base[CPU_EW_ITER_MAX_OPERANDS];
+  int64_t shape[HWP_MAX_NDIM];
+  int64_t strides[CPU_EW_ITER_MAX_OPERANDS][HWP_MAX_NDIM]; /* bytes */
+} ew_nary;
+
+/* As cpu_elementwise_prepare, for up to CPU_EW_ITER_MAX_OPERANDS operands (views[0] = the
+ * output): validation, size-1 dims dropped, contiguous dims merged, strides in bytes. */
+static HWP_Status ew_nary_prepare(const char *op, const HWP_TensorView *const *views, int nops,
+                                  ew_nary *ew) {
+  size_t itemsize[CPU_EW_ITER_MAX_OPERANDS];
+  const int ndim = views[0] != NULL ? views[0]->ndim : 0;
+  for (int i = 0; i < nops; ++i) {
+    const HWP_TensorView *v = views[i];
+    const char *what = i == 0 ? "output" : "input";
+    const int idx = i == 0 ? 0 : i - 1;
+    if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d view is %s", op, what, idx,
+                       v == NULL ? "NULL" : "too small (struct_size)");
+    itemsize[i] = hwp_dtype_size(v->dtype);
+    if (CPU_UNLIKELY(itemsize[i] == 0))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has unknown dtype %d", op, what,
+                       idx, (int)v->dtype);
+    if (CPU_UNLIKELY(v->ndim < 0 || v->ndim > HWP_MAX_NDIM))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has ndim %d (allowed 0..%d)", op,
+                       what, idx, (int)v->ndim, HWP_MAX_NDIM);
+    if (CPU_UNLIKELY(v->ndim > 0 && v->shape == NULL))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has ndim %d but shape is NULL", op,
+                       what, idx, (int)v->ndim);
+    if (CPU_UNLIKELY(v->ndim != ndim))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                       "%s: %s %d has ndim %d but the output has %d (inputs arrive broadcast "
+                       "to the output's rank)",
+                       op, what, idx, (int)v->ndim, ndim);
+  }
+  uint64_t nelems = 1;
+  for (int k = 0; k < ndim; ++k) {
+    const int64_t n = views[0]->shape[k];
+    if (CPU_UNLIKELY(n < 0))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output 0 has shape[%d] = %lld", op, k,
+                       (long long)n);
+    for (int i = 1; i < nops; ++i) {
+      const int64_t m = views[i]->shape[k];
+      if (CPU_UNLIKELY(m != n && m != 1))
+        return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                         "%s: input %d has shape[%d] = %lld, expected %lld (or 1 to broadcast)",
+                         op, i - 1, k, (long long)m, (long long)n);
+    }
+    if (CPU_UNLIKELY(__builtin_mul_overflow(nelems, (uint64_t)n, &nelems)))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output 0 element count overflows", op);
+  }
+  ew->nelems = nelems;
+  ew->nops = nops;
+  if (nelems == 0) return HWP_OK;
+  for (int i = 0; i < nops; ++i) {
+    if (CPU_UNLIKELY(views[i]->buffer == NULL))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d buffer is NULL", op,
+                       i == 0 ? "output" : "input", i == 0 ? 0 : i - 1);
+    ew->base[i] = (char *)views[i]->buffer + views[i]->byte_offset;
+  }
+  int64_t contiguous[CPU_EW_ITER_MAX_OPERANDS] = {1, 1, 1, 1};
+  int64_t stride_of[CPU_EW_ITER_MAX_OPERANDS][HWP_MAX_NDIM];
+  for (int k = ndim - 1; k >= 0; --k) {
+    for (int i = 0; i < nops; ++i) {
+      const HWP_TensorView *v = views[i];
+      const int64_t n = v->shape[k];
+      stride_of[i][k] = n == 1 ? 0 : v->strides != NULL ? v->strides[k] : contiguous[i];
+      contiguous[i] *= n;
+    }
+  }
+  int nd = 0;
+  for (int k = 0; k < ndim; ++k) {
+    const int64_t n = views[0]->shape[k];
+    if (n == 1) continue;
+    int merge = nd > 0;
+    for (int i = 0; i < nops && merge; ++i)
+      merge = (uint64_t)ew->strides[i][nd - 1] == (uint64_t)stride_of[i][k] * (uint64_t)n;
+    if (merge) {
+      ew->shape[nd - 1] *= n;
+      for (int i = 0; i < nops; ++i) ew->strides[i][nd - 1] = stride_of[i][k];
+    } else {
+      ew->shape[nd] = n;
+      for (int i = 0; i < nops; ++i) ew->strides[i][nd] = stride_of[i][k];
+      ++nd;
+    }
+  }
+  ew->ndim = nd;
+  for (int i = 0; i < nops; ++i)
+    for (int k = 0; k < nd; ++k) ew->strides[i][k] *= (int64_t)itemsize[i];
+  return HWP_OK;
+}
+
+static HWP_Status ew_nary_run(void *payload) {
+  const ew_nary *ew = (const ew_nary *)payload;
+  cpu_ew_iter it;
+  it.fn = ew->fn;
+  it.aux = NULL;
+  it.nops = ew->nops;
+  it.ndim = ew->ndim;
+  it.base = ew->base;
+  it.shape = ew->shape;
+  for (int i = 0; i < CPU_EW_ITER_MAX_OPERANDS; ++i) it.strides[i] = ew->strides[i];
+  it.total = (int64_t)ew->nelems;
+  cpu_ew_iter_run(&it);
+  return HWP_OK;
+}
+
+static HWP_Status ew_launch_ternary(const HWP_KernelContext *ctx, const ew_op *op) {
+  cpu_inner_fn fn = NULL;
+  HWP_Status st = ew_check(ctx, op, &fn);
+  if (st != HWP_OK) return st;
+  const HWP_TensorView *views[4] = {&ctx->outputs[0], &ctx->inputs[0], &ctx->inputs[1],
+                                    &ctx->inputs[2]};
+  ew_nary *ew = (ew_nary *)malloc(sizeof *ew);
+  if (ew == NULL)
+    return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no host memory for the launch", op->name);
+  st = ew_nary_prepare(op->name, views, 4, ew);
+  if (st != HWP_OK || ew->nelems == 0) {
+    free(ew);
+    return st;
+  }
+  ew->fn = fn;
+  st = cpu_submit_call(ctx, op->name, ew_nary_run, free, ew, ew->nelems);
+  if (st != HWP_OK) free(ew); /* not submitted: still ours */
+  return st;
+}
+
+/* ---- one kernel function per op, and registration --------------------------------------- */
+
+#define EW_UNARY_KERNEL(op, OUT)                                                               \
+  static HWP_Status ew_kernel_##op(const HWP_KernelContext *ctx) {                             \
+    return ew_launch(ctx, &ew_op_##op);                                                        \
+  }
+#define EW_TERNARY_KERNEL(op, OUT)                                                             \
+  static HWP_Status ew_kernel_##op(const HWP_KernelContext *ctx) {                             \
+    return ew_launch_ternary(ctx, &ew_op_##op);                                                \
+  }
+CPU_EW_UNARY_OPS(EW_UNARY_KERNEL)
+CPU_EW_BINARY_OPS(EW_UNARY_KERNEL)
+CPU_EW_TERNARY_OPS(EW_TERNARY_KERNEL)
+
+void cpu_register_elementwise_kernels(const HWP_HostApi *host) {
+#define EW_REGISTER_ONE(op, CODE, name, T)                                                     \
+  cpu_register_one(host, #op, HWP_DTYPE_##CODE, ew_kernel_##op, HWP_KERNEL_ACCEPTS_STRIDED);
+#define EW_REGISTER(op, OUT) CPU_EW_DTYPES_##op(EW_REGISTER_ONE, op)
+  CPU_EW_UNARY_OPS(EW_REGISTER)
+  CPU_EW_BINARY_OPS(EW_REGISTER)
+  CPU_EW_TERNARY_OPS(EW_REGISTER)
+#undef EW_REGISTER
+#undef EW_REGISTER_ONE
+}

@@ -1,4 +1,424 @@
-/* hwport CPU plugin — matmul (OpenBLAS for floats, a blocked loop for integers). */
-#include "kernels.h"
+/* hwport CPU plugin — matmul.
+ *
+ * x [B..., M, K] @ y [B..., K, N] -> out [B..., M, N] (contiguous); the inputs are strided views
+ * already broadcast to the same batch dims (stride 0 allowed), transposes already applied.
+ *   float32/float64: CBLAS sgemm/dgemm (OpenBLAS, when the build found it: blas.cmake defines
+ *     HWPORT_CPU_HAVE_CBLAS). A matrix whose inner stride is 1 on either dim goes in as is (the
+ *     transpose flag picks the layout); any other view is packed into a contiguous copy first.
+ *   float16/bfloat16: converted to float32, sgemm, rounded once into the output.
+ *   integers: wrap-around (computed in uint32 for int8..int32, uint64 for int64).
+ * Without BLAS, and for integers and small batched products, a packed, cache-blocked GEMM of
+ * our own runs (MC x KC panels of x, KC x NC panels of y, an MR x NR register tile that the
+ * compiler vectorizes), parallel over output blocks or over batches. OpenBLAS runs with
+ * cpu_parallel_threads() threads, and only one thread of this plugin calls it at a time. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 
-void cpu_register_linalg_kernels(const HWP_HostApi *host) { (void)host; }
+#include "reduce_common.h"
+
+#ifdef HWPORT_CPU_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#define MM_MC 64
+#define MM_KC 256
+#define MM_NC 256
+
+/* ---- the fallback GEMM, per compute type ------------------------------------------------- */
+
+/* Packs the block P(a, k) = x[a*sa + k*sk], a < na, k < kc, into panels of W lanes along a:
+ * dst[panel][k][lane] (lanes past na are zero). */
+typedef void (*mm_pack_fn)(void *dst, const char *p, int64_t sa, int64_t sk, int64_t na,
+                           int64_t kc, int W);
+/* Stores an m x n tile of the compute type (row stride ldc) into the output (row stride ldo). */
+typedef void (*mm_store_fn)(char *out, int64_t ldo, const void *c, int64_t ldc, int64_t m,
+                            int64_t n);
+
+#define MM_DEFINE_PACK(NAME, CT, T, LOAD)                                                      \
+  static void NAME(void *dstp, const char *p, int64_t sa, int64_t sk, int64_t na, int64_t kc,  \
+                   int W) {                                                                    \
+    CT *dst = (CT *)dstp;                                                                      \
+    const CPU_UA(T) *x = (const CPU_UA(T) *)p;                                                 \
+    for (int64_t a0 = 0; a0 < na; a0 += W) {                                                   \
+      int64_t w = na - a0 < W ? na - a0 : W;                                                   \
+      if (sa == 1) {                                                                           \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+          const CPU_UA(T) *xk = x + a0 + k * sk;                                               \
+          for (int64_t i = 0; i < w; ++i) dst[k * W + i] = LOAD(xk[i]);                        \
+          for (int64_t i = w; i < W; ++i) dst[k * W + i] = 0;                                  \
+        }                                                                                      \
+      } else {                                                                                 \
+        for (int64_t k = 0; k < kc; ++k) {                                                     \
+          for (int64_t i = 0; i < w; ++i) dst[k * W + i] = LOAD(x[(a0 + i) * sa + k * sk]);    \
+          for (int64_t i = w; i < W; ++i) dst[k * W + i] = 0;                                  \
+        }                                                                                      \
+      }                                                                                        \
+      dst += kc * W;                                                                           \
+    }                                                                                          \
+  }
+
+#define MM_ID(x) (x)
+#define MM_LD_I32(x) ((uint32_t)(int32_t)(x))
+#define MM_LD_U32(x) ((uint32_t)(x))
+MM_DEFINE_PACK(mm_pack_f16, float, uint16_t, cpu_f16_to_f32)
+MM_DEFINE_PACK(mm_pack_bf16, float, uint16_t, cpu_bf16_to_f32)
+MM_DEFINE_PACK(mm_pack_f32, float, float, MM_ID)
+MM_DEFINE_PACK(mm_pack_f64, double, double, MM_ID)
+MM_DEFINE_PACK(mm_pack_i8, uint32_t, int8_t, MM_LD_I32)
+MM_DEFINE_PACK(mm_pack_u8, uint32_t, uint8_t, MM_LD_U32)
+MM_DEFINE_PACK(mm_pack_i16, uint32_t, int16_t, MM_LD_I32)
+MM_DEFINE_PACK(mm_pack_i32, uint32_t, int32_t, MM_LD_I32)
+MM_DEFINE_PACK(mm_pack_i64, uint64_t, int64_t, (uint64_t))
+
+#define MM_DEFINE_STORE(NAME, CT, T, STORE)                                                    \
+  static void NAME(char *out, int64_t ldo, const void *cp, int64_t ldc, int64_t m, int64_t n) { \
+    const CT *c = (const CT *)cp;                                                              \
+    for (int64_t i = 0; i < m; ++i) {                                                          \
+      CPU_UA(T) *o = (CPU_UA(T) *)out + i * ldo;                                               \
+      for (int64_t j = 0; j < n; ++j) o[j] = (T)STORE(c[i * ldc + j]);                         \
+    }                                                                                          \
+  }
+MM_DEFINE_STORE(mm_store_f16, float, uint16_t, cpu_f32_to_f16)
+MM_DEFINE_STORE(mm_store_bf16, float, uint16_t, cpu_f32_to_bf16)
+MM_DEFINE_STORE(mm_store_f32, float, float, MM_ID)
+MM_DEFINE_STORE(mm_store_f64, double, double, MM_ID)
+MM_DEFINE_STORE(mm_store_i8, uint32_t, int8_t, MM_ID)
+MM_DEFINE_STORE(mm_store_u8, uint32_t, uint8_t, MM_ID)
+MM_DEFINE_STORE(mm_store_i16, uint32_t, int16_t, MM_ID)
+MM_DEFINE_STORE(mm_store_i32, uint32_t, int32_t, MM_ID)
+MM_DEFINE_STORE(mm_store_i64, uint64_t, int64_t, MM_ID)
+
+/* One GEMM: C[M, N] (row stride ldc, output dtype) = A[M, K] @ B[K, N] (element strides). */
+typedef struct mm_gemm {
+  mm_pack_fn pack;
+  mm_store_fn store;
+  const char *a, *b;
+  int64_t ars, acs, brs, bcs, isz; /* input strides in elements, input itemsize */
+  char *c;
+  int64_t ldc, osz, M, N, K;
+  int64_t nmb, nnb; /* output blocks of MM_MC x MM_NC */
+  int failed;       /* set (atomically) when a task had no memory */
+} mm_gemm;
+
+/* The register tile: acc[MR][NR] = sum over kc of a[k][0..MR) (x) b[k][0..NR); then the valid
+ * mr x nr part is added to c. Fully unrolled inner loops keep acc in vector registers. */
+#define MM_DEFINE_GEMM(SFX, CT, MR, NR)                                                        \
+  static void mm_kernel_##SFX(int64_t kc, const CT *a, const CT *b, CT *c, int64_t ldc,       \
+                              int64_t mr, int64_t nr) {                                        \
+    CT acc[MR][NR];                                                                            \
+    for (int i = 0; i < MR; ++i)                                                               \
+      for (int j = 0; j < NR; ++j) acc[i][j] = 0;                                              \
+    for (int64_t k = 0; k < kc; ++k, a += MR, b += NR)                                         \
+      for (int i = 0; i < MR; ++i)                                                             \
+        for (int j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];                                 \
+    for (int64_t i = 0; i < mr; ++i)                                                           \
+      for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] += acc[i][j];                            \
+  }                                                                                            \
+  static void mm_blocks_##SFX(void *ctx, int64_t begin, int64_t end) {                         \
+    mm_gemm *g = ctx;                                                                          \
+    CT *ap = cpu_scratch(sizeof(CT) * (MM_MC + MR) * MM_KC);                                   \
+    CT *bp = cpu_scratch(sizeof(CT) * MM_KC * (MM_NC + NR));                                   \
+    CT *ct = cpu_scratch(sizeof(CT) * MM_MC * MM_NC);                                          \
+    if (ap == NULL || bp == NULL || ct == NULL) {                                              \
+      __atomic_store_n(&g->failed, 1, __ATOMIC_RELAXED);                                       \
+      begin = end;                                                                             \
+    }                                                                                          \
+    for (int64_t blk = begin; blk < end; ++blk) {                                              \
+      int64_t mb = blk / g->nnb, nb = blk - mb * g->nnb;                                       \
+      int64_t m0 = mb * MM_MC, n0 = nb * MM_NC;                                                \
+      int64_t mc = g->M - m0 < MM_MC ? g->M - m0 : MM_MC;                                      \
+      int64_t nc = g->N - n0 < MM_NC ? g->N - n0 : MM_NC;                                      \
+      memset(ct, 0, sizeof(CT) * MM_MC * MM_NC);                                               \
+      for (int64_t k0 = 0; k0 < g->K; k0 += MM_KC) {                                           \
+        int64_t kc = g->K - k0 < MM_KC ? g->K - k0 : MM_KC;                                    \
+        g->pack(ap, g->a + (m0 * g->ars + k0 * g->acs) * g->isz, g->ars, g->acs, mc, kc, MR);  \
+        g->pack(bp, g->b + (k0 * g->brs + n0 * g->bcs) * g->isz, g->bcs, g->brs, nc, kc, NR);  \
+        for (int64_t jr = 0; jr < nc; jr += NR)                                                \
+          for (int64_t ir = 0; ir < mc; ir += MR)                                              \
+            mm_kernel_##SFX(kc, ap + ir * kc, bp + jr * kc, ct + ir * MM_NC + jr, MM_NC,       \
+                            mc - ir < MR ? mc - ir : MR, nc - jr < NR ? nc - jr : NR);         \
+      }                                                                                        \
+      g->store(g->c + (m0 * g->ldc + n0) * g->osz, g->ldc, ct, MM_NC, mc, nc);                 \
+    }                                                                                          \
+    free(ap);                                                                                  \
+    free(bp);                                                                                  \
+    free(ct);                                                                                  \
+  }
+
+MM_DEFINE_GEMM(f, float, 4, 8)
+MM_DEFINE_GEMM(d, double, 4, 4)
+MM_DEFINE_GEMM(u32, uint32_t, 4, 8)
+MM_DEFINE_GEMM(u64, uint64_t, 4, 4)
+
+typedef struct mm_dtype_info {
+  mm_pack_fn pack;
+  mm_store_fn store;
+  void (*blocks)(void *ctx, int64_t begin, int64_t end);
+} mm_dtype_info;
+
+static const mm_dtype_info *mm_info(HWP_DType dt) {
+  static const mm_dtype_info table[HWP_DTYPE_COUNT] = {
+      [HWP_DTYPE_INT8] = {mm_pack_i8, mm_store_i8, mm_blocks_u32},
+      [HWP_DTYPE_UINT8] = {mm_pack_u8, mm_store_u8, mm_blocks_u32},
+      [HWP_DTYPE_INT16] = {mm_pack_i16, mm_store_i16, mm_blocks_u32},
+      [HWP_DTYPE_INT32] = {mm_pack_i32, mm_store_i32, mm_blocks_u32},
+      [HWP_DTYPE_INT64] = {mm_pack_i64, mm_store_i64, mm_blocks_u64},
+      [HWP_DTYPE_FLOAT16] = {mm_pack_f16, mm_store_f16, mm_blocks_f},
+      [HWP_DTYPE_BFLOAT16] = {mm_pack_bf16, mm_store_bf16, mm_blocks_f},
+      [HWP_DTYPE_FLOAT32] = {mm_pack_f32, mm_store_f32, mm_blocks_f},
+      [HWP_DTYPE_FLOAT64] = {mm_pack_f64, mm_store_f64, mm_blocks_d},
+  };
+  return dt >= 0 && dt < HWP_DTYPE_COUNT && table[dt].pack != NULL ? &table[dt] : NULL;
+}
+
+/* Runs one GEMM with the fallback (parallel over output blocks unless nested). */
+static HWP_Status mm_fallback(mm_gemm *g, const mm_dtype_info *info) {
+  g->pack = info->pack;
+  g->store = info->store;
+  g->nmb = (g->M + MM_MC - 1) / MM_MC;
+  g->nnb = (g->N + MM_NC - 1) / MM_NC;
+  g->failed = 0;
+  cpu_parallel_for(g->nmb * g->nnb, 1, info->blocks, g);
+  if (g->failed) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "matmul: no memory for GEMM panels");
+  return HWP_OK;
+}
+
+/* ---- CBLAS ------------------------------------------------------------------------------- */
+
+#ifdef HWPORT_CPU_HAVE_CBLAS
+static pthread_mutex_t g_blas_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
+static void blas_init_threads(void) {
+#ifdef HWPORT_CPU_HAVE_OPENBLAS
+  openblas_set_num_threads(cpu_parallel_threads() > 0 ? cpu_parallel_threads() : 1);
+#endif
+}
+
+/* Whether a rows x cols matrix with element strides (rs, cs) at p can go to CBLAS (row major)
+ * as is: *trans and *ld say how. */
+static int blas_layout(const char *p, int64_t isz, int64_t rows, int64_t cols, int64_t rs,
+                       int64_t cs, enum CBLAS_TRANSPOSE *trans, int *ld) {
+  if ((uintptr_t)p % (uintptr_t)isz != 0) return 0;
+  if (cs == 1 || cols == 1) {
+    int64_t l = rows == 1 ? (cols > 1 ? cols : 1) : rs;
+    if (l >= (cols > 1 ? cols : 1) && l <= INT_MAX) {
+      *trans = CblasNoTrans;
+      *ld = (int)l;
+      return 1;
+    }
+  }
+  if (rs == 1 || rows == 1) {
+    int64_t l = cols == 1 ? (rows > 1 ? rows : 1) : cs;
+    if (l >= (rows > 1 ? rows : 1) && l <= INT_MAX) {
+      *trans = CblasTrans;
+      *ld = (int)l;
+      return 1;
+    }
+  }
+  return 0;
+}
+#endif
+
+/* ---- the kernel ---------------------------------------------------------------------------- */
+
+typedef struct mm_plan {
+  HWP_DType dt;
+  char *x, *y, *out;
+  int64_t isz, osz, M, N, K, B;
+  int64_t sxm, sxk, syk, syn; /* matrix strides (elements) */
+  int nb;                     /* batch dims (size-1 ones dropped) */
+  int64_t bshape[HWP_MAX_NDIM], bxs[HWP_MAX_NDIM], bys[HWP_MAX_NDIM];
+  int blas_ok; /* M, N, K fit CBLAS's int */
+  int failed;
+} mm_plan;
+
+static void mm_setup(const mm_plan *P, int64_t b, mm_gemm *g) {
+  int64_t xo = 0, yo = 0, q = b;
+  for (int k = P->nb - 1; k >= 0; --k) {
+    int64_t qq = q / P->bshape[k], i = q - qq * P->bshape[k];
+    xo += i * P->bxs[k];
+    yo += i * P->bys[k];
+    q = qq;
+  }
+  memset(g, 0, sizeof *g);
+  g->a = P->x + xo * P->isz;
+  g->b = P->y + yo * P->isz;
+  g->ars = P->sxm;
+  g->acs = P->sxk;
+  g->brs = P->syk;
+  g->bcs = P->syn;
+  g->isz = P->isz;
+  g->c = P->out + b * P->M * P->N * P->osz;
+  g->ldc = P->N;
+  g->osz = P->osz;
+  g->M = P->M;
+  g->N = P->N;
+  g->K = P->K;
+}
+
+/* Small batched products: a batch per task, each GEMM serial (nested cpu_parallel_for). */
+static void mm_batches_task(void *ctx, int64_t begin, int64_t end) {
+  mm_plan *P = ctx;
+  const mm_dtype_info *info = mm_info(P->dt);
+  for (int64_t b = begin; b < end; ++b) {
+    mm_gemm g;
+    mm_setup(P, b, &g);
+    if (mm_fallback(&g, info) != HWP_OK) __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
+  }
+}
+
+#ifdef HWPORT_CPU_HAVE_CBLAS
+/* One batch through sgemm/dgemm; operands CBLAS cannot take as they are (other strides,
+ * misaligned, half types) are packed into contiguous float32/float64 copies first. */
+static HWP_Status mm_blas(const mm_plan *P, int64_t b) {
+  const mm_dtype_info *info = mm_info(P->dt);
+  mm_gemm g;
+  mm_setup(P, b, &g);
+  const int dbl = P->dt == HWP_DTYPE_FLOAT64;
+  const int native = P->dt == HWP_DTYPE_FLOAT32 || dbl;
+  const int64_t esz = dbl ? 8 : 4, M = P->M, N = P->N, K = P->K;
+  enum CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
+  int lda = 0, ldb = 0;
+  const void *ap = g.a, *bp = g.b;
+  void *cp = g.c, *abuf = NULL, *bbuf = NULL, *cbuf = NULL;
+  HWP_Status st = HWP_OK;
+  if (!native || !blas_layout(g.a, P->isz, M, K, g.ars, g.acs, &ta, &lda)) {
+    if ((abuf = cpu_scratch((size_t)(M * K * esz))) == NULL) goto oom;
+    info->pack(abuf, g.a, g.ars, g.acs, M, K, 1); /* one-lane panels = row major */
+    ap = abuf;
+    ta = CblasNoTrans;
+    lda = (int)(K > 1 ? K : 1);
+  }
+  if (!native || !blas_layout(g.b, P->isz, K, N, g.brs, g.bcs, &tb, &ldb)) {
+    if ((bbuf = cpu_scratch((size_t)(K * N * esz))) == NULL) goto oom;
+    info->pack(bbuf, g.b, g.brs, g.bcs, K, N, 1);
+    bp = bbuf;
+    tb = CblasNoTrans;
+    ldb = (int)(N > 1 ? N : 1);
+  }
+  if (!native || (uintptr_t)g.c % (uintptr_t)esz != 0) {
+    if ((cbuf = cpu_scratch((size_t)(M * N * esz))) == NULL) goto oom;
+    cp = cbuf;
+  }
+  pthread_once(&g_blas_once, blas_init_threads);
+  pthread_mutex_lock(&g_blas_mu);
+  if (dbl)
+    cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0, ap, lda, bp, ldb, 0.0, cp,
+                (int)(N > 1 ? N : 1));
+  else
+    cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f, ap, lda, bp, ldb, 0.0f,
+                cp, (int)(N > 1 ? N : 1));
+  pthread_mutex_unlock(&g_blas_mu);
+  if (cbuf != NULL) info->store(g.c, N, cbuf, N, M, N);
+  goto done;
+oom:
+  st = cpu_error(HWP_ERROR_OUT_OF_MEMORY, "matmul: no memory to pack an operand for BLAS");
+done:
+  free(abuf);
+  free(bbuf);
+  free(cbuf);
+  return st;
+}
+#endif
+
+static HWP_Status mm_run(void *payload) {
+  mm_plan *P = payload;
+  const mm_dtype_info *info = mm_info(P->dt);
+  if (P->K == 0) { /* empty sums: zeros (all-zero bits for every dtype) */
+    memset(P->out, 0, (size_t)(P->B * P->M * P->N * P->osz));
+    return HWP_OK;
+  }
+  double flops = (double)P->M * (double)P->N * (double)P->K;
+  if (P->B > 1 && flops <= 64.0 * 64.0 * 64.0) {
+    int64_t grain = (int64_t)(262144.0 / flops) + 1;
+    cpu_parallel_for(P->B, grain, mm_batches_task, P);
+    if (P->failed) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "matmul: no memory for panels");
+    return HWP_OK;
+  }
+  for (int64_t b = 0; b < P->B; ++b) {
+    HWP_Status st;
+#ifdef HWPORT_CPU_HAVE_CBLAS
+    if (P->blas_ok && cpu_is_float_dtype(P->dt)) {
+      st = mm_blas(P, b);
+    } else
+#endif
+    {
+      mm_gemm g;
+      mm_setup(P, b, &g);
+      st = mm_fallback(&g, info);
+    }
+    if (st != HWP_OK) return st;
+  }
+  return HWP_OK;
+}
+
+static HWP_Status kernel_matmul(const HWP_KernelContext *ctx) {
+  static const char op[] = "matmul";
+  HWP_Status st = cpu_check_context(ctx, op, 2, 1);
+  if (st != HWP_OK) return st;
+  cpu_rview x, y, o;
+  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_rview_load(op, "input 1", &ctx->inputs[1], &y)) != HWP_OK) return st;
+  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK) return st;
+  if ((st = cpu_rview_require_contiguous(op, &o)) != HWP_OK) return st;
+  if (y.dtype != x.dtype || o.dtype != x.dtype)
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "matmul: dtypes %s @ %s -> %s must all match",
+                     cpu_dtype_name(x.dtype), cpu_dtype_name(y.dtype), cpu_dtype_name(o.dtype));
+  if (mm_info(x.dtype) == NULL)
+    return cpu_error(HWP_ERROR_NOT_SUPPORTED, "matmul: dtype %s is not supported",
+                     cpu_dtype_name(x.dtype));
+  const int nd = x.ndim;
+  if (nd < 2 || y.ndim != nd || o.ndim != nd)
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "matmul: expects x, y and the output of one rank >= 2, got %d, %d, %d",
+                     (int)x.ndim, (int)y.ndim, (int)o.ndim);
+  for (int k = 0; k < nd - 2; ++k)
+    if (y.shape[k] != x.shape[k] || o.shape[k] != x.shape[k])
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                       "matmul: batch dim %d differs (x %lld, y %lld, output %lld); the host "
+                       "broadcasts batch dims first", k, (long long)x.shape[k],
+                       (long long)y.shape[k], (long long)o.shape[k]);
+  const int64_t M = x.shape[nd - 2], K = x.shape[nd - 1], N = y.shape[nd - 1];
+  if (y.shape[nd - 2] != K || o.shape[nd - 2] != M || o.shape[nd - 1] != N)
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "matmul: shapes [.., %lld, %lld] @ [.., %lld, %lld] -> [.., %lld, %lld] do "
+                     "not match", (long long)M, (long long)K, (long long)y.shape[nd - 2],
+                     (long long)N, (long long)o.shape[nd - 2], (long long)o.shape[nd - 1]);
+  if (o.numel == 0) return HWP_OK;
+  mm_plan *P = calloc(1, sizeof *P);
+  if (P == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "matmul: no memory for the plan");
+  P->dt = x.dtype;
+  P->x = x.base;
+  P->y = y.base;
+  P->out = o.base;
+  P->isz = (int64_t)x.itemsize;
+  P->osz = (int64_t)o.itemsize;
+  P->M = M;
+  P->N = N;
+  P->K = K;
+  P->B = o.numel / (M * N);
+  P->sxm = x.strides[nd - 2];
+  P->sxk = x.strides[nd - 1];
+  P->syk = y.strides[nd - 2];
+  P->syn = y.strides[nd - 1];
+  for (int k = 0; k < nd - 2; ++k) {
+    if (x.shape[k] == 1) continue;
+    P->bshape[P->nb] = x.shape[k];
+    P->bxs[P->nb] = x.strides[k];
+    P->bys[P->nb] = y.strides[k];
+    ++P->nb;
+  }
+  P->blas_ok = M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
+  double work = (double)o.numel * (double)(K > 0 ? K : 1);
+  st = cpu_submit_call(ctx, op, mm_run, free, P, work >= 1e18 ? UINT64_MAX : (uint64_t)work);
+  if (st != HWP_OK) free(P);
+  return st;
+}
+
+void cpu_register_linalg_kernels(const HWP_HostApi *host) {
+  /* ops.yaml: matmul is defined for the numeric dtypes (all but bool). */
+  for (HWP_DType d = HWP_DTYPE_INT8; d < HWP_DTYPE_COUNT; ++d)
+    cpu_register_one(host, "matmul", d, kernel_matmul, HWP_KERNEL_ACCEPTS_STRIDED);
+  cpu_register_nn_kernels(host); /* the fused composite kernels of kernels_nn.c */
+}

@@ -130,6 +130,34 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
   });
 }
 
+Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+  if (shape.size() != strides.size() || shape.size() > HWP_MAX_NDIM)
+    raise(ErrorKind::Value, "_view: shape " + shape_str(shape) + " and strides " +
+                                shape_str(strides) + " must have the same length (at most " +
+                                std::to_string(HWP_MAX_NDIM) + ")");
+  int64_t lo = offset, hi = offset;
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) raise(ErrorKind::Value, "_view: negative dimension in " + shape_str(shape));
+    if (shape[i] == 0) empty = true;
+    const int64_t extent = (shape[i] - 1) * strides[i];
+    if (extent < 0) lo += extent; else hi += extent;
+  }
+  const int64_t capacity = static_cast<int64_t>(t.storage->nbytes() / itemsize(t.dtype));
+  if (!empty && (lo < 0 || hi >= capacity))
+    raise(ErrorKind::Value, "_view: shape " + shape_str(shape) + ", strides " +
+                                shape_str(strides) + ", offset " + std::to_string(offset) +
+                                " reach outside the storage of " + std::to_string(capacity) +
+                                " elements");
+  Tensor v;
+  v.storage = t.storage;
+  v.dtype = t.dtype;
+  v.shape = shape;
+  v.strides = strides;
+  v.offset = offset;
+  return v;
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -141,6 +169,10 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly("place", [](const Tensor& t) { return place_of(t.device()); })
       .def_property_readonly("ndim", [](const Tensor& t) { return t.ndim(); })
       .def_property_readonly("size", [](const Tensor& t) { return t.numel(); })
+      .def_property_readonly("_offset", [](const Tensor& t) { return t.offset; },
+                             "Element offset of the view into its storage.")
+      .def("_view", &make_view, py::arg("shape"), py::arg("strides"), py::arg("offset"),
+           "A view sharing this tensor's storage (strides and offset in elements).")
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("contiguous", [](const Tensor& t) { return contiguous(t); })
       .def("numpy", &to_numpy, "A copy of the data as a numpy array (synchronizes).")

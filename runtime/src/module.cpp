@@ -80,6 +80,60 @@ py::list plugins() {
   return out;
 }
 
+AttrValue attr_from_py(const std::string& op, const std::string& name, py::handle v) {
+  AttrValue a;
+  if (PyBool_Check(v.ptr())) return AttrValue::of_bool(v.ptr() == Py_True);
+  if (PyLong_Check(v.ptr())) return AttrValue::of_int(v.cast<int64_t>());
+  if (PyFloat_Check(v.ptr())) return AttrValue::of_float(v.cast<double>());
+  if (py::isinstance<py::str>(v)) {
+    a.type = HWP_ATTR_STRING;
+    a.s = v.cast<std::string>();
+    return a;
+  }
+  if (py::isinstance<DType>(v)) {
+    a.type = HWP_ATTR_DTYPE;
+    a.i = static_cast<int64_t>(v.cast<DType>());
+    return a;
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    bool all_int = true;
+    for (py::handle item : seq) all_int &= PyLong_Check(item.ptr()) != 0;
+    if (all_int) {
+      a.type = HWP_ATTR_INT64_ARRAY;
+      for (py::handle item : seq) a.ints.push_back(item.cast<int64_t>());
+    } else {
+      a.type = HWP_ATTR_FLOAT64_ARRAY;
+      for (py::handle item : seq) a.floats.push_back(item.cast<double>());
+    }
+    return a;
+  }
+  raise(ErrorKind::Type, op + ": attribute " + name + " of type " +
+                             std::string(py::str(py::type::of(v).attr("__name__"))) +
+                             " cannot cross the kernel ABI");
+}
+
+void launch_py(const std::string& op, py::handle dtype, const std::vector<Tensor*>& inputs,
+               const std::vector<Tensor*>& outputs, const py::dict& attrs) {
+  if (outputs.empty() && inputs.empty())
+    raise(ErrorKind::Value, op + ": launch needs at least one tensor");
+  Device* device = outputs.empty() ? inputs[0]->device() : outputs[0]->device();
+  for (const Tensor* t : inputs)
+    if (t->device() != device)
+      raise(ErrorKind::Value, op + ": inputs are on " + t->device()->name + " and " +
+                                  device->name + "; move them to one place first");
+  Attrs converted;
+  for (auto item : attrs) {
+    if (item.second.is_none()) continue;
+    std::string name = py::str(item.first);
+    converted.emplace_back(name, attr_from_py(op, name, item.second));
+  }
+  std::vector<const Tensor*> in(inputs.begin(), inputs.end());
+  run_kernel(op_id(op), dtype_from_py(dtype, op.c_str(), "dtype"), device, in.data(),
+             static_cast<int>(in.size()), outputs.data(), static_cast<int>(outputs.size()),
+             converted);
+}
+
 void register_exceptions(py::module_& m) {
   static py::exception<Error> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
   static py::exception<Error> fallback(m, "FallbackError", PyExc_RuntimeError);
@@ -227,6 +281,17 @@ PYBIND11_MODULE(_core, m) {
     else v = AttrValue::of_float(value.cast<double>());
     return full(shape, v, dt, device_from_py(place));
   }, py::arg("shape"), py::arg("value"), py::arg("dtype"), py::arg("place") = py::none());
+  m.def("empty", [](const std::vector<int64_t>& shape, py::handle dtype, py::handle place) {
+    return Tensor::empty(shape, dtype_from_py(dtype, "empty", "dtype"), device_from_py(place));
+  }, py::arg("shape"), py::arg("dtype"), py::arg("place") = py::none());
+  m.def("has_kernel", [](const std::string& op, py::handle place, py::handle dtype) {
+    Device* d = device_from_py(place);
+    return d->plugin->kernels.find(op_id(op), dtype_from_py(dtype, "has_kernel", "dtype")) !=
+           nullptr;
+  }, py::arg("op"), py::arg("place"), py::arg("dtype"));
+  m.def("launch", &launch_py, py::arg("op"), py::arg("dtype"), py::arg("inputs"),
+        py::arg("outputs"), py::arg("attrs"),
+        "Runs `op` keyed by `dtype` on the outputs' device: its kernel, else the CPU fallback.");
   m.def("parse_dtype", [](py::handle dtype, const std::string& op, const std::string& arg) {
     return dtype_from_py(dtype, op.c_str(), arg.c_str());
   }, py::arg("dtype"), py::arg("op") = "dtype", py::arg("arg") = "dtype");

@@ -7,6 +7,7 @@
 #include "hwport/device.h"
 #include "hwport/kernel.h"
 #include "hwport/kernel_util.h"
+#include "hwport/ops.h"
 #include "hwport/plugin.h"
 #include "hwport/profiler.h"
 #include "hwport/types.h"

@@ -1,0 +1,522 @@
+/* hwport CPU plugin — fused kernels for composite nn ops: softmax, log_softmax, layer_norm,
+ * rms_norm (a plugin kernel for a composite op takes priority over its decomposition).
+ *
+ * Float dtypes only; float16/bfloat16/float32 compute in float32 (float64 in float64), with
+ * sums accumulated in float64. Work goes row by row (a row = the softmax axis, or the
+ * normalized trailing dims), multithreaded over rows, two or three passes over each row while
+ * it sits in cache:
+ *   softmax      m = max(x); e = exp(x - m) stored while summing; y = e * (1 / sum)
+ *   log_softmax  m = max(x); s = sum(exp(x - m)); y = (x - m) - log(s)
+ *   layer_norm   mean; biased variance (second pass over x - mean); y = (x - mean) * rstd
+ *                [* weight] [+ bias]
+ *   rms_norm     ms = mean(x^2); y = x * (1 / sqrt(ms + eps)) [* weight]
+ * float32 rows with a unit stride are read and written in place; other rows (strided, half
+ * types, an axis that is not the innermost) are gathered into float buffers first. float32 exp
+ * is the branch-free cpu_expf, which the compiler vectorizes. */
+#include "reduce_common.h"
+
+/* ---- per-dtype gathers and scatters (CT: float, or double for float64) ------------------ */
+
+typedef struct nn_io {
+  size_t ct_size;
+  /* dst[i] = x[i * s], i < n */
+  void (*gather)(void *dst, const char *p, int64_t n, int64_t s);
+  /* dst[i] = x[off[i]], i < n */
+  void (*gather_off)(void *dst, const char *p, const int64_t *off, int64_t n);
+  /* dst[c * L + l] = x[l * s + off[c]], l < L, c < cnt */
+  void (*gather_tile)(void *dst, const char *p, int64_t L, int64_t s, const int64_t *off,
+                      int64_t cnt);
+  /* out[i] = src[i], i < n (out contiguous) */
+  void (*scatter)(char *out, const void *src, int64_t n);
+  /* out[l * ld + c] = src[c * L + l], l < L, c < cnt */
+  void (*scatter_tile)(char *out, int64_t ld, const void *src, int64_t L, int64_t cnt);
+} nn_io;
+
+#define NN_DEFINE_IO(NAME, T, CT, LOAD, STORE)                                                 \
+  static void NAME##_gather(void *dstp, const char *p, int64_t n, int64_t s) {                 \
+    CT *dst = (CT *)dstp;                                                                      \
+    const CPU_UA(T) *x = (const CPU_UA(T) *)p;                                                 \
+    for (int64_t i = 0; i < n; ++i) dst[i] = LOAD(x[i * s]);                                   \
+  }                                                                                            \
+  static void NAME##_gather_off(void *dstp, const char *p, const int64_t *off, int64_t n) {    \
+    CT *dst = (CT *)dstp;                                                                      \
+    const CPU_UA(T) *x = (const CPU_UA(T) *)p;                                                 \
+    for (int64_t i = 0; i < n; ++i) dst[i] = LOAD(x[off[i]]);                                  \
+  }                                                                                            \
+  static void NAME##_gather_tile(void *dstp, const char *p, int64_t L, int64_t s,              \
+                                 const int64_t *off, int64_t cnt) {                            \
+    CT *dst = (CT *)dstp;                                                                      \
+    const CPU_UA(T) *x = (const CPU_UA(T) *)p;                                                 \
+    for (int64_t l = 0; l < L; ++l)                                                            \
+      for (int64_t c = 0; c < cnt; ++c) dst[c * L + l] = LOAD(x[l * s + off[c]]);              \
+  }                                                                                            \
+  static void NAME##_scatter(char *out, const void *srcp, int64_t n) {                         \
+    const CT *src = (const CT *)srcp;                                                          \
+    CPU_UA(T) *o = (CPU_UA(T) *)out;                                                           \
+    for (int64_t i = 0; i < n; ++i) o[i] = STORE(src[i]);                                      \
+  }                                                                                            \
+  static void NAME##_scatter_tile(char *out, int64_t ld, const void *srcp, int64_t L,          \
+                                  int64_t cnt) {                                               \
+    const CT *src = (const CT *)srcp;                                                          \
+    CPU_UA(T) *o = (CPU_UA(T) *)out;                                                           \
+    for (int64_t l = 0; l < L; ++l)                                                            \
+      for (int64_t c = 0; c < cnt; ++c) o[l * ld + c] = STORE(src[c * L + l]);                 \
+  }
+
+#define NN_ID(x) (x)
+NN_DEFINE_IO(nn_f16, uint16_t, float, cpu_f16_to_f32, cpu_f32_to_f16)
+NN_DEFINE_IO(nn_bf16, uint16_t, float, cpu_bf16_to_f32, cpu_f32_to_bf16)
+NN_DEFINE_IO(nn_f32, float, float, NN_ID, NN_ID)
+NN_DEFINE_IO(nn_f64, double, double, NN_ID, NN_ID)
+
+#define NN_IO(NAME, CT)                                                                        \
+  { sizeof(CT), NAME##_gather, NAME##_gather_off, NAME##_gather_tile, NAME##_scatter,          \
+    NAME##_scatter_tile }
+static const nn_io g_nn_io[4] = {NN_IO(nn_f16, float), NN_IO(nn_bf16, float),
+                                 NN_IO(nn_f32, float), NN_IO(nn_f64, double)};
+static const nn_io *nn_io_of(HWP_DType dt) { return &g_nn_io[dt - HWP_DTYPE_FLOAT16]; }
+
+#define NN_LANES 8
+
+/* ---- row math ------------------------------------------------------------------------------- */
+
+static inline float nn_rowmax_f(const void *x, int64_t n) {
+  return cpu_extreme_f32(x, n, -INFINITY, 0);
+}
+static inline double nn_rowmax_d(const void *x, int64_t n) {
+  return cpu_extreme_f64(x, n, -INFINITY, 0);
+}
+
+static double nn_exp_d(double x) { return exp(x); }
+
+/* y = softmax(x) or log_softmax(x) of a contiguous row; x and y do not overlap. */
+#define NN_DEFINE_SOFTMAX(NAME, CT, ROWMAX, EXP)                                               \
+  static void NAME(const CT *x, CT *y, int64_t n, int log_sm) {                                \
+    const CT m = ROWMAX(x, n);                                                                 \
+    double l[NN_LANES] = {0}, sum = 0.0;                                                       \
+    int64_t i = 0;                                                                             \
+    if (!log_sm) {                                                                             \
+      for (; i + NN_LANES <= n; i += NN_LANES)                                                 \
+        for (int j = 0; j < NN_LANES; ++j) {                                                   \
+          CT e = EXP(x[i + j] - m);                                                            \
+          y[i + j] = e;                                                                        \
+          l[j] += (double)e;                                                                   \
+        }                                                                                      \
+      for (; i < n; ++i) {                                                                     \
+        CT e = EXP(x[i] - m);                                                                  \
+        y[i] = e;                                                                              \
+        sum += (double)e;                                                                      \
+      }                                                                                        \
+      for (int j = 0; j < NN_LANES; ++j) sum += l[j];                                          \
+      const CT r = (CT)(1.0 / sum);                                                            \
+      for (i = 0; i < n; ++i) y[i] *= r;                                                       \
+    } else {                                                                                   \
+      for (; i + NN_LANES <= n; i += NN_LANES)                                                 \
+        for (int j = 0; j < NN_LANES; ++j) l[j] += (double)EXP(x[i + j] - m);                  \
+      for (; i < n; ++i) sum += (double)EXP(x[i] - m);                                         \
+      for (int j = 0; j < NN_LANES; ++j) sum += l[j];                                          \
+      const CT ls = (CT)log(sum);                                                              \
+      for (i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;                                          \
+    }                                                                                          \
+  }
+NN_DEFINE_SOFTMAX(nn_softmax_f, cpu_ua_float, nn_rowmax_f, cpu_expf)
+NN_DEFINE_SOFTMAX(nn_softmax_d, cpu_ua_double, nn_rowmax_d, nn_exp_d)
+
+/* Normalization of a contiguous row (layer_norm, or rms_norm when rms). */
+#define NN_DEFINE_NORM(NAME, CT)                                                               \
+  static void NAME(const CT *x, CT *y, int64_t n, const CT *w, const CT *b, double eps,        \
+                   int rms) {                                                                  \
+    double l[NN_LANES] = {0}, acc = 0.0;                                                       \
+    int64_t i = 0;                                                                             \
+    CT mean = 0;                                                                               \
+    if (!rms) {                                                                                \
+      for (; i + NN_LANES <= n; i += NN_LANES)                                                 \
+        for (int j = 0; j < NN_LANES; ++j) l[j] += (double)x[i + j];                           \
+      for (; i < n; ++i) acc += (double)x[i];                                                  \
+      for (int j = 0; j < NN_LANES; ++j) acc += l[j];                                          \
+      mean = (CT)(acc / (double)n);                                                            \
+      for (int j = 0; j < NN_LANES; ++j) l[j] = 0.0;                                           \
+      acc = 0.0;                                                                               \
+    }                                                                                          \
+    for (i = 0; i + NN_LANES <= n; i += NN_LANES)                                              \
+      for (int j = 0; j < NN_LANES; ++j) {                                                     \
+        CT d = x[i + j] - mean;                                                                \
+        l[j] += (double)(d * d);                                                               \
+      }                                                                                        \
+    for (; i < n; ++i) {                                                                       \
+      CT d = x[i] - mean;                                                                      \
+      acc += (double)(d * d);                                                                  \
+    }                                                                                          \
+    for (int j = 0; j < NN_LANES; ++j) acc += l[j];                                            \
+    const CT r = (CT)(1.0 / sqrt(acc / (double)n + eps));                                      \
+    if (w != NULL && b != NULL) {                                                              \
+      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i] + b[i];                          \
+    } else if (w != NULL) {                                                                    \
+      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i];                                 \
+    } else if (b != NULL) {                                                                    \
+      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r + b[i];                                 \
+    } else {                                                                                   \
+      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r;                                        \
+    }                                                                                          \
+  }
+NN_DEFINE_NORM(nn_norm_f, cpu_ua_float)
+NN_DEFINE_NORM(nn_norm_d, cpu_ua_double)
+
+/* ---- softmax / log_softmax ------------------------------------------------------------------ */
+
+typedef struct sm_plan {
+  int log_sm;
+  HWP_DType dt;
+  char *in, *out;
+  int64_t isz;
+  int on, inn;
+  int64_t oshape[HWP_MAX_NDIM], ostride[HWP_MAX_NDIM]; /* dims before the axis */
+  int64_t ishape[HWP_MAX_NDIM], istride[HWP_MAX_NDIM]; /* dims after the axis */
+  int64_t O, L, I, s;
+  int64_t tw, ntiles; /* column mode: tile width over the inner dims */
+  int failed;
+} sm_plan;
+
+static void sm_row(const sm_plan *P, const void *x, void *y, int64_t n) {
+  if (P->dt == HWP_DTYPE_FLOAT64)
+    nn_softmax_d(x, y, n, P->log_sm);
+  else
+    nn_softmax_f(x, y, n, P->log_sm);
+}
+
+/* Innermost axis: one row per outer index. */
+static void sm_rows_task(void *ctx, int64_t b, int64_t e) {
+  sm_plan *P = ctx;
+  const nn_io *io = nn_io_of(P->dt);
+  const int native = P->dt == HWP_DTYPE_FLOAT32 || P->dt == HWP_DTYPE_FLOAT64;
+  char *buf = NULL, *buf2 = NULL;
+  if (!native || P->s != 1) {
+    buf = cpu_scratch(io->ct_size * (size_t)P->L);
+    buf2 = cpu_scratch(io->ct_size * (size_t)P->L);
+    if (buf == NULL || buf2 == NULL) {
+      __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
+      b = e;
+    }
+  }
+  for (int64_t o = b; o < e; ++o) {
+    const char *x = P->in + cpu_unravel_offset(o, P->on, P->oshape, P->ostride) * P->isz;
+    char *y = P->out + o * P->L * P->isz;
+    if (native && P->s == 1) {
+      sm_row(P, x, y, P->L);
+    } else {
+      io->gather(buf, x, P->L, P->s);
+      if (native) {
+        sm_row(P, buf, y, P->L);
+      } else {
+        sm_row(P, buf, buf2, P->L);
+        io->scatter(y, buf2, P->L);
+      }
+    }
+  }
+  free(buf);
+  free(buf2);
+}
+
+/* An outer axis: tiles of columns gathered into rows, computed, scattered back. */
+static void sm_cols_task(void *ctx, int64_t b, int64_t e) {
+  sm_plan *P = ctx;
+  const nn_io *io = nn_io_of(P->dt);
+  int64_t off[64];
+  char *buf = cpu_scratch(io->ct_size * (size_t)(P->L * P->tw));
+  char *buf2 = cpu_scratch(io->ct_size * (size_t)(P->L * P->tw));
+  if (buf == NULL || buf2 == NULL) {
+    __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
+    b = e;
+  }
+  for (int64_t g = b; g < e; ++g) {
+    int64_t o = g / P->ntiles, t = g - o * P->ntiles;
+    int64_t i0 = t * P->tw, cnt = P->I - i0 < P->tw ? P->I - i0 : P->tw;
+    const char *x = P->in + cpu_unravel_offset(o, P->on, P->oshape, P->ostride) * P->isz;
+    for (int64_t c = 0; c < cnt; ++c)
+      off[c] = cpu_unravel_offset(i0 + c, P->inn, P->ishape, P->istride);
+    io->gather_tile(buf, x, P->L, P->s, off, cnt);
+    for (int64_t c = 0; c < cnt; ++c)
+      sm_row(P, buf + (size_t)(c * P->L) * io->ct_size, buf2 + (size_t)(c * P->L) * io->ct_size,
+             P->L);
+    io->scatter_tile(P->out + (o * P->L * P->I + i0) * P->isz, P->I, buf2, P->L, cnt);
+  }
+  free(buf);
+  free(buf2);
+}
+
+static HWP_Status sm_run(void *payload) {
+  sm_plan *P = payload;
+  if (P->I == 1) {
+    cpu_parallel_for(P->O, P->L >= 16384 ? 1 : 16384 / P->L, sm_rows_task, P);
+  } else {
+    P->tw = 16384 / P->L;
+    P->tw = P->tw < 1 ? 1 : P->tw > 64 ? 64 : P->tw;
+    if (P->tw > P->I) P->tw = P->I;
+    P->ntiles = (P->I + P->tw - 1) / P->tw;
+    cpu_parallel_for(P->O * P->ntiles, 1, sm_cols_task, P);
+  }
+  if (P->failed)
+    return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for row buffers",
+                     P->log_sm ? "log_softmax" : "softmax");
+  return HWP_OK;
+}
+
+/* Output checks shared by the nn kernels: same dtype and shape as x, contiguous; float x. */
+static HWP_Status nn_check_xy(const char *op, const cpu_rview *x, const cpu_rview *y) {
+  if (!cpu_is_float_dtype(x->dtype))
+    return cpu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s is not supported (float only)", op,
+                     cpu_dtype_name(x->dtype));
+  if (y->dtype != x->dtype || y->ndim != x->ndim)
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "%s: the output (%s, %d-d) must have the input's dtype and rank (%s, %d-d)",
+                     op, cpu_dtype_name(y->dtype), (int)y->ndim, cpu_dtype_name(x->dtype),
+                     (int)x->ndim);
+  for (int k = 0; k < x->ndim; ++k)
+    if (y->shape[k] != x->shape[k])
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output shape[%d] = %lld, input %lld", op,
+                       k, (long long)y->shape[k], (long long)x->shape[k]);
+  return cpu_rview_require_contiguous(op, y);
+}
+
+static HWP_Status sm_kernel(const HWP_KernelContext *ctx, int log_sm, const char *op) {
+  HWP_Status st = cpu_check_context(ctx, op, 1, 1);
+  if (st != HWP_OK) return st;
+  cpu_rview x, y;
+  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  if ((st = nn_check_xy(op, &x, &y)) != HWP_OK) return st;
+  int64_t axis = 0;
+  if ((st = cpu_attr_axis(ctx, op, "axis", x.ndim, &axis)) != HWP_OK) return st;
+  if (x.numel == 0) return HWP_OK;
+  sm_plan *P = calloc(1, sizeof *P);
+  if (P == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for the plan", op);
+  P->log_sm = log_sm;
+  P->dt = x.dtype;
+  P->in = x.base;
+  P->out = y.base;
+  P->isz = (int64_t)x.itemsize;
+  P->L = x.ndim > 0 ? x.shape[axis] : 1;
+  P->s = x.ndim > 0 ? x.strides[axis] : 1;
+  P->O = 1;
+  P->I = 1;
+  for (int k = 0; k < x.ndim; ++k) {
+    if (k < axis) {
+      P->O *= x.shape[k];
+      P->oshape[P->on] = x.shape[k];
+      P->ostride[P->on++] = x.strides[k];
+    } else if (k > axis) {
+      P->I *= x.shape[k];
+      P->ishape[P->inn] = x.shape[k];
+      P->istride[P->inn++] = x.strides[k];
+    }
+  }
+  P->on = cpu_merge_dims(P->on, P->oshape, P->ostride);
+  P->inn = cpu_merge_dims(P->inn, P->ishape, P->istride);
+  st = cpu_submit_call(ctx, op, sm_run, free, P, (uint64_t)x.numel);
+  if (st != HWP_OK) free(P);
+  return st;
+}
+
+static HWP_Status kernel_softmax(const HWP_KernelContext *ctx) {
+  return sm_kernel(ctx, 0, "softmax");
+}
+static HWP_Status kernel_log_softmax(const HWP_KernelContext *ctx) {
+  return sm_kernel(ctx, 1, "log_softmax");
+}
+
+/* ---- layer_norm / rms_norm -------------------------------------------------------------------- */
+
+typedef struct ln_plan {
+  int rms;
+  HWP_DType dt;
+  char *in, *out;
+  int64_t isz;
+  int rn, nn;
+  int64_t rshape[HWP_MAX_NDIM], rstride[HWP_MAX_NDIM]; /* row (leading) dims */
+  int64_t nshape[HWP_MAX_NDIM], nstride[HWP_MAX_NDIM]; /* normalized dims of x */
+  int64_t R, N;
+  double eps;
+  int has_w, has_b;
+  cpu_rview w, b;
+  /* prepared by ln_run */
+  void *wv, *bv;  /* weight, bias as contiguous CT arrays (or NULL) */
+  int64_t *noff;  /* offsets of a row's elements when it is not one strided run */
+  int failed;
+} ln_plan;
+
+/* param[i] (C order over the view's dims) as a contiguous CT array. */
+static void *ln_param(const nn_io *io, const cpu_rview *v, int64_t n) {
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)n);
+  void *dst = cpu_scratch(io->ct_size * (size_t)n);
+  if (off != NULL && dst != NULL) {
+    for (int64_t i = 0; i < n; ++i) off[i] = cpu_unravel_offset(i, v->ndim, v->shape, v->strides);
+    io->gather_off(dst, v->base, off, n);
+  } else {
+    free(dst);
+    dst = NULL;
+  }
+  free(off);
+  return dst;
+}
+
+static void ln_rows_task(void *ctx, int64_t b, int64_t e) {
+  ln_plan *P = ctx;
+  const nn_io *io = nn_io_of(P->dt);
+  const int native = P->dt == HWP_DTYPE_FLOAT32 || P->dt == HWP_DTYPE_FLOAT64;
+  const int unit = P->noff == NULL && (P->nn == 0 || P->nstride[0] == 1);
+  char *buf = NULL, *buf2 = NULL;
+  if (!native || !unit) {
+    buf = cpu_scratch(io->ct_size * (size_t)P->N);
+    buf2 = cpu_scratch(io->ct_size * (size_t)P->N);
+    if (buf == NULL || buf2 == NULL) {
+      __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
+      b = e;
+    }
+  }
+  for (int64_t r = b; r < e; ++r) {
+    const char *x = P->in + cpu_unravel_offset(r, P->rn, P->rshape, P->rstride) * P->isz;
+    char *y = P->out + r * P->N * P->isz;
+    const void *src = x;
+    void *dst = native ? (void *)y : (void *)buf2;
+    if (!native || !unit) {
+      if (P->noff != NULL)
+        io->gather_off(buf, x, P->noff, P->N);
+      else
+        io->gather(buf, x, P->N, P->nn == 0 ? 1 : P->nstride[0]);
+      src = buf;
+    }
+    if (P->dt == HWP_DTYPE_FLOAT64)
+      nn_norm_d(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
+    else
+      nn_norm_f(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
+    if (!native) io->scatter(y, buf2, P->N);
+  }
+  free(buf);
+  free(buf2);
+}
+
+static HWP_Status ln_run(void *payload) {
+  ln_plan *P = payload;
+  const nn_io *io = nn_io_of(P->dt);
+  const char *op = P->rms ? "rms_norm" : "layer_norm";
+  HWP_Status st = HWP_OK;
+  if (P->has_w && (P->wv = ln_param(io, &P->w, P->N)) == NULL) goto oom;
+  if (P->has_b && (P->bv = ln_param(io, &P->b, P->N)) == NULL) goto oom;
+  if (P->nn > 1) { /* the normalized dims do not merge into one run: an offset table */
+    if ((P->noff = malloc(sizeof(int64_t) * (size_t)P->N)) == NULL) goto oom;
+    for (int64_t i = 0; i < P->N; ++i)
+      P->noff[i] = cpu_unravel_offset(i, P->nn, P->nshape, P->nstride);
+  }
+  cpu_parallel_for(P->R, P->N >= 16384 ? 1 : 16384 / P->N, ln_rows_task, P);
+  if (P->failed) goto oom;
+  goto done;
+oom:
+  st = cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for row buffers", op);
+done:
+  free(P->wv);
+  free(P->bv);
+  free(P->noff);
+  P->wv = P->bv = NULL;
+  P->noff = NULL;
+  return st;
+}
+
+static int nn_attr_bool(const HWP_KernelContext *ctx, const char *name, int fallback) {
+  uint8_t v = 0;
+  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL &&
+      ctx->get_attr(ctx, name, HWP_ATTR_BOOL, &v, NULL) == HWP_OK)
+    return v != 0;
+  return fallback;
+}
+
+static HWP_Status ln_kernel(const HWP_KernelContext *ctx, int rms, const char *op) {
+  if (ctx == NULL || !HWP_HAS_FIELD(ctx, HWP_KernelContext, outputs))
+    return cpu_check_context(ctx, op, 1, 1); /* reports the bad context */
+  /* Optional inputs: the attrs say which are present; without them, by count (in order). */
+  int n_in = ctx->num_inputs;
+  int has_w = nn_attr_bool(ctx, "has_weight", n_in >= 2);
+  int has_b = rms ? 0 : nn_attr_bool(ctx, "has_bias", n_in >= 3 || (n_in == 2 && !has_w));
+  HWP_Status st = cpu_check_context(ctx, op, 1 + has_w + has_b, 1);
+  if (st != HWP_OK) return st;
+  cpu_rview x, y;
+  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  if ((st = nn_check_xy(op, &x, &y)) != HWP_OK) return st;
+  int64_t nd = hwp_attr_int64(ctx, "normalized_ndim", 1);
+  if (nd < 1 || nd > x.ndim)
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "%s: normalized_ndim = %lld must be in [1, %d] for a %d-d input", op,
+                     (long long)nd, (int)x.ndim, (int)x.ndim);
+  ln_plan *P = calloc(1, sizeof *P);
+  if (P == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for the plan", op);
+  P->rms = rms;
+  P->eps = hwp_attr_float64(ctx, "epsilon", rms ? 1e-6 : 1e-5);
+  P->has_w = has_w;
+  P->has_b = has_b;
+  const int lead = x.ndim - (int)nd;
+  for (int i = 0; i < has_w + has_b; ++i) {
+    const char *what = i == 0 && has_w ? "weight" : "bias";
+    cpu_rview *p = i == 0 && has_w ? &P->w : &P->b;
+    if ((st = cpu_rview_load(op, what, &ctx->inputs[1 + i], p)) != HWP_OK) goto fail;
+    int ok = p->dtype == x.dtype && p->ndim == (int)nd;
+    for (int k = 0; ok && k < (int)nd; ++k) ok = p->shape[k] == x.shape[lead + k];
+    if (!ok) {
+      st = cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "%s: %s must be %s with the input's last %lld dims as its shape", op, what,
+                     cpu_dtype_name(x.dtype), (long long)nd);
+      goto fail;
+    }
+  }
+  if (x.numel == 0) {
+    free(P);
+    return HWP_OK;
+  }
+  P->dt = x.dtype;
+  P->in = x.base;
+  P->out = y.base;
+  P->isz = (int64_t)x.itemsize;
+  P->R = 1;
+  P->N = 1;
+  for (int k = 0; k < x.ndim; ++k) {
+    if (k < lead) {
+      P->R *= x.shape[k];
+      P->rshape[P->rn] = x.shape[k];
+      P->rstride[P->rn++] = x.strides[k];
+    } else {
+      P->N *= x.shape[k];
+      P->nshape[P->nn] = x.shape[k];
+      P->nstride[P->nn++] = x.strides[k];
+    }
+  }
+  P->rn = cpu_merge_dims(P->rn, P->rshape, P->rstride);
+  P->nn = cpu_merge_dims(P->nn, P->nshape, P->nstride);
+  st = cpu_submit_call(ctx, op, ln_run, free, P, (uint64_t)x.numel);
+  if (st != HWP_OK) goto fail;
+  return HWP_OK;
+fail:
+  free(P);
+  return st;
+}
+
+static HWP_Status kernel_layer_norm(const HWP_KernelContext *ctx) {
+  return ln_kernel(ctx, 0, "layer_norm");
+}
+static HWP_Status kernel_rms_norm(const HWP_KernelContext *ctx) {
+  return ln_kernel(ctx, 1, "rms_norm");
+}
+
+void cpu_register_nn_kernels(const HWP_HostApi *host) {
+  static const struct {
+    const char *op;
+    HWP_KernelFn fn;
+  } ops[] = {
+      {"softmax", kernel_softmax},
+      {"log_softmax", kernel_log_softmax},
+      {"layer_norm", kernel_layer_norm},
+      {"rms_norm", kernel_rms_norm},
+  };
+  /* ops.yaml: float dtypes only. */
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; ++o)
+    for (HWP_DType d = HWP_DTYPE_FLOAT16; d <= HWP_DTYPE_FLOAT64; ++d)
+      cpu_register_one(host, ops[o].op, d, ops[o].fn, HWP_KERNEL_ACCEPTS_STRIDED);
+}

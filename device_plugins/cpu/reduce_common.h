@@ -1,0 +1,214 @@
+/* hwport CPU plugin — helpers shared by the reduction/scan (kernels_reduce.c), matmul
+ * (kernels_linalg.c) and fused nn (kernels_nn.c) kernels: view snapshots that outlive the kernel
+ * call, dimension bookkeeping, and a vectorizable float exp. Not part of any ABI. */
+#ifndef HWPORT_CPU_REDUCE_COMMON_H
+#define HWPORT_CPU_REDUCE_COMMON_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "parallel.h"
+
+/* kernels_nn.c: softmax, log_softmax, layer_norm, rms_norm (registered by kernels_linalg.c). */
+void cpu_register_nn_kernels(const HWP_HostApi *host);
+
+/* A snapshot of a tensor view (the ABI's view dies with the kernel call). */
+typedef struct cpu_rview {
+  char *base; /* buffer + byte_offset */
+  HWP_DType dtype;
+  int32_t ndim;
+  size_t itemsize;
+  int64_t numel;
+  int64_t shape[HWP_MAX_NDIM];
+  int64_t strides[HWP_MAX_NDIM]; /* elements; filled in (contiguous) when the view has NULL */
+} cpu_rview;
+
+/* Validates `v` and copies it into `out`. `what` names the operand in messages. */
+static inline HWP_Status cpu_rview_load(const char *op, const char *what,
+                                        const HWP_TensorView *v, cpu_rview *out) {
+  memset(out, 0, sizeof *out);
+  if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s view is %s", op, what,
+                     v == NULL ? "NULL" : "too small (struct_size)");
+  size_t itemsize = hwp_dtype_size(v->dtype);
+  if (CPU_UNLIKELY(itemsize == 0))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has unknown dtype %d", op, what,
+                     (int)v->dtype);
+  if (CPU_UNLIKELY(v->ndim < 0 || v->ndim > HWP_MAX_NDIM))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d (allowed 0..%d)", op, what,
+                     (int)v->ndim, HWP_MAX_NDIM);
+  if (CPU_UNLIKELY(v->ndim > 0 && v->shape == NULL))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but shape is NULL", op,
+                     what, (int)v->ndim);
+  out->dtype = v->dtype;
+  out->ndim = v->ndim;
+  out->itemsize = itemsize;
+  int64_t numel = 1, contiguous = 1;
+  for (int k = v->ndim - 1; k >= 0; --k) {
+    int64_t n = v->shape[k];
+    if (CPU_UNLIKELY(n < 0))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has shape[%d] = %lld", op, what, k,
+                       (long long)n);
+    out->shape[k] = n;
+    out->strides[k] = v->strides != NULL ? v->strides[k] : contiguous;
+    if (CPU_UNLIKELY(__builtin_mul_overflow(contiguous, n, &contiguous) ||
+                     __builtin_mul_overflow(numel, n, &numel)))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s element count overflows", op, what);
+  }
+  out->numel = numel;
+  if (CPU_UNLIKELY(numel > 0 && v->buffer == NULL))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL", op, what);
+  out->base = numel > 0 ? (char *)v->buffer + v->byte_offset : NULL;
+  return HWP_OK;
+}
+
+/* Checks that an output view is contiguous (NULL strides or the C-order strides; size-1 dims
+ * and empty views may have any). */
+static inline HWP_Status cpu_rview_require_contiguous(const char *op, const cpu_rview *v) {
+  if (v->numel == 0) return HWP_OK; /* no element: any strides */
+  int64_t expect = 1;
+  for (int k = v->ndim - 1; k >= 0; --k) {
+    if (CPU_UNLIKELY(v->shape[k] != 1 && v->strides[k] != expect))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                       "%s: the output must be contiguous (stride[%d] = %lld, expected %lld)", op,
+                       k, (long long)v->strides[k], (long long)expect);
+    expect *= v->shape[k];
+  }
+  return HWP_OK;
+}
+
+static inline int cpu_is_float_dtype(HWP_DType d) {
+  return d == HWP_DTYPE_FLOAT16 || d == HWP_DTYPE_BFLOAT16 || d == HWP_DTYPE_FLOAT32 ||
+         d == HWP_DTYPE_FLOAT64;
+}
+
+/* Reads an INT64 attribute that must be a dim of an ndim-dimensional input (non-negative as
+ * the host promises; a negative one is accepted Python-style for robustness). A 0-d input takes
+ * axis 0 or -1 as "the single element". */
+static inline HWP_Status cpu_attr_axis(const HWP_KernelContext *ctx, const char *op,
+                                       const char *name, int32_t ndim, int64_t *axis) {
+  int64_t a = 0;
+  HWP_Status st = HWP_ERROR_NOT_FOUND;
+  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL)
+    st = ctx->get_attr(ctx, name, HWP_ATTR_INT64, &a, NULL);
+  if (st != HWP_OK)
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attribute '%s' is %s (expected an int64)",
+                     op, name, st == HWP_ERROR_NOT_FOUND ? "missing" : "not an integer");
+  int32_t n = ndim > 0 ? ndim : 1;
+  if (a < 0) a += n;
+  if (CPU_UNLIKELY(a < 0 || a >= n))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attribute '%s' = %lld is out of range for "
+                     "a %d-d input", op, name, (long long)a, (int)ndim);
+  *axis = a;
+  return HWP_OK;
+}
+
+/* Element offset of flat index `i` of the dims (shape, stride)[0..n) in C order. */
+static inline int64_t cpu_unravel_offset(int64_t i, int n, const int64_t *shape,
+                                         const int64_t *stride) {
+  int64_t off = 0;
+  for (int k = n - 1; k >= 0; --k) {
+    int64_t q = i / shape[k];
+    off += (i - q * shape[k]) * stride[k];
+    i = q;
+  }
+  return off;
+}
+
+/* Drops size-1 dims and merges neighbours (k, k+1) with stride[k] == stride[k+1] * shape[k+1]
+ * (in place; the C-order flat index is unchanged). Returns the new dim count. */
+static inline int cpu_merge_dims(int n, int64_t *shape, int64_t *stride) {
+  int m = 0;
+  for (int k = 0; k < n; ++k) {
+    if (shape[k] == 1) continue;
+    if (m > 0 && stride[m - 1] == stride[k] * shape[k]) {
+      shape[m - 1] *= shape[k];
+      stride[m - 1] = stride[k];
+    } else {
+      shape[m] = shape[k];
+      stride[m] = stride[k];
+      ++m;
+    }
+  }
+  return m;
+}
+
+/* 64-byte aligned scratch (free with free()); NULL on failure or n == 0 bytes -> 64 bytes. */
+static inline void *cpu_scratch(size_t nbytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, nbytes > 0 ? nbytes : 64) != 0) return NULL;
+  return p;
+}
+
+/* NaN-propagating max (is_min = 0) or min of `a` and the contiguous x[0..n) (any alignment),
+ * with GCC/Clang vector extensions: the auto-vectorizer does not take a NaN-propagating select
+ * as a reduction, so the lanes are written out (16 bytes; 4 accumulators for latency). */
+#define CPU_DEFINE_EXTREME(NAME, T, V, VI)                                                     \
+  static inline T NAME(const void *p, int64_t n, T a, int is_min) {                            \
+    enum { W = (int)(sizeof(V) / sizeof(T)) };                                                 \
+    const char *x = (const char *)p;                                                           \
+    int64_t i = 0;                                                                             \
+    if (n >= 4 * W) {                                                                          \
+      V acc[4];                                                                                \
+      for (int k = 0; k < 4; ++k)                                                              \
+        for (int l = 0; l < W; ++l) acc[k][l] = a;                                             \
+      for (; i + 4 * W <= n; i += 4 * W)                                                       \
+        for (int k = 0; k < 4; ++k) {                                                          \
+          V v;                                                                                 \
+          memcpy(&v, x + (size_t)(i + k * W) * sizeof(T), sizeof v);                           \
+          VI m = (is_min ? (v < acc[k]) : (v > acc[k])) | (v != v);                            \
+          acc[k] = (V)(((VI)v & m) | ((VI)acc[k] & ~m));                                       \
+        }                                                                                      \
+      for (int k = 0; k < 4; ++k)                                                              \
+        for (int l = 0; l < W; ++l) {                                                          \
+          T v = acc[k][l];                                                                     \
+          a = ((is_min ? v < a : v > a) || v != v) ? v : a;                                    \
+        }                                                                                      \
+    }                                                                                          \
+    for (; i < n; ++i) {                                                                       \
+      T v;                                                                                     \
+      memcpy(&v, x + (size_t)i * sizeof(T), sizeof v);                                         \
+      a = ((is_min ? v < a : v > a) || v != v) ? v : a;                                        \
+    }                                                                                          \
+    return a;                                                                                  \
+  }
+typedef float cpu_v4f __attribute__((vector_size(16)));
+typedef int32_t cpu_v4i __attribute__((vector_size(16)));
+typedef double cpu_v2d __attribute__((vector_size(16)));
+typedef int64_t cpu_v2l __attribute__((vector_size(16)));
+CPU_DEFINE_EXTREME(cpu_extreme_f32, float, cpu_v4f, cpu_v4i)
+CPU_DEFINE_EXTREME(cpu_extreme_f64, double, cpu_v2d, cpu_v2l)
+
+/* exp(x) in float32 without calls or branches, so loops over it vectorize: x = n ln2 + r
+ * (Cody-Waite, |r| <= ln2/2), a degree-6 polynomial for e^r (Cephes expf, ~1 ulp), and 2^n
+ * applied as two exact power-of-two factors so that gradual underflow and the top binade work.
+ * exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN. */
+static inline float cpu_expf(float x) {
+  /* Clamp to [-104, 89] (exp(-104) rounds to 0, exp(89) overflows) with bit masks: a float
+   * select here makes GCC thread jumps and give up if-conversion (trapping math). */
+  uint32_t lo = 0u - (uint32_t)(x < -104.0f), hi = 0u - (uint32_t)(x > 89.0f);
+  float xc = cpu_bits_f32((cpu_f32_bits(x) & ~(lo | hi)) | (cpu_f32_bits(-104.0f) & lo) |
+                          (cpu_f32_bits(89.0f) & hi));
+  const float magic = 12582912.0f;      /* 1.5 * 2^23: adding it rounds to an integer */
+  float t = xc * 1.44269504088896341f + magic;
+  float n = t - magic;
+  uint32_t ni = cpu_f32_bits(t) - cpu_f32_bits(magic); /* n as a two's-complement integer */
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t n1 = (int32_t)ni >> 1; /* n in [-150, 129]: n1, n - n1 in [-75, 65] */
+  uint32_t n2 = ni - (uint32_t)n1;
+  float s1 = cpu_bits_f32(((uint32_t)n1 + 127u) << 23);
+  float s2 = cpu_bits_f32((n2 + 127u) << 23);
+  return p * s1 * s2;
+}
+
+#endif /* HWPORT_CPU_REDUCE_COMMON_H */

@@ -1,0 +1,371 @@
+"""Eager dispatch of ops.yaml ops: normalize the arguments, infer meta (which validates), then
+run the device's kernel for (op, dtype); for a composite without a kernel, its decomposition
+into other ops; for a primitive without one, the runtime's counted CPU fallback."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hwport.runtime import _core
+from hwport.runtime._core import DType, Tensor
+
+from . import infer_meta
+from .infer_meta import Meta, Plan
+from .promotion import scalar_dtype
+from .schema import REQUIRED, OpDef, load_ops
+
+_OPS = load_ops()
+_SCALARS = (bool, int, float, np.bool_, np.integer, np.floating)
+# Float-only math ops accept integer/bool tensors by computing in float32 (as PyTorch does).
+_INT_TO_FLOAT_CATEGORIES = {"unary"}
+
+
+def op_def(name: str) -> OpDef:
+    return _OPS[name]
+
+
+# ---- arguments --------------------------------------------------------------------------
+
+def _attr(op: OpDef, name: str, kind: str, value: Any) -> Any:
+    def bad(expected: str) -> TypeError:
+        return TypeError(f"{op.name}: {name} expected {expected}, got "
+                         f"{type(value).__name__} {value!r}")
+
+    if value is None:
+        return None
+    if kind == "ints":
+        if isinstance(value, Tensor):
+            value = value.tolist()
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return [int(value)]
+        if isinstance(value, (list, tuple)) and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
+            return [int(v) for v in value]
+        raise bad("an int or a list of ints")
+    if kind == "int":
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return int(value)
+        raise bad("an int")
+    if kind == "float":
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, (int, np.integer)):
+            return int(value)  # kept exact: the kernel reads it as INT64 where it matters
+        if isinstance(value, (float, np.floating)):
+            return float(value)
+        raise bad("a number")
+    if kind == "floats":
+        if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
+            return [float(v) for v in value]
+        raise bad("a list of numbers")
+    if kind == "bool":
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise bad("a bool")
+    if kind == "str":
+        if isinstance(value, str):
+            return value
+        raise bad("a str")
+    if kind == "dtype":  # validated by the core; carried as its name (the oracle's currency)
+        return str(_core.parse_dtype(value, op.name, name))
+    raise AssertionError(kind)
+
+
+def _attrs(op: OpDef, given: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(given) - set(op.attr_map)
+    if unknown:
+        raise TypeError(f"{op.name}: unexpected argument(s) {sorted(unknown)}; it takes "
+                        f"{[a.name for a in op.attrs]}")
+    out = {}
+    for a in op.attrs:
+        if a.name in given:
+            value = given[a.name]
+        elif a.required:
+            raise TypeError(f"{op.name}: missing required argument {a.name!r}")
+        else:
+            value = a.default
+        out[a.name] = _attr(op, a.name, a.type, value)
+        if a.type == "ints" and out[a.name] is None and a.default == []:
+            out[a.name] = []
+    if op.name == "split":  # a list means part sizes, an int that many equal parts
+        out["_sizes"] = isinstance(given.get("sections"), (list, tuple))
+    return out
+
+
+def _as_tensor(op: OpDef, name: str, value: Any, like: Tensor | None, place: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, _SCALARS):
+        dtype = scalar_dtype(value.item() if isinstance(value, np.generic) else value,
+                             str(like.dtype) if like is not None else None)
+        target = like.place if like is not None else place
+        return _core.full([], value.item() if isinstance(value, np.generic) else value,
+                          dtype, target)
+    raise TypeError(f"{op.name}: {name} expected a Tensor, got {type(value).__name__}")
+
+
+def _inputs(op: OpDef, args: Sequence[Any], place: Any) -> list[Any]:
+    if len(args) > len(op.inputs):
+        raise TypeError(f"{op.name}: takes {len(op.inputs)} tensor input(s), got {len(args)}")
+    args = list(args) + [None] * (len(op.inputs) - len(args))
+    first = next((a for a in args if isinstance(a, Tensor)), None)
+    if first is None:
+        first = next((t for a in args if isinstance(a, (list, tuple)) for t in a
+                      if isinstance(t, Tensor)), None)
+    out: list[Any] = []
+    for spec, value in zip(op.inputs, args, strict=True):
+        if spec.variadic:
+            if not isinstance(value, (list, tuple)):
+                raise TypeError(f"{op.name}: {spec.name} expected a list of Tensors, got "
+                                f"{type(value).__name__}")
+            out.append([_as_tensor(op, f"{spec.name}[{i}]", v, first, place)
+                        for i, v in enumerate(value)])
+        elif value is None:
+            if not spec.optional:
+                raise TypeError(f"{op.name}: missing required input {spec.name!r}")
+            out.append(None)
+        else:
+            out.append(_as_tensor(op, spec.name, value, first, place))
+    tensors = [t for v in out for t in (v if isinstance(v, list) else [v]) if t is not None]
+    if tensors:
+        home = tensors[0].place
+        for t, spec in zip(tensors, _names(op, out), strict=True):
+            if t.place != home:
+                raise ValueError(f"{op.name}: {spec} is on {t.place} but "
+                                 f"{_names(op, out)[0]} is on {home}; move them to one place")
+    return out
+
+
+def _names(op: OpDef, inputs: list[Any]) -> list[str]:
+    names = []
+    for spec, v in zip(op.inputs, inputs, strict=True):
+        if isinstance(v, list):
+            names += [f"{spec.name}[{i}]" for i in range(len(v))]
+        elif v is not None:
+            names.append(spec.name)
+    return names
+
+
+def _meta(t: Tensor | None) -> Meta | None:
+    return None if t is None else Meta(tuple(t.shape), str(t.dtype))
+
+
+# ---- views and helpers the dispatcher itself needs ----------------------------------------
+
+def broadcast_view(t: Tensor, shape: Sequence[int]) -> Tensor:
+    shape = tuple(shape)
+    if tuple(t.shape) == shape:
+        return t
+    lead = len(shape) - t.ndim
+    strides = [0] * lead + [0 if d == 1 and shape[lead + i] != 1 else s
+                            for i, (d, s) in enumerate(zip(t.shape, t.strides, strict=True))]
+    return t._view(list(shape), strides, t._offset)
+
+
+def reshape_view(t: Tensor, shape: Sequence[int]) -> Tensor:
+    t = t if t.is_contiguous() else t.contiguous()
+    shape = list(shape)
+    strides, s = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = s
+        s *= max(shape[i], 1)
+    return t._view(shape, strides, t._offset)
+
+
+def cast(t: Tensor, dtype: str | DType) -> Tensor:
+    if str(t.dtype) == str(dtype):
+        return t
+    return t.astype(dtype)
+
+
+def _check_index(op: OpDef, name: str, index: Tensor, bound: int) -> None:
+    """Index values must lie in [0, bound): checked on the host before any kernel runs
+    (this reads two scalars back, so it synchronizes)."""
+    if index.size == 0:
+        return
+    lo = call("min", (index,), {})
+    hi = call("max", (index,), {})
+    lo_v, hi_v = int(lo.item()), int(hi.item())
+    if lo_v < 0 or hi_v >= bound:
+        bad = lo_v if lo_v < 0 else hi_v
+        raise IndexError(f"{op.name}: {name} holds {bad}, out of bounds for a dimension of "
+                         f"size {bound} (expected 0 <= {name} < {bound})")
+
+
+def _kernel_attrs(plan: Plan) -> dict[str, Any]:
+    return {k: v for k, v in plan.attrs.items() if not k.startswith("_") and k != "flatten"}
+
+
+# ---- dispatch ---------------------------------------------------------------------------
+
+def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = None) -> Any:
+    """Runs op `name` on `args` (tensor inputs in ops.yaml order) with `attrs`."""
+    op = _OPS[name]
+    attrs = _attrs(op, attrs)
+    inputs = _inputs(op, args, place)
+    metas = [[_meta(t) for t in v] if isinstance(v, list) else _meta(v) for v in inputs]
+    key_index = op.key_input_index()
+    inputs, metas = _promote_unsupported(op, inputs, metas, key_index)
+    plan = infer_meta.infer(op, metas, attrs)
+    if key_index is None:
+        key_dtype = plan.outputs[0].dtype
+        target = _core.resolve_place(place)
+    else:
+        key_meta = metas[key_index]
+        key_meta = key_meta[0] if isinstance(key_meta, list) else key_meta
+        key_dtype = plan.casts.get(key_index, key_meta.dtype)
+        target = _first_tensor(inputs).place
+    _check_dtype(op, key_dtype, metas, key_index)
+    if "_bound" in plan.attrs:
+        index = inputs[[i.name for i in op.inputs].index("index")]
+        _check_index(op, "index", index, plan.attrs["_bound"])
+    if not op.is_primitive and not _core.has_kernel(op.name, target, key_dtype):
+        return _decompose(op, inputs, plan, target)
+    return _launch(op, inputs, plan, key_dtype, target)
+
+
+def _first_tensor(inputs: list[Any]) -> Tensor:
+    for v in inputs:
+        if isinstance(v, list) and v:
+            return v[0]
+        if isinstance(v, Tensor):
+            return v
+    raise AssertionError("no tensor input")
+
+
+def _promote_unsupported(op: OpDef, inputs: list[Any], metas: list[Any],
+                         key_index: int | None) -> tuple[list[Any], list[Any]]:
+    if key_index is None or op.category not in _INT_TO_FLOAT_CATEGORIES:
+        return inputs, metas
+    m = metas[key_index]
+    if m is None or isinstance(m, list) or m.dtype in op.dtypes:
+        return inputs, metas
+    if "float32" in op.dtypes and m.dtype in ("bool", "int8", "uint8", "int16", "int32",
+                                              "int64"):
+        inputs = list(inputs)
+        metas = list(metas)
+        inputs[key_index] = cast(inputs[key_index], "float32")
+        metas[key_index] = Meta(m.shape, "float32")
+    return inputs, metas
+
+
+def _check_dtype(op: OpDef, dtype: str, metas: list[Any], key_index: int | None) -> None:
+    if dtype in op.kernel_dtypes:
+        return
+    arg = "dtype" if key_index is None else op.inputs[key_index].name
+    raise TypeError(f"{op.name}: {arg} has dtype {dtype}, which {op.name} does not support; "
+                    f"supported: {', '.join(op.dtypes)}")
+
+
+def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
+    from . import decompositions
+
+    fn = getattr(decompositions, op.decompose)
+    attrs = {k: v for k, v in plan.attrs.items() if not k.startswith("_")
+             and not k.startswith("has_") and k != "flatten"}
+    for a in op.attrs:
+        if a.type == "dtype" and isinstance(attrs.get(a.name), str):
+            attrs[a.name] = _core.parse_dtype(attrs[a.name], op.name, a.name)
+    if op.category in ("creation", "random") and not op.inputs:
+        attrs["place"] = target
+    elif op.name.endswith("_like"):
+        attrs["place"] = target
+    return fn(*inputs, **attrs)
+
+
+def _prepared_inputs(op: OpDef, inputs: list[Any], plan: Plan) -> list[Tensor]:
+    flat: list[Tensor] = []
+    for i, v in enumerate(inputs):
+        if v is None:
+            continue
+        dtype = plan.casts.get(i)
+        for given in (v if isinstance(v, list) else [v]):
+            t = given if dtype is None else cast(given, dtype)
+            if plan.broadcast is not None:
+                t = broadcast_view(t, plan.broadcast)
+            flat.append(t)
+    return flat
+
+
+def _launch(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str, target: Any) -> Any:
+    special = _SPECIAL.get(op.infer_meta)
+    if special is not None:
+        return special(op, inputs, plan, key_dtype, target)
+    tensors = _prepared_inputs(op, inputs, plan)
+    outs = [_core.empty(list(m.shape), m.dtype, target) for m in plan.outputs]
+    if all(math.prod(m.shape) > 0 for m in plan.outputs):
+        _core.launch(op.name, key_dtype, tensors, outs, _kernel_attrs(plan))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _launch_reduce(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
+                   target: Any) -> Tensor:
+    x = cast(inputs[0], plan.casts[0]) if 0 in plan.casts else inputs[0]
+    out_meta = plan.outputs[0]
+    if not plan.attrs["axis"]:  # 0-d input: nothing to reduce
+        return reshape_view(cast(x, out_meta.dtype).contiguous(), out_meta.shape)
+    out = _core.empty(list(out_meta.shape), out_meta.dtype, target)
+    if math.prod(out_meta.shape) > 0:
+        _core.launch(op.name, str(x.dtype), [x], [out], _kernel_attrs(plan))
+    return out
+
+
+def _launch_flattening(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
+                       target: Any) -> Tensor:
+    """arg_reduce and scan: axis=None works on the flattened tensor, a 0-d one as [1]."""
+    x = inputs[0]
+    if plan.attrs.get("flatten") or x.ndim == 0:
+        x = reshape_view(x, [x.size])
+    axis = plan.attrs["axis"]
+    if op.infer_meta == "arg_reduce":
+        shape = [d for i, d in enumerate(x.shape) if i != axis]
+    else:
+        shape = list(x.shape)
+    out = _core.empty(shape, plan.outputs[0].dtype, target)
+    if x.size > 0:
+        _core.launch(op.name, key_dtype, [x], [out], _kernel_attrs(plan))
+    return reshape_view(out, plan.outputs[0].shape)
+
+
+def _launch_matmul(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
+                   target: Any) -> Tensor:
+    x, y = (cast(t, plan.casts[i]) for i, t in enumerate(inputs))
+    x = reshape_view(x, [1, x.shape[0]]) if x.ndim == 1 else x
+    y = reshape_view(y, [y.shape[0], 1]) if y.ndim == 1 else y
+    if plan.attrs.get("transpose_x") and inputs[0].ndim >= 2:
+        x = _swap_last(x)
+    if plan.attrs.get("transpose_y") and inputs[1].ndim >= 2:
+        y = _swap_last(y)
+    batch = infer_meta.broadcast_shapes("matmul", [x.shape[:-2], y.shape[:-2]], ["x", "y"])
+    x = broadcast_view(x, batch + tuple(x.shape[-2:]))
+    y = broadcast_view(y, batch + tuple(y.shape[-2:]))
+    out = _core.empty(list(batch) + [x.shape[-2], y.shape[-1]], key_dtype, target)
+    if out.size > 0:
+        if x.shape[-1] == 0:
+            out = call("zeros_like", (out,), {})
+        else:
+            _core.launch("matmul", key_dtype, [x, y], [out], {})
+    return reshape_view(out, plan.outputs[0].shape)
+
+
+def _swap_last(t: Tensor) -> Tensor:
+    shape, strides = list(t.shape), list(t.strides)
+    shape[-1], shape[-2] = shape[-2], shape[-1]
+    strides[-1], strides[-2] = strides[-2], strides[-1]
+    return t._view(shape, strides, t._offset)
+
+
+_SPECIAL = {
+    "reduce": _launch_reduce,
+    "arg_reduce": _launch_flattening,
+    "scan": _launch_flattening,
+    "matmul": _launch_matmul,
+}
+
+
+def required_attrs(op: OpDef) -> list[str]:
+    return [a.name for a in op.attrs if a.default is REQUIRED]
