@@ -36,6 +36,8 @@ def _attr(op: OpDef, name: str, kind: str, value: Any) -> Any:
                          f"{type(value).__name__} {value!r}")
 
     if value is None:
+        if op.attr_map[name].required:
+            raise TypeError(f"{op.name}: {name} is required and cannot be None")
         return None
     if kind == "ints":
         if isinstance(value, Tensor):
@@ -223,9 +225,30 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     if "_bound" in plan.attrs:
         index = inputs[[i.name for i in op.inputs].index("index")]
         _check_index(op, "index", index, plan.attrs["_bound"])
-    if not op.is_primitive and not _core.has_kernel(op.name, target, key_dtype):
+    if "ignore_index" in plan.attrs:
+        _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
+    if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
         return _decompose(op, inputs, plan, target)
     return _launch(op, inputs, plan, key_dtype, target)
+
+
+def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any) -> bool:
+    """A composite runs its plugin kernel when there is one and every floating input has the
+    key dtype (a float32 weight next to float16 x keeps its precision in the decomposition)."""
+    if not _core.has_kernel(op.name, target, key_dtype):
+        return False
+    return all(str(t.dtype) == key_dtype for v in inputs if v is not None
+               for t in (v if isinstance(v, list) else [v]) if t.dtype.is_floating_point)
+
+
+def _check_labels(op: OpDef, label: Tensor, ignore_index: int, classes: int) -> None:
+    """Labels other than ignore_index must lie in [0, classes)."""
+    values = label.numpy()  # labels are one per row: reading them back is cheap
+    values = values[values != ignore_index]
+    if values.size and (values.min() < 0 or values.max() >= classes):
+        bad = int(values.min()) if values.min() < 0 else int(values.max())
+        raise IndexError(f"{op.name}: label holds {bad}, out of bounds for {classes} classes "
+                         f"(expected 0 <= label < {classes}, or ignore_index={ignore_index})")
 
 
 def _first_tensor(inputs: list[Any]) -> Tensor:
@@ -244,8 +267,8 @@ def _promote_unsupported(op: OpDef, inputs: list[Any], metas: list[Any],
     m = metas[key_index]
     if m is None or isinstance(m, list) or m.dtype in op.dtypes:
         return inputs, metas
-    if "float32" in op.dtypes and m.dtype in ("bool", "int8", "uint8", "int16", "int32",
-                                              "int64"):
+    float_only = all(d.startswith(("float", "bfloat")) for d in op.dtypes)
+    if float_only and m.dtype in ("bool", "int8", "uint8", "int16", "int32", "int64"):
         inputs = list(inputs)
         metas = list(metas)
         inputs[key_index] = cast(inputs[key_index], "float32")

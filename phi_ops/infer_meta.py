@@ -173,6 +173,9 @@ def binary(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x, y = inputs
     shape = broadcast_shapes(op.name, [x.shape, y.shape], ["x", "y"])
     common = result_type(x.dtype, y.dtype)
+    if common not in op.dtypes:
+        raise TypeError(f"{op.name}: x and y promote to {common}, which {op.name} does not "
+                        f"support; supported: {', '.join(op.dtypes)}")
     out = _out(op, [common, common], attrs)
     compute = out if op.out_dtype == "float" else common
     return Plan([Meta(shape, out)], dict(attrs), casts={0: compute, 1: compute},
@@ -194,6 +197,8 @@ def reduce(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     attrs = dict(attrs)
     axes = attrs.get("axis") or []
     axes = normalize_axes(op.name, "axis", axes, x.ndim) if axes else list(range(x.ndim))
+    if x.ndim == 0:
+        axes = []  # a 0-d tensor: axis 0/-1 name the tensor itself; nothing to reduce
     attrs["axis"] = axes
     if op.name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op.name}: cannot reduce over a zero-size dimension (x has shape "
@@ -212,9 +217,13 @@ def reduce(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 def arg_reduce(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x = inputs[0]
     attrs = dict(attrs)
-    if x.numel == 0:
-        raise ValueError(f"{op.name}: x of shape {shape_str(x.shape)} has no elements")
     keep = attrs.get("keepdim", False)
+    if attrs.get("axis") is None and x.numel == 0:
+        raise ValueError(f"{op.name}: x of shape {shape_str(x.shape)} has no elements")
+    if attrs.get("axis") is not None and x.ndim and x.shape[
+            normalize_axis(op.name, "axis", attrs["axis"], x.ndim)] == 0:
+        raise ValueError(f"{op.name}: cannot reduce over the zero-size dimension "
+                         f"{attrs['axis']} of x {shape_str(x.shape)}")
     if attrs.get("axis") is None:
         shape = (1,) * x.ndim if keep else ()
         attrs["flatten"] = True
@@ -431,6 +440,11 @@ def split(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     axis = normalize_axis(op.name, "axis", attrs["axis"], x.ndim)
     dim = x.shape[axis] if x.ndim else 1
     sections = list(attrs["sections"])
+    if sections.count(-1) == 1 and attrs.get("_sizes", True):  # one size inferred
+        rest = sum(s for s in sections if s != -1)
+        if rest > dim:
+            raise ValueError(f"split: sizes {sections} exceed dimension {axis} of size {dim}")
+        sections = [dim - rest if s == -1 else s for s in sections]
     if len(sections) == 1 and not attrs.get("_sizes"):
         n = sections[0]
         if n <= 0 or dim % n:

@@ -15,7 +15,7 @@ PYTHON="${HWPORT_PYTHON:-python3}"
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.hwport-requirements.sha256"
-APT_PACKAGES=(build-essential python3-venv python3-dev git)
+APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev)
 # Build + test requirements. The entries of pyproject.toml's [build-system].requires,
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
 # these, so a dependency added there is picked up here without editing this file.
@@ -37,6 +37,12 @@ missing_prereqs() {
   for tool in cc c++ make git; do
     have "$tool" || echo "$tool"
   done
+  # OpenBLAS and its CBLAS header: the CPU plugin's float matmul (device_plugins/cpu/blas.cmake;
+  # without it the build still works, with a slower GEMM of the plugin's own).
+  if ! compgen -G "/usr/include/*/openblas*/cblas.h" >/dev/null &&
+     ! compgen -G "/usr/include/openblas/cblas.h" >/dev/null; then
+    echo "libopenblas-dev (OpenBLAS with cblas.h)"
+  fi
   if ! have "$PYTHON"; then
     echo "$PYTHON"
     return
@@ -56,7 +62,8 @@ EOF
 
 missing="$(missing_prereqs)"
 if [[ -z "$missing" ]]; then
-  note "all present (C/C++ compiler, make, git, $PYTHON with venv and headers); apt skipped"
+  note "all present (C/C++ compiler, make, git, OpenBLAS, $PYTHON with venv and headers);" \
+       "apt skipped"
 else
   note "missing: $(echo "$missing" | paste -sd, - | sed 's/,/, /g')"
   if [[ "$(id -u)" -ne 0 ]]; then

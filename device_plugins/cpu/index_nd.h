@@ -318,17 +318,7 @@ static inline void cpu_flag_bad_index(int *flag, int64_t *value, int64_t v) {
     __atomic_store_n(value, v, __ATOMIC_RELAXED);
 }
 
-/* ---- submission ------------------------------------------------------------------------------
- * cpu_submit_call releases the payload after running it, also when the task ran inline (small
- * work on an idle stream, or a NULL stream) and failed; a failure before it ran leaves the payload
- * with the caller. The release below notes on the running thread that it ran, so the submitting
- * thread frees the payload exactly once either way. */
-static __thread int cpu_payload_released;
-
-static inline void cpu_payload_release(void *payload) {
-  cpu_payload_released = 1;
-  free(payload);
-}
+/* ---- submission ------------------------------------------------------------------------ */
 
 /* Enqueues run(payload) on ctx's stream (nothing when work == 0); takes `payload` (malloc'd). */
 static inline HWP_Status cpu_submit_payload(const HWP_KernelContext *ctx, const char *op,
@@ -338,10 +328,7 @@ static inline HWP_Status cpu_submit_payload(const HWP_KernelContext *ctx, const 
     free(payload);
     return HWP_OK;
   }
-  cpu_payload_released = 0;
-  HWP_Status st = cpu_submit_call(ctx, op, run, cpu_payload_release, payload, work);
-  if (st != HWP_OK && !cpu_payload_released) free(payload);
-  return st;
+  return cpu_submit_call(ctx, op, run, free, payload, work);
 }
 
 #endif /* HWPORT_CPU_INDEX_ND_H */

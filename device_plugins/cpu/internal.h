@@ -147,8 +147,9 @@ typedef struct cpu_task {
 } cpu_task;
 
 /* Submits run(payload) to ctx's stream as one task (`work` elements, for the inline decision).
- * On success the task owns `payload` and calls release(payload) after running; on failure the
- * caller still owns it. The way every non-elementwise kernel enqueues its work. */
+ * Takes `payload` in every case: release(payload) runs exactly once, after run, or at once
+ * when the task could not be submitted; the caller never frees it. The way every
+ * non-elementwise kernel enqueues its work. */
 HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
                            HWP_Status (*run)(void *payload), void (*release)(void *payload),
                            void *payload, uint64_t work);

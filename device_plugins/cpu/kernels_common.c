@@ -225,14 +225,3 @@ void cpu_register_kernels(const HWP_HostApi *host) {
   cpu_register_random_kernels(host);
 }
 
-HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
-                           HWP_Status (*run)(void *payload), void (*release)(void *payload),
-                           void *payload, uint64_t work) {
-  cpu_task task;
-  memset(&task, 0, sizeof task);
-  task.kind = CPU_TASK_CALLBACK;
-  task.u.call.run = run;
-  task.u.call.release = release;
-  task.u.call.payload = payload;
-  return cpu_submit(ctx->device, ctx->stream, &task, work, op);
-}

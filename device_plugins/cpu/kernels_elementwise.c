@@ -377,8 +377,7 @@ static HWP_Status ew_launch_ternary(const HWP_KernelContext *ctx, const ew_op *o
     return st;
   }
   ew->fn = fn;
-  st = cpu_submit_call(ctx, op->name, ew_nary_run, free, ew, ew->nelems);
-  if (st != HWP_OK) free(ew); /* not submitted: still ours */
+  st = cpu_submit_call(ctx, op->name, ew_nary_run, free, ew, ew->nelems); /* takes ew */
   return st;
 }
 

@@ -411,8 +411,7 @@ static HWP_Status kernel_matmul(const HWP_KernelContext *ctx) {
   }
   P->blas_ok = M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
   double work = (double)o.numel * (double)(K > 0 ? K : 1);
-  st = cpu_submit_call(ctx, op, mm_run, free, P, work >= 1e18 ? UINT64_MAX : (uint64_t)work);
-  if (st != HWP_OK) free(P);
+  st = cpu_submit_call(ctx, op, mm_run, free, P, work >= 1e18 ? UINT64_MAX : (uint64_t)work); /* takes P */
   return st;
 }
 

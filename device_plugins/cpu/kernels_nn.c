@@ -1,8 +1,9 @@
 /* hwport CPU plugin — fused kernels for composite nn ops: softmax, log_softmax, layer_norm,
  * rms_norm (a plugin kernel for a composite op takes priority over its decomposition).
  *
- * Float dtypes only; float16/bfloat16/float32 compute in float32 (float64 in float64), with
- * sums accumulated in float64. Work goes row by row (a row = the softmax axis, or the
+ * Float dtypes only; float16/bfloat16/float32 compute in float32 (float64 in float64); sums
+ * run in blocks of NN_BLOCK elements over NN_LANES lanes, each block then added into a
+ * float64. Work goes row by row (a row = the softmax axis, or the
  * normalized trailing dims), multithreaded over rows, two or three passes over each row while
  * it sits in cache:
  *   softmax      m = max(x); e = exp(x - m) stored while summing; y = e * (1 / sum)
@@ -12,7 +13,10 @@
  *   rms_norm     ms = mean(x^2); y = x * (1 / sqrt(ms + eps)) [* weight]
  * float32 rows with a unit stride are read and written in place; other rows (strided, half
  * types, an axis that is not the innermost) are gathered into float buffers first. float32 exp
- * is the branch-free cpu_expf, which the compiler vectorizes. */
+ * is the branch-free cpu_expf, which the compiler vectorizes; on x86-64 the float32 row
+ * functions also come in AVX2+FMA and AVX-512 builds, picked at first use by CPUID. */
+#include <pthread.h>
+
 #include "reduce_common.h"
 
 /* ---- per-dtype gathers and scatters (CT: float, or double for float64) ------------------ */
@@ -76,7 +80,8 @@ static const nn_io g_nn_io[4] = {NN_IO(nn_f16, float), NN_IO(nn_bf16, float),
                                  NN_IO(nn_f32, float), NN_IO(nn_f64, double)};
 static const nn_io *nn_io_of(HWP_DType dt) { return &g_nn_io[dt - HWP_DTYPE_FLOAT16]; }
 
-#define NN_LANES 8
+#define NN_LANES 16   /* independent float accumulators */
+#define NN_BLOCK 1024 /* elements summed in CT lanes before they are added into a double */
 
 /* ---- row math ------------------------------------------------------------------------------- */
 
@@ -86,81 +91,141 @@ static inline float nn_rowmax_f(const void *x, int64_t n) {
 static inline double nn_rowmax_d(const void *x, int64_t n) {
   return cpu_extreme_f64(x, n, -INFINITY, 0);
 }
+static inline double nn_exp_d(double x) { return exp(x); }
 
-static double nn_exp_d(double x) { return exp(x); }
-
-/* y = softmax(x) or log_softmax(x) of a contiguous row; x and y do not overlap. */
-#define NN_DEFINE_SOFTMAX(NAME, CT, ROWMAX, EXP)                                               \
-  static void NAME(const CT *x, CT *y, int64_t n, int log_sm) {                                \
+/* y = softmax(x) or log_softmax(x) of a contiguous row; x and y do not overlap. The sum of the
+ * exponentials goes in blocks: NN_LANES CT lanes per block, each block added into a double. */
+#define NN_DEFINE_SOFTMAX(NAME, CT, ROWMAX, EXP, ATTR)                                         \
+  ATTR static void NAME(const void *xp, void *yp, int64_t n, int log_sm) {                     \
+    const CT *x = (const CT *)xp;                                                              \
+    CT *y = (CT *)yp;                                                                          \
     const CT m = ROWMAX(x, n);                                                                 \
-    double l[NN_LANES] = {0}, sum = 0.0;                                                       \
-    int64_t i = 0;                                                                             \
-    if (!log_sm) {                                                                             \
-      for (; i + NN_LANES <= n; i += NN_LANES)                                                 \
-        for (int j = 0; j < NN_LANES; ++j) {                                                   \
-          CT e = EXP(x[i + j] - m);                                                            \
-          y[i + j] = e;                                                                        \
-          l[j] += (double)e;                                                                   \
+    double sum = 0.0;                                                                          \
+    for (int64_t b0 = 0; b0 < n; b0 += NN_BLOCK) {                                             \
+      const int64_t b1 = n - b0 < NN_BLOCK ? n : b0 + NN_BLOCK;                                \
+      CT l[NN_LANES];                                                                          \
+      int64_t i = b0;                                                                          \
+      for (int j = 0; j < NN_LANES; ++j) l[j] = 0;                                             \
+      if (!log_sm) {                                                                           \
+        for (; i + NN_LANES <= b1; i += NN_LANES)                                              \
+          for (int j = 0; j < NN_LANES; ++j) {                                                 \
+            CT e = EXP(x[i + j] - m);                                                          \
+            y[i + j] = e;                                                                      \
+            l[j] += e;                                                                         \
+          }                                                                                    \
+        for (; i < b1; ++i) {                                                                  \
+          CT e = EXP(x[i] - m);                                                                \
+          y[i] = e;                                                                            \
+          l[0] += e;                                                                           \
         }                                                                                      \
-      for (; i < n; ++i) {                                                                     \
-        CT e = EXP(x[i] - m);                                                                  \
-        y[i] = e;                                                                              \
-        sum += (double)e;                                                                      \
+      } else {                                                                                 \
+        for (; i + NN_LANES <= b1; i += NN_LANES)                                              \
+          for (int j = 0; j < NN_LANES; ++j) l[j] += EXP(x[i + j] - m);                        \
+        for (; i < b1; ++i) l[0] += EXP(x[i] - m);                                             \
       }                                                                                        \
-      for (int j = 0; j < NN_LANES; ++j) sum += l[j];                                          \
+      for (int j = 0; j < NN_LANES; ++j) sum += (double)l[j];                                  \
+    }                                                                                          \
+    if (!log_sm) {                                                                             \
       const CT r = (CT)(1.0 / sum);                                                            \
-      for (i = 0; i < n; ++i) y[i] *= r;                                                       \
+      for (int64_t i = 0; i < n; ++i) y[i] *= r;                                               \
     } else {                                                                                   \
-      for (; i + NN_LANES <= n; i += NN_LANES)                                                 \
-        for (int j = 0; j < NN_LANES; ++j) l[j] += (double)EXP(x[i + j] - m);                  \
-      for (; i < n; ++i) sum += (double)EXP(x[i] - m);                                         \
-      for (int j = 0; j < NN_LANES; ++j) sum += l[j];                                          \
       const CT ls = (CT)log(sum);                                                              \
-      for (i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;                                          \
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;                                  \
     }                                                                                          \
   }
-NN_DEFINE_SOFTMAX(nn_softmax_f, cpu_ua_float, nn_rowmax_f, cpu_expf)
-NN_DEFINE_SOFTMAX(nn_softmax_d, cpu_ua_double, nn_rowmax_d, nn_exp_d)
 
-/* Normalization of a contiguous row (layer_norm, or rms_norm when rms). */
-#define NN_DEFINE_NORM(NAME, CT)                                                               \
-  static void NAME(const CT *x, CT *y, int64_t n, const CT *w, const CT *b, double eps,        \
-                   int rms) {                                                                  \
-    double l[NN_LANES] = {0}, acc = 0.0;                                                       \
-    int64_t i = 0;                                                                             \
-    CT mean = 0;                                                                               \
-    if (!rms) {                                                                                \
-      for (; i + NN_LANES <= n; i += NN_LANES)                                                 \
-        for (int j = 0; j < NN_LANES; ++j) l[j] += (double)x[i + j];                           \
-      for (; i < n; ++i) acc += (double)x[i];                                                  \
-      for (int j = 0; j < NN_LANES; ++j) acc += l[j];                                          \
-      mean = (CT)(acc / (double)n);                                                            \
-      for (int j = 0; j < NN_LANES; ++j) l[j] = 0.0;                                           \
-      acc = 0.0;                                                                               \
-    }                                                                                          \
-    for (i = 0; i + NN_LANES <= n; i += NN_LANES)                                              \
-      for (int j = 0; j < NN_LANES; ++j) {                                                     \
-        CT d = x[i + j] - mean;                                                                \
-        l[j] += (double)(d * d);                                                               \
+/* Sum of x[i] (sq: of (x[i] - c)^2) over a contiguous row, in blocks as above. */
+#define NN_DEFINE_ROWSUM(NAME, CT, ATTR)                                                       \
+  ATTR static inline double NAME(const CT *x, int64_t n, CT c, int sq) {                       \
+    double sum = 0.0;                                                                          \
+    for (int64_t b0 = 0; b0 < n; b0 += NN_BLOCK) {                                             \
+      const int64_t b1 = n - b0 < NN_BLOCK ? n : b0 + NN_BLOCK;                                \
+      CT l[NN_LANES];                                                                          \
+      int64_t i = b0;                                                                          \
+      for (int j = 0; j < NN_LANES; ++j) l[j] = 0;                                             \
+      if (sq) {                                                                                \
+        for (; i + NN_LANES <= b1; i += NN_LANES)                                              \
+          for (int j = 0; j < NN_LANES; ++j) {                                                 \
+            CT d = x[i + j] - c;                                                               \
+            l[j] += d * d;                                                                     \
+          }                                                                                    \
+        for (; i < b1; ++i) l[0] += (x[i] - c) * (x[i] - c);                                   \
+      } else {                                                                                 \
+        for (; i + NN_LANES <= b1; i += NN_LANES)                                              \
+          for (int j = 0; j < NN_LANES; ++j) l[j] += x[i + j];                                 \
+        for (; i < b1; ++i) l[0] += x[i];                                                      \
       }                                                                                        \
-    for (; i < n; ++i) {                                                                       \
-      CT d = x[i] - mean;                                                                      \
-      acc += (double)(d * d);                                                                  \
+      for (int j = 0; j < NN_LANES; ++j) sum += (double)l[j];                                  \
     }                                                                                          \
-    for (int j = 0; j < NN_LANES; ++j) acc += l[j];                                            \
-    const CT r = (CT)(1.0 / sqrt(acc / (double)n + eps));                                      \
+    return sum;                                                                                \
+  }
+
+/* Normalization of a contiguous row (layer_norm; rms_norm when rms): the mean, then the biased
+ * variance from a second pass over x - mean (or the mean square), then one output pass. */
+#define NN_DEFINE_NORM(NAME, CT, ROWSUM, ATTR)                                                 \
+  ATTR static void NAME(const void *xp, void *yp, int64_t n, const void *wp, const void *bp,   \
+                        double eps, int rms) {                                                 \
+    const CT *x = (const CT *)xp, *w = (const CT *)wp, *b = (const CT *)bp;                    \
+    CT *y = (CT *)yp;                                                                          \
+    const CT mean = rms ? (CT)0 : (CT)(ROWSUM(x, n, 0, 0) / (double)n);                        \
+    const CT r = (CT)(1.0 / sqrt(ROWSUM(x, n, mean, 1) / (double)n + eps));                    \
     if (w != NULL && b != NULL) {                                                              \
-      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i] + b[i];                          \
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i] + b[i];                  \
     } else if (w != NULL) {                                                                    \
-      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i];                                 \
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * r * w[i];                         \
     } else if (b != NULL) {                                                                    \
-      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r + b[i];                                 \
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * r + b[i];                         \
     } else {                                                                                   \
-      for (i = 0; i < n; ++i) y[i] = (x[i] - mean) * r;                                        \
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * r;                                \
     }                                                                                          \
   }
-NN_DEFINE_NORM(nn_norm_f, cpu_ua_float)
-NN_DEFINE_NORM(nn_norm_d, cpu_ua_double)
+
+NN_DEFINE_ROWSUM(nn_rowsum_f, cpu_ua_float, )
+NN_DEFINE_ROWSUM(nn_rowsum_d, cpu_ua_double, )
+NN_DEFINE_SOFTMAX(nn_softmax_f, cpu_ua_float, nn_rowmax_f, cpu_expf, )
+NN_DEFINE_SOFTMAX(nn_softmax_d, cpu_ua_double, nn_rowmax_d, nn_exp_d, )
+NN_DEFINE_NORM(nn_norm_f, cpu_ua_float, nn_rowsum_f, )
+NN_DEFINE_NORM(nn_norm_d, cpu_ua_double, nn_rowsum_d, )
+
+typedef void (*nn_softmax_fn)(const void *x, void *y, int64_t n, int log_sm);
+typedef void (*nn_norm_fn)(const void *x, void *y, int64_t n, const void *w, const void *b,
+                           double eps, int rms);
+
+/* On x86-64 the float32 row functions also exist for AVX2+FMA and AVX-512 (the plugin itself is
+ * built for the baseline ISA); the first use picks the widest one the CPU supports. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(HWPORT_CPU_NO_DISPATCH)
+#define NN_X86_DISPATCH 1
+#define NN_AVX2 __attribute__((target("avx2,fma")))
+#define NN_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
+NN_DEFINE_ROWSUM(nn_rowsum_f_avx2, cpu_ua_float, NN_AVX2)
+NN_DEFINE_SOFTMAX(nn_softmax_f_avx2, cpu_ua_float, nn_rowmax_f, cpu_expf, NN_AVX2)
+NN_DEFINE_NORM(nn_norm_f_avx2, cpu_ua_float, nn_rowsum_f_avx2, NN_AVX2)
+NN_DEFINE_ROWSUM(nn_rowsum_f_avx512, cpu_ua_float, NN_AVX512)
+NN_DEFINE_SOFTMAX(nn_softmax_f_avx512, cpu_ua_float, nn_rowmax_f, cpu_expf, NN_AVX512)
+NN_DEFINE_NORM(nn_norm_f_avx512, cpu_ua_float, nn_rowsum_f_avx512, NN_AVX512)
+#endif
+
+static struct {
+  nn_softmax_fn softmax_f;
+  nn_norm_fn norm_f;
+} g_nn_f32 = {nn_softmax_f, nn_norm_f};
+static pthread_once_t g_nn_once = PTHREAD_ONCE_INIT;
+
+static void nn_pick_isa(void) {
+#ifdef NN_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("fma")) {
+    g_nn_f32.softmax_f = nn_softmax_f_avx512;
+    g_nn_f32.norm_f = nn_norm_f_avx512;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    g_nn_f32.softmax_f = nn_softmax_f_avx2;
+    g_nn_f32.norm_f = nn_norm_f_avx2;
+  }
+#endif
+}
 
 /* ---- softmax / log_softmax ------------------------------------------------------------------ */
 
@@ -181,7 +246,7 @@ static void sm_row(const sm_plan *P, const void *x, void *y, int64_t n) {
   if (P->dt == HWP_DTYPE_FLOAT64)
     nn_softmax_d(x, y, n, P->log_sm);
   else
-    nn_softmax_f(x, y, n, P->log_sm);
+    g_nn_f32.softmax_f(x, y, n, P->log_sm);
 }
 
 /* Innermost axis: one row per outer index. */
@@ -246,6 +311,7 @@ static void sm_cols_task(void *ctx, int64_t b, int64_t e) {
 
 static HWP_Status sm_run(void *payload) {
   sm_plan *P = payload;
+  pthread_once(&g_nn_once, nn_pick_isa);
   if (P->I == 1) {
     cpu_parallel_for(P->O, P->L >= 16384 ? 1 : 16384 / P->L, sm_rows_task, P);
   } else {
@@ -312,8 +378,7 @@ static HWP_Status sm_kernel(const HWP_KernelContext *ctx, int log_sm, const char
   }
   P->on = cpu_merge_dims(P->on, P->oshape, P->ostride);
   P->inn = cpu_merge_dims(P->inn, P->ishape, P->istride);
-  st = cpu_submit_call(ctx, op, sm_run, free, P, (uint64_t)x.numel);
-  if (st != HWP_OK) free(P);
+  st = cpu_submit_call(ctx, op, sm_run, free, P, (uint64_t)x.numel); /* takes P */
   return st;
 }
 
@@ -324,7 +389,7 @@ static HWP_Status kernel_log_softmax(const HWP_KernelContext *ctx) {
   return sm_kernel(ctx, 1, "log_softmax");
 }
 
-/* ---- layer_norm / rms_norm -------------------------------------------------------------------- */
+/* ---- layer_norm / rms_norm ------------------------------------------------------------------- */
 
 typedef struct ln_plan {
   int rms;
@@ -388,7 +453,7 @@ static void ln_rows_task(void *ctx, int64_t b, int64_t e) {
     if (P->dt == HWP_DTYPE_FLOAT64)
       nn_norm_d(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
     else
-      nn_norm_f(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
+      g_nn_f32.norm_f(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
     if (!native) io->scatter(y, buf2, P->N);
   }
   free(buf);
@@ -397,6 +462,7 @@ static void ln_rows_task(void *ctx, int64_t b, int64_t e) {
 
 static HWP_Status ln_run(void *payload) {
   ln_plan *P = payload;
+  pthread_once(&g_nn_once, nn_pick_isa);
   const nn_io *io = nn_io_of(P->dt);
   const char *op = P->rms ? "rms_norm" : "layer_norm";
   HWP_Status st = HWP_OK;
@@ -490,9 +556,7 @@ static HWP_Status ln_kernel(const HWP_KernelContext *ctx, int rms, const char *o
   }
   P->rn = cpu_merge_dims(P->rn, P->rshape, P->rstride);
   P->nn = cpu_merge_dims(P->nn, P->nshape, P->nstride);
-  st = cpu_submit_call(ctx, op, ln_run, free, P, (uint64_t)x.numel);
-  if (st != HWP_OK) goto fail;
-  return HWP_OK;
+  return cpu_submit_call(ctx, op, ln_run, free, P, (uint64_t)x.numel); /* takes P */
 fail:
   free(P);
   return st;

@@ -11,18 +11,21 @@
  *   rows:    the innermost reduced dim is walked as runs (a contiguous run of a multi-lane
  *            vectorized accumulation); one output at a time;
  *   columns: the innermost kept dim is contiguous and the reduced ones are not: a tile of
- *            outputs accumulates whole input rows at once (vectorized across outputs).
- * Work spreads over outputs (or tiles); when there are fewer outputs than threads, the reduced
+ *            outputs (whole rows up to RD_COL_TILE) accumulates input rows at once, vectorized
+ *            across outputs, so the input streams in memory order.
+ * Work spreads over outputs (or tiles); when there are fewer than 4 per thread, the reduced
  * range is also cut into chunks whose partial results are merged in order afterwards.
  * Accumulators: sum/prod of bool and integers in uint64 (wrap-around = int64 arithmetic),
- * float16/bfloat16 in float32, float32 and float64 in float64 (accurate for any length; the
- * result is rounded once). max/min compare in the input type (half types as float32); NaN
- * propagates; bool max/min are any/all. */
+ * float16/bfloat16 in float32, float32 and float64 in float64 (the result is rounded once;
+ * float32 column sums first add eight rows pairwise in float32). max/min compare in the input
+ * type (half types as float32; float32/float64 runs with explicit vector lanes); NaN
+ * propagates; bool max/min are any/all. sum/prod store into whatever dtype the output view
+ * has (int64 for bool/integers unless the host's `dtype` attribute chose another). */
 #include "reduce_common.h"
 
-#define RD_LANES 16 /* independent accumulators of a contiguous run */
-#define RD_TILE 256      /* outputs per store block (rows) */
-#define RD_COL_TILE 16384 /* outputs per column tile: whole contiguous input rows stream best */
+#define RD_LANES 16       /* independent accumulators of a contiguous run */
+#define RD_TILE 256       /* outputs per store block (rows); column tiles of argmax and scans */
+#define RD_COL_TILE 16384 /* outputs per reduction column tile: whole input rows stream best */
 
 enum { RD_SUM = 0, RD_PROD = 1, RD_MAX = 2, RD_MIN = 3 };
 
@@ -30,7 +33,8 @@ typedef struct rd_ops {
   size_t acc_size;
   void (*init)(void *acc, int64_t n);                         /* acc[0..n) = identity */
   void (*row)(void *acc, const char *p, int64_t n, int64_t s); /* *acc op= x[0], x[s], .. */
-  void (*col)(void *acc, const char *p, int64_t n);            /* acc[i] op= x[i] (stride 1) */
+  /* acc[i] op= row r's x[i] (stride 1), for each of `rows` rows `rs` bytes apart */
+  void (*cols)(void *acc, const char *p, int64_t n, int64_t rows, int64_t rs);
   void (*merge)(void *acc, const void *other, int64_t n);      /* acc[i] op= other[i] */
   void (*store)(char *out, HWP_DType dt, const void *acc, int64_t n);
 } rd_ops;
@@ -171,12 +175,14 @@ typedef struct rd_ops {
     }                                                                                          \
     *(ACC *)accp = a;                                                                          \
   }                                                                                            \
-  static void NAME##_col(void *accp, const char *p, int64_t n) {                               \
+  static void NAME##_cols(void *accp, const char *p, int64_t n, int64_t rows, int64_t rs) {    \
     ACC *acc = (ACC *)accp;                                                                    \
-    const CPU_UA(T) *x = (const CPU_UA(T) *)p;                                                 \
-    for (int64_t i = 0; i < n; ++i) {                                                          \
-      ACC v = LOAD(x[i]);                                                                      \
-      acc[i] = COMB(acc[i], v);                                                                \
+    for (int64_t r = 0; r < rows; ++r, p += rs) {                                              \
+      const CPU_UA(T) *x = (const CPU_UA(T) *)p;                                               \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        ACC v = LOAD(x[i]);                                                                    \
+        acc[i] = COMB(acc[i], v);                                                              \
+      }                                                                                        \
     }                                                                                          \
   }                                                                                            \
   static void NAME##_merge(void *accp, const void *otherp, int64_t n) {                        \
@@ -221,7 +227,7 @@ typedef struct rd_ops {
   }
 
 #define RD_OPS(NAME, ACC)                                                                      \
-  { sizeof(ACC), NAME##_init, NAME##_row, NAME##_col, NAME##_merge, NAME##_store }
+  { sizeof(ACC), NAME##_init, NAME##_row, NAME##_cols, NAME##_merge, NAME##_store }
 
 #define RD_DEF_SUM(CODE, name, T)                                                              \
   RD_DEFINE(sum_##name, T, RD_SACC_##name, RD_SLD_##name, RD_ADD, 0)                           \
@@ -271,8 +277,41 @@ RD_DEFINE_VEC_ROW(min_float64, double, cpu_extreme_f64, 1)
 #define RD_MROW_float64 _vrow
 
 #define RD_OPS_M(NAME, ACC, ROW)                                                               \
-  { sizeof(ACC), NAME##_init, RD_PASTE3(NAME, ROW, ), NAME##_col, NAME##_merge, NAME##_store }
-#define RD_ENTRY_SUM(CODE, name, T) RD_OPS(sum_##name, RD_SACC_##name),
+  { sizeof(ACC), NAME##_init, RD_PASTE3(NAME, ROW, ), NAME##_cols, NAME##_merge, NAME##_store }
+
+/* float32 column sums: eight rows added pairwise in float32 (an error of a few float32 ulps of
+ * their magnitude), then into the float64 accumulators: an eighth of the widening work. */
+static void sum_float32_cols8(void *accp, const char *p, int64_t n, int64_t rows, int64_t rs) {
+  double *acc = (double *)accp;
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8, p += 8 * rs) {
+    const cpu_ua_float *x0 = (const cpu_ua_float *)p, *x1 = (const cpu_ua_float *)(p + rs);
+    const cpu_ua_float *x2 = (const cpu_ua_float *)(p + 2 * rs);
+    const cpu_ua_float *x3 = (const cpu_ua_float *)(p + 3 * rs);
+    const cpu_ua_float *x4 = (const cpu_ua_float *)(p + 4 * rs);
+    const cpu_ua_float *x5 = (const cpu_ua_float *)(p + 5 * rs);
+    const cpu_ua_float *x6 = (const cpu_ua_float *)(p + 6 * rs);
+    const cpu_ua_float *x7 = (const cpu_ua_float *)(p + 7 * rs);
+    for (int64_t i = 0; i < n; ++i) {
+      float lo = (x0[i] + x1[i]) + (x2[i] + x3[i]), hi = (x4[i] + x5[i]) + (x6[i] + x7[i]);
+      acc[i] += (double)(lo + hi);
+    }
+  }
+  if (r < rows) sum_float32_cols(accp, p, n, rows - r, rs);
+}
+#define RD_SUM_COLS_bool_ _cols
+#define RD_SUM_COLS_int8 _cols
+#define RD_SUM_COLS_uint8 _cols
+#define RD_SUM_COLS_int16 _cols
+#define RD_SUM_COLS_int32 _cols
+#define RD_SUM_COLS_int64 _cols
+#define RD_SUM_COLS_float16 _cols
+#define RD_SUM_COLS_bfloat16 _cols
+#define RD_SUM_COLS_float32 _cols8
+#define RD_SUM_COLS_float64 _cols
+#define RD_OPS_S(NAME, ACC, COLS)                                                              \
+  { sizeof(ACC), NAME##_init, NAME##_row, RD_PASTE3(NAME, COLS, ), NAME##_merge, NAME##_store }
+#define RD_ENTRY_SUM(CODE, name, T) RD_OPS_S(sum_##name, RD_SACC_##name, RD_SUM_COLS_##name),
 #define RD_ENTRY_PROD(CODE, name, T) RD_OPS(prod_##name, RD_SACC_##name),
 #define RD_ENTRY_MAX(CODE, name, T) RD_OPS_M(max_##name, RD_MACC_##name, RD_MROW_##name),
 #define RD_ENTRY_MIN(CODE, name, T) RD_OPS_M(min_##name, RD_MACC_##name, RD_MROW_##name),
@@ -332,21 +371,27 @@ static void rd_walk_rows(const rd_plan *P, const char *base, int64_t r0, int64_t
   }
 }
 
-/* acc[0..cnt) op= each reduced row [r0, r1) of cnt contiguous elements from `base`. */
+/* acc[0..cnt) op= each reduced row [r0, r1) of cnt contiguous elements from `base`; the rows
+ * along the innermost reduced dim go to ops->cols together. */
 static void rd_walk_cols(const rd_plan *P, const char *base, int64_t r0, int64_t r1, void *acc,
                          int64_t cnt) {
   const int rn = P->rn;
+  const int64_t L = P->rshape[rn - 1], sL = P->rstride[rn - 1];
   int64_t idx[HWP_MAX_NDIM];
-  int64_t q = r0, off = 0;
-  for (int k = rn - 1; k >= 0; --k) {
+  int64_t q = r0 / L, j = r0 - q * L, off = 0;
+  for (int k = rn - 2; k >= 0; --k) {
     int64_t qq = q / P->rshape[k];
     idx[k] = q - qq * P->rshape[k];
     off += idx[k] * P->rstride[k];
     q = qq;
   }
-  for (int64_t r = r0; r < r1; ++r) {
-    P->ops->col(acc, base + off * P->isz, cnt);
-    for (int k = rn - 1; k >= 0; --k) {
+  int64_t left = r1 - r0;
+  while (left > 0) {
+    int64_t len = rd_min(L - j, left);
+    P->ops->cols(acc, base + (off + j * sL) * P->isz, cnt, len, sL * P->isz);
+    left -= len;
+    j = 0;
+    for (int k = rn - 2; k >= 0 && left > 0; --k) {
       off += P->rstride[k];
       if (++idx[k] < P->rshape[k]) break;
       off -= P->rstride[k] * P->rshape[k];
@@ -456,6 +501,8 @@ static HWP_Status rd_run(void *payload) {
   int64_t min_chunk = P->col ? rd_max(1, 16384 / P->tw) : 16384;
   if (T > 1 && P->groups < 4 * T && P->nred >= 2 * min_chunk) {
     P->chunks = rd_min(rd_cdiv(4 * T, P->groups), P->nred / min_chunk);
+    /* partial results: at most 16 MiB */
+    P->chunks = rd_min(P->chunks, (16 << 20) / (P->groups * P->tw * P->asz));
     if (P->chunks < 1) P->chunks = 1;
   }
   P->chunk_len = rd_cdiv(P->nred, P->chunks);
@@ -513,6 +560,7 @@ static HWP_Status rd_axes(const HWP_KernelContext *ctx, const char *op, int32_t 
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attribute 'axis' is NULL", op);
   uint32_t m = 0;
   for (int64_t i = 0; i < count; ++i) {
+    if (ndim == 0 && (axes[i] == 0 || axes[i] == -1)) continue; /* a 0-d input's one element */
     int64_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
     if (a < 0 || a >= ndim)
       return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
@@ -598,8 +646,7 @@ static HWP_Status rd_kernel(const HWP_KernelContext *ctx, int kind, const char *
     P->rstride[0] = 1;
   }
   uint64_t work = (uint64_t)(x.numel > P->nout ? x.numel : P->nout);
-  st = cpu_submit_call(ctx, op, rd_run, free, P, work);
-  if (st != HWP_OK) free(P);
+  st = cpu_submit_call(ctx, op, rd_run, free, P, work); /* takes P */
   return st;
 }
 
@@ -626,6 +673,8 @@ typedef struct am_ops {
 
 #define AM_GT(v, b) (v) > (b)
 #define AM_LT(v, b) (v) < (b)
+#define AM_ISNAN_I(v) ((void)(v), 0)
+#define AM_ISNAN_F(v) ((v) != (v))
 #define AM_BETTER_I(CMP, v, b) (CMP(v, b))
 #define AM_BETTER_F(CMP, v, b) ((CMP(v, b)) || ((v) != (v) && (b) == (b)))
 
@@ -644,10 +693,10 @@ typedef struct am_ops {
       CT m = IDENT;                                                                            \
       int64_t i;                                                                               \
       RDROW(&m, p, n, 1);                                                                      \
-      if (m != m) { /* the first NaN */                                                        \
+      if (RD_PASTE3(AM_ISNAN_, FK, )(m)) { /* the first NaN */                                \
         for (i = 0; i < n; ++i) {                                                              \
           CT v = LOAD(x[i]);                                                                   \
-          if (v != v) break;                                                                   \
+          if (RD_PASTE3(AM_ISNAN_, FK, )(v)) break;                                            \
         }                                                                                      \
       } else {                                                                                 \
         for (i = 0; i < n; ++i) {                                                              \
@@ -835,8 +884,7 @@ static HWP_Status am_kernel(const HWP_KernelContext *ctx, int which, const char 
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: reduction over an empty axis", op);
   }
   P->kn = cpu_merge_dims(P->kn, P->kshape, P->kstride);
-  st = cpu_submit_call(ctx, op, am_run, free, P, (uint64_t)x.numel);
-  if (st != HWP_OK) free(P);
+  st = cpu_submit_call(ctx, op, am_run, free, P, (uint64_t)x.numel); /* takes P */
   return st;
 }
 
@@ -1084,8 +1132,7 @@ static HWP_Status cs_kernel(const HWP_KernelContext *ctx, int prod, const char *
   }
   P->on = cpu_merge_dims(P->on, P->oshape, P->ostride);
   P->inn = cpu_merge_dims(P->inn, P->ishape, P->istride);
-  st = cpu_submit_call(ctx, op, cs_run, free, P, (uint64_t)x.numel);
-  if (st != HWP_OK) free(P);
+  st = cpu_submit_call(ctx, op, cs_run, free, P, (uint64_t)x.numel); /* takes P */
   return st;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "fast_expf.h"
 #include "parallel.h"
 
 /* kernels_nn.c: softmax, log_softmax, layer_norm, rms_norm (registered by kernels_linalg.c). */
@@ -144,24 +145,26 @@ static inline void *cpu_scratch(size_t nbytes) {
 
 /* NaN-propagating max (is_min = 0) or min of `a` and the contiguous x[0..n) (any alignment),
  * with GCC/Clang vector extensions: the auto-vectorizer does not take a NaN-propagating select
- * as a reduction, so the lanes are written out (16 bytes; 4 accumulators for latency). */
+ * as a reduction, so the lanes are written out (16-byte vectors; CPU_EXT_ACC accumulators hide
+ * the latency of the compare-and-blend chain). */
+#define CPU_EXT_ACC 8
 #define CPU_DEFINE_EXTREME(NAME, T, V, VI)                                                     \
   static inline T NAME(const void *p, int64_t n, T a, int is_min) {                            \
     enum { W = (int)(sizeof(V) / sizeof(T)) };                                                 \
     const char *x = (const char *)p;                                                           \
     int64_t i = 0;                                                                             \
-    if (n >= 4 * W) {                                                                          \
-      V acc[4];                                                                                \
-      for (int k = 0; k < 4; ++k)                                                              \
+    if (n >= CPU_EXT_ACC * W) {                                                                \
+      V acc[CPU_EXT_ACC];                                                                      \
+      for (int k = 0; k < CPU_EXT_ACC; ++k)                                                    \
         for (int l = 0; l < W; ++l) acc[k][l] = a;                                             \
-      for (; i + 4 * W <= n; i += 4 * W)                                                       \
-        for (int k = 0; k < 4; ++k) {                                                          \
+      for (; i + CPU_EXT_ACC * W <= n; i += CPU_EXT_ACC * W)                                   \
+        for (int k = 0; k < CPU_EXT_ACC; ++k) {                                                \
           V v;                                                                                 \
           memcpy(&v, x + (size_t)(i + k * W) * sizeof(T), sizeof v);                           \
           VI m = (is_min ? (v < acc[k]) : (v > acc[k])) | (v != v);                            \
           acc[k] = (V)(((VI)v & m) | ((VI)acc[k] & ~m));                                       \
         }                                                                                      \
-      for (int k = 0; k < 4; ++k)                                                              \
+      for (int k = 0; k < CPU_EXT_ACC; ++k)                                                    \
         for (int l = 0; l < W; ++l) {                                                          \
           T v = acc[k][l];                                                                     \
           a = ((is_min ? v < a : v > a) || v != v) ? v : a;                                    \
@@ -180,35 +183,5 @@ typedef double cpu_v2d __attribute__((vector_size(16)));
 typedef int64_t cpu_v2l __attribute__((vector_size(16)));
 CPU_DEFINE_EXTREME(cpu_extreme_f32, float, cpu_v4f, cpu_v4i)
 CPU_DEFINE_EXTREME(cpu_extreme_f64, double, cpu_v2d, cpu_v2l)
-
-/* exp(x) in float32 without calls or branches, so loops over it vectorize: x = n ln2 + r
- * (Cody-Waite, |r| <= ln2/2), a degree-6 polynomial for e^r (Cephes expf, ~1 ulp), and 2^n
- * applied as two exact power-of-two factors so that gradual underflow and the top binade work.
- * exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN. */
-static inline float cpu_expf(float x) {
-  /* Clamp to [-104, 89] (exp(-104) rounds to 0, exp(89) overflows) with bit masks: a float
-   * select here makes GCC thread jumps and give up if-conversion (trapping math). */
-  uint32_t lo = 0u - (uint32_t)(x < -104.0f), hi = 0u - (uint32_t)(x > 89.0f);
-  float xc = cpu_bits_f32((cpu_f32_bits(x) & ~(lo | hi)) | (cpu_f32_bits(-104.0f) & lo) |
-                          (cpu_f32_bits(89.0f) & hi));
-  const float magic = 12582912.0f;      /* 1.5 * 2^23: adding it rounds to an integer */
-  float t = xc * 1.44269504088896341f + magic;
-  float n = t - magic;
-  uint32_t ni = cpu_f32_bits(t) - cpu_f32_bits(magic); /* n as a two's-complement integer */
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  int32_t n1 = (int32_t)ni >> 1; /* n in [-150, 129]: n1, n - n1 in [-75, 65] */
-  uint32_t n2 = ni - (uint32_t)n1;
-  float s1 = cpu_bits_f32(((uint32_t)n1 + 127u) << 23);
-  float s2 = cpu_bits_f32((n2 + 127u) << 23);
-  return p * s1 * s2;
-}
 
 #endif /* HWPORT_CPU_REDUCE_COMMON_H */

@@ -229,11 +229,14 @@ static HWP_Status get_event(int32_t device, HWP_Event ev, const char *fn, int an
 
 /* ---- submission ------------------------------------------------------------------------- */
 
-HWP_Status cpu_submit(int32_t device, HWP_Stream handle, const cpu_task *task, uint64_t work,
-                      const char *fn) {
+/* *taken is set once the task has run or been queued (it then owns what it carries). */
+static HWP_Status submit(int32_t device, HWP_Stream handle, const cpu_task *task, uint64_t work,
+                         const char *fn, int *taken) {
+  *taken = 0;
   if (handle == NULL) { /* the synchronous default stream */
     HWP_Status st = cpu_synchronize_device(device);
     if (st != HWP_OK) return st;
+    *taken = 1;
     return task_run(task);
   }
   cpu_stream *s = NULL;
@@ -241,6 +244,7 @@ HWP_Status cpu_submit(int32_t device, HWP_Stream handle, const cpu_task *task, u
   if (st != HWP_OK) return st;
   pthread_mutex_lock(&s->mu);
   if (idle_locked(s) && work <= g_cpu.inline_elements) {
+    *taken = 1;
     st = task_run(task); /* small work on an idle stream: run it here, in order */
     pthread_mutex_unlock(&s->mu);
     return st;
@@ -252,8 +256,30 @@ HWP_Status cpu_submit(int32_t device, HWP_Stream handle, const cpu_task *task, u
   }
   memcpy(t, task, sizeof *t);
   enqueue_locked(s, t);
+  *taken = 1;
   pthread_mutex_unlock(&s->mu);
   return HWP_OK;
+}
+
+HWP_Status cpu_submit(int32_t device, HWP_Stream handle, const cpu_task *task, uint64_t work,
+                      const char *fn) {
+  int taken;
+  return submit(device, handle, task, work, fn, &taken);
+}
+
+HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
+                           HWP_Status (*run)(void *payload), void (*release)(void *payload),
+                           void *payload, uint64_t work) {
+  cpu_task task;
+  memset(&task, 0, sizeof task);
+  task.kind = CPU_TASK_CALLBACK;
+  task.u.call.run = run;
+  task.u.call.release = release;
+  task.u.call.payload = payload;
+  int taken;
+  HWP_Status st = submit(ctx->device, ctx->stream, &task, work, op, &taken);
+  if (!taken && release != NULL) release(payload); /* never ran: release it here, once */
+  return st;
 }
 
 /* ---- stream table ----------------------------------------------------------------------- */
