@@ -7,20 +7,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="$ROOT/.venv/bin/python"
-TORCH_REQ="torch==2.13.0"
 step() { printf '\n==> [bench] %s\n' "$*"; }
 
 bash scripts/setup.sh
 
-step "PyTorch for the comparisons ($TORCH_REQ)"
-torch_version() { "$PY" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null; }
-if version="$(torch_version)"; then
-  echo "    present: torch $version"
-elif "$PY" -m pip install -q "$TORCH_REQ" && version="$(torch_version)"; then
-  echo "    installed: torch $version"
-else
-  echo "    WARNING: could not install $TORCH_REQ; continuing without PyTorch"
-fi
+bash scripts/install_torch.sh
 
 shopt -s nullglob
 benches=(benchmarks/bench_*.py)

@@ -8,6 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 bash scripts/setup.sh
+bash scripts/install_torch.sh
 
 printf '\n==> [test] python -m pytest -q -ra %s\n' "$*"
 exec "$ROOT/.venv/bin/python" -m pytest -q -ra "$@"
