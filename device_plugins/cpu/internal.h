@@ -108,6 +108,9 @@ void cpu_register_reduction_kernels(const HWP_HostApi *host);   /* kernels_reduc
 void cpu_register_linalg_kernels(const HWP_HostApi *host);      /* kernels_linalg.c */
 void cpu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index.c */
 void cpu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.c */
+/* kernels_exp_simd.c: the float32 exp loop at the CPU's vector width, chosen at load. */
+void cpu_exp_select_simd(void);
+void cpu_exp_f32_inner(char *const *ptrs, const int64_t *strides, int64_t n, const void *aux);
 
 /* ---- stream.c: streams, events, tasks --------------------------------------------------- */
 

@@ -233,6 +233,7 @@ static HWP_Status ew_check(const HWP_KernelContext *ctx, const ew_op *op, cpu_in
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output has dtype %s, expected %s", op->name,
                      cpu_dtype_name(ctx->outputs[0].dtype), cpu_dtype_name(out));
   *fn = op->fn[d];
+  if (op == &ew_op_exp && d == HWP_DTYPE_FLOAT32) *fn = cpu_exp_f32_inner; /* full-width SIMD */
   return HWP_OK;
 }
 
