@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "view_snapshot.h"
 #include "parallel.h"
 
 /* Elements per run of the N-d loops, and the least work (elements) one parallel chunk gets. */
@@ -18,61 +19,8 @@
 
 /* ---- views ------------------------------------------------------------------------------ */
 
-/* A copy of an HWP_TensorView that outlives the kernel call. Strides in elements. */
-typedef struct cpu_xview {
-  char *base; /* buffer + byte_offset; NULL only for an empty view */
-  HWP_DType dtype;
-  int32_t ndim;
-  int64_t itemsize;
-  int64_t numel;
-  int64_t shape[HWP_MAX_NDIM];
-  int64_t strides[HWP_MAX_NDIM];
-} cpu_xview;
-
-/* Validates `v` (named `what` in messages) and copies it to `out`. NULL strides = contiguous. */
-static inline HWP_Status cpu_xview_load(const char *op, const char *what,
-                                        const HWP_TensorView *v, cpu_xview *out) {
-  if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s view is %s", op, what,
-                     v == NULL ? "NULL" : "too small (struct_size)");
-  size_t itemsize = hwp_dtype_size(v->dtype);
-  if (CPU_UNLIKELY(itemsize == 0))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has unknown dtype %d", op, what,
-                     (int)v->dtype);
-  if (CPU_UNLIKELY(v->ndim < 0 || v->ndim > HWP_MAX_NDIM))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d (allowed 0..%d)", op, what,
-                     (int)v->ndim, HWP_MAX_NDIM);
-  if (CPU_UNLIKELY(v->ndim > 0 && v->shape == NULL))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but shape is NULL", op,
-                     what, (int)v->ndim);
-  out->dtype = v->dtype;
-  out->ndim = v->ndim;
-  out->itemsize = (int64_t)itemsize;
-  uint64_t numel = 1;
-  for (int k = 0; k < v->ndim; ++k) {
-    int64_t n = v->shape[k];
-    if (CPU_UNLIKELY(n < 0))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has shape[%d] = %lld", op, what, k,
-                       (long long)n);
-    if (CPU_UNLIKELY(__builtin_mul_overflow(numel, (uint64_t)n, &numel) ||
-                     numel > (uint64_t)INT64_MAX))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s element count overflows", op, what);
-    out->shape[k] = n;
-  }
-  int64_t acc = 1;
-  for (int k = v->ndim - 1; k >= 0; --k) {
-    out->strides[k] = v->strides != NULL ? v->strides[k] : acc;
-    acc *= out->shape[k] > 0 ? out->shape[k] : 1;
-  }
-  out->numel = (int64_t)numel;
-  if (numel > 0 && CPU_UNLIKELY(v->buffer == NULL))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL", op, what);
-  out->base = v->buffer == NULL ? NULL : (char *)v->buffer + v->byte_offset;
-  return HWP_OK;
-}
-
 /* A 0-d view becomes the 1-d view of its one element (shape [1]). */
-static inline void cpu_xview_promote0(cpu_xview *v) {
+static inline void cpu_xview_promote0(cpu_view *v) {
   if (v->ndim == 0) {
     v->ndim = 1;
     v->shape[0] = 1;
@@ -82,7 +30,7 @@ static inline void cpu_xview_promote0(cpu_xview *v) {
 
 /* True when the view is row-major contiguous (dims of size 1 may have any stride; an empty
  * view is contiguous). */
-static inline int cpu_xview_contiguous(const cpu_xview *v) {
+static inline int cpu_xview_contiguous(const cpu_view *v) {
   if (v->numel == 0) return 1;
   int64_t acc = 1;
   for (int k = v->ndim - 1; k >= 0; --k) {

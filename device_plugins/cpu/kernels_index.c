@@ -22,11 +22,11 @@
 /* ---- shared checks --------------------------------------------------------------------------- */
 
 /* The work of a launch (for the inline decision): its element count. */
-static uint64_t work_of(const cpu_xview *v) { return (uint64_t)v->numel; }
+static uint64_t work_of(const cpu_view *v) { return (uint64_t)v->numel; }
 
 /* Checks that dims k != skip of `a` and `b` agree (ndim equal already). */
-static HWP_Status same_except(const char *op, const char *an, const cpu_xview *a,
-                              const char *bn, const cpu_xview *b, int skip) {
+static HWP_Status same_except(const char *op, const char *an, const cpu_view *a,
+                              const char *bn, const cpu_view *b, int skip) {
   for (int k = 0; k < a->ndim; ++k)
     if (k != skip && a->shape[k] != b->shape[k])
       return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
@@ -35,7 +35,7 @@ static HWP_Status same_except(const char *op, const char *an, const cpu_xview *a
   return HWP_OK;
 }
 
-static HWP_Status same_dtype(const char *op, const char *what, const cpu_xview *v,
+static HWP_Status same_dtype(const char *op, const char *what, const cpu_view *v,
                              HWP_DType want) {
   if (CPU_UNLIKELY(v->dtype != want))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has dtype %s, expected %s", op, what,
@@ -43,14 +43,14 @@ static HWP_Status same_dtype(const char *op, const char *what, const cpu_xview *
   return HWP_OK;
 }
 
-static HWP_Status same_ndim(const char *op, const char *what, const cpu_xview *v, int ndim) {
+static HWP_Status same_ndim(const char *op, const char *what, const cpu_view *v, int ndim) {
   if (CPU_UNLIKELY(v->ndim != ndim))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d, expected %d", op, what,
                      (int)v->ndim, ndim);
   return HWP_OK;
 }
 
-static HWP_Status index_view(const char *op, const cpu_xview *v) {
+static HWP_Status index_view(const char *op, const cpu_view *v) {
   if (CPU_UNLIKELY(!cpu_is_index_dtype(v->dtype)))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
                      "%s: index has dtype %s (expected int32 or int64)", op,
@@ -99,10 +99,10 @@ static void gather_run(int64_t itemsize, char *dst, int64_t ds, const char *src,
 /* ---- concat ---------------------------------------------------------------------------------- */
 
 typedef struct concat_payload {
-  cpu_xview out;
+  cpu_view out;
   int axis, n;
   int64_t *cum; /* n + 1 prefix sums of the inputs' lengths along axis */
-  cpu_xview *in;
+  cpu_view *in;
 } concat_payload;
 
 /* The input holding output position `pos` along the axis (the last of equal prefix sums, so
@@ -125,7 +125,7 @@ static void concat_block(void *c, const int64_t *idx, int64_t n) {
   int64_t pos = idx[a];
   while (n > 0) {
     int j = concat_find(p, pos);
-    const cpu_xview *x = &p->in[j];
+    const cpu_view *x = &p->in[j];
     const char *src = x->base + it * (cpu_offset(idx, x->strides, nd, a) +
                                       (pos - p->cum[j]) * x->strides[a]);
     if (a != last) { /* the run lies inside one input */
@@ -154,14 +154,14 @@ static HWP_Status cpu_kernel_concat(const HWP_KernelContext *ctx) {
                     : 1;
   HWP_Status st = cpu_check_context(ctx, op, nin, 1);
   if (st != HWP_OK) return st;
-  size_t bytes = sizeof(concat_payload) + (size_t)nin * sizeof(cpu_xview) +
+  size_t bytes = sizeof(concat_payload) + (size_t)nin * sizeof(cpu_view) +
                  ((size_t)nin + 1) * sizeof(int64_t);
   concat_payload *p = malloc(bytes);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  p->in = (cpu_xview *)(p + 1);
+  p->in = (cpu_view *)(p + 1);
   p->cum = (int64_t *)(p->in + nin);
   p->n = nin;
-  st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &p->out);
+  st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out);
   if (st != HWP_OK) goto fail;
   const int nd = p->out.ndim;
   if (nd < 1) {
@@ -173,8 +173,8 @@ static HWP_Status cpu_kernel_concat(const HWP_KernelContext *ctx) {
   for (int i = 0; i < nin; ++i) {
     char name[32];
     snprintf(name, sizeof name, "input %d", i);
-    cpu_xview *x = &p->in[i];
-    if ((st = cpu_xview_load(op, name, &ctx->inputs[i], x)) != HWP_OK) goto fail;
+    cpu_view *x = &p->in[i];
+    if ((st = cpu_view_load(op, name, &ctx->inputs[i], x)) != HWP_OK) goto fail;
     if ((st = same_dtype(op, name, x, p->out.dtype)) != HWP_OK) goto fail;
     if ((st = same_ndim(op, name, x, nd)) != HWP_OK) goto fail;
     if ((st = same_except(op, "the output", &p->out, name, x, p->axis)) != HWP_OK) goto fail;
@@ -198,7 +198,7 @@ fail:
 /* ---- pad ------------------------------------------------------------------------------------- */
 
 typedef struct pad_payload {
-  cpu_xview out, x;
+  cpu_view out, x;
   int64_t before[HWP_MAX_NDIM];
   uint64_t value; /* the fill element's bytes */
 } pad_payload;
@@ -286,8 +286,8 @@ static HWP_Status cpu_kernel_pad(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   pad_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "input 0", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
   if ((st = same_dtype(op, "input 0", &p->x, p->out.dtype)) != HWP_OK) goto fail;
   const int nd = p->out.ndim;
   if ((st = same_ndim(op, "input 0", &p->x, nd)) != HWP_OK) goto fail;
@@ -332,7 +332,7 @@ fail:
 /* ---- gather ---------------------------------------------------------------------------------- */
 
 typedef struct gather_payload {
-  cpu_xview out, x, index;
+  cpu_view out, x, index;
   int axis;
   int bad;
   int64_t bad_value;
@@ -373,9 +373,9 @@ static HWP_Status cpu_kernel_gather(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   gather_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
   if ((st = same_dtype(op, "x", &p->x, p->out.dtype)) != HWP_OK) goto fail;
   if ((st = index_view(op, &p->index)) != HWP_OK) goto fail;
   if ((st = same_ndim(op, "index", &p->index, 1)) != HWP_OK) goto fail;
@@ -428,9 +428,9 @@ static HWP_Status cpu_kernel_take_along_axis(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   take_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
   if ((st = same_dtype(op, "x", &p->x, p->out.dtype)) != HWP_OK) goto fail;
   if ((st = index_view(op, &p->index)) != HWP_OK) goto fail;
   const int nd = p->out.ndim;
@@ -572,7 +572,7 @@ CPU_DEFINE_ACC(float32, float, CPU_ID)
 #define CPU_SCATTER_ACC 256 /* doubles of accumulator per run chunk (stack) */
 
 typedef struct scatter_payload {
-  cpu_xview out, x, index, upd;
+  cpu_view out, x, index, upd;
   int axis;
   add_run_fn add;       /* in-place add (reduce add: integers, bool, float64) */
   acc_load_fn acc_load; /* reduce add in double (float16, bfloat16, float32) */
@@ -681,10 +681,10 @@ static HWP_Status cpu_kernel_scatter(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   scatter_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "updates", &ctx->inputs[2], &p->upd)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "updates", &ctx->inputs[2], &p->upd)) != HWP_OK) goto fail;
   const HWP_DType d = p->out.dtype;
   if ((st = same_dtype(op, "x", &p->x, d)) != HWP_OK) goto fail;
   if ((st = same_dtype(op, "updates", &p->upd, d)) != HWP_OK) goto fail;
@@ -790,7 +790,7 @@ static void load_keys(cpu_kv *kv, const char *src, int64_t step, int64_t n, HWP_
 }
 
 typedef struct argsort_payload {
-  cpu_xview out, x;
+  cpu_view out, x;
   int axis, descending;
   int rnd;
   int64_t rshape[HWP_MAX_NDIM];
@@ -846,8 +846,8 @@ static HWP_Status cpu_kernel_argsort(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   argsort_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_xview_load(op, "input 0", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
   if ((st = same_dtype(op, "output 0", &p->out, HWP_DTYPE_INT64)) != HWP_OK) goto fail;
   if ((st = same_ndim(op, "output 0", &p->out, p->x.ndim)) != HWP_OK) goto fail;
   if ((st = same_except(op, "input 0", &p->x, "output 0", &p->out, -1)) != HWP_OK) goto fail;
@@ -944,9 +944,9 @@ static HWP_Status cpu_kernel_arange(const HWP_KernelContext *ctx) {
   const char *op = "arange";
   HWP_Status st = cpu_check_context(ctx, op, 0, 1);
   if (st != HWP_OK) return st;
-  cpu_xview out;
+  cpu_view out;
   memset(&out, 0, sizeof out);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &out)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &out)) != HWP_OK) return st;
   if (!cpu_xview_contiguous(&out))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the output must be contiguous", op);
   arange_job *j = calloc(1, sizeof *j);

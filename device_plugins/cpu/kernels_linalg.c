@@ -357,10 +357,10 @@ static HWP_Status kernel_matmul(const HWP_KernelContext *ctx) {
   static const char op[] = "matmul";
   HWP_Status st = cpu_check_context(ctx, op, 2, 1);
   if (st != HWP_OK) return st;
-  cpu_rview x, y, o;
-  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "input 1", &ctx->inputs[1], &y)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK) return st;
+  cpu_view x, y, o;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "input 1", &ctx->inputs[1], &y)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK) return st;
   if ((st = cpu_rview_require_contiguous(op, &o)) != HWP_OK) return st;
   if (y.dtype != x.dtype || o.dtype != x.dtype)
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "matmul: dtypes %s @ %s -> %s must all match",

@@ -328,7 +328,7 @@ static HWP_Status sm_run(void *payload) {
 }
 
 /* Output checks shared by the nn kernels: same dtype and shape as x, contiguous; float x. */
-static HWP_Status nn_check_xy(const char *op, const cpu_rview *x, const cpu_rview *y) {
+static HWP_Status nn_check_xy(const char *op, const cpu_view *x, const cpu_view *y) {
   if (!cpu_is_float_dtype(x->dtype))
     return cpu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s is not supported (float only)", op,
                      cpu_dtype_name(x->dtype));
@@ -347,9 +347,9 @@ static HWP_Status nn_check_xy(const char *op, const cpu_rview *x, const cpu_rvie
 static HWP_Status sm_kernel(const HWP_KernelContext *ctx, int log_sm, const char *op) {
   HWP_Status st = cpu_check_context(ctx, op, 1, 1);
   if (st != HWP_OK) return st;
-  cpu_rview x, y;
-  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  cpu_view x, y;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
   if ((st = nn_check_xy(op, &x, &y)) != HWP_OK) return st;
   int64_t axis = 0;
   if ((st = cpu_attr_axis(ctx, op, "axis", x.ndim, &axis)) != HWP_OK) return st;
@@ -402,7 +402,7 @@ typedef struct ln_plan {
   int64_t R, N;
   double eps;
   int has_w, has_b;
-  cpu_rview w, b;
+  cpu_view w, b;
   /* prepared by ln_run */
   void *wv, *bv;  /* weight, bias as contiguous CT arrays (or NULL) */
   int64_t *noff;  /* offsets of a row's elements when it is not one strided run */
@@ -410,7 +410,7 @@ typedef struct ln_plan {
 } ln_plan;
 
 /* param[i] (C order over the view's dims) as a contiguous CT array. */
-static void *ln_param(const nn_io *io, const cpu_rview *v, int64_t n) {
+static void *ln_param(const nn_io *io, const cpu_view *v, int64_t n) {
   int64_t *off = malloc(sizeof(int64_t) * (size_t)n);
   void *dst = cpu_scratch(io->ct_size * (size_t)n);
   if (off != NULL && dst != NULL) {
@@ -504,9 +504,9 @@ static HWP_Status ln_kernel(const HWP_KernelContext *ctx, int rms, const char *o
   int has_b = rms ? 0 : nn_attr_bool(ctx, "has_bias", n_in >= 3 || (n_in == 2 && !has_w));
   HWP_Status st = cpu_check_context(ctx, op, 1 + has_w + has_b, 1);
   if (st != HWP_OK) return st;
-  cpu_rview x, y;
-  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  cpu_view x, y;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
   if ((st = nn_check_xy(op, &x, &y)) != HWP_OK) return st;
   int64_t nd = hwp_attr_int64(ctx, "normalized_ndim", 1);
   if (nd < 1 || nd > x.ndim)
@@ -522,8 +522,8 @@ static HWP_Status ln_kernel(const HWP_KernelContext *ctx, int rms, const char *o
   const int lead = x.ndim - (int)nd;
   for (int i = 0; i < has_w + has_b; ++i) {
     const char *what = i == 0 && has_w ? "weight" : "bias";
-    cpu_rview *p = i == 0 && has_w ? &P->w : &P->b;
-    if ((st = cpu_rview_load(op, what, &ctx->inputs[1 + i], p)) != HWP_OK) goto fail;
+    cpu_view *p = i == 0 && has_w ? &P->w : &P->b;
+    if ((st = cpu_view_load(op, what, &ctx->inputs[1 + i], p)) != HWP_OK) goto fail;
     int ok = p->dtype == x.dtype && p->ndim == (int)nd;
     for (int k = 0; ok && k < (int)nd; ++k) ok = p->shape[k] == x.shape[lead + k];
     if (!ok) {

@@ -65,9 +65,9 @@ static HWP_Status cpu_kernel_uniform(const HWP_KernelContext *ctx) {
   const char *op = "uniform";
   HWP_Status st = cpu_check_context(ctx, op, 0, 1);
   if (st != HWP_OK) return st;
-  cpu_xview out;
+  cpu_view out;
   memset(&out, 0, sizeof out);
-  if ((st = cpu_xview_load(op, "output 0", &ctx->outputs[0], &out)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &out)) != HWP_OK) return st;
   if (!cpu_is_float_dtype(out.dtype))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output dtype %s is not a float dtype", op,
                      cpu_dtype_name(out.dtype));

@@ -578,9 +578,9 @@ static HWP_Status rd_axes(const HWP_KernelContext *ctx, const char *op, int32_t 
 static HWP_Status rd_kernel(const HWP_KernelContext *ctx, int kind, const char *op) {
   HWP_Status st = cpu_check_context(ctx, op, 1, 1);
   if (st != HWP_OK) return st;
-  cpu_rview x, y;
-  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  cpu_view x, y;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
   if ((st = cpu_rview_require_contiguous(op, &y)) != HWP_OK) return st;
   if ((kind == RD_MAX || kind == RD_MIN) && y.dtype != x.dtype)
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output dtype %s differs from input %s",
@@ -844,9 +844,9 @@ static HWP_Status am_run(void *payload) {
 static HWP_Status am_kernel(const HWP_KernelContext *ctx, int which, const char *op) {
   HWP_Status st = cpu_check_context(ctx, op, 1, 1);
   if (st != HWP_OK) return st;
-  cpu_rview x, y;
-  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  cpu_view x, y;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
   if ((st = cpu_rview_require_contiguous(op, &y)) != HWP_OK) return st;
   if (y.dtype != HWP_DTYPE_INT64)
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output dtype must be int64, got %s", op,
@@ -1092,9 +1092,9 @@ static HWP_Status cs_run(void *payload) {
 static HWP_Status cs_kernel(const HWP_KernelContext *ctx, int prod, const char *op) {
   HWP_Status st = cpu_check_context(ctx, op, 1, 1);
   if (st != HWP_OK) return st;
-  cpu_rview x, y;
-  if ((st = cpu_rview_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
-  if ((st = cpu_rview_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
+  cpu_view x, y;
+  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &y)) != HWP_OK) return st;
   if ((st = cpu_rview_require_contiguous(op, &y)) != HWP_OK) return st;
   if (y.dtype != g_cs_out_dtype[x.dtype])
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output dtype %s, expected %s for %s", op,

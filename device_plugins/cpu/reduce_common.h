@@ -9,65 +9,16 @@
 #include <string.h>
 
 #include "convert.h"
+#include "view_snapshot.h"
 #include "fast_expf.h"
 #include "parallel.h"
 
 /* kernels_nn.c: softmax, log_softmax, layer_norm, rms_norm (registered by kernels_linalg.c). */
 void cpu_register_nn_kernels(const HWP_HostApi *host);
 
-/* A snapshot of a tensor view (the ABI's view dies with the kernel call). */
-typedef struct cpu_rview {
-  char *base; /* buffer + byte_offset */
-  HWP_DType dtype;
-  int32_t ndim;
-  size_t itemsize;
-  int64_t numel;
-  int64_t shape[HWP_MAX_NDIM];
-  int64_t strides[HWP_MAX_NDIM]; /* elements; filled in (contiguous) when the view has NULL */
-} cpu_rview;
-
-/* Validates `v` and copies it into `out`. `what` names the operand in messages. */
-static inline HWP_Status cpu_rview_load(const char *op, const char *what,
-                                        const HWP_TensorView *v, cpu_rview *out) {
-  memset(out, 0, sizeof *out);
-  if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s view is %s", op, what,
-                     v == NULL ? "NULL" : "too small (struct_size)");
-  size_t itemsize = hwp_dtype_size(v->dtype);
-  if (CPU_UNLIKELY(itemsize == 0))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has unknown dtype %d", op, what,
-                     (int)v->dtype);
-  if (CPU_UNLIKELY(v->ndim < 0 || v->ndim > HWP_MAX_NDIM))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d (allowed 0..%d)", op, what,
-                     (int)v->ndim, HWP_MAX_NDIM);
-  if (CPU_UNLIKELY(v->ndim > 0 && v->shape == NULL))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but shape is NULL", op,
-                     what, (int)v->ndim);
-  out->dtype = v->dtype;
-  out->ndim = v->ndim;
-  out->itemsize = itemsize;
-  int64_t numel = 1, contiguous = 1;
-  for (int k = v->ndim - 1; k >= 0; --k) {
-    int64_t n = v->shape[k];
-    if (CPU_UNLIKELY(n < 0))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has shape[%d] = %lld", op, what, k,
-                       (long long)n);
-    out->shape[k] = n;
-    out->strides[k] = v->strides != NULL ? v->strides[k] : contiguous;
-    if (CPU_UNLIKELY(__builtin_mul_overflow(contiguous, n, &contiguous) ||
-                     __builtin_mul_overflow(numel, n, &numel)))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s element count overflows", op, what);
-  }
-  out->numel = numel;
-  if (CPU_UNLIKELY(numel > 0 && v->buffer == NULL))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL", op, what);
-  out->base = numel > 0 ? (char *)v->buffer + v->byte_offset : NULL;
-  return HWP_OK;
-}
-
 /* Checks that an output view is contiguous (NULL strides or the C-order strides; size-1 dims
  * and empty views may have any). */
-static inline HWP_Status cpu_rview_require_contiguous(const char *op, const cpu_rview *v) {
+static inline HWP_Status cpu_rview_require_contiguous(const char *op, const cpu_view *v) {
   if (v->numel == 0) return HWP_OK; /* no element: any strides */
   int64_t expect = 1;
   for (int k = v->ndim - 1; k >= 0; --k) {

@@ -5,10 +5,9 @@ Run: python -m phi_ops.codegen.gen_python [--check]   (from the repository root)
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
+from phi_ops.codegen.output import run
 from phi_ops.schema import REQUIRED, OpDef, load_ops
 
 OUT = Path(__file__).resolve().parents[1] / "functional.py"
@@ -115,18 +114,7 @@ def generate() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
-    args = parser.parse_args()
-    text = generate()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} is stale: run python -m phi_ops.codegen.gen_python", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return run(generate, OUT, "phi_ops.codegen.gen_python", __doc__)
 
 
 if __name__ == "__main__":
