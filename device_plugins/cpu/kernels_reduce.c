@@ -1115,23 +1115,7 @@ static HWP_Status cs_kernel(const HWP_KernelContext *ctx, int prod, const char *
   P->isz = (int64_t)x.itemsize;
   P->osz = (int64_t)y.itemsize;
   P->asz = (int64_t)P->rops->acc_size;
-  P->L = x.ndim > 0 ? x.shape[axis] : 1;
-  P->s = x.ndim > 0 ? x.strides[axis] : 1;
-  P->O = 1;
-  P->I = 1;
-  for (int k = 0; k < x.ndim; ++k) {
-    if (k < axis) {
-      P->O *= x.shape[k];
-      P->oshape[P->on] = x.shape[k];
-      P->ostride[P->on++] = x.strides[k];
-    } else if (k > axis) {
-      P->I *= x.shape[k];
-      P->ishape[P->inn] = x.shape[k];
-      P->istride[P->inn++] = x.strides[k];
-    }
-  }
-  P->on = cpu_merge_dims(P->on, P->oshape, P->ostride);
-  P->inn = cpu_merge_dims(P->inn, P->ishape, P->istride);
+  CPU_SPLIT_AXIS(P, &x, axis);
   st = cpu_submit_call(ctx, op, cs_run, free, P, (uint64_t)x.numel); /* takes P */
   return st;
 }

@@ -87,6 +87,38 @@ static inline int cpu_merge_dims(int n, int64_t *shape, int64_t *stride) {
   return m;
 }
 
+/* Splits x's dims around `axis`: outer dims (before it, merged where contiguous) of total size
+ * O, the axis itself (length L, stride s) and inner dims (after it) of total size I. A 0-d x is
+ * one element: L = 1. Fills the plan fields named in CPU_SPLIT_AXIS. */
+static inline void cpu_split_axis(const cpu_view *x, int64_t axis, int64_t *O, int64_t *L,
+                                  int64_t *I, int64_t *s, int *on, int64_t *oshape,
+                                  int64_t *ostride, int *inn, int64_t *ishape,
+                                  int64_t *istride) {
+  *L = x->ndim > 0 ? x->shape[axis] : 1;
+  *s = x->ndim > 0 ? x->strides[axis] : 1;
+  *O = 1;
+  *I = 1;
+  *on = 0;
+  *inn = 0;
+  for (int k = 0; k < x->ndim; ++k) {
+    if (k < axis) {
+      *O *= x->shape[k];
+      oshape[*on] = x->shape[k];
+      ostride[(*on)++] = x->strides[k];
+    } else if (k > axis) {
+      *I *= x->shape[k];
+      ishape[*inn] = x->shape[k];
+      istride[(*inn)++] = x->strides[k];
+    }
+  }
+  *on = cpu_merge_dims(*on, oshape, ostride);
+  *inn = cpu_merge_dims(*inn, ishape, istride);
+}
+#define CPU_SPLIT_AXIS(P, x, axis)                                                             \
+  cpu_split_axis((x), (axis), &(P)->O, &(P)->L, &(P)->I, &(P)->s, &(P)->on, (P)->oshape,       \
+                 (P)->ostride, &(P)->inn, (P)->ishape, (P)->istride)
+
+
 /* 64-byte aligned scratch (free with free()); NULL on failure or n == 0 bytes -> 64 bytes. */
 static inline void *cpu_scratch(size_t nbytes) {
   void *p = NULL;
