@@ -15,7 +15,8 @@ PYTHON="${HWPORT_PYTHON:-python3}"
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.hwport-requirements.sha256"
-APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev)
+APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev
+              pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
 # Build + test requirements. The entries of pyproject.toml's [build-system].requires,
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
 # these, so a dependency added there is picked up here without editing this file.
@@ -43,6 +44,17 @@ missing_prereqs() {
      ! compgen -G "/usr/include/openblas/cblas.h" >/dev/null; then
     echo "libopenblas-dev (OpenBLAS with cblas.h)"
   fi
+  # The OpenCL headers, ICD loader and PoCL (a CPU OpenCL implementation): the OpenCL reference
+  # plugin (device_plugins/opencl; without them the build skips it and says so).
+  if [[ ! -f /usr/include/CL/cl.h ]]; then
+    echo "opencl-headers (CL/cl.h)"
+  fi
+  if ! compgen -G "/usr/lib/*/libOpenCL.so" >/dev/null && [[ ! -e /usr/lib/libOpenCL.so ]]; then
+    echo "ocl-icd-opencl-dev (the OpenCL ICD loader)"
+  fi
+  if ! compgen -G "/etc/OpenCL/vendors/*.icd" >/dev/null; then
+    echo "pocl-opencl-icd (an OpenCL implementation)"
+  fi
   if ! have "$PYTHON"; then
     echo "$PYTHON"
     return
@@ -62,7 +74,7 @@ EOF
 
 missing="$(missing_prereqs)"
 if [[ -z "$missing" ]]; then
-  note "all present (C/C++ compiler, make, git, OpenBLAS, $PYTHON with venv and headers);" \
+  note "all present (C/C++ compiler, make, git, OpenBLAS, OpenCL/PoCL, $PYTHON with venv and headers);" \
        "apt skipped"
 else
   note "missing: $(echo "$missing" | paste -sd, - | sed 's/,/, /g')"

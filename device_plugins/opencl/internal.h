@@ -1,0 +1,144 @@
+/* hwport OpenCL plugin — declarations shared by the plugin's source files (not part of any ABI).
+ *
+ * One hwport device per OpenCL device (over all platforms, filtered by HWPORT_OPENCL_DEVICES).
+ * The selected devices of one platform share one cl_context, so buffers and events of a
+ * platform are usable by every queue of that platform. A buffer is a cl_mem; a stream is an
+ * in-order command queue; an event holds the cl_event of its last record (a marker). */
+#ifndef HWPORT_OPENCL_INTERNAL_H
+#define HWPORT_OPENCL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <CL/cl.h>
+
+#include "hwport/device.h"
+#include "hwport/kernel.h"
+#include "hwport/plugin.h"
+#include "hwport/types.h"
+
+#define OCL_PLUGIN_VERSION "0.1.0"
+#define OCL_MAX_DEVICES 64
+#define OCL_MAX_PLATFORMS 16
+#define OCL_ERROR_LEN 512
+
+#if defined(__GNUC__)
+#define OCL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OCL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OCL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define OCL_LIKELY(x) (x)
+#define OCL_UNLIKELY(x) (x)
+#define OCL_PRINTF(f, a)
+#endif
+
+/* ---- errors.c: thread-local last error, OpenCL error names, logging ----------------------- */
+
+/* Formats the calling thread's last-error message and returns `code`. */
+HWP_Status ocl_error(HWP_Status code, const char *fmt, ...) OCL_PRINTF(2, 3);
+/* Turns a failed cl* call into a status: CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES
+ * and CL_OUT_OF_HOST_MEMORY are HWP_ERROR_OUT_OF_MEMORY, anything else HWP_ERROR_DEVICE. The
+ * message names the hwport function, the cl* call and the OpenCL error. */
+HWP_Status ocl_cl_error(cl_int err, const char *fn, const char *call);
+const char *ocl_cl_error_name(cl_int err);
+const char *ocl_get_last_error(void);
+void ocl_set_host(const HWP_HostApi *host);
+void ocl_log(HWP_LogLevel level, const char *fmt, ...) OCL_PRINTF(2, 3);
+
+/* ---- device.c: discovery (once, at init) and the device table ----------------------------- */
+
+typedef struct ocl_stream ocl_stream;
+
+typedef struct ocl_mem_stats {
+  uint64_t in_use, peak, num_allocs, num_frees;
+} ocl_mem_stats;
+
+typedef struct ocl_device {
+  cl_platform_id platform;
+  cl_device_id id;
+  int32_t platform_slot; /* index into g_ocl.contexts */
+  char name[256];
+  char vendor[128];
+  char driver_version[64];
+  char platform_name[128];
+  uint64_t global_memory;
+  uint64_t max_alloc;
+  uint64_t alignment; /* bytes */
+  int32_t compute_units;
+  int32_t max_work_group_size;
+  uint64_t memory_limit; /* the plugin's cap on bytes in use */
+
+  /* Guarded by mu. */
+  pthread_mutex_t mu;
+  cl_command_queue sync_queue; /* internal queue for synchronous work; created lazily */
+  ocl_stream *streams;         /* live streams (doubly linked) */
+  ocl_mem_stats stats; /* guarded by memory.c's lock, not mu */
+} ocl_device;
+
+typedef struct ocl_config {
+  int32_t num_devices;
+  ocl_device devices[OCL_MAX_DEVICES];
+  int32_t num_platforms;
+  cl_platform_id platforms[OCL_MAX_PLATFORMS];
+  cl_context contexts[OCL_MAX_PLATFORMS]; /* created lazily, guarded by context_mu */
+  pthread_mutex_t context_mu;
+  char why_none[OCL_ERROR_LEN]; /* when num_devices == 0: why */
+} ocl_config;
+
+extern ocl_config g_ocl;
+
+void ocl_config_init(void); /* idempotent: the first call discovers the devices */
+extern const HWP_DeviceTable ocl_device_table;
+
+static inline HWP_Status ocl_check_device(int32_t device, const char *fn) {
+  if (OCL_LIKELY(device >= 0 && device < g_ocl.num_devices)) return HWP_OK;
+  return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: device %d out of range [0, %d)", fn,
+                   (int)device, (int)g_ocl.num_devices);
+}
+
+/* The context of `device` (created on first use). */
+HWP_Status ocl_context(int32_t device, cl_context *out, const char *fn);
+/* The device's internal queue for synchronous work (created on first use). */
+HWP_Status ocl_sync_queue(int32_t device, cl_command_queue *out, const char *fn);
+
+/* ---- memory.c ------------------------------------------------------------------------------ */
+
+extern const HWP_MemoryTable ocl_memory_table;
+/* Releases every buffer still live (at shutdown). */
+void ocl_memory_shutdown(void);
+
+/* ---- stream.c ------------------------------------------------------------------------------ */
+
+struct ocl_stream {
+  cl_command_queue queue;
+  int32_t device;
+  uint64_t magic;
+  ocl_stream *prev, *next; /* in the device's list, guarded by the device's mu */
+  pthread_mutex_t mu;      /* guards last */
+  cl_event last;           /* the last command enqueued on the queue, or NULL */
+};
+
+/* The queue of `stream` on `device` (validated), or an INVALID_ARGUMENT error. */
+HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue *out,
+                            const char *fn);
+
+/* Records `ev` (owned by the callee from now on; NULL is ignored) as the last command enqueued
+ * on `stream`: query_stream reports the stream idle when that command has completed (the queue
+ * is in order). EVERY command enqueued on a stream's queue (copies, fills, markers, barriers,
+ * and the kernels of a later step) must pass its event here, right after the enqueue. */
+void ocl_stream_track(HWP_Stream stream, cl_event ev);
+
+/* Blocks until every queue of `device` (its streams and the internal one) has finished. */
+HWP_Status ocl_synchronize_device(int32_t device, const char *fn);
+
+/* Releases every stream still live (at shutdown). */
+void ocl_stream_shutdown(void);
+
+extern const HWP_StreamTable ocl_stream_table;
+
+#endif /* HWPORT_OPENCL_INTERNAL_H */
