@@ -1,14 +1,15 @@
-/* hwport OpenCL plugin — the one exported symbol: version check, device discovery, and the
- * plugin's tables. No kernels are registered yet: every op runs through the host's counted
- * CPU fallback. */
+/* hwport OpenCL plugin — the one exported symbol: version check, device discovery, kernel
+ * registration (the generated elementwise kernels, kernels_elementwise.c) and the plugin's
+ * tables. Every other op runs through the host's counted CPU fallback. */
 #include <stddef.h>
 
-#include "internal.h"
+#include "kernels.h"
 
 static void ocl_shutdown(void) {
   for (int32_t d = 0; d < g_ocl.num_devices; ++d) (void)ocl_synchronize_device(d, "shutdown");
   ocl_stream_shutdown();
   ocl_memory_shutdown();
+  ocl_program_cache_shutdown();
 }
 
 static const HWP_PluginApi g_api = {
@@ -42,6 +43,8 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
                      (unsigned)host->abi_minor);
   ocl_set_host(host);
   ocl_config_init();
+  HWP_Status st = ocl_register_elementwise_kernels(host);
+  if (st != HWP_OK) return st;
   *out = &g_api;
   return HWP_OK;
 }

@@ -1,0 +1,27 @@
+/* hwport OpenCL plugin — the program cache and the kernels (not part of any ABI). */
+#ifndef HWPORT_OPENCL_KERNELS_H
+#define HWPORT_OPENCL_KERNELS_H
+
+#include "internal.h"
+
+/* ---- program_cache.c ---------------------------------------------------------------------- */
+
+#define OCL_MAX_PROGRAMS 32
+
+/* The built program `slot` (< OCL_MAX_PROGRAMS; one slot per distinct source) of `device`:
+ * built on first use for that device, from the on-disk binary cache when it holds a valid entry
+ * for (source, device name, driver version, options), else compiled from source (and then
+ * stored there). Logs "opencl: compiled program <hash>" (DEBUG) per compilation. Thread-safe;
+ * the program stays owned by the cache. */
+HWP_Status ocl_program_get(int32_t device, int slot, const char *source, const char *options,
+                           cl_program *out, const char *fn);
+/* Releases every cached program (at shutdown). */
+void ocl_program_cache_shutdown(void);
+
+/* ---- kernels_elementwise.c ---------------------------------------------------------------- */
+
+/* Registers the generated elementwise kernels (unary/binary primitives, where, cast, copy,
+ * fill) for the dtypes every discovered device supports. */
+HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host);
+
+#endif /* HWPORT_OPENCL_KERNELS_H */

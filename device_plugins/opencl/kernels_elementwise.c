@@ -1,0 +1,347 @@
+/* hwport OpenCL plugin — the generated elementwise kernels: the unary/binary primitives of
+ * phi_ops/ops.yaml with a c_expr, where, cast, copy and fill.
+ *
+ * ocl_elementwise_gen.h (phi_ops/codegen/gen_opencl_elementwise.py) holds one OpenCL C program
+ * per dtype (kernel k_<op> per op registered for it) and the op table. A launch collapses the
+ * output's dims (dropping size-1 dims, merging dims contiguous in every operand), passes shape
+ * and byte strides (any sign, 0 for broadcast) as long16 arguments, and byte offsets: kernels
+ * index through uchar pointers, moving elements byte by byte when any offset or stride is not a
+ * multiple of the itemsize. Kernels accept strided inputs (HWP_KERNEL_ACCEPTS_STRIDED).
+ *
+ * The program of a dtype is built for a device on its first launch there (program_cache.c).
+ * float64 kernels (and casts to float64) are registered only when every device reports
+ * cl_khr_fp64. Work is enqueued on ctx->stream's queue and tracked (ocl_stream_track); with a
+ * NULL stream it runs on the device's internal queue and completes before the kernel returns. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hwport/kernel_util.h"
+#include "kernels.h"
+/* The generated table. CMake builds define HWPORT_OCL_REQUIRE_GEN (a missing table is an
+ * error there); a standalone compile of this file (e.g. a warning check) gets an empty table. */
+#if defined(HWPORT_OCL_REQUIRE_GEN) || !defined(__has_include)
+#include "ocl_elementwise_gen.h"
+#elif __has_include("ocl_elementwise_gen.h")
+#include "ocl_elementwise_gen.h"
+#else
+enum { OCL_EW_UNARY = 1, OCL_EW_BINARY = 2, OCL_EW_WHERE = 3, OCL_EW_CAST = 4,
+       OCL_EW_COPY = 5, OCL_EW_FILL = 6 };
+typedef struct ocl_ew_op_info {
+  const char *name;
+  int kind;
+  uint32_t dtype_mask;
+} ocl_ew_op_info;
+static const ocl_ew_op_info ocl_ew_ops[1] = {{"", 0, 0u}};
+#define OCL_EW_NUM_OPS 0
+static const char *const ocl_ew_program_source[10] = {"", "", "", "", "", "", "", "", "", ""};
+#endif
+
+#define OCL_EW_LOCAL 128
+
+static int g_fp64[OCL_MAX_DEVICES];
+static char g_options[OCL_MAX_DEVICES][160];
+
+static const char *const k_dtype_names[HWP_DTYPE_COUNT] = {
+    "bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+    "float64"};
+
+static int is_float(HWP_DType d) { return d >= HWP_DTYPE_FLOAT16 && d <= HWP_DTYPE_FLOAT64; }
+
+/* ---- host-side conversion of fill values ---------------------------------------------------- */
+
+/* double -> a narrow binary float with M mantissa bits, exponent bias B and all-ones exponent
+ * E_ALL, rounded to nearest even (float16: 10, 15, 31; bfloat16: 7, 127, 255). */
+static uint16_t f64_to_narrow(double v, int M, int B, int E_ALL) {
+  uint16_t sign = signbit(v) ? 0x8000u : 0;
+  uint16_t inf = (uint16_t)(E_ALL << M);
+  if (isnan(v)) return (uint16_t)(sign | inf | (1u << (M - 1)));
+  if (isinf(v)) return (uint16_t)(sign | inf);
+  double a = fabs(v);
+  if (a == 0) return sign;
+  int e;
+  double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  int be = e - 1 + B;
+  if (be <= 0) { /* subnormal (or rounds up to the smallest normal) */
+    double q = nearbyint(ldexp(a, B - 1 + M));
+    return (uint16_t)(sign | (uint16_t)q);
+  }
+  double q = nearbyint(ldexp(m, M + 1));
+  if (q == ldexp(1.0, M + 1)) {
+    q = ldexp(1.0, M);
+    ++be;
+  }
+  if (be >= E_ALL) return (uint16_t)(sign | inf);
+  return (uint16_t)(sign | (uint16_t)(be << M) | (uint16_t)((uint32_t)q - (1u << M)));
+}
+
+static HWP_Status fill_bits(const HWP_KernelContext *ctx, HWP_DType dtype, int64_t *bits) {
+  double fv = 0;
+  int64_t iv = 0;
+  int have_i = 0, have_f = 0;
+  if (ctx->get_attr == NULL)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "fill: the kernel context has no get_attr");
+  if (is_float(dtype)) {
+    have_f = ctx->get_attr(ctx, "value", HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
+    if (!have_f) have_i = ctx->get_attr(ctx, "value", HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
+    if (have_i) fv = (double)iv;
+  } else {
+    have_i = ctx->get_attr(ctx, "value", HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
+    if (!have_i) have_f = ctx->get_attr(ctx, "value", HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
+    if (have_f) { /* cast semantics: truncation, NaN -> 0, saturating to the dtype */
+      double lo = -9.2233720368547758e18, hi = 9.2233720368547758e18;
+      switch (dtype) {
+      case HWP_DTYPE_INT8: lo = -128; hi = 127; break;
+      case HWP_DTYPE_UINT8: lo = 0; hi = 255; break;
+      case HWP_DTYPE_INT16: lo = -32768; hi = 32767; break;
+      case HWP_DTYPE_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+      default: break;
+      }
+      if (dtype == HWP_DTYPE_BOOL) iv = fv != 0;
+      else if (isnan(fv)) iv = 0;
+      else if (fv >= hi) iv = hi >= 9.2e18 ? INT64_MAX : (int64_t)hi;
+      else if (fv <= lo) iv = (int64_t)lo;
+      else iv = (int64_t)fv;
+    }
+  }
+  if (!have_i && !have_f)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "fill: attribute 'value' is missing or not a number");
+  switch (dtype) {
+  case HWP_DTYPE_BOOL: *bits = iv != 0; break;
+  case HWP_DTYPE_FLOAT16: *bits = f64_to_narrow(fv, 10, 15, 31); break;
+  case HWP_DTYPE_BFLOAT16: *bits = f64_to_narrow(fv, 7, 127, 255); break;
+  case HWP_DTYPE_FLOAT32: {
+    float f = (float)fv;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    *bits = (int64_t)u;
+    break;
+  }
+  case HWP_DTYPE_FLOAT64: memcpy(bits, &fv, 8); break;
+  default: *bits = iv; break;
+  }
+  return HWP_OK;
+}
+
+/* ---- launch ----------------------------------------------------------------------------------- */
+
+typedef struct ew_layout {
+  int ndim;
+  cl_long shape[16];
+  cl_long st[3][16]; /* byte strides per input */
+} ew_layout;
+
+static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
+  const ocl_ew_op_info *op = (const ocl_ew_op_info *)ctx->user_data;
+  const char *fn = op->name;
+  HWP_Status st = ocl_check_device(ctx->device, fn);
+  if (st != HWP_OK) return st;
+  int nin = op->kind == OCL_EW_UNARY || op->kind == OCL_EW_CAST || op->kind == OCL_EW_COPY ? 1
+            : op->kind == OCL_EW_BINARY                                             ? 2
+            : op->kind == OCL_EW_WHERE                                              ? 3
+                                                                                    : 0;
+  if (ctx->num_inputs != nin || ctx->num_outputs != 1 || ctx->outputs == NULL ||
+      (nin > 0 && ctx->inputs == NULL))
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: expected %d inputs and 1 output, got %d, %d",
+                     fn, nin, (int)ctx->num_inputs, (int)ctx->num_outputs);
+  const HWP_TensorView *o = &ctx->outputs[0];
+  HWP_DType key = op->kind == OCL_EW_FILL    ? o->dtype
+                  : op->kind == OCL_EW_WHERE ? ctx->inputs[1].dtype
+                                             : ctx->inputs[0].dtype;
+  if (key < 0 || key >= HWP_DTYPE_COUNT || !((op->dtype_mask >> key) & 1u))
+    return ocl_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %d not supported", fn, (int)key);
+  if (o->dtype < 0 || o->dtype >= HWP_DTYPE_COUNT)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad output dtype %d", fn, (int)o->dtype);
+  int dev = ctx->device;
+  if ((key == HWP_DTYPE_FLOAT64 || o->dtype == HWP_DTYPE_FLOAT64) && !g_fp64[dev])
+    return ocl_error(HWP_ERROR_NOT_SUPPORTED, "%s: device %d has no cl_khr_fp64", fn, dev);
+  if (o->ndim < 0 || o->ndim > HWP_MAX_NDIM)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad ndim %d", fn, (int)o->ndim);
+  for (int i = 0; i < nin; ++i) {
+    const HWP_TensorView *v = &ctx->inputs[i];
+    HWP_DType want = (op->kind == OCL_EW_WHERE && i == 0) ? HWP_DTYPE_BOOL
+                     : op->kind == OCL_EW_WHERE            ? key
+                                                           : v->dtype;
+    if (v->dtype != want || v->ndim != o->ndim || v->buffer == NULL)
+      return ocl_error(HWP_ERROR_INVALID_ARGUMENT,
+                       "%s: input %d (dtype %d, ndim %d) does not match the output", fn, i,
+                       (int)v->dtype, (int)v->ndim);
+    for (int k = 0; k < o->ndim; ++k)
+      if (v->shape[k] != o->shape[k])
+        return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: input %d is not broadcast", fn, i);
+  }
+  uint64_t n = 1;
+  for (int k = 0; k < o->ndim; ++k) n *= (uint64_t)o->shape[k];
+  if (n == 0) return HWP_OK;
+  if (o->buffer == NULL) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output is NULL", fn);
+
+  /* Collapse: drop size-1 dims, merge a dim into the next when every input is contiguous
+   * across them (the output always is). */
+  ew_layout L;
+  memset(&L, 0, sizeof L);
+  int64_t isz[3] = {0, 0, 0};
+  for (int i = 0; i < nin; ++i) isz[i] = (int64_t)hwp_dtype_size(ctx->inputs[i].dtype);
+  for (int k = 0; k < o->ndim; ++k) {
+    if (o->shape[k] == 1) continue;
+    int merge = L.ndim > 0;
+    for (int i = 0; i < nin && merge; ++i)
+      merge = L.st[i][L.ndim - 1] == ctx->inputs[i].strides[k] * isz[i] * o->shape[k];
+    if (merge) {
+      L.shape[L.ndim - 1] *= o->shape[k];
+      for (int i = 0; i < nin; ++i) L.st[i][L.ndim - 1] = ctx->inputs[i].strides[k] * isz[i];
+    } else {
+      L.shape[L.ndim] = o->shape[k];
+      for (int i = 0; i < nin; ++i) L.st[i][L.ndim] = ctx->inputs[i].strides[k] * isz[i];
+      ++L.ndim;
+    }
+  }
+  int aligned = o->byte_offset % hwp_dtype_size(o->dtype) == 0;
+  for (int i = 0; i < nin; ++i) {
+    if (ctx->inputs[i].byte_offset % (uint64_t)isz[i] != 0) aligned = 0;
+    for (int k = 0; k < L.ndim; ++k)
+      if (L.st[i][k] % isz[i] != 0) aligned = 0;
+  }
+
+  int arg = op->kind == OCL_EW_CAST ? (int)o->dtype : 0;
+  cl_long16 shape, sa, sb, sc;
+  memset(&shape, 0, sizeof shape);
+  memset(&sa, 0, sizeof sa);
+  memset(&sb, 0, sizeof sb);
+  memset(&sc, 0, sizeof sc);
+  for (int k = 0; k < L.ndim; ++k) {
+    shape.s[k] = L.shape[k];
+    sa.s[k] = L.st[0][k];
+    sb.s[k] = L.st[1][k];
+    sc.s[k] = L.st[2][k];
+  }
+  int ndim = L.ndim;
+  if (op->kind == OCL_EW_FILL) {
+    int64_t bits = 0;
+    st = fill_bits(ctx, o->dtype, &bits);
+    if (st != HWP_OK) return st;
+    sa.s[0] = bits;
+    ndim = 0;
+  }
+
+  cl_program prog;
+  st = ocl_program_get(dev, (int)key, ocl_ew_program_source[key], g_options[dev], &prog, fn);
+  if (st != HWP_OK) return st;
+  char kname[96];
+  snprintf(kname, sizeof kname, "k_%s", op->name);
+  cl_int err;
+  cl_kernel k = clCreateKernel(prog, kname, &err);
+  if (k == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
+
+  cl_mem out = (cl_mem)o->buffer;
+  cl_mem in[3] = {out, out, out};
+  cl_ulong off[3] = {0, 0, 0};
+  for (int i = 0; i < nin; ++i) {
+    in[i] = (cl_mem)ctx->inputs[i].buffer;
+    off[i] = ctx->inputs[i].byte_offset;
+  }
+  cl_ulong out_off = o->byte_offset, cn = n;
+  cl_int cndim = ndim, cal = aligned, carg = arg;
+  err = CL_SUCCESS;
+  err |= clSetKernelArg(k, 0, sizeof(cl_mem), &out);
+  err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &out_off);
+  for (int i = 0; i < 3; ++i) {
+    err |= clSetKernelArg(k, (cl_uint)(2 + 2 * i), sizeof(cl_mem), &in[i]);
+    err |= clSetKernelArg(k, (cl_uint)(3 + 2 * i), sizeof(cl_ulong), &off[i]);
+  }
+  err |= clSetKernelArg(k, 8, sizeof(cl_ulong), &cn);
+  err |= clSetKernelArg(k, 9, sizeof(cl_int), &cndim);
+  err |= clSetKernelArg(k, 10, sizeof(cl_int), &cal);
+  err |= clSetKernelArg(k, 11, sizeof(cl_int), &carg);
+  err |= clSetKernelArg(k, 12, sizeof(cl_long16), &shape);
+  err |= clSetKernelArg(k, 13, sizeof(cl_long16), &sa);
+  err |= clSetKernelArg(k, 14, sizeof(cl_long16), &sb);
+  err |= clSetKernelArg(k, 15, sizeof(cl_long16), &sc);
+  if (err != CL_SUCCESS) {
+    clReleaseKernel(k);
+    return ocl_error(HWP_ERROR_INTERNAL, "%s: clSetKernelArg failed", fn);
+  }
+  size_t local = OCL_EW_LOCAL, kwg = 0;
+  if (clGetKernelWorkGroupInfo(k, g_ocl.devices[dev].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
+                               &kwg, NULL) == CL_SUCCESS &&
+      kwg > 0 && kwg < local)
+    local = kwg;
+  size_t global = (size_t)((n + local - 1) / local) * local;
+
+  cl_command_queue q;
+  if (ctx->stream == NULL) {
+    st = ocl_sync_queue(dev, &q, fn);
+  } else {
+    st = ocl_stream_queue(dev, ctx->stream, &q, fn);
+  }
+  if (st != HWP_OK) {
+    clReleaseKernel(k);
+    return st;
+  }
+  cl_event ev = NULL;
+  err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL,
+                               ctx->stream == NULL ? NULL : &ev);
+  clReleaseKernel(k); /* the enqueued command keeps it alive */
+  if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
+  if (ctx->stream != NULL) {
+    ocl_stream_track(ctx->stream, ev);
+    err = clFlush(q);
+    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFlush");
+  } else {
+    err = clFinish(q);
+    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFinish");
+  }
+  return HWP_OK;
+}
+
+/* ---- registration --------------------------------------------------------------------------- */
+
+static int device_fp64(cl_device_id id) {
+  cl_device_fp_config cfg = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == CL_SUCCESS &&
+      cfg != 0)
+    return 1;
+  char ext[8192] = "";
+  clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+  return strstr(ext, "cl_khr_fp64") != NULL;
+}
+
+HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host) {
+  if (g_ocl.num_devices == 0) return HWP_OK; /* nothing could run them */
+  int fp64_all = 1;
+  for (int32_t d = 0; d < g_ocl.num_devices; ++d) {
+    cl_device_id id = g_ocl.devices[d].id;
+    g_fp64[d] = device_fp64(id);
+    fp64_all &= g_fp64[d];
+    cl_device_fp_config sp = 0;
+    clGetDeviceInfo(id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof sp, &sp, NULL);
+    snprintf(g_options[d], sizeof g_options[d], "%s%s", g_fp64[d] ? "-DHAS_FP64=1" : "",
+             (sp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
+                 ? " -cl-fp32-correctly-rounded-divide-sqrt"
+                 : "");
+  }
+  int count = 0;
+  for (int i = 0; i < OCL_EW_NUM_OPS; ++i) {
+    const ocl_ew_op_info *op = &ocl_ew_ops[i];
+    for (HWP_DType dt = 0; dt < HWP_DTYPE_COUNT; ++dt) {
+      if (!((op->dtype_mask >> dt) & 1u)) continue;
+      if (dt == HWP_DTYPE_FLOAT64 && !fp64_all) continue;
+      HWP_KernelRegistration reg;
+      memset(&reg, 0, sizeof reg);
+      reg.struct_size = sizeof reg;
+      reg.op_name = op->name;
+      reg.dtype = dt;
+      reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
+      reg.fn = ew_kernel;
+      reg.user_data = (void *)op;
+      HWP_Status st = host->register_kernel(host->host_context, &reg);
+      if (st != HWP_OK)
+        return ocl_error(st, "hwport_plugin_init: registering %s[%s] failed", op->name,
+                         k_dtype_names[dt]);
+      ++count;
+    }
+  }
+  ocl_log(HWP_LOG_INFO, "opencl: registered %d elementwise kernels (float64: %s)", count,
+          fp64_all ? "yes" : "no");
+  return HWP_OK;
+}

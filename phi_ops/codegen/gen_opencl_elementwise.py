@@ -1,0 +1,182 @@
+"""Generates the OpenCL plugin's elementwise programs from phi_ops/ops.yaml.
+
+    python gen_opencl_elementwise.py <ops.yaml> <elementwise_prelude.cl> <out_dir>
+
+writes <out_dir>/ocl_elementwise_gen.h (only when its content changes). The header holds:
+
+- ocl_ew_program_source[HWP_DTYPE_COUNT]: per dtype D, the OpenCL C source of one program:
+  "#define DT_<D> 1", the prelude (device_plugins/opencl/elementwise_prelude.cl: loads, stores,
+  compute types and the ew_<f> functions c_expr calls), then one kernel per op registered for D:
+  k_<op> for the unary/binary primitives with a c_expr (the CPU generator's selection and
+  dtype rules, phi_ops/codegen/gen_cpu_elementwise.py), k_where, k_cast (every target; the target
+  code is the `arg` kernel argument), k_copy and k_fill (raw bits in the `sa.s0` argument);
+- ocl_ew_ops[]: {op name, kind, mask of the dtypes (1 << HWP_DType) it is registered for}.
+
+Where the C expression alone does not give numpy's semantics (integer wrap-around, Python floor
+division/remainder, sign of NaN, bool bitwise_not), the expression is overridden (OVERRIDES),
+exactly as the CPU plugin does.
+
+Standalone: it runs at build time with only Python 3.11 and PyYAML.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import yaml
+from gen_cpu_elementwise import DTYPES, GenError, load, resolve_dtypes, select_ops
+
+HEADER_NAME = "ocl_elementwise_gen.h"
+
+# yaml dtype -> (HWP_DType code, program name, output itemsize, raw suffix, fill-bits expr)
+OCL_DTYPES = {
+    "bool": (0, "bool_", 1, "u8", "(uchar)bits"),
+    "int8": (1, "int8", 1, "i8", "(char)bits"),
+    "uint8": (2, "uint8", 1, "u8", "(uchar)bits"),
+    "int16": (3, "int16", 2, "i16", "(short)bits"),
+    "int32": (4, "int32", 4, "i32", "(int)bits"),
+    "int64": (5, "int64", 8, "i64", "bits"),
+    "float16": (6, "float16", 2, "u16", "(ushort)bits"),
+    "bfloat16": (7, "bfloat16", 2, "u16", "(ushort)bits"),
+    "float32": (8, "float32", 4, "f32", "as_float((uint)bits)"),
+    "float64": (9, "float64", 8, "f64", "as_double(bits)"),
+}
+assert list(OCL_DTYPES) == list(DTYPES)
+
+OVERRIDES = {
+    "neg": "ew_neg(x)",
+    "add": "ew_add(x, y)",
+    "subtract": "ew_sub(x, y)",
+    "multiply": "ew_mul(x, y)",
+    "floor_divide": "ew_floordiv(x, y)",
+    "remainder": "ew_mod(x, y)",
+    "sign": "ew_sign(x)",
+    "bitwise_not": "ew_bitnot(x)",
+}
+KIND = {"unary": 1, "binary": 2, "where": 3, "cast": 4, "copy": 5, "fill": 6}
+SPECIAL = ("cast", "copy", "fill")
+
+
+def collect(doc: dict) -> list[dict]:
+    """Every op the plugin registers: {name, kind, dtypes, expr (unary/binary), out_bool}."""
+    ops = []
+    for op in select_ops(doc):
+        if op["category"] == "ternary":
+            if op["name"] != "where":
+                continue
+            ops.append({"name": "where", "kind": "where", "dtypes": op["dtypes"]})
+            continue
+        expr = OVERRIDES.get(op["name"], op["expr"].replace("cpu_ew_", "ew_"))
+        ops.append({"name": op["name"], "kind": op["category"], "dtypes": op["dtypes"],
+                    "expr": expr, "out_bool": op["out"] == "OUT_BOOL"})
+    groups = doc.get("dtype_groups", {})
+    by_name = {op.get("name"): op for op in doc.get("ops", [])}
+    for name in SPECIAL:
+        op = by_name.get(name)
+        if op is None or op.get("kind") != "primitive":
+            raise GenError(f"ops.yaml has no primitive {name!r}")
+        ops.append({"name": name, "kind": name, "dtypes": resolve_dtypes(op, groups)})
+    return ops
+
+
+def kernel_source(op: dict, dtype: str) -> str:
+    _code, _pname, size, _raw, fill_bits = OCL_DTYPES[dtype]
+    n, kind = op["name"], op["kind"]
+    head = f"__kernel void k_{n}(EW_PARAMS) {{\n"
+    if kind in ("unary", "binary"):
+        osz = 1 if op["out_bool"] else size
+        store = "ST_BOOL" if op["out_bool"] else "ST"
+        load = "  CT x = LD(px, al);\n" + ("  CT y = LD(py, al);\n" if kind == "binary" else "")
+        return (head + f"  EW_PROLOGUE({osz})\n" + load +
+                f"  {store}(po, al, {op['expr']});\n}}\n")
+    if kind == "where":
+        return (head + f"  EW_PROLOGUE({size})\n"
+                "  STRAW(po, al, LDRAW(ld_bool_(px, al) ? py : pz, al));\n}\n")
+    if kind == "copy":
+        return head + f"  EW_PROLOGUE({size})\n  STRAW(po, al, LDRAW(px, al));\n}}\n"
+    if kind == "cast":
+        return (head + "  const int osz[10] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};\n"
+                "  EW_PROLOGUE(osz[arg < 0 || arg > 9 ? 0 : arg])\n"
+                "  cast_store(po, al, arg, LD(px, al));\n}\n")
+    if kind == "fill":
+        return (head + f"  EW_PROLOGUE({size})\n  long bits = sa.s0;\n"
+                f"  STRAW(po, al, {fill_bits});\n}}\n")
+    raise GenError(f"op {n!r}: unknown kind {kind!r}")
+
+
+def c_string(text: str) -> str:
+    lines = text.splitlines()
+    out = []
+    for line in lines:
+        esc = line.replace("\\", "\\\\").replace('"', '\\"')
+        out.append(f'    "{esc}\\n"')
+    return "\n".join(out) if out else '    ""'
+
+
+def render(ops: list[dict], prelude: str) -> str:
+    parts = [
+        "/* Generated from phi_ops/ops.yaml and device_plugins/opencl/elementwise_prelude.cl by",
+        " * phi_ops/codegen/gen_opencl_elementwise.py: do not edit. */",
+        "#ifndef HWPORT_OCL_ELEMENTWISE_GEN_H",
+        "#define HWPORT_OCL_ELEMENTWISE_GEN_H",
+        "",
+        "#include <stdint.h>",
+        "",
+        "enum { OCL_EW_UNARY = 1, OCL_EW_BINARY = 2, OCL_EW_WHERE = 3, OCL_EW_CAST = 4,",
+        "       OCL_EW_COPY = 5, OCL_EW_FILL = 6 };",
+        "typedef struct ocl_ew_op_info {",
+        "  const char *name;",
+        "  int kind;",
+        "  uint32_t dtype_mask; /* bit d: registered for HWP_DType d */",
+        "} ocl_ew_op_info;",
+        "",
+        "static const ocl_ew_op_info ocl_ew_ops[] = {",
+    ]
+    for op in ops:
+        mask = sum(1 << OCL_DTYPES[d][0] for d in op["dtypes"])
+        parts.append(f'    {{"{op["name"]}", {KIND[op["kind"]]}, 0x{mask:03x}u}},')
+    parts.append("};")
+    parts.append(f"#define OCL_EW_NUM_OPS {len(ops)}")
+    parts.append("")
+    parts.append("static const char *const ocl_ew_program_source[10] = {")
+    for dtype, (_code, pname, _size, _raw, _fb) in OCL_DTYPES.items():
+        src = f"#define DT_{pname} 1\n" + prelude + "\n"
+        for op in ops:
+            if dtype in op["dtypes"]:
+                src += kernel_source(op, dtype)
+        parts.append(f"    /* {dtype} */")
+        parts.append(c_string(src) + ",")
+    parts.append("};")
+    parts.append("")
+    parts.append("#endif /* HWPORT_OCL_ELEMENTWISE_GEN_H */")
+    return "\n".join(parts) + "\n"
+
+
+def generate(ops_yaml: str | Path, prelude: str | Path, out_dir: str | Path) -> Path:
+    text = render(collect(load(ops_yaml)), Path(prelude).read_text(encoding="utf-8"))
+    out = Path(out_dir) / HEADER_NAME
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.read_text(encoding="utf-8") != text:
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4:
+        print(f"usage: {Path(argv[0]).name} <ops.yaml> <prelude.cl> <out_dir>", file=sys.stderr)
+        return 2
+    try:
+        generate(argv[1], argv[2], argv[3])
+    except (GenError, OSError, yaml.YAMLError) as e:
+        print(f"gen_opencl_elementwise: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
