@@ -24,27 +24,6 @@ static int parse_u64(const char *s, uint64_t *out, const char **end_out) {
   return 1;
 }
 
-/* "1048576", "64M", "2G", "512k", "1GiB", "8MB": binary multiples. */
-static int parse_bytes(const char *s, uint64_t *out) {
-  uint64_t v;
-  const char *end;
-  if (!parse_u64(s, &v, &end)) return 0;
-  uint64_t mult = 1;
-  switch (*end) {
-  case 'k': case 'K': mult = 1ull << 10; ++end; break;
-  case 'm': case 'M': mult = 1ull << 20; ++end; break;
-  case 'g': case 'G': mult = 1ull << 30; ++end; break;
-  case 't': case 'T': mult = 1ull << 40; ++end; break;
-  default: break;
-  }
-  if (mult != 1 && *end == 'i') ++end;
-  if (*end == 'b' || *end == 'B') ++end;
-  if (*end != '\0') return 0;
-  if (v != 0 && mult > UINT64_MAX / v) return 0;
-  *out = v * mult;
-  return 1;
-}
-
 static void read_vendor(char *dst, size_t n) {
   snprintf(dst, n, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -87,7 +66,7 @@ static void config_init_once(void) {
   s = getenv("HWPORT_CPU_MEMORY_LIMIT");
   if (s != NULL && *s != '\0') {
     uint64_t v;
-    if (parse_bytes(s, &v) && v > 0) {
+    if (hwps_parse_bytes(s, &v) && v > 0) {
       g_cpu.memory_limit = v;
     } else {
       cpu_log(HWP_LOG_WARNING,

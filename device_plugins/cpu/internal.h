@@ -10,6 +10,7 @@
 #include "hwport/kernel.h"
 #include "hwport/plugin.h"
 #include "hwport/types.h"
+#include "plugin_support.h"
 
 #define CPU_PLUGIN_VERSION "0.1.0"
 #define CPU_MAX_DEVICES 64
@@ -29,11 +30,11 @@
 
 /* ---- errors.c: thread-local last error and logging -------------------------------------- */
 
-/* Formats the calling thread's last-error message and returns `code`. */
-HWP_Status cpu_error(HWP_Status code, const char *fmt, ...) CPU_PRINTF(2, 3);
-const char *cpu_get_last_error(void);
-void cpu_set_host(const HWP_HostApi *host);
-void cpu_log(HWP_LogLevel level, const char *fmt, ...) CPU_PRINTF(2, 3);
+/* The shared plugin support (device_plugins/common) under this plugin's names. */
+#define cpu_error hwps_error
+#define cpu_get_last_error hwps_last_error
+#define cpu_set_host(host) hwps_set_host((host), "cpu")
+#define cpu_log hwps_log
 
 /* ---- device.c: configuration read once at init ------------------------------------------ */
 

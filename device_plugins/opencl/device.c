@@ -12,29 +12,6 @@ ocl_config g_ocl = {.context_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
 
-/* "1048576", "64M", "2G", "512k", "1GiB", "8MB": binary multiples. */
-static int parse_bytes(const char *s, uint64_t *out) {
-  if (s == NULL || !isdigit((unsigned char)*s)) return 0;
-  errno = 0;
-  char *end = NULL;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || end == s) return 0;
-  uint64_t mult = 1;
-  switch (*end) {
-  case 'k': case 'K': mult = 1ull << 10; ++end; break;
-  case 'm': case 'M': mult = 1ull << 20; ++end; break;
-  case 'g': case 'G': mult = 1ull << 30; ++end; break;
-  case 't': case 'T': mult = 1ull << 40; ++end; break;
-  default: break;
-  }
-  if (mult != 1 && *end == 'i') ++end;
-  if (*end == 'b' || *end == 'B') ++end;
-  if (*end != '\0') return 0;
-  if (v != 0 && mult > UINT64_MAX / v) return 0;
-  *out = (uint64_t)v * mult;
-  return 1;
-}
-
 /* Case-insensitive substring search. */
 static int contains_ci(const char *hay, const char *needle, size_t n) {
   if (n == 0) return 0;
@@ -84,7 +61,7 @@ static void config_init_once(void) {
   const char *filter = getenv("HWPORT_OPENCL_DEVICES");
   uint64_t limit_env = 0;
   const char *s = getenv("HWPORT_OPENCL_MEMORY_LIMIT");
-  if (s != NULL && *s != '\0' && !(parse_bytes(s, &limit_env) && limit_env > 0)) {
+  if (s != NULL && *s != '\0' && !(hwps_parse_bytes(s, &limit_env) && limit_env > 0)) {
     ocl_log(HWP_LOG_WARNING,
             "HWPORT_OPENCL_MEMORY_LIMIT='%s' is not a positive byte count (e.g. 1048576, 64M, "
             "2G); using each device's global memory",

@@ -1,24 +1,9 @@
-/* hwport OpenCL plugin — the thread-local last-error message, OpenCL error names, and logging
- * through the host. */
+/* hwport OpenCL plugin — OpenCL error names and statuses (the last-error message and logging are
+ * the shared plugin support's). */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "internal.h"
-
-static __thread char t_last_error[OCL_ERROR_LEN];
-
-/* Set once by hwport_plugin_init (the host keeps it valid until the process exits). */
-static const HWP_HostApi *g_host;
-
-HWP_Status ocl_error(HWP_Status code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(t_last_error, sizeof t_last_error, fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-const char *ocl_get_last_error(void) { return t_last_error; }
 
 const char *ocl_cl_error_name(cl_int err) {
   switch (err) {
@@ -94,20 +79,4 @@ HWP_Status ocl_cl_error(cl_int err, const char *fn, const char *call) {
                         ? HWP_ERROR_OUT_OF_MEMORY
                         : HWP_ERROR_DEVICE;
   return ocl_error(code, "%s: %s failed: %s (%d)", fn, call, ocl_cl_error_name(err), (int)err);
-}
-
-void ocl_set_host(const HWP_HostApi *host) { __atomic_store_n(&g_host, host, __ATOMIC_RELEASE); }
-
-void ocl_log(HWP_LogLevel level, const char *fmt, ...) {
-  char message[OCL_ERROR_LEN];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(message, sizeof message, fmt, ap);
-  va_end(ap);
-  const HWP_HostApi *host = __atomic_load_n(&g_host, __ATOMIC_ACQUIRE);
-  if (HWP_HAS_FIELD(host, HWP_HostApi, log) && host->log != NULL) {
-    host->log(host->host_context, level, message);
-  } else if (level >= HWP_LOG_WARNING) {
-    fprintf(stderr, "hwport opencl plugin: %s\n", message);
-  }
 }

@@ -21,6 +21,7 @@
 #include "hwport/kernel.h"
 #include "hwport/plugin.h"
 #include "hwport/types.h"
+#include "plugin_support.h"
 
 #define OCL_PLUGIN_VERSION "0.1.0"
 #define OCL_MAX_DEVICES 64
@@ -39,16 +40,16 @@
 
 /* ---- errors.c: thread-local last error, OpenCL error names, logging ----------------------- */
 
-/* Formats the calling thread's last-error message and returns `code`. */
-HWP_Status ocl_error(HWP_Status code, const char *fmt, ...) OCL_PRINTF(2, 3);
+/* The shared plugin support (device_plugins/common) under this plugin's names. */
+#define ocl_error hwps_error
+#define ocl_get_last_error hwps_last_error
+#define ocl_set_host(host) hwps_set_host((host), "opencl")
+#define ocl_log hwps_log
 /* Turns a failed cl* call into a status: CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES
  * and CL_OUT_OF_HOST_MEMORY are HWP_ERROR_OUT_OF_MEMORY, anything else HWP_ERROR_DEVICE. The
  * message names the hwport function, the cl* call and the OpenCL error. */
 HWP_Status ocl_cl_error(cl_int err, const char *fn, const char *call);
 const char *ocl_cl_error_name(cl_int err);
-const char *ocl_get_last_error(void);
-void ocl_set_host(const HWP_HostApi *host);
-void ocl_log(HWP_LogLevel level, const char *fmt, ...) OCL_PRINTF(2, 3);
 
 /* ---- device.c: discovery (once, at init) and the device table ----------------------------- */
 

@@ -31,6 +31,7 @@ INSTALLED_CPU = (Path(sysconfig.get_paths()["platlib"]) / "hwport" / "device_plu
 def _newest_source_mtime() -> float:
     files = [p for p in CPU_SOURCES.iterdir() if p.suffix in (".c", ".h")]
     files += list((ABI_INCLUDE / "hwport").glob("*.h"))
+    files += list((CPU_SOURCES.parent / "common").iterdir())
     return max(p.stat().st_mtime for p in files)
 
 

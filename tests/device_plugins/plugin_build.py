@@ -13,6 +13,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CPU_SOURCES = REPO_ROOT / "device_plugins" / "cpu"
+SUPPORT_SOURCES = REPO_ROOT / "device_plugins" / "common"
 ABI_INCLUDE = REPO_ROOT / "runtime" / "include"
 OPS_YAML = REPO_ROOT / "phi_ops" / "ops.yaml"
 GEN_CPU_ELEMENTWISE = REPO_ROOT / "phi_ops" / "codegen" / "gen_cpu_elementwise.py"
@@ -37,9 +38,9 @@ def build_cpu_plugin(out_dir: Path, extra_flags: tuple[str, ...] = ()) -> Path:
     out = out_dir / "libhwport_cpu.so"
     obj_dir = out_dir / "obj"
     obj_dir.mkdir(parents=True, exist_ok=True)
-    sources = sorted(CPU_SOURCES.glob("*.c"))
+    sources = sorted(CPU_SOURCES.glob("*.c")) + sorted(SUPPORT_SOURCES.glob("*.c"))
     flags = ["-std=gnu99", "-O3", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
-             f"-I{ABI_INCLUDE}", f"-I{gen_dir}", *extra_flags]
+             f"-I{ABI_INCLUDE}", f"-I{SUPPORT_SOURCES}", f"-I{gen_dir}", *extra_flags]
 
     def compile_one(src: Path) -> tuple[list[str], subprocess.CompletedProcess]:
         cmd = [cc, *flags, "-c", str(src), "-o", str(obj_dir / (src.stem + ".o"))]

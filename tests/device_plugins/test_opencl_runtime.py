@@ -530,15 +530,17 @@ def test_plugin_compiles_warning_free(tmp_path, opt):
         pytest.skip("no C compiler")
     from tests.conftest import ABI_INCLUDE_DIR, REPO_ROOT
 
+    support = REPO_ROOT / "device_plugins" / "common"
     sources = sorted((REPO_ROOT / "device_plugins" / "opencl").glob("*.c"))
+    sources += sorted(support.glob("*.c"))
     probe = subprocess.run([cc, "-E", "-x", "c", "-", "-o", os.devnull],
                            input="#include <CL/cl.h>\n", capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip("no OpenCL headers (CL/cl.h)")
     for src in sources:
         cmd = [cc, "-std=gnu99", opt, "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
-               "-Werror", "-DCL_TARGET_OPENCL_VERSION=120", f"-I{ABI_INCLUDE_DIR}", "-c",
-               str(src), "-o", str(tmp_path / (src.stem + ".o"))]
+               "-Werror", "-DCL_TARGET_OPENCL_VERSION=120", f"-I{ABI_INCLUDE_DIR}",
+               f"-I{support}", "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
 

@@ -1,0 +1,30 @@
+/* hwport reference plugins — what every plugin needs besides its device code: the
+ * thread-local last-error message behind HWP_PluginApi.get_last_error, logging through the
+ * host, and parsing of size settings. Compiled into each plugin (hidden symbols), so plugins
+ * stay independent shared libraries that only include the ABI headers. */
+#ifndef HWPORT_PLUGIN_SUPPORT_H
+#define HWPORT_PLUGIN_SUPPORT_H
+
+#include <stdint.h>
+
+#include "hwport/plugin.h"
+
+#define HWPS_ERROR_LEN 512
+
+#if defined(__GNUC__)
+#define HWPS_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define HWPS_PRINTF(f, a)
+#endif
+
+/* Formats the calling thread's last-error message and returns `code`. */
+HWP_Status hwps_error(HWP_Status code, const char *fmt, ...) HWPS_PRINTF(2, 3);
+/* The calling thread's message (empty when none): the plugin's get_last_error. */
+const char *hwps_last_error(void);
+/* Remembers the host (for logging) and the plugin's name (for stderr without a host logger). */
+void hwps_set_host(const HWP_HostApi *host, const char *plugin_name);
+void hwps_log(HWP_LogLevel level, const char *fmt, ...) HWPS_PRINTF(2, 3);
+/* "1048576", "64M", "2G", "512k", "1GiB", "8MB" (binary multiples) -> bytes; 0 on a bad value. */
+int hwps_parse_bytes(const char *s, uint64_t *out);
+
+#endif /* HWPORT_PLUGIN_SUPPORT_H */
