@@ -23,5 +23,8 @@ void ocl_program_cache_shutdown(void);
 /* Registers the generated elementwise kernels (unary/binary primitives, where, cast, copy,
  * fill) for the dtypes every discovered device supports. */
 HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host);
+/* kernels_reduce.c: sum, prod, max, min with work-group local-memory trees (program slots
+ * 20..29, one per dtype). */
+HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host);
 
 #endif /* HWPORT_OPENCL_KERNELS_H */

@@ -45,6 +45,7 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   ocl_config_init();
   HWP_Status st = ocl_register_elementwise_kernels(host);
   if (st != HWP_OK) return st;
+  if ((st = ocl_register_reduce_kernels(host)) != HWP_OK) return st;
   *out = &g_api;
   return HWP_OK;
 }

@@ -74,13 +74,17 @@ def expected_kernels() -> dict[str, tuple[str, ...]]:
 KERNELS = expected_kernels()
 FP64 = _has_fp64()
 OP_DTYPES = [(op, d) for op, ds in KERNELS.items() for d in ds if FP64 or d != "float64"]
+# The reduction kernels (kernels_reduce.c, tested in test_opencl_reduce.py): every dtype.
+REDUCTION_OP_DTYPES = [(op, d) for op in ("sum", "prod", "max", "min")
+                       for d in ("bool", *INTS, *FLOATS) if FP64 or d != "float64"]
 ARITY = {op: (1 if op in ("cast", "copy") else 3 if op == "where" else 0 if op == "fill"
               else None) for op in KERNELS}
 
 
 def test_registered_kernels_are_exactly_the_intended_set():
     entry = next(p for p in rt.plugins() if p["device_type"] == "opencl")
-    assert entry["num_kernels"] == len(OP_DTYPES), (entry["num_kernels"], len(OP_DTYPES))
+    want = len(OP_DTYPES) + len(REDUCTION_OP_DTYPES)
+    assert entry["num_kernels"] == want, (entry["num_kernels"], want)
     assert {"abs", "add", "divide", "pow", "maximum", "where", "cast", "copy",
             "fill"} <= set(KERNELS)
     assert KERNELS["divide"] == FLOATS
@@ -317,7 +321,7 @@ def ocl():
 def test_direct_registrations_are_exact_and_strided(ocl):
     from direct_host import DTYPE_CODE
 
-    want = {(op, DTYPE_CODE[d]) for op, d in OP_DTYPES}
+    want = {(op, DTYPE_CODE[d]) for op, d in OP_DTYPES + REDUCTION_OP_DTYPES}
     assert set(ocl.registrations) == want
     assert all(r.flags == 1 for r in ocl.registrations.values())  # HWP_KERNEL_ACCEPTS_STRIDED
 

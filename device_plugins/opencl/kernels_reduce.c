@@ -1,0 +1,492 @@
+/* hwport OpenCL plugin — the reduction kernels sum, prod, max and min (phi_ops/ops.yaml).
+ *
+ * attr axis holds the reduced dims (non-negative, sorted, unique, never empty); the output is
+ * contiguous over the kept dims. Inputs may be strided (HWP_KERNEL_ACCEPTS_STRIDED): the kept
+ * dims and the reduced dims are collapsed separately (size-1 dims dropped, a dim merged into
+ * the previous one of its group when their strides allow) and passed as long16 shapes and byte
+ * strides.
+ *
+ * One OpenCL C program per input dtype (the embedded source below, built with -DDT=<dtype>;
+ * program-cache slots OCL_RED_SLOT0 + dtype). A launch runs one work-group per (output
+ * element, chunk of the reduced range): every work-item accumulates a strided part of the
+ * chunk, then the group combines its values in local memory (a tree). When there are few
+ * outputs and long rows the row is split into chunks whose partial results (in the
+ * accumulation type) go to a workspace, reduced by a second kernel (k_<op>_fin), again with a
+ * local-memory tree. Work-group sizes are powers of two bounded by CL_DEVICE_MAX_WORK_GROUP_SIZE
+ * and CL_KERNEL_WORK_GROUP_SIZE; the global size is a multiple of the local size.
+ *
+ * Accumulation: bool/integers in int64 (wrap-around through ulong arithmetic), float16 and
+ * bfloat16 in float, float32 in double when the device has cl_khr_fp64 (else float with Kahan
+ * compensation per work-item), float64 in double. max/min propagate NaN; over bool they are
+ * any/all. The result is stored as outputs[0].dtype (int64 for sum/prod of bool/integers unless
+ * the op's dtype attr said otherwise, which the host applies as a cast of the input). */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* Registers sum/prod/max/min for every dtype (float64 only when every device has cl_khr_fp64);
+ * called from hwport_plugin_init (plugin_entry.c). */
+HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host);
+
+#define OCL_RED_SLOT0 20 /* program-cache slots OCL_RED_SLOT0 .. OCL_RED_SLOT0 + 9 */
+#define OCL_RED_MAX_LOCAL 256
+
+static const char *const k_red_source =
+    "#ifdef HAS_FP64\n"
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "#endif\n"
+    "#pragma OPENCL FP_CONTRACT OFF\n"
+    "#define LDRAW(T, p, al) ((al) ? *(__global const T *)(p) : ldb_##T(p))\n"
+    "#define DEF_LDB(T) static inline T ldb_##T(__global const uchar *p) { T v; uchar *q = (uchar *)&v;"
+    " for (int k = 0; k < (int)sizeof(T); ++k) q[k] = p[k]; return v; }\n"
+    "#define DEF_STR(T) static inline void str_##T(__global uchar *p, int al, T v) {"
+    " if (al) { *(__global T *)p = v; return; } uchar *q = (uchar *)&v;"
+    " for (int k = 0; k < (int)sizeof(T); ++k) p[k] = q[k]; }\n"
+    "DEF_LDB(char) DEF_LDB(uchar) DEF_LDB(short) DEF_LDB(ushort) DEF_LDB(int) DEF_LDB(long)"
+    " DEF_LDB(float)\n"
+    "DEF_STR(char) DEF_STR(uchar) DEF_STR(short) DEF_STR(ushort) DEF_STR(int) DEF_STR(long)"
+    " DEF_STR(float)\n"
+    "#ifdef HAS_FP64\n"
+    "DEF_LDB(double) DEF_STR(double)\n"
+    "typedef double FT;\n"
+    "#else\n"
+    "typedef float FT;\n"
+    "#endif\n"
+    "static inline float f16f(ushort h) { return vload_half(0, (const half *)&h); }\n"
+    "static inline ushort ff16(float f) { ushort h; vstore_half_rte(f, 0, (half *)&h); return h; }\n"
+    "static inline float bf16f(ushort b) { return as_float((uint)b << 16); }\n"
+    "static inline ushort fbf16(float f) { uint x = as_uint(f);\n"
+    "  if ((x & 0x7fffffffu) > 0x7f800000u) return (ushort)((x >> 16) | 0x40u);\n"
+    "  x += 0x7fffu + ((x >> 16) & 1u); return (ushort)(x >> 16); }\n"
+    /* stores of an integer / floating accumulator as output dtype odt */
+    "static inline void st_l(__global uchar *p, int al, int odt, long v) {\n"
+    "  switch (odt) {\n"
+    "  case 0: p[0] = v != 0; break;\n"
+    "  case 1: p[0] = (uchar)v; break; case 2: p[0] = (uchar)v; break;\n"
+    "  case 3: str_short(p, al, (short)v); break; case 4: str_int(p, al, (int)v); break;\n"
+    "  case 5: str_long(p, al, v); break;\n"
+    "  case 6: str_ushort(p, al, ff16((float)v)); break;\n"
+    "  case 7: str_ushort(p, al, fbf16((float)v)); break;\n"
+    "  case 8: str_float(p, al, (float)v); break;\n"
+    "#ifdef HAS_FP64\n"
+    "  case 9: str_double(p, al, (double)v); break;\n"
+    "#endif\n"
+    "  default: break; } }\n"
+    "static inline void st_f(__global uchar *p, int al, int odt, FT v) {\n"
+    "  long iv = isnan(v) ? 0 : convert_long_sat(v);\n"
+    "  switch (odt) {\n"
+    "  case 0: p[0] = v != 0; break;\n"
+    "  case 1: case 2: case 3: case 4: case 5: st_l(p, al, odt, iv); break;\n"
+    "  case 6: str_ushort(p, al, ff16((float)v)); break;\n"
+    "  case 7: str_ushort(p, al, fbf16((float)v)); break;\n"
+    "  case 8: str_float(p, al, (float)v); break;\n"
+    "#ifdef HAS_FP64\n"
+    "  case 9: str_double(p, al, (double)v); break;\n"
+    "#endif\n"
+    "  default: break; } }\n"
+    /* per input dtype: LD (compute value), SACC/MACC (sum-prod / max-min accumulators) */
+    "#if DT <= 5\n"
+    "#define ISINT 1\n"
+    "#define FIN(t) 1\n"
+    "typedef long SACC; typedef long MACC;\n"
+    "#if DT == 0\n"
+    "#define LD(p, al) ((long)((p)[0] != 0))\n"
+    "#elif DT == 1\n"
+    "#define LD(p, al) ((long)(char)(p)[0])\n"
+    "#elif DT == 2\n"
+    "#define LD(p, al) ((long)(p)[0])\n"
+    "#elif DT == 3\n"
+    "#define LD(p, al) ((long)LDRAW(short, p, al))\n"
+    "#elif DT == 4\n"
+    "#define LD(p, al) ((long)LDRAW(int, p, al))\n"
+    "#else\n"
+    "#define LD(p, al) (LDRAW(long, p, al))\n"
+    "#endif\n"
+    "#define ST_S st_l\n"
+    "#define ST_M st_l\n"
+    "#define MAXOP(a, b) max(a, b)\n"
+    "#define MINOP(a, b) min(a, b)\n"
+    "#define MAX_ID LONG_MIN\n"
+    "#define MIN_ID LONG_MAX\n"
+    "#define ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))\n"
+    "#define MUL(a, b) ((long)((ulong)(a) * (ulong)(b)))\n"
+    "#else\n"
+    "#define ISINT 0\n"
+    "#define FIN(t) isfinite(t)\n"
+    "#if DT == 6\n"
+    "#define LD(p, al) f16f(LDRAW(ushort, p, al))\n"
+    "typedef float SACC; typedef float MACC;\n"
+    "#elif DT == 7\n"
+    "#define LD(p, al) bf16f(LDRAW(ushort, p, al))\n"
+    "typedef float SACC; typedef float MACC;\n"
+    "#elif DT == 8\n"
+    "#define LD(p, al) LDRAW(float, p, al)\n"
+    "typedef FT SACC; typedef float MACC;\n"
+    "#else\n"
+    "#define LD(p, al) LDRAW(double, p, al)\n"
+    "typedef double SACC; typedef double MACC;\n"
+    "#endif\n"
+    "#define ST_S st_f\n"
+    "#define ST_M st_f\n"
+    "#define MAXOP(a, b) (((a) > (b) || isnan(a)) ? (a) : (b))\n"
+    "#define MINOP(a, b) (((a) < (b) || isnan(a)) ? (a) : (b))\n"
+    "#define MAX_ID (-INFINITY)\n"
+    "#define MIN_ID INFINITY\n"
+    "#define ADD(a, b) ((a) + (b))\n"
+    "#define MUL(a, b) ((a) * (b))\n"
+    "#endif\n"
+    /* Kahan only for a float accumulator of sums (float16/bfloat16 always, float32 without fp64) */
+    "#if !ISINT && !(DT == 9) && !(DT == 8 && defined(HAS_FP64))\n"
+    "#define KAHAN 1\n"
+    "#else\n"
+    "#define KAHAN 0\n"
+    "#endif\n"
+    "static inline long pick(long16 v, int k) { return ((private long *)&v)[k]; }\n"
+    "static inline long offs(ulong i, int nd, long16 shape, long16 st) {\n"
+    "  long off = 0;\n"
+    "  for (int k = nd - 1; k >= 0; --k) { long n = pick(shape, k);\n"
+    "    off += (long)(i % (ulong)n) * pick(st, k); i /= (ulong)n; }\n"
+    "  return off; }\n"
+    /* the group-wide tree in local memory; every work-item gets the result */
+    "#define TREE(ACC, COMB, scratch, acc) {                                           \\\n"
+    "  uint lid = get_local_id(0), lsz = get_local_size(0);                          \\\n"
+    "  scratch[lid] = acc; barrier(CLK_LOCAL_MEM_FENCE);                              \\\n"
+    "  for (uint s = lsz >> 1; s > 0; s >>= 1) {                                      \\\n"
+    "    if (lid < s) { ACC a_ = scratch[lid], b_ = scratch[lid + s]; scratch[lid] = COMB(a_, b_); } \\\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE); }                                              \\\n"
+    "  acc = scratch[0]; }\n"
+    "#define DEF_RED(NAME, ACC, ID, COMB, ST, SUMK)                                   \\\n"
+    "__kernel void k_##NAME(__global uchar *out, ulong out_off, int odt, int oal,      \\\n"
+    "    __global const uchar *in, ulong in_off, int al, ulong rlen, ulong chunk,      \\\n"
+    "    uint chunks, int kdim, long16 kshape, long16 kst, int rdim, long16 rshape,    \\\n"
+    "    long16 rst, __global ACC *part, __local ACC *scratch) {                       \\\n"
+    "  ulong g = get_group_id(0); ulong o = g / chunks; ulong c = g % chunks;          \\\n"
+    "  long base = (long)in_off + offs(o, kdim, kshape, kst);                          \\\n"
+    "  ulong lo = c * chunk, hi = min(rlen, lo + chunk);                              \\\n"
+    "  ACC acc = ID, comp = 0;                                                        \\\n"
+    "  for (ulong r = lo + get_local_id(0); r < hi; r += get_local_size(0)) {         \\\n"
+    "    long off = rdim == 1 ? (long)r * rst.s0 : offs(r, rdim, rshape, rst);          \\\n"
+    "    ACC v = LD(in + base + off, al);                                             \\\n"
+    "    if (SUMK) { ACC y = v - comp; ACC t = acc + y;                               \\\n"
+    "      comp = FIN(t) ? (t - acc) - y : (ACC)0; acc = t; }                          \\\n"
+    "    else acc = COMB(acc, v); }                                                   \\\n"
+    "  if (SUMK) acc = acc - comp;                                                    \\\n"
+    "  TREE(ACC, COMB, scratch, acc)                                                  \\\n"
+    "  if (get_local_id(0) == 0) {                                                   \\\n"
+    "    if (chunks == 1) ST(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, acc); \\\n"
+    "    else part[g] = acc; } }                                                      \\\n"
+    "__kernel void k_##NAME##_fin(__global uchar *out, ulong out_off, int odt, int oal, \\\n"
+    "    __global const ACC *part, uint chunks, __local ACC *scratch) {                 \\\n"
+    "  ulong o = get_group_id(0); ACC acc = ID;                                       \\\n"
+    "  for (uint c = get_local_id(0); c < chunks; c += get_local_size(0))             \\\n"
+    "    acc = COMB(acc, part[o * chunks + c]);                                       \\\n"
+    "  TREE(ACC, COMB, scratch, acc)                                                  \\\n"
+    "  if (get_local_id(0) == 0)                                                     \\\n"
+    "    ST(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, acc); }\n"
+    "#define SUMC(a, b) ADD(a, b)\n"
+    "DEF_RED(sum, SACC, 0, SUMC, ST_S, KAHAN)\n"
+    "DEF_RED(prod, SACC, 1, MUL, ST_S, 0)\n"
+    "DEF_RED(max, MACC, MAX_ID, MAXOP, ST_M, 0)\n"
+    "DEF_RED(min, MACC, MIN_ID, MINOP, ST_M, 0)\n";
+
+typedef struct red_op {
+  const char *name;
+  int is_sum_like; /* sum/prod: SACC; max/min: MACC */
+} red_op;
+
+static const red_op k_red_ops[4] = {{"sum", 1}, {"prod", 1}, {"max", 0}, {"min", 0}};
+
+static int g_red_fp64[OCL_MAX_DEVICES];
+static char g_red_options[OCL_MAX_DEVICES][HWP_DTYPE_COUNT][96];
+
+static size_t dtype_size(HWP_DType d) {
+  static const size_t sz[HWP_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  return (d >= 0 && d < HWP_DTYPE_COUNT) ? sz[d] : 0;
+}
+
+/* sizeof the accumulator type of (op, input dtype) in the program built for `dev`. */
+static size_t acc_size(const red_op *op, HWP_DType dt, int dev) {
+  if (dt <= HWP_DTYPE_INT64) return 8;
+  if (dt == HWP_DTYPE_FLOAT64) return 8;
+  if (dt == HWP_DTYPE_FLOAT32 && op->is_sum_like && g_red_fp64[dev]) return 8;
+  return 4;
+}
+
+static size_t pow2_floor(size_t v) {
+  size_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+static size_t pow2_ceil(uint64_t v) {
+  size_t p = 1;
+  while (p < v && p < ((size_t)1 << 30)) p *= 2;
+  return p;
+}
+
+typedef struct red_group {
+  int n;
+  cl_long shape[HWP_MAX_NDIM];
+  cl_long st[HWP_MAX_NDIM]; /* bytes */
+} red_group;
+
+static void group_add(red_group *g, int64_t size, int64_t st_bytes) {
+  if (size == 1) return;
+  if (g->n > 0 && g->st[g->n - 1] == st_bytes * size) {
+    g->shape[g->n - 1] *= size;
+    g->st[g->n - 1] = st_bytes;
+    return;
+  }
+  g->shape[g->n] = size;
+  g->st[g->n] = st_bytes;
+  ++g->n;
+}
+
+static size_t kernel_wg(cl_kernel k, cl_device_id id, size_t cap) {
+  size_t kwg = 0;
+  if (clGetKernelWorkGroupInfo(k, id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL) ==
+          CL_SUCCESS &&
+      kwg > 0 && kwg < cap)
+    cap = kwg;
+  return pow2_floor(cap);
+}
+
+static HWP_Status enqueue(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
+                          size_t global, size_t local, const char *fn) {
+  cl_event ev = NULL;
+  cl_int err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL,
+                                      ctx->stream == NULL ? NULL : &ev);
+  if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
+  if (ctx->stream != NULL) ocl_stream_track(ctx->stream, ev);
+  return HWP_OK;
+}
+
+static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
+  const red_op *op = (const red_op *)ctx->user_data;
+  const char *fn = op->name;
+  HWP_Status st = ocl_check_device(ctx->device, fn);
+  if (st != HWP_OK) return st;
+  if (ctx->num_inputs != 1 || ctx->num_outputs != 1 || ctx->inputs == NULL ||
+      ctx->outputs == NULL)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: expected 1 input and 1 output", fn);
+  const HWP_TensorView *x = &ctx->inputs[0], *o = &ctx->outputs[0];
+  int dev = ctx->device;
+  HWP_DType dt = x->dtype, odt = o->dtype;
+  if (dt < 0 || dt >= HWP_DTYPE_COUNT || odt < 0 || odt >= HWP_DTYPE_COUNT)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad dtype %d -> %d", fn, (int)dt,
+                     (int)odt);
+  if ((dt == HWP_DTYPE_FLOAT64 || odt == HWP_DTYPE_FLOAT64) && !g_red_fp64[dev])
+    return ocl_error(HWP_ERROR_NOT_SUPPORTED, "%s: device %d has no cl_khr_fp64", fn, dev);
+  if (x->ndim < 0 || x->ndim > HWP_MAX_NDIM || o->ndim < 0 || o->ndim > HWP_MAX_NDIM)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad ndim", fn);
+  if (ctx->get_attr == NULL)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the kernel context has no get_attr", fn);
+  const int64_t *axis = NULL;
+  int64_t naxis = 0;
+  st = ctx->get_attr(ctx, "axis", HWP_ATTR_INT64_ARRAY, (void *)&axis, &naxis);
+  if (st != HWP_OK) return ocl_error(st, "%s: attribute 'axis' missing or not ints", fn);
+  int reduced[HWP_MAX_NDIM];
+  memset(reduced, 0, sizeof reduced);
+  for (int64_t i = 0; i < naxis; ++i) {
+    if (axis[i] < 0 || axis[i] >= x->ndim || (i > 0 && axis[i] <= axis[i - 1]))
+      return ocl_error(HWP_ERROR_INVALID_ARGUMENT,
+                       "%s: axis must be sorted, unique and in [0, %d)", fn, (int)x->ndim);
+    reduced[axis[i]] = 1;
+  }
+  if (naxis == 0) /* defensive: the host expands [] to every dim */
+    for (int k = 0; k < x->ndim; ++k) reduced[k] = 1;
+
+  int64_t isz = (int64_t)dtype_size(dt);
+  red_group K, R;
+  memset(&K, 0, sizeof K);
+  memset(&R, 0, sizeof R);
+  uint64_t nout = 1, rlen = 1;
+  for (int k = 0; k < x->ndim; ++k) {
+    if (x->shape[k] < 0) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad shape", fn);
+    if (reduced[k]) {
+      rlen *= (uint64_t)x->shape[k];
+      group_add(&R, x->shape[k], x->strides[k] * isz);
+    } else {
+      nout *= (uint64_t)x->shape[k];
+      group_add(&K, x->shape[k], x->strides[k] * isz);
+    }
+  }
+  uint64_t onum = 1;
+  for (int k = 0; k < o->ndim; ++k) onum *= (uint64_t)o->shape[k];
+  if (onum != nout)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output has %llu elements, expected %llu",
+                     fn, (unsigned long long)onum, (unsigned long long)nout);
+  if (nout == 0) return HWP_OK;
+  if (o->buffer == NULL || (rlen > 0 && x->buffer == NULL))
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: NULL buffer", fn);
+  if (rlen == 0) R.n = 0;
+
+  int aligned = x->byte_offset % (uint64_t)isz == 0;
+  for (int k = 0; k < R.n; ++k) aligned &= R.st[k] % isz == 0;
+  for (int k = 0; k < K.n; ++k) aligned &= K.st[k] % isz == 0;
+
+  cl_program prog;
+  st = ocl_program_get(dev, OCL_RED_SLOT0 + (int)dt, k_red_source, g_red_options[dev][dt], &prog,
+                       fn);
+  if (st != HWP_OK) return st;
+  char kname[64];
+  cl_int err;
+  snprintf(kname, sizeof kname, "k_%s", op->name);
+  cl_kernel k1 = clCreateKernel(prog, kname, &err);
+  if (k1 == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
+  cl_device_id id = g_ocl.devices[dev].id;
+  size_t cap = g_ocl.devices[dev].max_work_group_size > 0
+                   ? (size_t)g_ocl.devices[dev].max_work_group_size
+                   : 64;
+  if (cap > OCL_RED_MAX_LOCAL) cap = OCL_RED_MAX_LOCAL;
+  size_t local_max = kernel_wg(k1, id, cap);
+  size_t local = pow2_ceil(rlen);
+  if (local > local_max) local = local_max;
+  if (local == 0) local = 1;
+
+  /* Split long rows into chunks when there are too few outputs to fill the device. */
+  uint64_t chunks = 1, chunk = rlen > 0 ? rlen : 1;
+  int32_t cus = g_ocl.devices[dev].compute_units > 0 ? g_ocl.devices[dev].compute_units : 1;
+  uint64_t target = (uint64_t)cus * 8 < 64 ? 64 : (uint64_t)cus * 8;
+  HWP_Buffer ws = NULL;
+  size_t asz = acc_size(op, dt, dev);
+  if (nout < target && rlen > (uint64_t)local * 16 && ctx->allocate_workspace != NULL) {
+    uint64_t want = (target + nout - 1) / nout;
+    uint64_t most = rlen / ((uint64_t)local * 8);
+    if (want > most) want = most;
+    if (want > 4096) want = 4096;
+    if (want > 1) {
+      chunk = (rlen + want - 1) / want;
+      chunks = (rlen + chunk - 1) / chunk;
+      if (ctx->allocate_workspace(ctx, nout * chunks * asz, &ws) != HWP_OK || ws == NULL) {
+        chunks = 1;
+        chunk = rlen;
+        ws = NULL;
+      }
+    }
+  }
+
+  cl_long16 ks, kst, rs, rst;
+  memset(&ks, 0, sizeof ks);
+  memset(&kst, 0, sizeof kst);
+  memset(&rs, 0, sizeof rs);
+  memset(&rst, 0, sizeof rst);
+  for (int k = 0; k < K.n; ++k) { ks.s[k] = K.shape[k]; kst.s[k] = K.st[k]; }
+  for (int k = 0; k < R.n; ++k) { rs.s[k] = R.shape[k]; rst.s[k] = R.st[k]; }
+  cl_mem out = (cl_mem)o->buffer;
+  cl_mem in = rlen > 0 ? (cl_mem)x->buffer : out;
+  cl_mem part = ws != NULL ? (cl_mem)ws : out;
+  cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, crlen = rlen, cchunk = chunk;
+  cl_int codt = odt, coal = (cl_int)dtype_size(odt), cal = aligned, ckd = K.n, crd = R.n;
+  cl_uint cchunks = (cl_uint)chunks;
+  err = CL_SUCCESS;
+  err |= clSetKernelArg(k1, 0, sizeof(cl_mem), &out);
+  err |= clSetKernelArg(k1, 1, sizeof(cl_ulong), &out_off);
+  err |= clSetKernelArg(k1, 2, sizeof(cl_int), &codt);
+  err |= clSetKernelArg(k1, 3, sizeof(cl_int), &coal);
+  err |= clSetKernelArg(k1, 4, sizeof(cl_mem), &in);
+  err |= clSetKernelArg(k1, 5, sizeof(cl_ulong), &in_off);
+  err |= clSetKernelArg(k1, 6, sizeof(cl_int), &cal);
+  err |= clSetKernelArg(k1, 7, sizeof(cl_ulong), &crlen);
+  err |= clSetKernelArg(k1, 8, sizeof(cl_ulong), &cchunk);
+  err |= clSetKernelArg(k1, 9, sizeof(cl_uint), &cchunks);
+  err |= clSetKernelArg(k1, 10, sizeof(cl_int), &ckd);
+  err |= clSetKernelArg(k1, 11, sizeof(cl_long16), &ks);
+  err |= clSetKernelArg(k1, 12, sizeof(cl_long16), &kst);
+  err |= clSetKernelArg(k1, 13, sizeof(cl_int), &crd);
+  err |= clSetKernelArg(k1, 14, sizeof(cl_long16), &rs);
+  err |= clSetKernelArg(k1, 15, sizeof(cl_long16), &rst);
+  err |= clSetKernelArg(k1, 16, sizeof(cl_mem), &part);
+  err |= clSetKernelArg(k1, 17, asz * local, NULL);
+  if (err != CL_SUCCESS) {
+    clReleaseKernel(k1);
+    return ocl_error(HWP_ERROR_INTERNAL, "%s: clSetKernelArg failed", fn);
+  }
+  cl_kernel k2 = NULL;
+  size_t local2 = 1;
+  if (chunks > 1) {
+    snprintf(kname, sizeof kname, "k_%s_fin", op->name);
+    k2 = clCreateKernel(prog, kname, &err);
+    if (k2 == NULL || err != CL_SUCCESS) {
+      clReleaseKernel(k1);
+      return ocl_cl_error(err, fn, "clCreateKernel");
+    }
+    local2 = kernel_wg(k2, id, cap);
+    size_t want2 = pow2_ceil(chunks);
+    if (want2 < local2) local2 = want2;
+    err = CL_SUCCESS;
+    err |= clSetKernelArg(k2, 0, sizeof(cl_mem), &out);
+    err |= clSetKernelArg(k2, 1, sizeof(cl_ulong), &out_off);
+    err |= clSetKernelArg(k2, 2, sizeof(cl_int), &codt);
+    err |= clSetKernelArg(k2, 3, sizeof(cl_int), &coal);
+    err |= clSetKernelArg(k2, 4, sizeof(cl_mem), &part);
+    err |= clSetKernelArg(k2, 5, sizeof(cl_uint), &cchunks);
+    err |= clSetKernelArg(k2, 6, asz * local2, NULL);
+    if (err != CL_SUCCESS) {
+      clReleaseKernel(k1);
+      clReleaseKernel(k2);
+      return ocl_error(HWP_ERROR_INTERNAL, "%s: clSetKernelArg failed", fn);
+    }
+  }
+
+  cl_command_queue q;
+  st = ctx->stream == NULL ? ocl_sync_queue(dev, &q, fn)
+                           : ocl_stream_queue(dev, ctx->stream, &q, fn);
+  if (st == HWP_OK) st = enqueue(ctx, q, k1, (size_t)(nout * chunks) * local, local, fn);
+  if (st == HWP_OK && k2 != NULL) st = enqueue(ctx, q, k2, (size_t)nout * local2, local2, fn);
+  clReleaseKernel(k1); /* enqueued commands keep their kernels alive */
+  if (k2 != NULL) clReleaseKernel(k2);
+  if (st != HWP_OK) return st;
+  if (ctx->stream != NULL) {
+    err = clFlush(q);
+    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFlush");
+  } else {
+    err = clFinish(q);
+    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFinish");
+  }
+  return HWP_OK;
+}
+
+static int red_device_fp64(cl_device_id id) {
+  cl_device_fp_config cfg = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == CL_SUCCESS &&
+      cfg != 0)
+    return 1;
+  char ext[8192] = "";
+  clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+  return strstr(ext, "cl_khr_fp64") != NULL;
+}
+
+HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host) {
+  if (g_ocl.num_devices == 0) return HWP_OK;
+  int fp64_all = 1;
+  for (int32_t d = 0; d < g_ocl.num_devices; ++d) {
+    g_red_fp64[d] = red_device_fp64(g_ocl.devices[d].id);
+    fp64_all &= g_red_fp64[d];
+    for (int dt = 0; dt < HWP_DTYPE_COUNT; ++dt)
+      snprintf(g_red_options[d][dt], sizeof g_red_options[d][dt], "-DDT=%d%s", dt,
+               g_red_fp64[d] ? " -DHAS_FP64=1" : "");
+  }
+  int count = 0;
+  for (int i = 0; i < 4; ++i) {
+    for (HWP_DType dt = 0; dt < HWP_DTYPE_COUNT; ++dt) {
+      if (dt == HWP_DTYPE_FLOAT64 && !fp64_all) continue;
+      HWP_KernelRegistration reg;
+      memset(&reg, 0, sizeof reg);
+      reg.struct_size = sizeof reg;
+      reg.op_name = k_red_ops[i].name;
+      reg.dtype = dt;
+      reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
+      reg.fn = red_kernel;
+      reg.user_data = (void *)&k_red_ops[i];
+      HWP_Status st = host->register_kernel(host->host_context, &reg);
+      if (st != HWP_OK)
+        return ocl_error(st, "hwport_plugin_init: registering %s[%d] failed", reg.op_name,
+                         (int)dt);
+      ++count;
+    }
+  }
+  ocl_log(HWP_LOG_INFO, "opencl: registered %d reduction kernels (float64: %s)", count,
+          fp64_all ? "yes" : "no");
+  return HWP_OK;
+}
