@@ -68,7 +68,7 @@ extern const HWP_MemoryTable cpu_memory_table;
 typedef void (*cpu_inner_fn)(char *const *ptrs, const int64_t *strides, int64_t n,
                              const void *aux);
 
-#define CPU_MAX_OPERANDS 3
+#define CPU_MAX_OPERANDS 4 /* output + up to three inputs (where) */
 
 /* A self-contained description of one elementwise kernel launch: it owns copies of every shape,
  * stride and attribute it needs, so it can run after the kernel call has returned. */

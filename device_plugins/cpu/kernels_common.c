@@ -36,7 +36,9 @@ HWP_Status cpu_check_context(const HWP_KernelContext *ctx, const char *op, int32
 }
 
 static const char *operand_name(int i) {
-  return i == 0 ? "output 0" : i == 1 ? "input 0" : "input 1";
+  static const char *const names[CPU_MAX_OPERANDS] = {"output 0", "input 0", "input 1",
+                                                       "input 2"};
+  return names[i];
 }
 
 HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *views, int nops,
@@ -95,7 +97,7 @@ HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *
 
   /* Element strides (NULL strides = contiguous), size-1 dims dropped, broadcast dims stride 0,
    * then adjacent dims merged where every operand is contiguous across them. */
-  int64_t contiguous[CPU_MAX_OPERANDS] = {1, 1, 1};
+  int64_t contiguous[CPU_MAX_OPERANDS] = {1, 1, 1, 1};
   int64_t stride_of[CPU_MAX_OPERANDS][HWP_MAX_NDIM];
   for (int k = ndim - 1; k >= 0; --k) {
     for (int i = 0; i < nops; ++i) {
@@ -129,8 +131,8 @@ HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *
 
 void cpu_elementwise_run(const cpu_elementwise *ew) {
   const int nops = ew->nops;
-  char *ptr[CPU_MAX_OPERANDS] = {ew->base[0], ew->base[1], ew->base[2]};
-  int64_t inner[CPU_MAX_OPERANDS] = {0, 0, 0};
+  char *ptr[CPU_MAX_OPERANDS] = {ew->base[0], ew->base[1], ew->base[2], ew->base[3]};
+  int64_t inner[CPU_MAX_OPERANDS] = {0, 0, 0, 0};
   if (ew->ndim == 0) {
     ew->fn(ptr, inner, 1, &ew->aux);
     return;
@@ -142,7 +144,8 @@ void cpu_elementwise_run(const cpu_elementwise *ew) {
     for (int k = 0; k < last; ++k) total *= ew->shape[k];
     if (total >= CPU_EW_PARALLEL_MIN) {
       cpu_ew_iter it = {ew->fn, &ew->aux, nops, ew->ndim, ptr, ew->shape,
-                        {ew->strides[0], ew->strides[1], ew->strides[2], NULL}, total};
+                        {ew->strides[0], ew->strides[1], ew->strides[2], ew->strides[3]},
+                        total};
       cpu_ew_iter_run(&it);
       return;
     }

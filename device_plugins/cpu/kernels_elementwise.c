@@ -237,7 +237,7 @@ static HWP_Status ew_check(const HWP_KernelContext *ctx, const ew_op *op, cpu_in
   return HWP_OK;
 }
 
-/* Unary and binary ops: a regular elementwise task (cpu_elementwise_run splits big ones over
+/* Unary, binary and ternary ops: a regular elementwise task (cpu_elementwise_run splits big ones over
  * the thread pool). */
 static HWP_Status ew_launch(const HWP_KernelContext *ctx, const ew_op *op) {
   cpu_inner_fn fn = NULL;
@@ -251,136 +251,6 @@ static HWP_Status ew_launch(const HWP_KernelContext *ctx, const ew_op *op) {
   return cpu_launch(ctx, op->name, &task, nelems);
 }
 
-/* ---- ternary ops: four operands, more than a cpu_elementwise holds ------------------------ */
-
-typedef struct ew_nary {
-  cpu_inner_fn fn;
-  int nops, ndim;
-  uint64_t nelems;
-  char *base[CPU_EW_ITER_MAX_OPERANDS];
-  int64_t shape[HWP_MAX_NDIM];
-  int64_t strides[CPU_EW_ITER_MAX_OPERANDS][HWP_MAX_NDIM]; /* bytes */
-} ew_nary;
-
-/* As cpu_elementwise_prepare, for up to CPU_EW_ITER_MAX_OPERANDS operands (views[0] = the
- * output): validation, size-1 dims dropped, contiguous dims merged, strides in bytes. */
-static HWP_Status ew_nary_prepare(const char *op, const HWP_TensorView *const *views, int nops,
-                                  ew_nary *ew) {
-  size_t itemsize[CPU_EW_ITER_MAX_OPERANDS];
-  const int ndim = views[0] != NULL ? views[0]->ndim : 0;
-  for (int i = 0; i < nops; ++i) {
-    const HWP_TensorView *v = views[i];
-    const char *what = i == 0 ? "output" : "input";
-    const int idx = i == 0 ? 0 : i - 1;
-    if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d view is %s", op, what, idx,
-                       v == NULL ? "NULL" : "too small (struct_size)");
-    itemsize[i] = hwp_dtype_size(v->dtype);
-    if (CPU_UNLIKELY(itemsize[i] == 0))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has unknown dtype %d", op, what,
-                       idx, (int)v->dtype);
-    if (CPU_UNLIKELY(v->ndim < 0 || v->ndim > HWP_MAX_NDIM))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has ndim %d (allowed 0..%d)", op,
-                       what, idx, (int)v->ndim, HWP_MAX_NDIM);
-    if (CPU_UNLIKELY(v->ndim > 0 && v->shape == NULL))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has ndim %d but shape is NULL", op,
-                       what, idx, (int)v->ndim);
-    if (CPU_UNLIKELY(v->ndim != ndim))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
-                       "%s: %s %d has ndim %d but the output has %d (inputs arrive broadcast "
-                       "to the output's rank)",
-                       op, what, idx, (int)v->ndim, ndim);
-  }
-  uint64_t nelems = 1;
-  for (int k = 0; k < ndim; ++k) {
-    const int64_t n = views[0]->shape[k];
-    if (CPU_UNLIKELY(n < 0))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output 0 has shape[%d] = %lld", op, k,
-                       (long long)n);
-    for (int i = 1; i < nops; ++i) {
-      const int64_t m = views[i]->shape[k];
-      if (CPU_UNLIKELY(m != n && m != 1))
-        return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
-                         "%s: input %d has shape[%d] = %lld, expected %lld (or 1 to broadcast)",
-                         op, i - 1, k, (long long)m, (long long)n);
-    }
-    if (CPU_UNLIKELY(__builtin_mul_overflow(nelems, (uint64_t)n, &nelems)))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output 0 element count overflows", op);
-  }
-  ew->nelems = nelems;
-  ew->nops = nops;
-  if (nelems == 0) return HWP_OK;
-  for (int i = 0; i < nops; ++i) {
-    if (CPU_UNLIKELY(views[i]->buffer == NULL))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d buffer is NULL", op,
-                       i == 0 ? "output" : "input", i == 0 ? 0 : i - 1);
-    ew->base[i] = (char *)views[i]->buffer + views[i]->byte_offset;
-  }
-  int64_t contiguous[CPU_EW_ITER_MAX_OPERANDS] = {1, 1, 1, 1};
-  int64_t stride_of[CPU_EW_ITER_MAX_OPERANDS][HWP_MAX_NDIM];
-  for (int k = ndim - 1; k >= 0; --k) {
-    for (int i = 0; i < nops; ++i) {
-      const HWP_TensorView *v = views[i];
-      const int64_t n = v->shape[k];
-      stride_of[i][k] = n == 1 ? 0 : v->strides != NULL ? v->strides[k] : contiguous[i];
-      contiguous[i] *= n;
-    }
-  }
-  int nd = 0;
-  for (int k = 0; k < ndim; ++k) {
-    const int64_t n = views[0]->shape[k];
-    if (n == 1) continue;
-    int merge = nd > 0;
-    for (int i = 0; i < nops && merge; ++i)
-      merge = (uint64_t)ew->strides[i][nd - 1] == (uint64_t)stride_of[i][k] * (uint64_t)n;
-    if (merge) {
-      ew->shape[nd - 1] *= n;
-      for (int i = 0; i < nops; ++i) ew->strides[i][nd - 1] = stride_of[i][k];
-    } else {
-      ew->shape[nd] = n;
-      for (int i = 0; i < nops; ++i) ew->strides[i][nd] = stride_of[i][k];
-      ++nd;
-    }
-  }
-  ew->ndim = nd;
-  for (int i = 0; i < nops; ++i)
-    for (int k = 0; k < nd; ++k) ew->strides[i][k] *= (int64_t)itemsize[i];
-  return HWP_OK;
-}
-
-static HWP_Status ew_nary_run(void *payload) {
-  const ew_nary *ew = (const ew_nary *)payload;
-  cpu_ew_iter it;
-  it.fn = ew->fn;
-  it.aux = NULL;
-  it.nops = ew->nops;
-  it.ndim = ew->ndim;
-  it.base = ew->base;
-  it.shape = ew->shape;
-  for (int i = 0; i < CPU_EW_ITER_MAX_OPERANDS; ++i) it.strides[i] = ew->strides[i];
-  it.total = (int64_t)ew->nelems;
-  cpu_ew_iter_run(&it);
-  return HWP_OK;
-}
-
-static HWP_Status ew_launch_ternary(const HWP_KernelContext *ctx, const ew_op *op) {
-  cpu_inner_fn fn = NULL;
-  HWP_Status st = ew_check(ctx, op, &fn);
-  if (st != HWP_OK) return st;
-  const HWP_TensorView *views[4] = {&ctx->outputs[0], &ctx->inputs[0], &ctx->inputs[1],
-                                    &ctx->inputs[2]};
-  ew_nary *ew = (ew_nary *)malloc(sizeof *ew);
-  if (ew == NULL)
-    return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no host memory for the launch", op->name);
-  st = ew_nary_prepare(op->name, views, 4, ew);
-  if (st != HWP_OK || ew->nelems == 0) {
-    free(ew);
-    return st;
-  }
-  ew->fn = fn;
-  st = cpu_submit_call(ctx, op->name, ew_nary_run, free, ew, ew->nelems); /* takes ew */
-  return st;
-}
 
 /* ---- one kernel function per op, and registration --------------------------------------- */
 
@@ -390,7 +260,7 @@ static HWP_Status ew_launch_ternary(const HWP_KernelContext *ctx, const ew_op *o
   }
 #define EW_TERNARY_KERNEL(op, OUT)                                                             \
   static HWP_Status ew_kernel_##op(const HWP_KernelContext *ctx) {                             \
-    return ew_launch_ternary(ctx, &ew_op_##op);                                                \
+    return ew_launch(ctx, &ew_op_##op);                                                \
   }
 CPU_EW_UNARY_OPS(EW_UNARY_KERNEL)
 CPU_EW_BINARY_OPS(EW_UNARY_KERNEL)

@@ -23,6 +23,12 @@ void ocl_program_cache_shutdown(void);
 /* Registers the generated elementwise kernels (unary/binary primitives, where, cast, copy,
  * fill) for the dtypes every discovered device supports. */
 HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host);
+
+/* Whether the device computes in double (cl_khr_fp64 or a non-zero double config). */
+int ocl_device_has_fp64(cl_device_id id);
+/* Ends a kernel launch on queue q: flushed when ctx has a stream (asynchronous), finished for
+ * the NULL (synchronous) stream. */
+HWP_Status ocl_launch_done(const HWP_KernelContext *ctx, cl_command_queue q, const char *fn);
 /* kernels_reduce.c: sum, prod, max, min with work-group local-memory trees (program slots
  * 20..29, one per dtype). */
 HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host);

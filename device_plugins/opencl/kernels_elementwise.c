@@ -285,33 +285,19 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
   if (ctx->stream != NULL) {
     ocl_stream_track(ctx->stream, ev);
-    err = clFlush(q);
-    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFlush");
-  } else {
-    err = clFinish(q);
-    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFinish");
   }
-  return HWP_OK;
+  return ocl_launch_done(ctx, q, fn);
 }
 
 /* ---- registration --------------------------------------------------------------------------- */
 
-static int device_fp64(cl_device_id id) {
-  cl_device_fp_config cfg = 0;
-  if (clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == CL_SUCCESS &&
-      cfg != 0)
-    return 1;
-  char ext[8192] = "";
-  clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
-  return strstr(ext, "cl_khr_fp64") != NULL;
-}
 
 HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host) {
   if (g_ocl.num_devices == 0) return HWP_OK; /* nothing could run them */
   int fp64_all = 1;
   for (int32_t d = 0; d < g_ocl.num_devices; ++d) {
     cl_device_id id = g_ocl.devices[d].id;
-    g_fp64[d] = device_fp64(id);
+    g_fp64[d] = ocl_device_has_fp64(id);
     fp64_all &= g_fp64[d];
     cl_device_fp_config sp = 0;
     clGetDeviceInfo(id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof sp, &sp, NULL);

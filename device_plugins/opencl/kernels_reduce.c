@@ -437,31 +437,15 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   clReleaseKernel(k1); /* enqueued commands keep their kernels alive */
   if (k2 != NULL) clReleaseKernel(k2);
   if (st != HWP_OK) return st;
-  if (ctx->stream != NULL) {
-    err = clFlush(q);
-    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFlush");
-  } else {
-    err = clFinish(q);
-    if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clFinish");
-  }
-  return HWP_OK;
+  return ocl_launch_done(ctx, q, fn);
 }
 
-static int red_device_fp64(cl_device_id id) {
-  cl_device_fp_config cfg = 0;
-  if (clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == CL_SUCCESS &&
-      cfg != 0)
-    return 1;
-  char ext[8192] = "";
-  clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
-  return strstr(ext, "cl_khr_fp64") != NULL;
-}
 
 HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host) {
   if (g_ocl.num_devices == 0) return HWP_OK;
   int fp64_all = 1;
   for (int32_t d = 0; d < g_ocl.num_devices; ++d) {
-    g_red_fp64[d] = red_device_fp64(g_ocl.devices[d].id);
+    g_red_fp64[d] = ocl_device_has_fp64(g_ocl.devices[d].id);
     fp64_all &= g_red_fp64[d];
     for (int dt = 0; dt < HWP_DTYPE_COUNT; ++dt)
       snprintf(g_red_options[d][dt], sizeof g_red_options[d][dt], "-DDT=%d%s", dt,

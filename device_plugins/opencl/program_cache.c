@@ -220,3 +220,20 @@ void ocl_program_cache_shutdown(void) {
       }
   pthread_mutex_unlock(&g_prog_mu);
 }
+
+int ocl_device_has_fp64(cl_device_id id) {
+  cl_device_fp_config cfg = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == CL_SUCCESS &&
+      cfg != 0)
+    return 1;
+  char ext[8192] = "";
+  clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+  return strstr(ext, "cl_khr_fp64") != NULL;
+}
+
+HWP_Status ocl_launch_done(const HWP_KernelContext *ctx, cl_command_queue q, const char *fn) {
+  cl_int err = ctx->stream != NULL ? clFlush(q) : clFinish(q);
+  if (err != CL_SUCCESS)
+    return ocl_cl_error(err, fn, ctx->stream != NULL ? "clFlush" : "clFinish");
+  return HWP_OK;
+}
