@@ -6,7 +6,11 @@
 
 /* ---- program_cache.c ---------------------------------------------------------------------- */
 
-#define OCL_MAX_PROGRAMS 32
+/* Program-cache slots, one per distinct source; each family owns a range of ten (one per dtype
+ * where its source is specialised by dtype): elementwise 0..9, reductions 20..29,
+ * argmax/argmin 30..39, scans 40..49, matmul 50..59, fused nn 60..69, index ops 70..89,
+ * random 90..99. */
+#define OCL_MAX_PROGRAMS 128
 
 /* The built program `slot` (< OCL_MAX_PROGRAMS; one slot per distinct source) of `device`:
  * built on first use for that device, from the on-disk binary cache when it holds a valid entry
@@ -32,5 +36,17 @@ HWP_Status ocl_launch_done(const HWP_KernelContext *ctx, cl_command_queue q, con
 /* kernels_reduce.c: sum, prod, max, min with work-group local-memory trees (program slots
  * 20..29, one per dtype). */
 HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host);
+
+/* kernels_arg_scan.c: argmax, argmin (local-memory trees), cumsum, cumprod (slots 30..49). */
+HWP_Status ocl_register_arg_scan_kernels(const HWP_HostApi *host);
+/* kernels_matmul.c: matmul tiled in local memory (slots 50..59). */
+HWP_Status ocl_register_matmul_kernels(const HWP_HostApi *host);
+/* kernels_nn.c: fused softmax, log_softmax, layer_norm, rms_norm (slots 60..69). */
+HWP_Status ocl_register_nn_kernels(const HWP_HostApi *host);
+/* kernels_index.c: concat, pad, gather, take_along_axis, scatter, argsort, arange
+ * (slots 70..89). */
+HWP_Status ocl_register_index_kernels(const HWP_HostApi *host);
+/* kernels_random.c: uniform, bit-exact with phi_ops/philox.py (slots 90..99). */
+HWP_Status ocl_register_random_kernels(const HWP_HostApi *host);
 
 #endif /* HWPORT_OPENCL_KERNELS_H */

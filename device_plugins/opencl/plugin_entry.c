@@ -46,6 +46,11 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   HWP_Status st = ocl_register_elementwise_kernels(host);
   if (st != HWP_OK) return st;
   if ((st = ocl_register_reduce_kernels(host)) != HWP_OK) return st;
+  if ((st = ocl_register_arg_scan_kernels(host)) != HWP_OK) return st;
+  if ((st = ocl_register_matmul_kernels(host)) != HWP_OK) return st;
+  if ((st = ocl_register_nn_kernels(host)) != HWP_OK) return st;
+  if ((st = ocl_register_index_kernels(host)) != HWP_OK) return st;
+  if ((st = ocl_register_random_kernels(host)) != HWP_OK) return st;
   *out = &g_api;
   return HWP_OK;
 }
