@@ -9,10 +9,10 @@ Run: .venv/bin/python benchmarks/bench_kernels.py"""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
+import timing
 
 import hwport
 
@@ -20,17 +20,7 @@ PLACE = "custom:cpu"
 
 
 def best_of(fn: Callable[[], object], repeat: int = 7, sync: bool = True) -> float:
-    fn()
-    if sync:
-        hwport.device.synchronize(PLACE)
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        if sync:
-            hwport.device.synchronize(PLACE)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return timing.best_of(fn, PLACE if sync else None, repeat)
 
 
 def report(name: str, hw: float, ref: float, target: float, nbytes: int | None = None) -> None:

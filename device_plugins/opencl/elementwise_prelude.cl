@@ -292,7 +292,9 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
   ulong gid = get_global_id(0);                                                                \
   if (gid >= n) return;                                                                        \
   long pa = (long)a_off, pb = (long)b_off, pc = (long)c_off;                                   \
-  {                                                                                            \
+  if (ndim == 1) { /* the common collapsed case: no index arithmetic, no private arrays */    \
+    pa += (long)gid * sa.s0; pb += (long)gid * sb.s0; pc += (long)gid * sc.s0;                 \
+  } else if (ndim > 1) {                                                                       \
     long sh[16], s0[16], s1[16], s2[16];                                                       \
     vstore16(shape, 0, sh); vstore16(sa, 0, s0); vstore16(sb, 0, s1); vstore16(sc, 0, s2);     \
     ulong r = gid;                                                                             \
@@ -305,3 +307,22 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
   __global uchar *po = out + out_off + gid * (ulong)(OUTSIZE);                                 \
   __global const uchar *px = a + pa, *py = b + pb, *pz = c + pc;                               \
   (void)px; (void)py; (void)pz; (void)arg;
+
+/* The contiguous fast path, kc_<op>: same arguments, used when every operand is aligned and at
+ * most 1-D after collapsing (strides 0 or one element). `al` is then a constant, so the loads
+ * are plain typed accesses that PoCL can vectorize across work-items. */
+#define EW_PARAMS_C                                                                            \
+  __global uchar *out, ulong out_off, __global const uchar *a, ulong a_off,                    \
+      __global const uchar *b, ulong b_off, __global const uchar *c, ulong c_off, ulong n,     \
+      int ndim_unused, int al_unused, int arg, long16 shape_unused, long16 sa, long16 sb,      \
+      long16 sc
+#define EW_PROLOGUE_C(OUTSIZE)                                                                 \
+  const int al = 1;                                                                            \
+  ulong gid = get_global_id(0);                                                                \
+  if (gid >= n) return;                                                                        \
+  __global uchar *po = out + out_off + gid * (ulong)(OUTSIZE);                                 \
+  __global const uchar *px = a + a_off + (long)gid * sa.s0;                                    \
+  __global const uchar *py = b + b_off + (long)gid * sb.s0;                                    \
+  __global const uchar *pz = c + c_off + (long)gid * sc.s0;                                    \
+  (void)px; (void)py; (void)pz; (void)arg; (void)ndim_unused; (void)al_unused;                 \
+  (void)shape_unused;

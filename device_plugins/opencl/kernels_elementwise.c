@@ -228,7 +228,8 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   st = ocl_program_get(dev, (int)key, ocl_ew_program_source[key], g_options[dev], &prog, fn);
   if (st != HWP_OK) return st;
   char kname[96];
-  snprintf(kname, sizeof kname, "k_%s", op->name);
+  int contiguous = aligned && ndim <= 1 && op->kind != OCL_EW_FILL;
+  snprintf(kname, sizeof kname, "%s_%s", contiguous ? "kc" : "k", op->name);
   cl_int err;
   cl_kernel k = clCreateKernel(prog, kname, &err);
   if (k == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");

@@ -107,6 +107,12 @@ def kernel_source(op: dict, dtype: str) -> str:
     raise GenError(f"op {n!r}: unknown kind {kind!r}")
 
 
+def contiguous_variant(name: str, source: str) -> str:
+    """kc_<name>: the kernel's body behind the contiguous, aligned prologue (EW_PROLOGUE_C)."""
+    return (source.replace(f"k_{name}(EW_PARAMS)", f"kc_{name}(EW_PARAMS_C)", 1)
+            .replace("EW_PROLOGUE(", "EW_PROLOGUE_C(", 1))
+
+
 def c_string(text: str) -> str:
     lines = text.splitlines()
     out = []
@@ -147,6 +153,8 @@ def render(ops: list[dict], prelude: str) -> str:
         for op in ops:
             if dtype in op["dtypes"]:
                 src += kernel_source(op, dtype)
+                if op["kind"] != "fill":
+                    src += contiguous_variant(op["name"], kernel_source(op, dtype))
         parts.append(f"    /* {dtype} */")
         parts.append(c_string(src) + ",")
     parts.append("};")

@@ -1,0 +1,147 @@
+"""The OpenCL plugin on this machine's OpenCL device (PoCL on the CPU here), against the CPU
+plugin and numpy in the same run (issue: the OpenCL reference plugin):
+  - launch overhead per op: a 1-element add, enqueued back to back (asynchronous) and as a
+    round trip (op + synchronize);
+  - throughput: add and exp on 16M float32, softmax on [2048, 2048], matmul 512^3 and 1024^3;
+  - start-up: a fresh process running a small model-like op mix with an empty program cache
+    (cold: every program compiled) and again with the cache it left (warm: none compiled).
+Ratios are other_time / opencl_time (> 1 means the OpenCL plugin is faster).
+Run: .venv/bin/python benchmarks/bench_opencl.py"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import numpy as np
+import timing
+
+import hwport
+
+OCL = "custom:opencl"
+CPU = "custom:cpu"
+
+
+def opencl_available() -> bool:
+    return any(d.startswith("opencl") for d in hwport.device.get_all_custom_device_type())
+
+
+def row(name: str, ocl: float, cpu: float, ref: float, unit: float = 1e3,
+        suffix: str = "ms") -> None:
+    print(f"{name:<34} opencl {ocl * unit:9.2f} {suffix}  cpu-plugin {cpu * unit:9.2f} {suffix}  "
+          f"numpy {ref * unit:9.2f} {suffix}  vs cpu {cpu / ocl:5.2f}x  vs numpy {ref / ocl:5.2f}x")
+
+
+def per_op(fn: Callable[[], object], place: str | None, n: int) -> float:
+    """Seconds per call of fn over n back-to-back calls (synchronized once at the end)."""
+
+    def burst() -> None:
+        for _ in range(n):
+            fn()
+
+    return timing.best_of(burst, place, repeat=3) / n
+
+
+def launch_overhead() -> None:
+    one = np.ones(1, np.float32)
+    ta = {p: hwport.to_tensor(one, place=p) for p in (OCL, CPU)}
+    enq = {p: per_op(lambda p=p: ta[p] + ta[p], p, 2000) for p in ta}
+    row("add 1 elem, enqueue (per op)", enq[OCL], enq[CPU], per_op(lambda: one + one, None, 2000),
+        1e6, "us")
+
+    def round_trip(p: str) -> Callable[[], object]:
+        def go() -> None:
+            ta[p] + ta[p]
+            hwport.device.synchronize(p)
+        return go
+
+    rt = {p: per_op(round_trip(p), None, 500) for p in ta}
+    row("add 1 elem, op + synchronize", rt[OCL], rt[CPU], per_op(lambda: one + one, None, 500),
+        1e6, "us")
+
+
+def throughput() -> None:
+    rng = np.random.default_rng(0)
+
+    def compare(name: str, op: Callable[..., object], ref: Callable[..., object],
+                *arrays: np.ndarray) -> None:
+        t = {}
+        for p in (OCL, CPU):
+            args = [hwport.to_tensor(a, place=p) for a in arrays]
+            t[p] = timing.best_of(lambda args=args: op(*args), p, repeat=5)
+        row(name, t[OCL], t[CPU], timing.best_of(lambda: ref(*arrays), None, repeat=5))
+
+    n = 16 * 1024 * 1024
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    compare("add 16M f32", lambda x, y: x + y, np.add, a, b)
+    compare("exp 16M f32", hwport.exp, np.exp, a)
+
+    def np_softmax(x: np.ndarray) -> np.ndarray:
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    x = rng.standard_normal((2048, 2048)).astype(np.float32)
+    compare("softmax [2048,2048] f32", hwport.nn.functional.softmax, np_softmax, x)
+    for m in (512, 1024):
+        p_ = rng.standard_normal((m, m)).astype(np.float32)
+        q_ = rng.standard_normal((m, m)).astype(np.float32)
+        compare(f"matmul {m}^3 f32", lambda u, v: u @ v, np.matmul, p_, q_)
+
+
+_START_SCRIPT = """
+import json, time
+t0 = time.perf_counter()
+import numpy as np, hwport, hwport.runtime as rt
+x = hwport.to_tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32),
+                     place="custom:opencl")
+t1 = time.perf_counter()
+y = hwport.nn.functional.softmax(hwport.exp(x) * x + x) @ x
+z = float(y.sum().numpy()) + float(hwport.ops.max(y).numpy())
+t2 = time.perf_counter()
+msgs = [m for (_t, _l, m) in rt._core.plugin_log() if m.startswith("opencl:")]
+print(json.dumps({"import_s": t1 - t0, "first_ops_s": t2 - t1,
+                  "compiled": sum("compiled program" in m for m in msgs)}))
+"""
+
+
+def start_up() -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "HWPORT_CACHE_DIR": cache}
+        runs = []
+        for _ in range(2):
+            proc = subprocess.run([sys.executable, "-c", _START_SCRIPT], env=env,
+                                  capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr)
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    print(f"start-up, first ops (cold cache)   {cold['first_ops_s'] * 1e3:9.1f} ms, "
+          f"{cold['compiled']} programs compiled")
+    print(f"start-up, first ops (warm cache)   {warm['first_ops_s'] * 1e3:9.1f} ms, "
+          f"{warm['compiled']} programs compiled  -> cold/warm "
+          f"{cold['first_ops_s'] / warm['first_ops_s']:.1f}x")
+
+
+def main() -> None:
+    if not opencl_available():
+        print("bench_opencl: no OpenCL device (custom:opencl) on this machine; skipped")
+        return
+    props = hwport.device.get_device_properties(OCL)
+    print(f"OpenCL device: {props['name']} ({props.get('vendor', '?')})")
+    t0 = time.perf_counter()
+    launch_overhead()
+    throughput()
+    start_up()
+    fb = {k: v for k, v in hwport.runtime.fallback_stats().items() if "opencl" in str(k)}
+    print(f"CPU fallbacks taken by the opencl runs: {fb or 'none'}")
+    print(f"(bench_opencl ran in {time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
