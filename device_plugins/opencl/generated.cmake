@@ -48,7 +48,6 @@ endfunction()
 hwport_ocl_embed(ocl_index_source index.cl)
 hwport_ocl_embed(ocl_argsort_source argsort.cl)
 hwport_ocl_embed(ocl_random_source random.cl)
-set_source_files_properties(kernels_index.c PROPERTIES OBJECT_DEPENDS
-  "${CMAKE_CURRENT_BINARY_DIR}/ocl_index_source.h;${CMAKE_CURRENT_BINARY_DIR}/ocl_argsort_source.h")
-set_source_files_properties(kernels_random.c PROPERTIES OBJECT_DEPENDS
-  ${CMAKE_CURRENT_BINARY_DIR}/ocl_random_source.h)
+set_source_files_properties(kernels_index.c kernels_random.c PROPERTIES
+  OBJECT_DEPENDS "${CMAKE_CURRENT_BINARY_DIR}/ocl_index_source.h;${CMAKE_CURRENT_BINARY_DIR}/ocl_argsort_source.h;${CMAKE_CURRENT_BINARY_DIR}/ocl_random_source.h"
+  COMPILE_DEFINITIONS HWPORT_OCL_REQUIRE_GEN=1)

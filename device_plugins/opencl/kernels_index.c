@@ -38,8 +38,7 @@
 
 #include "hwport/kernel_util.h"
 #include "kernels.h"
-#include "ocl_argsort_source.h"
-#include "ocl_index_source.h"
+#include "ocl_programs.h"
 
 #define OCL_IDX_SLOT0 70  /* index.cl: slots 70 .. 79 */
 #define OCL_SORT_SLOT0 80 /* argsort.cl: slots 80 .. 89 */
@@ -172,7 +171,7 @@ static HWP_Status attr_int(const HWP_KernelContext *ctx, const char *op, const c
 /* attr axis for rank nd (negative counts from the end). */
 static HWP_Status attr_axis(const HWP_KernelContext *ctx, const char *op, int nd, int required,
                             int64_t fallback, int *axis) {
-  int64_t a;
+  int64_t a = fallback;
   HWP_Status st = attr_int(ctx, op, "axis", required, fallback, &a);
   if (st != HWP_OK) return st;
   if (a < 0) a += nd;

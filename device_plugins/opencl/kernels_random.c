@@ -11,7 +11,7 @@
 
 #include "hwport/kernel_util.h"
 #include "kernels.h"
-#include "ocl_random_source.h"
+#include "ocl_programs.h"
 
 #define OCL_RND_SLOT0 90 /* slots 90 .. 99 */
 
