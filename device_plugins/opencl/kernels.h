@@ -82,6 +82,13 @@ HWP_Status ocl_temp_buffer(int32_t device, size_t bytes, const void *init, cl_me
 HWP_Status ocl_read_now(const HWP_KernelContext *ctx, cl_command_queue q, cl_mem buf,
                         uint64_t offset, size_t bytes, void *dst, const char *fn);
 
+/* Registers `fn` for (op, dtype) with HWP_KERNEL_ACCEPTS_STRIDED and no user data. */
+HWP_Status ocl_register_strided(const HWP_HostApi *host, const char *op, HWP_DType dtype,
+                                HWP_KernelFn fn);
+
+/* The dtype's name in elementwise_prelude.cl's DT_<name> macros ("bool_", "int8", ...). */
+const char *ocl_program_dtype(HWP_DType dtype);
+
 /* kernels_elementwise.c: the bits of numeric attribute `name` converted to `dtype` like fill's
  * value (INT64 first for bool/integers, else FLOAT64; casts saturate; float16/bfloat16 round to
  * nearest even). Absent: an error when `required`, else 0. */

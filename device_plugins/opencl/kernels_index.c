@@ -363,17 +363,25 @@ static HWP_Status launch_take(const HWP_KernelContext *ctx, const char *op, cons
   return ocl_launch_done(ctx, q, op);
 }
 
+/* gather, take_along_axis, scatter: checks the context (nin inputs) and loads output 0, x
+ * (inputs[0], of the output's dtype) and the index (inputs[1], int32 or int64). */
+static HWP_Status load_indexed(const HWP_KernelContext *ctx, const char *op, int nin, ix_view *o,
+                               ix_view *x, ix_view *ix) {
+  cl_command_queue q;
+  HWP_Status st = begin(ctx, op, nin, nin, HWP_DTYPE_BOOL, 0, NULL, &q);
+  if (st != HWP_OK || (st = view_load(op, "output 0", &ctx->outputs[0], o)) != HWP_OK ||
+      (st = view_load(op, "x", &ctx->inputs[0], x)) != HWP_OK ||
+      (st = view_load(op, "index", &ctx->inputs[1], ix)) != HWP_OK ||
+      (st = same_dtype(op, "x", x, o->dtype)) != HWP_OK)
+    return st;
+  return index_dtype(op, ix);
+}
+
 static HWP_Status ocl_kernel_gather(const HWP_KernelContext *ctx) {
   const char *op = "gather";
-  HWP_Status st = begin(ctx, op, 2, 2, HWP_DTYPE_BOOL, 0, NULL, &(cl_command_queue){NULL});
-  if (st != HWP_OK) return st;
   ix_view o, x, ix;
-  if ((st = view_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK ||
-      (st = view_load(op, "x", &ctx->inputs[0], &x)) != HWP_OK ||
-      (st = view_load(op, "index", &ctx->inputs[1], &ix)) != HWP_OK ||
-      (st = same_dtype(op, "x", &x, o.dtype)) != HWP_OK || (st = index_dtype(op, &ix)) != HWP_OK ||
-      (st = same_ndim(op, "index", &ix, 1)) != HWP_OK)
-    return st;
+  HWP_Status st = load_indexed(ctx, op, 2, &o, &x, &ix);
+  if (st != HWP_OK || (st = same_ndim(op, "index", &ix, 1)) != HWP_OK) return st;
   if (x.nd < 1) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: x must have rank >= 1", op);
   int axis;
   if ((st = same_ndim(op, "output 0", &o, x.nd)) != HWP_OK ||
@@ -392,14 +400,9 @@ static HWP_Status ocl_kernel_gather(const HWP_KernelContext *ctx) {
 
 static HWP_Status ocl_kernel_take_along_axis(const HWP_KernelContext *ctx) {
   const char *op = "take_along_axis";
-  HWP_Status st = begin(ctx, op, 2, 2, HWP_DTYPE_BOOL, 0, NULL, &(cl_command_queue){NULL});
-  if (st != HWP_OK) return st;
   ix_view o, x, ix;
-  if ((st = view_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK ||
-      (st = view_load(op, "x", &ctx->inputs[0], &x)) != HWP_OK ||
-      (st = view_load(op, "index", &ctx->inputs[1], &ix)) != HWP_OK ||
-      (st = same_dtype(op, "x", &x, o.dtype)) != HWP_OK || (st = index_dtype(op, &ix)) != HWP_OK)
-    return st;
+  HWP_Status st = load_indexed(ctx, op, 2, &o, &x, &ix);
+  if (st != HWP_OK) return st;
   if (o.nd < 1)
     return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the output must have rank >= 1", op);
   int axis;
@@ -502,16 +505,11 @@ static HWP_Status ocl_kernel_scatter(const HWP_KernelContext *ctx) {
   const char *op = "scatter";
   cl_program prog;
   cl_command_queue q;
-  HWP_Status st = begin(ctx, op, 3, 3, HWP_DTYPE_BOOL, 0, NULL, &q);
-  if (st != HWP_OK) return st;
   ix_view o, x, ix, u;
-  if ((st = view_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK ||
-      (st = view_load(op, "x", &ctx->inputs[0], &x)) != HWP_OK ||
-      (st = view_load(op, "index", &ctx->inputs[1], &ix)) != HWP_OK ||
-      (st = view_load(op, "updates", &ctx->inputs[2], &u)) != HWP_OK ||
-      (st = same_dtype(op, "x", &x, o.dtype)) != HWP_OK ||
+  HWP_Status st = load_indexed(ctx, op, 3, &o, &x, &ix);
+  if (st != HWP_OK || (st = view_load(op, "updates", &ctx->inputs[2], &u)) != HWP_OK ||
       (st = same_dtype(op, "updates", &u, o.dtype)) != HWP_OK ||
-      (st = index_dtype(op, &ix)) != HWP_OK || (st = same_ndim(op, "index", &ix, 1)) != HWP_OK)
+      (st = same_ndim(op, "index", &ix, 1)) != HWP_OK)
     return st;
   if (o.nd < 1) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: x must have rank >= 1", op);
   int axis;
@@ -766,9 +764,6 @@ static HWP_Status ocl_kernel_arange(const HWP_KernelContext *ctx) {
 /* ---- registration ------------------------------------------------------------------------ */
 
 HWP_Status ocl_register_index_kernels(const HWP_HostApi *host) {
-  static const char *const dt_names[HWP_DTYPE_COUNT] = {
-      "bool_", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-      "float64"};
   static const struct {
     const char *op;
     HWP_KernelFn fn;
@@ -786,8 +781,8 @@ HWP_Status ocl_register_index_kernels(const HWP_HostApi *host) {
     g_ix_fp64[d] = ocl_device_has_fp64(g_ocl.devices[d].id);
     fp64_all &= g_ix_fp64[d];
     for (int dt = 0; dt < HWP_DTYPE_COUNT; ++dt)
-      snprintf(g_ix_options[d][dt], sizeof g_ix_options[d][dt], "-DDT_%s=1%s", dt_names[dt],
-               g_ix_fp64[d] ? " -DHAS_FP64=1" : "");
+      snprintf(g_ix_options[d][dt], sizeof g_ix_options[d][dt], "-DDT_%s=1%s",
+               ocl_program_dtype(dt), g_ix_fp64[d] ? " -DHAS_FP64=1" : "");
   }
   int count = 0;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i)
@@ -796,17 +791,8 @@ HWP_Status ocl_register_index_kernels(const HWP_HostApi *host) {
       if ((ops[i].numeric_only && dt == HWP_DTYPE_BOOL) ||
           ((dt == HWP_DTYPE_FLOAT64 || (is_float && ops[i].float_needs_fp64)) && !fp64_all))
         continue;
-      HWP_KernelRegistration reg;
-      memset(&reg, 0, sizeof reg);
-      reg.struct_size = sizeof reg;
-      reg.op_name = ops[i].op;
-      reg.dtype = dt;
-      reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
-      reg.fn = ops[i].fn;
-      HWP_Status st = host->register_kernel(host->host_context, &reg);
-      if (st != HWP_OK)
-        return ocl_error(st, "hwport_plugin_init: registering %s[%s] failed", reg.op_name,
-                         dt_names[dt]);
+      HWP_Status st = ocl_register_strided(host, ops[i].op, dt, ops[i].fn);
+      if (st != HWP_OK) return st;
       ++count;
     }
   ocl_log(HWP_LOG_INFO, "opencl: registered %d index kernels (float64: %s)", count,

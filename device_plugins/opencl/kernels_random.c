@@ -99,9 +99,6 @@ static HWP_Status ocl_kernel_uniform(const HWP_KernelContext *ctx) {
 }
 
 HWP_Status ocl_register_random_kernels(const HWP_HostApi *host) {
-  static const char *const names[HWP_DTYPE_COUNT] = {
-      "bool_", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-      "float64"};
   if (g_ocl.num_devices == 0) return HWP_OK;
   for (int32_t d = 0; d < g_ocl.num_devices; ++d)
     if (!ocl_device_has_fp64(g_ocl.devices[d].id)) {
@@ -111,17 +108,10 @@ HWP_Status ocl_register_random_kernels(const HWP_HostApi *host) {
     }
   int count = 0;
   for (HWP_DType dt = HWP_DTYPE_FLOAT16; dt <= HWP_DTYPE_FLOAT64; ++dt) {
-    snprintf(g_rnd_options[dt], sizeof g_rnd_options[dt], "-DDT_%s=1 -DHAS_FP64=1", names[dt]);
-    HWP_KernelRegistration reg;
-    memset(&reg, 0, sizeof reg);
-    reg.struct_size = sizeof reg;
-    reg.op_name = "uniform";
-    reg.dtype = dt;
-    reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
-    reg.fn = ocl_kernel_uniform;
-    HWP_Status st = host->register_kernel(host->host_context, &reg);
-    if (st != HWP_OK)
-      return ocl_error(st, "hwport_plugin_init: registering uniform[%s] failed", names[dt]);
+    snprintf(g_rnd_options[dt], sizeof g_rnd_options[dt], "-DDT_%s=1 -DHAS_FP64=1",
+             ocl_program_dtype(dt));
+    HWP_Status st = ocl_register_strided(host, "uniform", dt, ocl_kernel_uniform);
+    if (st != HWP_OK) return st;
     ++count;
   }
   ocl_log(HWP_LOG_INFO, "opencl: registered %d random kernels (float64: yes)", count);

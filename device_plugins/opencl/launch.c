@@ -1,5 +1,7 @@
 /* hwport OpenCL plugin — kernel creation, 1-D launches, scratch buffers and blocking reads shared
  * by the index and random kernels (kernels_index.c, kernels_random.c). */
+#include <string.h>
+
 #include "kernels.h"
 
 #define OCL_LAUNCH_LOCAL 128
@@ -81,4 +83,26 @@ HWP_Status ocl_read_now(const HWP_KernelContext *ctx, cl_command_queue q, cl_mem
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueReadBuffer");
   if (ctx->stream != NULL) ocl_stream_track(ctx->stream, ev);
   return HWP_OK;
+}
+
+HWP_Status ocl_register_strided(const HWP_HostApi *host, const char *op, HWP_DType dtype,
+                                HWP_KernelFn fn) {
+  HWP_KernelRegistration reg;
+  memset(&reg, 0, sizeof reg);
+  reg.struct_size = sizeof reg;
+  reg.op_name = op;
+  reg.dtype = dtype;
+  reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
+  reg.fn = fn;
+  HWP_Status st = host->register_kernel(host->host_context, &reg);
+  if (st != HWP_OK)
+    return ocl_error(st, "hwport_plugin_init: registering %s[dtype %d] failed", op, (int)dtype);
+  return HWP_OK;
+}
+
+const char *ocl_program_dtype(HWP_DType dtype) {
+  static const char *const names[HWP_DTYPE_COUNT] = {
+      "bool_", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+      "float64"};
+  return dtype >= 0 && dtype < HWP_DTYPE_COUNT ? names[dtype] : "unknown";
 }

@@ -17,33 +17,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from opencl_env import PLUGIN_SO, P, registration_line, require_opencl_device
 
 import hwport
 import hwport.runtime as rt
 from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
-from tests.conftest import INSTALL_ROOT, REPO_ROOT
+from tests.conftest import REPO_ROOT
 
-PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
-P = "custom:opencl"
-
-if not PLUGIN_SO.exists():
-    pytest.skip(f"the OpenCL plugin is not built ({PLUGIN_SO} missing)", allow_module_level=True)
-_found = [p for p in rt.plugins() if p["device_type"] == "opencl"]
-if not _found:
-    pytest.skip(f"the OpenCL plugin did not load: {rt.plugin_errors()}", allow_module_level=True)
-if _found[0]["device_count"] == 0:
-    pytest.skip("the OpenCL plugin sees no device", allow_module_level=True)
-
-
-def _registration_line() -> str:
-    for (_t, _lvl, m) in rt._core.plugin_log():
-        if str(m).startswith("opencl: registered") and "index kernels" in str(m):
-            return str(m)
-    raise AssertionError("the OpenCL plugin logged no index-kernel registration")
-
-
-_LINE = _registration_line()
+require_opencl_device()
+_LINE = registration_line("index")
+if _LINE is None:
+    pytest.fail("the OpenCL plugin logged no index-kernel registration")
 FP64 = "float64: yes" in _LINE
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 OPS = ("concat", "pad", "gather", "take_along_axis", "scatter", "argsort", "arange")

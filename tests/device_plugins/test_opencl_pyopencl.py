@@ -11,23 +11,15 @@ import os
 
 import numpy as np
 import pytest
+from opencl_env import require_opencl_device
 
 import hwport
-import hwport.runtime as rt
 from hwport.device import get_device_properties
-from tests.conftest import INSTALL_ROOT
 
 cl = pytest.importorskip("pyopencl")
 cl_array = pytest.importorskip("pyopencl.array")
 
-PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
-if not PLUGIN_SO.exists():
-    pytest.skip(f"the OpenCL plugin is not built ({PLUGIN_SO} missing)", allow_module_level=True)
-_found = [p for p in rt.plugins() if p["device_type"] == "opencl"]
-if not _found or _found[0]["device_count"] == 0:
-    pytest.skip(f"no OpenCL device through hwport: {rt.plugin_errors()}",
-                allow_module_level=True)
-COUNT = _found[0]["device_count"]
+COUNT = require_opencl_device()["device_count"]
 
 
 def _pyopencl_devices() -> list:

@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opencl_env import PLUGIN_SO, P, registration_line, require_opencl_device
 
 import hwport
-import hwport.runtime as rt
 from phi_ops.reference import reference
-from tests.conftest import INSTALL_ROOT
 
-PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
-P = "custom:opencl"
-
-if not PLUGIN_SO.exists():
-    pytest.skip(f"the OpenCL plugin is not built ({PLUGIN_SO} missing)", allow_module_level=True)
-_found = [p for p in rt.plugins() if p["device_type"] == "opencl"]
-if not _found or _found[0]["device_count"] == 0:
-    pytest.skip(f"no OpenCL device: {rt.plugin_errors()}", allow_module_level=True)
-_LINES = [str(m) for (_t, _l, m) in rt._core.plugin_log()
-          if str(m).startswith("opencl: registered") and "random kernels" in str(m)]
-if not _LINES or _LINES[0].startswith("opencl: registered 0 "):
-    pytest.skip(f"the OpenCL plugin registers no random kernels: {_LINES}",
+require_opencl_device()
+_LINE = registration_line("random")
+if _LINE is None or _LINE.startswith("opencl: registered 0 "):
+    pytest.skip(f"the OpenCL plugin registers no random kernels: {_LINE}",
                 allow_module_level=True)
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -44,7 +35,7 @@ def bits(a: np.ndarray) -> bytes:
 
 
 def test_registered():
-    assert _LINES == ["opencl: registered 4 random kernels (float64: yes)"], _LINES
+    assert _LINE == "opencl: registered 4 random kernels (float64: yes)", _LINE
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -105,3 +96,13 @@ def test_direct_attribute_errors():
     finally:
         out.free()
     assert h.stats()["bytes_in_use"] == 0
+
+
+def test_uniform_no_longer_falls_back():
+    import hwport.runtime as rt
+
+    rt.reset_fallback_stats()
+    for dtype in FLOATS:
+        uniform(P, (5, 3), seed=1, dtype=dtype)
+    leaked = {k: v for k, v in rt.fallback_stats().items() if k[1] == "opencl"}
+    assert not leaked, leaked
