@@ -21,7 +21,7 @@ APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
 # these, so a dependency added there is picked up here without editing this file.
 REQUIREMENTS=(scikit-build-core pybind11 numpy ml_dtypes pytest hypothesis cffi ruff
-              "cmake>=3.18" ninja)
+              "cmake>=3.18" ninja pyopencl)
 
 START=$SECONDS
 step() { printf '\n==> [setup] %s\n' "$*"; }

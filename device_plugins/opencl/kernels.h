@@ -49,4 +49,50 @@ HWP_Status ocl_register_index_kernels(const HWP_HostApi *host);
 /* kernels_random.c: uniform, bit-exact with phi_ops/philox.py (slots 90..99). */
 HWP_Status ocl_register_random_kernels(const HWP_HostApi *host);
 
+/* ---- launch.c: what the index and random kernels share ----------------------------------- */
+
+/* One kernel argument: a value of `size` bytes, or local memory of `size` bytes (value NULL). */
+typedef struct ocl_karg {
+  size_t size;
+  const void *value;
+} ocl_karg;
+#define OCL_ARG(x) {sizeof(x), &(x)}
+#define OCL_LOCAL(bytes) {(bytes), NULL}
+
+/* The queue kernels of ctx run on: ctx->stream's, or the device's internal one (NULL stream). */
+HWP_Status ocl_ctx_queue(const HWP_KernelContext *ctx, cl_command_queue *q, const char *fn);
+/* Creates kernel `name` of `prog` and sets its `n` arguments; on error nothing is left. */
+HWP_Status ocl_kernel_make(cl_program prog, const char *name, const ocl_karg *args, int n,
+                           cl_kernel *out, const char *fn);
+/* Enqueues `k` over `items` work-items (rounded up to a multiple of the local size: `local`, or
+ * when 0 the largest power of two <= 128 the kernel allows) on q, tracked on ctx->stream, and
+ * releases k (the enqueued command keeps it alive). items == 0 enqueues nothing. */
+HWP_Status ocl_enqueue_1d(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
+                          uint64_t items, size_t local, const char *fn);
+/* ocl_kernel_make + ocl_enqueue_1d with the automatic local size. */
+HWP_Status ocl_run_1d(const HWP_KernelContext *ctx, cl_command_queue q, cl_program prog,
+                      const char *name, const ocl_karg *args, int n, uint64_t items,
+                      const char *fn);
+/* A private device buffer of `bytes` (> 0) in the device's context, initialised from `init`
+ * when not NULL. The caller releases it (after enqueueing the commands that use it: OpenCL
+ * keeps it alive until they finish). */
+HWP_Status ocl_temp_buffer(int32_t device, size_t bytes, const void *init, cl_mem *out,
+                           const char *fn);
+/* A blocking read of `bytes` at `offset` of `buf` on q (tracked on ctx->stream). */
+HWP_Status ocl_read_now(const HWP_KernelContext *ctx, cl_command_queue q, cl_mem buf,
+                        uint64_t offset, size_t bytes, void *dst, const char *fn);
+
+/* Registers `fn` for (op, dtype) with HWP_KERNEL_ACCEPTS_STRIDED and no user data. */
+HWP_Status ocl_register_strided(const HWP_HostApi *host, const char *op, HWP_DType dtype,
+                                HWP_KernelFn fn);
+
+/* The dtype's name in elementwise_prelude.cl's DT_<name> macros ("bool_", "int8", ...). */
+const char *ocl_program_dtype(HWP_DType dtype);
+
+/* kernels_elementwise.c: the bits of numeric attribute `name` converted to `dtype` like fill's
+ * value (INT64 first for bool/integers, else FLOAT64; casts saturate; float16/bfloat16 round to
+ * nearest even). Absent: an error when `required`, else 0. */
+HWP_Status ocl_value_bits(const HWP_KernelContext *ctx, const char *op, const char *name,
+                          int required, HWP_DType dtype, int64_t *bits);
+
 #endif /* HWPORT_OPENCL_KERNELS_H */

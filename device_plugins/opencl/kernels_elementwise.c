@@ -75,19 +75,20 @@ static uint16_t f64_to_narrow(double v, int M, int B, int E_ALL) {
   return (uint16_t)(sign | (uint16_t)(be << M) | (uint16_t)((uint32_t)q - (1u << M)));
 }
 
-static HWP_Status fill_bits(const HWP_KernelContext *ctx, HWP_DType dtype, int64_t *bits) {
+HWP_Status ocl_value_bits(const HWP_KernelContext *ctx, const char *op, const char *name,
+                          int required, HWP_DType dtype, int64_t *bits) {
   double fv = 0;
   int64_t iv = 0;
   int have_i = 0, have_f = 0;
   if (ctx->get_attr == NULL)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "fill: the kernel context has no get_attr");
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the kernel context has no get_attr", op);
   if (is_float(dtype)) {
-    have_f = ctx->get_attr(ctx, "value", HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
-    if (!have_f) have_i = ctx->get_attr(ctx, "value", HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
+    have_f = ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
+    if (!have_f) have_i = ctx->get_attr(ctx, name, HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
     if (have_i) fv = (double)iv;
   } else {
-    have_i = ctx->get_attr(ctx, "value", HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
-    if (!have_i) have_f = ctx->get_attr(ctx, "value", HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
+    have_i = ctx->get_attr(ctx, name, HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
+    if (!have_i) have_f = ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
     if (have_f) { /* cast semantics: truncation, NaN -> 0, saturating to the dtype */
       double lo = -9.2233720368547758e18, hi = 9.2233720368547758e18;
       switch (dtype) {
@@ -104,9 +105,13 @@ static HWP_Status fill_bits(const HWP_KernelContext *ctx, HWP_DType dtype, int64
       else iv = (int64_t)fv;
     }
   }
-  if (!have_i && !have_f)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT,
-                     "fill: attribute 'value' is missing or not a number");
+  if (!have_i && !have_f) {
+    double absent = 0;
+    if (required || ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &absent, NULL) !=
+                        HWP_ERROR_NOT_FOUND)
+      return ocl_error(HWP_ERROR_INVALID_ARGUMENT,
+                       "%s: attribute '%s' is missing or not a number", op, name);
+  }
   switch (dtype) {
   case HWP_DTYPE_BOOL: *bits = iv != 0; break;
   case HWP_DTYPE_FLOAT16: *bits = f64_to_narrow(fv, 10, 15, 31); break;
@@ -218,7 +223,7 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   int ndim = L.ndim;
   if (op->kind == OCL_EW_FILL) {
     int64_t bits = 0;
-    st = fill_bits(ctx, o->dtype, &bits);
+    st = ocl_value_bits(ctx, "fill", "value", 1, o->dtype, &bits);
     if (st != HWP_OK) return st;
     sa.s[0] = bits;
     ndim = 0;

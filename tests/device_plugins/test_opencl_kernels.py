@@ -77,6 +77,17 @@ OP_DTYPES = [(op, d) for op, ds in KERNELS.items() for d in ds if FP64 or d != "
 # The reduction kernels (kernels_reduce.c, tested in test_opencl_reduce.py): every dtype.
 REDUCTION_OP_DTYPES = [(op, d) for op in ("sum", "prod", "max", "min")
                        for d in ("bool", *INTS, *FLOATS) if FP64 or d != "float64"]
+# The index and random kernels (kernels_index.c, kernels_random.c; tested in
+# test_opencl_index.py and test_opencl_random.py): ops.yaml's dtypes; arange's float dtypes and
+# uniform (computed in double) only with float64.
+_YAML = yaml.safe_load((REPO_ROOT / "phi_ops" / "ops.yaml").read_text(encoding="utf-8"))
+_YOPS = {o["name"]: o for o in _YAML["ops"]}
+INDEX_OP_DTYPES = [(op, d) for op in ("concat", "pad", "gather", "take_along_axis", "scatter",
+                                      "argsort", "arange")
+                   for d in _YAML["dtype_groups"][_YOPS[op]["dtypes"]]
+                   if FP64 or (d != "float64" and not (op == "arange" and d in FLOATS))]
+RANDOM_OP_DTYPES = [("uniform", d) for d in _YAML["dtype_groups"][_YOPS["uniform"]["dtypes"]]
+                    if FP64]
 ARITY = {op: (1 if op in ("cast", "copy") else 3 if op == "where" else 0 if op == "fill"
               else None) for op in KERNELS}
 
@@ -84,6 +95,7 @@ ARITY = {op: (1 if op in ("cast", "copy") else 3 if op == "where" else 0 if op =
 def test_registered_kernels_are_exactly_the_intended_set():
     entry = next(p for p in rt.plugins() if p["device_type"] == "opencl")
     want = len(OP_DTYPES) + len(REDUCTION_OP_DTYPES)
+    want += len(INDEX_OP_DTYPES) + len(RANDOM_OP_DTYPES)
     assert entry["num_kernels"] == want, (entry["num_kernels"], want)
     assert {"abs", "add", "divide", "pow", "maximum", "where", "cast", "copy",
             "fill"} <= set(KERNELS)
@@ -322,6 +334,7 @@ def test_direct_registrations_are_exact_and_strided(ocl):
     from direct_host import DTYPE_CODE
 
     want = {(op, DTYPE_CODE[d]) for op, d in OP_DTYPES + REDUCTION_OP_DTYPES}
+    want |= {(op, DTYPE_CODE[d]) for op, d in INDEX_OP_DTYPES + RANDOM_OP_DTYPES}
     assert set(ocl.registrations) == want
     assert all(r.flags == 1 for r in ocl.registrations.values())  # HWP_KERNEL_ACCEPTS_STRIDED
 
