@@ -50,7 +50,7 @@ def cpu_plugin_so(request, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def cpu(cpu_plugin_so):
     """A fresh instance of the cpu plugin with two virtual devices and default settings."""
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     h = DirectHost(cpu_plugin_so, env={
         "HWPORT_CPU_DEVICES": "2",
@@ -64,7 +64,7 @@ def cpu(cpu_plugin_so):
 @pytest.fixture(scope="session")
 def load_cpu(cpu_plugin_so):
     """Factory: a fresh instance of the cpu plugin under the given environment variables."""
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     def load(abi_major: int = 1, **env):
         base = {"HWPORT_CPU_DEVICES": None, "HWPORT_CPU_MEMORY_LIMIT": None,

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from direct_host import (
+from hwport.conformance.direct_host import (
     DTYPE_CODE,
     DTYPE_NAMES,
     INVALID_ARGUMENT,

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 import pytest
-from direct_host import (
+from hwport.conformance.direct_host import (
     DEVICE_ERROR,
     DTYPE_CODE,
     DTYPE_NAMES,

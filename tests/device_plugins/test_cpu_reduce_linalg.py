@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 import pytest
-from direct_host import (
+from hwport.conformance.direct_host import (
     DTYPE_CODE,
     INVALID_ARGUMENT,
     NOT_FOUND,
