@@ -17,7 +17,9 @@ import datetime
 import json
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -159,8 +161,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds like Ctrl-C: the workers are killed, the log is closed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         return {"list": cmd_list, "run": cmd_run, "report": cmd_report}[args.command](args)
     except (runner.HwcheckUsageError, ValueError, FileNotFoundError) as exc:

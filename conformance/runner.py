@@ -186,6 +186,10 @@ class WorkerTimeout(Exception):
     pass
 
 
+class WorkerStartError(Exception):
+    pass
+
+
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "closed its pipe"
@@ -212,8 +216,16 @@ class Worker:
             [sys.executable, "-m", "hwport.conformance.worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._err, env=env, start_new_session=True)
         self._buf = b""
-        self._send({"target": target.to_json()})
-        self._receive(STARTUP_TIMEOUT_S)
+        try:
+            self._send({"target": target.to_json()})
+            self._receive(STARTUP_TIMEOUT_S)
+        except (WorkerDied, WorkerTimeout) as exc:
+            what = describe_exit(exc.returncode) if isinstance(exc, WorkerDied) else \
+                f"did not answer within {STARTUP_TIMEOUT_S:g} s"
+            tail = self.stderr_tail()
+            self.close()
+            raise WorkerStartError(f"the worker process {what}"
+                                   + (f"; its stderr (tail):\n{tail}" if tail else "")) from None
 
     def _send(self, obj: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -289,6 +301,8 @@ class _TargetRun:
         self._queue = list(reversed(cases))
         self._lock = threading.Lock()
         self._start_failures = 0
+        self.live: set[Worker] = set()
+        self.stopped = False
 
     def _next(self) -> Case | None:
         with self._lock:
@@ -297,21 +311,34 @@ class _TargetRun:
     def _start(self, case: Case) -> Worker | None:
         try:
             worker = Worker(self.rt.target)
-        except (WorkerDied, WorkerTimeout, OSError) as exc:
+        except (WorkerStartError, OSError) as exc:
             with self._lock:
                 self._start_failures += 1
                 give_up = self._start_failures >= MAX_START_FAILURES
                 rest = list(reversed(self._queue)) if give_up else []
                 if give_up:
                     self._queue.clear()
-            what = describe_exit(exc.returncode) if isinstance(exc, WorkerDied) else str(exc)
             for c in [case, *rest]:
-                self.emit(c, Result(c, Status.ERROR, f"hwcheck error: the worker process could "
-                                                     f"not start ({what})"))
+                self.emit(c, Result(c, Status.ERROR, f"hwcheck error: a worker could not start: "
+                                                     f"{exc}"))
             return None
         with self._lock:
             self._start_failures = 0
+            self.live.add(worker)
         return worker
+
+    def kill_all(self) -> None:
+        """Kills every live worker (the run was interrupted)."""
+        with self._lock:
+            self.stopped = True
+            workers = list(self.live)
+        for w in workers:
+            w.kill()
+
+    def _retire(self, worker: Worker) -> None:
+        with self._lock:
+            self.live.discard(worker)
+        worker.close()
 
     def _loop(self) -> None:
         worker: Worker | None = None
@@ -329,28 +356,34 @@ class _TargetRun:
                     result = _isolated_result(
                         case, Status.TIMEOUT, f"the case ran past the {self.opts.timeout:g} s "
                         f"timeout; the worker was killed", worker)
-                    worker.close()
+                    self._retire(worker)
                     worker = None
                 except WorkerDied as exc:
                     result = _isolated_result(
                         case, Status.CRASH, f"the worker process {describe_exit(exc.returncode)}"
                         f" while running the case", worker)
-                    worker.close()
+                    self._retire(worker)
                     worker = None
                 if result.status in (Status.CRASH, Status.TIMEOUT):
                     result.duration_s = time.perf_counter() - t0
+                if self.stopped:
+                    break
                 self.emit(case, result)
         finally:
             if worker is not None:
-                worker.close()
+                self._retire(worker)
 
     def run(self) -> None:
         threads = [threading.Thread(target=self._loop, daemon=True)
                    for _ in range(max(1, self.opts.jobs))]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:  # interrupted: no worker may outlive hwcheck
+            self.kill_all()
+            raise
 
 
 def run(targets: Sequence[ResolvedTarget], opts: RunOptions, log: JsonLinesLog | None,

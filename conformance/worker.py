@@ -60,7 +60,24 @@ def _json_safe(obj: Any) -> Any:
     return str(obj)
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when the hwcheck thread that started it goes away, so a
+    worker stuck in a hanging plugin call never outlives a killed hwcheck."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent is already gone
+        os._exit(1)
+
+
 def main() -> int:
+    _die_with_parent()
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # anything printed from here on goes to stderr
     sys.stdout = sys.stderr

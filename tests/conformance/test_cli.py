@@ -170,3 +170,32 @@ def test_report_renders_a_saved_run_as_table_and_html(tmp_path):
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html
     assert "Worst errors" in html and "rerun: hwcheck run" in html
     assert "#c62828" in html  # the add/float32 cell is coloured FAIL
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    args = ["run", "--plugin", "cpu", "--suite", "kernels", "-k", "add/float32/*"]
+    piped = hwcheck(*args, cwd=tmp_path)
+    assert piped.returncode == 0 and "\r" not in piped.stdout
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "hwport.conformance", *args], cwd=tmp_path,
+                            stdout=slave, stderr=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait() == 0
+    text = out.decode()
+    n = len(add_cases())
+    assert f"] {n}/{n}  PASS {n}" in text and "\r[" in text and "#" * 30 in text

@@ -13,6 +13,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from tests.conftest import zoo_plugin_path
 
@@ -123,3 +124,61 @@ def test_results_stream_as_json_lines_and_survive_a_kill(tmp_path):
     assert rep.returncode == 0, rep.stderr
     assert "kernels" in rep.stdout and "PASS" in rep.stdout
     assert (tmp_path / "partial.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def _worker_pids(parent: int) -> list[int]:
+    """Live `hwport.conformance.worker` processes started by `parent`."""
+    pids = []
+    for task in os.listdir(f"/proc/{parent}/task"):
+        try:
+            with open(f"/proc/{parent}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"hwport.conformance.worker" in f.read():
+                    out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _start_hanging_run(tmp_path):
+    plugin = zoo_plugin_path("hang_sync")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hwport.conformance", "run", "--plugin", str(plugin), "--suite",
+         "kernels", "-k", "kernels::add/float32/bcast", "--timeout", "600", "--jsonl",
+         str(tmp_path / "log.jsonl")], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    while not workers and proc.poll() is None:
+        workers = _worker_pids(proc.pid)
+        time.sleep(0.05)
+    assert workers, proc.communicate()
+    return proc, workers
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_hwcheck_leaves_no_worker_behind(tmp_path, sig):
+    proc, workers = _start_hanging_run(tmp_path)
+    time.sleep(0.5)  # let the worker reach the hanging call
+    proc.send_signal(sig)
+    _, err = proc.communicate()
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130 and "interrupted" in err
+    for _ in range(600):  # the kernel delivers the parent-death signal asynchronously
+        if not any(_alive(w) for w in workers):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
