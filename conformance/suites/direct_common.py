@@ -56,6 +56,10 @@ def plugin_file(target: Target, options: dict[str, Any] | None = None) -> str:
 @functools.cache
 def _probe(path: str, env_items: tuple[tuple[str, str], ...], timeout: float) -> dict[str, Any]:
     env = {**os.environ, **dict(env_items)}
+    # The probe imports hwport only for its headers: keep the runtime from loading (and
+    # probing) the plugin itself, which would spend the timeout before the probe even starts.
+    env.pop("HWPORT_PLUGIN_PATH", None)
+    env["HWPORT_DISABLE_PLUGINS"] = "1"
     cmd = [sys.executable, "-m", "hwport.conformance.direct_host", path, "{}", PROBE_MARK]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -111,11 +111,13 @@ def _device_memory(h) -> int:
 
 def alloc_large(h, case: Case) -> dict[str, Any]:
     total = _device_memory(h)
-    nbytes = 64 << 20
+    nbytes = 32 << 20
     if total:
         nbytes = min(nbytes, total // 4)
     nbytes = nbytes // 4 * 4 + 3  # not a multiple of anything
-    data = np.frombuffer(np.random.default_rng(case.seed).bytes(nbytes), np.uint8)
+    # a random block repeated with an odd period: a misplaced chunk cannot match by chance
+    block = np.frombuffer(np.random.default_rng(case.seed).bytes((1 << 20) + 7), np.uint8)
+    data = np.resize(block, nbytes)
     with Buffers(h) as b:
         buf = b.alloc(nbytes)
         h.h2d(buf, data)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from hwport.conformance.direct_host import (
     DEVICE_ERROR,
     DTYPE_CODE,

@@ -10,6 +10,8 @@ import threading
 
 import numpy as np
 import pytest
+from plugin_build import build_cpu_plugin
+
 from hwport.conformance.direct_host import (
     DEVICE_ERROR,
     DTYPE_CODE,
@@ -25,7 +27,6 @@ from hwport.conformance.direct_host import (
     ffi,
     np_dtype,
 )
-from plugin_build import build_cpu_plugin
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")

@@ -13,6 +13,8 @@ import zlib
 
 import numpy as np
 import pytest
+from plugin_build import build_cpu_plugin
+
 from hwport.conformance.direct_host import (
     DTYPE_CODE,
     INVALID_ARGUMENT,
@@ -24,7 +26,6 @@ from hwport.conformance.direct_host import (
     ffi,
     np_dtype,
 )
-from plugin_build import build_cpu_plugin
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")

@@ -89,6 +89,9 @@
 #if TP_IS(stream_order)
 #define TR_STREAMS_OUT_OF_ORDER 1
 #endif
+#if TP_IS(leak)
+#define TR_LEAK_ON_FREE 1
+#endif
 #include "test_runtime.h"
 
 #if TP_IS(bad_device_type)
@@ -454,22 +457,6 @@ static const HWP_MemoryTable tp_memory_table = {
 #else
 #define TP_COPY_D2D tr_copy_d2d
 #endif
-#if TP_IS(leak)
-/* The bug: the buffer is forgotten, neither freed nor taken out of bytes_in_use. */
-static HWP_Status tp_leaky_deallocate(int32_t device, HWP_Buffer buffer) {
-  tr_header *h = NULL;
-  HWP_Status st;
-  if (buffer == NULL) return tr_check_device(device, "deallocate");
-  if ((st = tr_header_of(device, buffer, "deallocate", &h)) != HWP_OK) return st;
-  pthread_mutex_lock(&tr_lock);
-  tr_stats[device].num_frees += 1;
-  pthread_mutex_unlock(&tr_lock);
-  return HWP_OK;
-}
-#define TP_DEALLOCATE tp_leaky_deallocate
-#else
-#define TP_DEALLOCATE tr_deallocate
-#endif
 #if TP_IS(false_stats)
 /* The bug: the accounting is right but the report says nothing is in use. */
 static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) {
@@ -489,7 +476,7 @@ static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) 
 #define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL
 #endif
 static const HWP_MemoryTable tp_memory_table = {
-    TP_MEMORY_TABLE_SIZE, tr_allocate,     TP_DEALLOCATE, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
+    TP_MEMORY_TABLE_SIZE, tr_allocate,     tr_deallocate, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
     TP_ASYNC_COPIES,      TP_MEMORY_STATS, NULL,          NULL,        NULL};
 #endif
 

@@ -11,6 +11,8 @@
  * really is asynchronous (query may say NOT_READY) and must be ordered by the runtime. With
  * TR_STREAMS_OUT_OF_ORDER as well, streams have no worker: their operations run only when the
  * host synchronizes or queries, newest first (a plugin that ignores stream order).
+ * With TR_LEAK_ON_FREE, deallocate counts the free but neither frees nor gives the bytes back
+ * in the stats (a leaking plugin).
  *
  * Included by exactly one translation unit (test_plugin.c); everything is static. */
 #ifndef HWPORT_TEST_RUNTIME_H
@@ -191,11 +193,15 @@ static HWP_Status tr_deallocate(int32_t device, HWP_Buffer buffer) {
   st = tr_header_of(device, buffer, "deallocate", &h);
   if (st != HWP_OK) return st;
   pthread_mutex_lock(&tr_lock);
-  tr_stats[device].bytes_in_use -= h->nbytes;
   tr_stats[device].num_frees += 1;
+#ifndef TR_LEAK_ON_FREE
+  tr_stats[device].bytes_in_use -= h->nbytes;
+#endif
   pthread_mutex_unlock(&tr_lock);
+#ifndef TR_LEAK_ON_FREE
   h->magic = 0;
   free(h);
+#endif
   return HWP_OK;
 }
 
@@ -463,28 +469,6 @@ static HWP_Status tr_destroy_stream(int32_t device, HWP_Stream stream) {
   return HWP_OK;
 }
 
-static HWP_Status tr_synchronize_stream(int32_t device, HWP_Stream stream) {
-  tr_stream *s = NULL;
-  HWP_Status st = tr_stream_of(device, stream, "synchronize_stream", &s);
-  if (st != HWP_OK) return st;
-  pthread_mutex_lock(&tr_lock);
-  tr_wait_stream_locked(s);
-  pthread_mutex_unlock(&tr_lock);
-  return HWP_OK;
-}
-
-static HWP_Status tr_query_stream(int32_t device, HWP_Stream stream) {
-  tr_stream *s = NULL;
-  int done;
-  HWP_Status st = tr_stream_of(device, stream, "query_stream", &s);
-  if (st != HWP_OK) return st;
-  pthread_mutex_lock(&tr_lock);
-  TR_FLUSH(s);
-  done = s->completed >= s->submitted;
-  pthread_mutex_unlock(&tr_lock);
-  return done ? HWP_OK : HWP_ERROR_NOT_READY;
-}
-
 static HWP_Status tr_create_event(int32_t device, HWP_Event *out) {
   tr_event *e;
   HWP_Status st = tr_check_device(device, "create_event");
@@ -523,28 +507,44 @@ static HWP_Status tr_record_event(int32_t device, HWP_Stream stream, HWP_Event e
   return HWP_OK;
 }
 
-static HWP_Status tr_synchronize_event(int32_t device, HWP_Event event) {
+/* Caller holds tr_lock. HWP_OK once the stream in `slot` (if still of `generation`) has
+ * completed `ticket` operations, else HWP_ERROR_NOT_READY; with `wait`, blocks until then. */
+static HWP_Status tr_await_locked(int32_t slot, uint64_t generation, uint64_t ticket, int wait) {
+  if (!tr_captured_complete(slot, generation, ticket)) TR_FLUSH(&tr_streams[slot]);
+  while (wait && !tr_captured_complete(slot, generation, ticket))
+    pthread_cond_wait(&tr_stream_cond, &tr_lock);
+  return tr_captured_complete(slot, generation, ticket) ? HWP_OK : HWP_ERROR_NOT_READY;
+}
+
+/* synchronize_* (wait) and query_* (!wait) of a stream, or of an event (`is_event`). */
+static HWP_Status tr_finish(int32_t device, void *handle, int is_event, int wait,
+                            const char *fn) {
+  tr_stream *s = NULL;
   tr_event *e = NULL;
-  HWP_Status st = tr_event_of(device, event, "synchronize_event", &e);
+  HWP_Status st = is_event ? tr_event_of(device, (HWP_Event)handle, fn, &e)
+                           : tr_stream_of(device, (HWP_Stream)handle, fn, &s);
   if (st != HWP_OK) return st;
   pthread_mutex_lock(&tr_lock);
-  if (!tr_captured_complete(e->slot, e->generation, e->ticket)) TR_FLUSH(&tr_streams[e->slot]);
-  while (!tr_captured_complete(e->slot, e->generation, e->ticket))
-    pthread_cond_wait(&tr_stream_cond, &tr_lock);
+  st = e ? tr_await_locked(e->slot, e->generation, e->ticket, wait)
+         : tr_await_locked(s->slot, s->generation, s->submitted, wait);
   pthread_mutex_unlock(&tr_lock);
-  return HWP_OK;
+  return st;
+}
+
+static HWP_Status tr_synchronize_stream(int32_t device, HWP_Stream stream) {
+  return tr_finish(device, stream, 0, 1, "synchronize_stream");
+}
+
+static HWP_Status tr_query_stream(int32_t device, HWP_Stream stream) {
+  return tr_finish(device, stream, 0, 0, "query_stream");
+}
+
+static HWP_Status tr_synchronize_event(int32_t device, HWP_Event event) {
+  return tr_finish(device, event, 1, 1, "synchronize_event");
 }
 
 static HWP_Status tr_query_event(int32_t device, HWP_Event event) {
-  tr_event *e = NULL;
-  int done;
-  HWP_Status st = tr_event_of(device, event, "query_event", &e);
-  if (st != HWP_OK) return st;
-  pthread_mutex_lock(&tr_lock);
-  if (!tr_captured_complete(e->slot, e->generation, e->ticket)) TR_FLUSH(&tr_streams[e->slot]);
-  done = tr_captured_complete(e->slot, e->generation, e->ticket);
-  pthread_mutex_unlock(&tr_lock);
-  return done ? HWP_OK : HWP_ERROR_NOT_READY;
+  return tr_finish(device, event, 1, 0, "query_event");
 }
 
 /* Appends `op` (heap-allocated, fields set) to the stream's queue. Takes ownership. */
