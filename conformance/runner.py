@@ -364,6 +364,11 @@ class _TargetRun:
                         f" while running the case", worker)
                     self._retire(worker)
                     worker = None
+                except Exception as exc:  # noqa: BLE001 - e.g. a garbled answer: never lose a case
+                    result = Result(case, Status.ERROR, f"hwcheck error: talking to the worker "
+                                                        f"failed: {type(exc).__name__}: {exc}")
+                    self._retire(worker)
+                    worker = None
                 if result.status in (Status.CRASH, Status.TIMEOUT):
                     result.duration_s = time.perf_counter() - t0
                 if self.stopped:
