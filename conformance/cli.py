@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import signal
 import sys
 import threading
@@ -125,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                            else DEFAULT_JSONL)
     from hwport.runtime import _core  # version facts only; plugins load in workers
 
-    meta = {"command": " ".join(["hwcheck", *sys.argv[1:]]) if sys.argv else "hwcheck",
+    meta = {"command": shlex.join(["hwcheck", *args.argv]),
             "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "seed": args.seed, "jobs": args.jobs, "timeout_s": args.timeout, "suites": suites,
             "patterns": list(args.patterns), "dtypes": _split(args.dtype) or None,
@@ -166,7 +167,9 @@ def _terminated(signum: int, _frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
+    args.argv = argv
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
     try:
