@@ -118,7 +118,8 @@ def test_results_stream_as_json_lines_and_survive_a_kill(tmp_path):
     assert records[0]["type"] == "run" and records[0]["schema"] == "hwcheck-run/1"
     results = [r for r in records if r["type"] == "result"]
     assert len(results) >= 40
-    assert all(r["status"] == "PASS" and r["plugin"] == "cpu" for r in results)
+    assert all(r["plugin"] == "cpu" for r in results)
+    assert [r for r in results if r["status"] != "PASS"] == []
     # the partial log renders like a finished run
     rep = hwcheck("report", str(log), "--html", str(tmp_path / "partial.html"), cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr
