@@ -152,3 +152,27 @@ def test_results_carry_measurements():
     assert results["memory::alloc_many"].details["count"] == 1500
     assert results["memory::alloc_zero_size"].details["zero_size"] == "refused"
     assert results["memory::alloc_zero_size"].status == Status.PASS
+
+
+def test_struct_size_check_catches_a_plugin_that_writes_past_it():
+    """abi::properties_struct_size's guard, against a stand-in get_properties (a C callback)
+    that ignores struct_size and fills the whole v1 struct, as a careless plugin would."""
+    from hwport.conformance.direct_host import ffi
+    from hwport.conformance.model import CheckFailed
+
+    @ffi.callback("HWP_Status(int32_t, HWP_DeviceProperties *)")
+    def careless(_device, props):
+        ffi.memmove(props, b"\x01" * ffi.sizeof("HWP_DeviceProperties"),
+                    ffi.sizeof("HWP_DeviceProperties"))
+        return 0
+
+    @ffi.callback("HWP_Status(int32_t, HWP_DeviceProperties *)")
+    def careful(_device, props):
+        n = props.struct_size
+        ffi.memmove(props, b"\x01" * n, n)
+        return 0
+
+    with pytest.raises(CheckFailed, match="wrote past it"):
+        abi._struct_size_respected("HWP_DeviceProperties", "name", lambda p: careless(0, p))
+    got = abi._struct_size_respected("HWP_DeviceProperties", "name", lambda p: careful(0, p))
+    assert got == {"struct_size": 8 + 256}

@@ -2,8 +2,9 @@
 
 `cpu_plugin_so` is the installed libhwport_cpu.so (the top-level `cpu_plugin_path` fixture) when
 the package is installed and the library is at least as new as the plugin's sources; otherwise
-the plugin is compiled here with the C compiler into a temporary directory, so these tests also
-run before (or without) a package build."""
+the plugin is compiled here with the C compiler into a temporary directory, so these tests run
+against the current sources even when the installed library is stale. The host that drives it
+is hwcheck's (hwport.conformance.direct_host), so the package itself must be installed."""
 
 from __future__ import annotations
 
