@@ -63,6 +63,30 @@ py::dict properties(py::handle place) {
   return out;
 }
 
+// The optional functions and tables a plugin provides (NULL ones are left out), by ABI name.
+py::list optional_parts(const Plugin& p) {
+  py::list out;
+  auto add = [&out](bool present, const char* name) {
+    if (present) out.append(name);
+  };
+  add(p.device.get_properties, "device.get_properties");
+  add(p.device.init_device, "device.init_device");
+  add(p.device.set_device, "device.set_device");
+  add(p.memory.copy_h2d_async && p.memory.copy_d2h_async && p.memory.copy_d2d_async,
+      "memory.async_copies");
+  add(p.memory.memset_async, "memory.memset_async");
+  add(p.memory.get_memory_stats, "memory.get_memory_stats");
+  add(p.memory.host_address, "memory.host_address");
+  add(p.memory.wrap_host_memory, "memory.wrap_host_memory");
+  add(p.has_streams, "stream");
+  add(p.has_streams && p.stream.query_stream, "stream.query_stream");
+  add(p.has_streams && p.stream.query_event, "stream.query_event");
+  add(p.has_ccl, "ccl");
+  add(p.has_codegen, "codegen");
+  add(p.has_profiler, "profiler");
+  return out;
+}
+
 py::list plugins() {
   py::list out;
   for (const auto& p : DeviceManager::instance().plugins()) {
@@ -75,6 +99,7 @@ py::list plugins() {
     d["device_count_note"] = p->device_count_note;
     d["num_kernels"] = p->kernels.size();
     d["has_streams"] = p->has_streams;
+    d["optional"] = optional_parts(*p);
     out.append(d);
   }
   return out;

@@ -23,6 +23,10 @@ struct Plugin {
   HWP_MemoryTable memory{};
   HWP_StreamTable stream{};
   bool has_streams = false;
+  // Which optional tables the plugin filled (ccl, codegen, profiler), for `hwcheck list`.
+  bool has_ccl = false;
+  bool has_codegen = false;
+  bool has_profiler = false;
   const char* (*get_last_error_fn)(void) = nullptr;
   void (*shutdown)(void) = nullptr;
   int32_t device_count = 0;

@@ -239,6 +239,9 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   copy_table(api->device, &plugin->device);
   copy_table(api->memory, &plugin->memory);
   if (HWP_HAS_FIELD(api, HWP_PluginApi, shutdown)) plugin->shutdown = api->shutdown;
+  plugin->has_ccl = HWP_HAS_FIELD(api, HWP_PluginApi, ccl) && api->ccl;
+  plugin->has_codegen = HWP_HAS_FIELD(api, HWP_PluginApi, codegen) && api->codegen;
+  plugin->has_profiler = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) && api->profiler;
   if (HWP_HAS_FIELD(api, HWP_PluginApi, stream) && api->stream) {
     copy_table(api->stream, &plugin->stream);
     const HWP_StreamTable& s = plugin->stream;

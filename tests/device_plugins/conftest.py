@@ -2,8 +2,9 @@
 
 `cpu_plugin_so` is the installed libhwport_cpu.so (the top-level `cpu_plugin_path` fixture) when
 the package is installed and the library is at least as new as the plugin's sources; otherwise
-the plugin is compiled here with the C compiler into a temporary directory, so these tests also
-run before (or without) a package build."""
+the plugin is compiled here with the C compiler into a temporary directory, so these tests run
+against the current sources even when the installed library is stale. The host that drives it
+is hwcheck's (hwport.conformance.direct_host), so the package itself must be installed."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def cpu_plugin_so(request, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def cpu(cpu_plugin_so):
     """A fresh instance of the cpu plugin with two virtual devices and default settings."""
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     h = DirectHost(cpu_plugin_so, env={
         "HWPORT_CPU_DEVICES": "2",
@@ -64,7 +65,7 @@ def cpu(cpu_plugin_so):
 @pytest.fixture(scope="session")
 def load_cpu(cpu_plugin_so):
     """Factory: a fresh instance of the cpu plugin under the given environment variables."""
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     def load(abi_major: int = 1, **env):
         base = {"HWPORT_CPU_DEVICES": None, "HWPORT_CPU_MEMORY_LIMIT": None,

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from direct_host import (
+from plugin_build import GEN_CPU_ELEMENTWISE, OPS_YAML
+
+from hwport.conformance.direct_host import (
     DTYPE_CODE,
     DTYPE_NAMES,
     INVALID_ARGUMENT,
@@ -29,7 +31,6 @@ from direct_host import (
     ffi,
     np_dtype,
 )
-from plugin_build import GEN_CPU_ELEMENTWISE, OPS_YAML
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 HALF = ("float16", "bfloat16")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from direct_host import (
+
+from hwport.conformance.direct_host import (
     DEVICE_ERROR,
     DTYPE_CODE,
     INVALID_ARGUMENT,

@@ -10,7 +10,9 @@ import threading
 
 import numpy as np
 import pytest
-from direct_host import (
+from plugin_build import build_cpu_plugin
+
+from hwport.conformance.direct_host import (
     DEVICE_ERROR,
     DTYPE_CODE,
     DTYPE_NAMES,
@@ -25,7 +27,6 @@ from direct_host import (
     ffi,
     np_dtype,
 )
-from plugin_build import build_cpu_plugin
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")

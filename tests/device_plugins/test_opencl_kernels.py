@@ -322,7 +322,7 @@ def test_corrupt_cache_entry_is_recompiled(tmp_path):
 @pytest.fixture(scope="module")
 def ocl():
     pytest.importorskip("cffi")
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": None,
                                    "HWPORT_OPENCL_MEMORY_LIMIT": None})
@@ -331,7 +331,7 @@ def ocl():
 
 
 def test_direct_registrations_are_exact_and_strided(ocl):
-    from direct_host import DTYPE_CODE
+    from hwport.conformance.direct_host import DTYPE_CODE
 
     want = {(op, DTYPE_CODE[d]) for op, d in OP_DTYPES + REDUCTION_OP_DTYPES}
     want |= {(op, DTYPE_CODE[d]) for op, d in INDEX_OP_DTYPES + RANDOM_OP_DTYPES}
@@ -341,7 +341,7 @@ def test_direct_registrations_are_exact_and_strided(ocl):
 
 @pytest.mark.parametrize("pad", [1, 3, 6])
 def test_direct_unaligned_offsets(ocl, pad):
-    from direct_host import DTYPE_CODE, NULL, DeviceArray
+    from hwport.conformance.direct_host import DTYPE_CODE, NULL, DeviceArray
 
     rng = np.random.default_rng(pad)
     stream = ocl.create_stream()
@@ -386,7 +386,7 @@ def test_direct_unaligned_offsets(ocl, pad):
 
 
 def test_direct_argument_checks(ocl):
-    from direct_host import DTYPE_CODE, DeviceArray
+    from hwport.conformance.direct_host import DTYPE_CODE, DeviceArray
 
     a = DeviceArray(ocl, np.ones((3,), np.float32))
     out = DeviceArray.empty(ocl, (3,), np.dtype(np.float32))

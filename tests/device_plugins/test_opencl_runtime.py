@@ -356,7 +356,7 @@ def test_event_record_synchronize_query_and_copies_in_order():
 @pytest.fixture(scope="module")
 def ocl():
     pytest.importorskip("cffi")
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": None,
                                    "HWPORT_OPENCL_MEMORY_LIMIT": None})
@@ -365,7 +365,7 @@ def ocl():
 
 
 def test_direct_api_shape(ocl):
-    from direct_host import NULL, ffi
+    from hwport.conformance.direct_host import NULL, ffi
 
     api = ocl.api
     assert ffi.string(api.device_type) == b"opencl"
@@ -377,7 +377,7 @@ def test_direct_api_shape(ocl):
 
 
 def test_direct_error_paths(ocl):
-    from direct_host import INVALID_ARGUMENT, NULL, ffi
+    from hwport.conformance.direct_host import INVALID_ARGUMENT, NULL, ffi
 
     n = ocl.device_count()
     out = ffi.new("HWP_Buffer *")
@@ -402,7 +402,7 @@ def test_direct_error_paths(ocl):
 
 
 def test_direct_memory_stats_and_limit(ocl):
-    from direct_host import OUT_OF_MEMORY, DirectHost, ffi
+    from hwport.conformance.direct_host import OUT_OF_MEMORY, DirectHost, ffi
 
     h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_MEMORY_LIMIT": "1M",
                                    "HWPORT_OPENCL_DEVICES": None})
@@ -439,7 +439,7 @@ def test_direct_copies_with_offsets_and_overlap(ocl):
 
 
 def test_direct_streams_events_async_copies(ocl):
-    from direct_host import NOT_READY, NULL, OK, ffi
+    from hwport.conformance.direct_host import NOT_READY, NULL, OK, ffi
 
     n = 1 << 22
     host = np.random.default_rng(5).integers(0, 255, n, dtype=np.uint8)
@@ -502,7 +502,7 @@ def test_direct_concurrent_allocations_and_copies(ocl):
 
 
 def test_direct_zero_devices_explains_why():
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": "no-such-opencl-device"})
     assert h.init_status == 0
@@ -518,7 +518,7 @@ def test_direct_zero_devices_explains_why():
 
 
 def ffi_string(cdata) -> str:
-    from direct_host import ffi
+    from hwport.conformance.direct_host import ffi
 
     return ffi.string(cdata).decode()
 

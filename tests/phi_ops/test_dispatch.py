@@ -15,11 +15,11 @@ import pytest
 import hwport
 from hwport.phi_ops import decompositions
 from hwport.phi_ops.reference import reference
+from hwport.phi_ops.sample_inputs import sample
 from hwport.phi_ops.schema import load_ops
 from hwport.phi_ops.tolerance import assert_close
 from hwport.runtime import _core
 from tests.conftest import run_isolated, zoo_plugin_path
-from tests.phi_ops.cases import sample
 
 OPS = load_ops()
 PLACE = "custom:cpu"

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import hwport
+from hwport.phi_ops import sample_inputs as C
 from hwport.phi_ops.reference import reference
 from hwport.phi_ops.tolerance import assert_close
-from tests.phi_ops import cases as C
 
 # ---- places ---------------------------------------------------------------------------------
 

@@ -29,9 +29,9 @@ from hwport.phi_ops.promotion import (
     scalar_to_dtype,
 )
 from hwport.phi_ops.reference import reference
+from hwport.phi_ops.sample_inputs import sample
 from hwport.phi_ops.schema import load_ops
 from hwport.phi_ops.tolerance import assert_close
-from tests.phi_ops.cases import sample
 
 OPS = load_ops()
 PLACE = "custom:cpu"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import hwport
+from hwport.phi_ops.sample_inputs import sample
 from hwport.phi_ops.tolerance import assert_close
-from tests.phi_ops.cases import sample
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -26,13 +26,25 @@
  *                    These three must be caught by the host's isolated probe, never reach the
  *                    host process itself.
  *
+ * Variants that load fine but misbehave at run time (what hwcheck must catch, each with the
+ * right status on the right cases):
+ *
+ *   good_streams     valid and complete: good plus a stream table (one worker thread per
+ *                    stream, work really asynchronous), stream-ordered copies and memset.
+ *   stream_order     good_streams whose streams ignore submission order: nothing runs until the
+ *                    host synchronizes or queries, then the pending work runs newest first.
+ *   wrong_result     "add" computes a - b wherever b is negative.
+ *   segfault_kernel  "add" dereferences NULL (SIGSEGV).
+ *   hang_sync        synchronize_device never returns once the device has had an allocation
+ *                    (so a host that never used the device can still shut down).
+ *   leak             deallocate neither frees nor gives the bytes back in the memory stats.
+ *   false_stats      get_memory_stats reports bytes_in_use 0 whatever is allocated.
+ *
  * The broken variants still register their kernel before failing: the host must drop what a
  * rejected plugin registered. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "test_runtime.h"
 
 /* ---- variant selection ------------------------------------------------------------------ */
 #define TP_ID_good 1
@@ -49,6 +61,13 @@
 #define TP_ID_crash_init 12
 #define TP_ID_abort_init 13
 #define TP_ID_hang_init 14
+#define TP_ID_good_streams 15
+#define TP_ID_stream_order 16
+#define TP_ID_wrong_result 17
+#define TP_ID_segfault_kernel 18
+#define TP_ID_hang_sync 19
+#define TP_ID_leak 20
+#define TP_ID_false_stats 21
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -60,9 +79,20 @@
 #define TP_VARIANT TP_CAT(TP_ID_, HWP_TEST_VARIANT)
 #define TP_VARIANT_NAME TP_STR(HWP_TEST_VARIANT)
 #define TP_IS(v) (TP_VARIANT == TP_ID_##v)
-#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_hang_init
+#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_false_stats
 #error "unknown HWP_TEST_VARIANT"
 #endif
+
+#if TP_IS(good_streams) || TP_IS(stream_order)
+#define TR_WITH_STREAMS 1
+#endif
+#if TP_IS(stream_order)
+#define TR_STREAMS_OUT_OF_ORDER 1
+#endif
+#if TP_IS(leak)
+#define TR_LEAK_ON_FREE 1
+#endif
+#include "test_runtime.h"
 
 #if TP_IS(bad_device_type)
 #define TP_DEVICE_TYPE "Bad Type!"
@@ -78,7 +108,8 @@
  * out = in0 + in1. Inputs may be any strided view (stride 0 and negative included) whose shape
  * equals the output's; an input of lower rank or with size-1 dimensions is also broadcast
  * numpy-style, in case a host passes undimmed operands. The output is written through its
- * strides (contiguous per the ABI). Runs synchronously: there are no streams. */
+ * strides (contiguous per the ABI). Runs synchronously, inline, once the work submitted before
+ * it (on its stream, or on the device for a NULL stream) is done. */
 static HWP_Status tp_input_strides(const HWP_TensorView *in, const HWP_TensorView *out,
                                    int64_t *strides, const char *what) {
   int32_t k, lead = out->ndim - in->ndim;
@@ -117,6 +148,12 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
   float *po;
   int32_t k;
   HWP_Status st;
+#if TP_IS(segfault_kernel)
+  {
+    volatile float *volatile nowhere = NULL;
+    *nowhere = 1.0f;
+  }
+#endif
   if (ctx == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "add: ctx is NULL");
   if ((st = tr_check_device(ctx->device, "add")) != HWP_OK) return st;
   if (ctx->num_inputs != 2 || ctx->num_outputs != 1 || !ctx->inputs || !ctx->outputs)
@@ -147,6 +184,7 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
   pa = (const float *)((const char *)a->buffer + a->byte_offset);
   pb = (const float *)((const char *)b->buffer + b->byte_offset);
   po = (float *)((char *)out->buffer + out->byte_offset);
+  tr_kernel_wait(ctx->device, ctx->stream);
   for (i = 0; i < numel; ++i) {
     int64_t oa = 0, ob = 0, oo = 0;
     for (k = 0; k < out->ndim; ++k) {
@@ -154,7 +192,11 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
       ob += idx[k] * sb[k];
       oo += idx[k] * so[k];
     }
+#if TP_IS(wrong_result)
+    po[oo] = pb[ob] < 0.0f ? pa[oa] - pb[ob] : pa[oa] + pb[ob]; /* the bug: a sign slip */
+#else
     po[oo] = pa[oa] + pb[ob];
+#endif
     for (k = out->ndim - 1; k >= 0; --k) { /* odometer increment */
       if (++idx[k] < out->shape[k]) break;
       idx[k] = 0;
@@ -267,8 +309,23 @@ static const HWP_DeviceTable tp_device_table = {
     /* beyond struct_size: */ trap_get_properties, trap_init_device, trap_deinit_device,
     trap_set_device};
 #else
+#if TP_IS(hang_sync)
+static HWP_Status tp_hanging_synchronize_device(int32_t device) {
+  HWP_Status st = tr_check_device(device, "synchronize_device");
+  int used;
+  if (st != HWP_OK) return st;
+  pthread_mutex_lock(&tr_lock);
+  used = tr_stats[device].num_allocs > 0;
+  pthread_mutex_unlock(&tr_lock);
+  while (used) sleep(1); /* the bug: waits for work that never completes */
+  return HWP_OK;
+}
+#define TP_SYNCHRONIZE_DEVICE tp_hanging_synchronize_device
+#else
+#define TP_SYNCHRONIZE_DEVICE tr_synchronize_device
+#endif
 static const HWP_DeviceTable tp_device_table = {
-    sizeof(HWP_DeviceTable), tr_get_device_count, tr_synchronize_device, tr_get_properties,
+    sizeof(HWP_DeviceTable), tr_get_device_count, TP_SYNCHRONIZE_DEVICE, tr_get_properties,
     NULL, NULL, NULL};
 #endif
 
@@ -400,10 +457,27 @@ static const HWP_MemoryTable tp_memory_table = {
 #else
 #define TP_COPY_D2D tr_copy_d2d
 #endif
-static const HWP_MemoryTable tp_memory_table = {
-    TP_MEMORY_TABLE_SIZE, tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
-    NULL, NULL, NULL, NULL, tr_get_memory_stats, NULL, NULL, NULL};
+#if TP_IS(false_stats)
+/* The bug: the accounting is right but the report says nothing is in use. */
+static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) {
+  HWP_Status st = tr_get_memory_stats(device, stats);
+  if (st == HWP_OK && HWP_HAS_FIELD(stats, HWP_MemoryStats, bytes_in_use)) stats->bytes_in_use = 0;
+  return st;
+}
+#define TP_MEMORY_STATS tp_false_memory_stats
+#else
+#define TP_MEMORY_STATS tr_get_memory_stats
+#endif
+#ifdef TR_WITH_STREAMS
+#define TP_ASYNC_COPIES tr_copy_h2d_async, tr_copy_d2h_async, tr_copy_d2d_async, tr_memset_async
+#define TP_OPTIONAL_TABLES &tr_stream_table, NULL, NULL, NULL, NULL
+#else
+#define TP_ASYNC_COPIES NULL, NULL, NULL, NULL
 #define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL
+#endif
+static const HWP_MemoryTable tp_memory_table = {
+    TP_MEMORY_TABLE_SIZE, tr_allocate,     tr_deallocate, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
+    TP_ASYNC_COPIES,      TP_MEMORY_STATS, NULL,          NULL,        NULL};
 #endif
 
 typedef HWP_PluginApi TP_PluginApiType;

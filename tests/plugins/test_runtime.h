@@ -6,6 +6,14 @@
  * error is thread-local. There is no stream table: the host must use its implicit in-order
  * stream (ctx->stream == NULL).
  *
+ * With TR_WITH_STREAMS defined it also has streams and events (tr_stream_table), stream-ordered
+ * copies and memset: each stream is a FIFO of operations run by its own worker thread, so work
+ * really is asynchronous (query may say NOT_READY) and must be ordered by the runtime. With
+ * TR_STREAMS_OUT_OF_ORDER as well, streams have no worker: their operations run only when the
+ * host synchronizes or queries, newest first (a plugin that ignores stream order).
+ * With TR_LEAK_ON_FREE, deallocate counts the free but neither frees nor gives the bytes back
+ * in the stats (a leaking plugin).
+ *
  * Included by exactly one translation unit (test_plugin.c); everything is static. */
 #ifndef HWPORT_TEST_RUNTIME_H
 #define HWPORT_TEST_RUNTIME_H
@@ -68,6 +76,14 @@ static HWP_Status tr_check_device(int32_t device, const char *fn) {
   return HWP_OK;
 }
 
+/* Synchronous copies wait for the device's stream work first (device.h); without streams there
+ * is none. */
+#ifdef TR_WITH_STREAMS
+static void tr_device_wait(int32_t device);
+#else
+#define tr_device_wait(device) ((void)(device))
+#endif
+
 /* ---- device table ---------------------------------------------------------------------- */
 TR_MAYBE_UNUSED
 static HWP_Status tr_get_device_count(int32_t *count) {
@@ -78,8 +94,9 @@ static HWP_Status tr_get_device_count(int32_t *count) {
 
 TR_MAYBE_UNUSED
 static HWP_Status tr_synchronize_device(int32_t device) {
-  /* Every operation completes before it returns: nothing to wait for. */
-  return tr_check_device(device, "synchronize_device");
+  HWP_Status st = tr_check_device(device, "synchronize_device");
+  if (st == HWP_OK) tr_device_wait(device); /* without streams, nothing is ever pending */
+  return st;
 }
 
 TR_MAYBE_UNUSED
@@ -176,11 +193,15 @@ static HWP_Status tr_deallocate(int32_t device, HWP_Buffer buffer) {
   st = tr_header_of(device, buffer, "deallocate", &h);
   if (st != HWP_OK) return st;
   pthread_mutex_lock(&tr_lock);
-  tr_stats[device].bytes_in_use -= h->nbytes;
   tr_stats[device].num_frees += 1;
+#ifndef TR_LEAK_ON_FREE
+  tr_stats[device].bytes_in_use -= h->nbytes;
+#endif
   pthread_mutex_unlock(&tr_lock);
+#ifndef TR_LEAK_ON_FREE
   h->magic = 0;
   free(h);
+#endif
   return HWP_OK;
 }
 
@@ -193,6 +214,7 @@ static HWP_Status tr_copy_h2d(int32_t device, HWP_Buffer dst, uint64_t dst_offse
   if ((st = tr_check_range(h, dst_offset, nbytes, "copy_h2d")) != HWP_OK) return st;
   if (nbytes == 0) return HWP_OK;
   if (src == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "copy_h2d: src is NULL");
+  tr_device_wait(device);
   memcpy((char *)dst + dst_offset, src, (size_t)nbytes);
   return HWP_OK;
 }
@@ -206,6 +228,7 @@ static HWP_Status tr_copy_d2h(int32_t device, void *dst, HWP_Buffer src, uint64_
   if ((st = tr_check_range(h, src_offset, nbytes, "copy_d2h")) != HWP_OK) return st;
   if (nbytes == 0) return HWP_OK;
   if (dst == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "copy_d2h: dst is NULL");
+  tr_device_wait(device);
   memcpy(dst, (const char *)src + src_offset, (size_t)nbytes);
   return HWP_OK;
 }
@@ -220,6 +243,7 @@ static HWP_Status tr_copy_d2d(int32_t device, HWP_Buffer dst, uint64_t dst_offse
   if ((st = tr_check_range(hd, dst_offset, nbytes, "copy_d2d")) != HWP_OK) return st;
   if ((st = tr_check_range(hs, src_offset, nbytes, "copy_d2d")) != HWP_OK) return st;
   if (nbytes == 0) return HWP_OK;
+  tr_device_wait(device);
   memmove((char *)dst + dst_offset, (const char *)src + src_offset, (size_t)nbytes);
   return HWP_OK;
 }
@@ -241,5 +265,414 @@ static HWP_Status tr_get_memory_stats(int32_t device, HWP_MemoryStats *stats) {
   memcpy(stats, &s, n);
   return HWP_OK;
 }
+
+#ifdef TR_WITH_STREAMS
+/* ---- streams and events ------------------------------------------------------------------- *
+ * Streams live in a fixed table of slots; a handle is a slot pointer, and a generation count
+ * tells a live stream from a destroyed one (an event recorded on a destroyed stream is
+ * complete: destroying waited for its work). One lock and one condition variable guard all. */
+#define TR_MAX_STREAMS 64
+#define TR_STREAM_MAGIC 0x53545257u /* "STRW" */
+#define TR_EVENT_MAGIC 0x45565457u  /* "EVTW" */
+
+typedef enum { TR_OP_COPY, TR_OP_MEMSET, TR_OP_WAIT } tr_op_kind;
+
+typedef struct tr_op {
+  tr_op_kind kind;
+  void *dst;
+  const void *src;
+  uint64_t nbytes;
+  uint8_t value;
+  int32_t wait_slot; /* TR_OP_WAIT: the event's stream as recorded when the wait was enqueued */
+  uint64_t wait_generation, wait_ticket;
+  struct tr_op *prev, *next;
+} tr_op;
+
+typedef struct tr_stream {
+  uint32_t magic;
+  int32_t device;
+  int32_t slot;
+  uint64_t generation;
+  int live, stop;
+  pthread_t worker;
+  tr_op *head, *tail;
+  uint64_t submitted, completed;
+} tr_stream;
+
+typedef struct tr_event {
+  uint32_t magic;
+  int32_t device;
+  int32_t slot; /* -1: never recorded, complete */
+  uint64_t generation, ticket;
+} tr_event;
+
+static tr_stream tr_streams[TR_MAX_STREAMS];
+static pthread_cond_t tr_stream_cond = PTHREAD_COND_INITIALIZER;
+
+/* Caller holds tr_lock. */
+static int tr_captured_complete(int32_t slot, uint64_t generation, uint64_t ticket) {
+  const tr_stream *s;
+  if (slot < 0) return 1;
+  s = &tr_streams[slot];
+  return !s->live || s->generation != generation || s->completed >= ticket;
+}
+
+static void tr_run_op(tr_op *op) {
+  if (op->kind == TR_OP_COPY) {
+    memmove(op->dst, op->src, (size_t)op->nbytes);
+  } else if (op->kind == TR_OP_MEMSET) {
+    memset(op->dst, op->value, (size_t)op->nbytes);
+  }
+}
+
+#ifdef TR_STREAMS_OUT_OF_ORDER
+static void tr_flush_locked(tr_stream *s);
+/* Runs everything pending on `s`, newest first, in the calling thread. Caller holds tr_lock. */
+static void tr_flush_locked(tr_stream *s) {
+  while (s->tail != NULL) {
+    tr_op *op = s->tail;
+    s->tail = op->prev;
+    if (s->tail) s->tail->next = NULL; else s->head = NULL;
+    if (op->kind == TR_OP_WAIT && op->wait_slot >= 0 &&
+        tr_streams[op->wait_slot].generation == op->wait_generation)
+      tr_flush_locked(&tr_streams[op->wait_slot]); /* "waits" by running the other stream */
+    else
+      tr_run_op(op);
+    free(op);
+    s->completed += 1;
+  }
+}
+#define TR_FLUSH(s) tr_flush_locked(s)
+#else
+#define TR_FLUSH(s) ((void)(s))
+static void *tr_worker(void *arg) {
+  tr_stream *s = (tr_stream *)arg;
+  pthread_mutex_lock(&tr_lock);
+  for (;;) {
+    tr_op *op;
+    while (s->head == NULL && !s->stop) pthread_cond_wait(&tr_stream_cond, &tr_lock);
+    if (s->head == NULL) break; /* stop requested and nothing left */
+    op = s->head;
+    if (op->kind == TR_OP_WAIT) {
+      while (!tr_captured_complete(op->wait_slot, op->wait_generation, op->wait_ticket))
+        pthread_cond_wait(&tr_stream_cond, &tr_lock);
+    } else {
+      pthread_mutex_unlock(&tr_lock);
+      tr_run_op(op);
+      pthread_mutex_lock(&tr_lock);
+    }
+    s->head = op->next;
+    if (s->head) s->head->prev = NULL; else s->tail = NULL;
+    free(op);
+    s->completed += 1;
+    pthread_cond_broadcast(&tr_stream_cond);
+  }
+  pthread_mutex_unlock(&tr_lock);
+  return NULL;
+}
+#endif
+
+/* Caller holds tr_lock. */
+static void tr_wait_stream_locked(tr_stream *s) {
+  TR_FLUSH(s);
+  while (s->completed < s->submitted) pthread_cond_wait(&tr_stream_cond, &tr_lock);
+}
+
+static void tr_device_wait(int32_t device) {
+  int i;
+  pthread_mutex_lock(&tr_lock);
+  for (i = 0; i < TR_MAX_STREAMS; ++i)
+    if (tr_streams[i].live && tr_streams[i].device == device) tr_wait_stream_locked(&tr_streams[i]);
+  pthread_mutex_unlock(&tr_lock);
+}
+
+static HWP_Status tr_stream_of(int32_t device, HWP_Stream stream, const char *fn,
+                               tr_stream **out) {
+  tr_stream *s = (tr_stream *)stream;
+  HWP_Status st = tr_check_device(device, fn);
+  if (st != HWP_OK) return st;
+  if (s == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
+  if (s < tr_streams || s >= tr_streams + TR_MAX_STREAMS || s->magic != TR_STREAM_MAGIC ||
+      !s->live)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: not a live stream of this plugin", fn);
+  if (s->device != device)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: stream belongs to device %d, not %d", fn,
+                   (int)s->device, (int)device);
+  *out = s;
+  return HWP_OK;
+}
+
+static HWP_Status tr_event_of(int32_t device, HWP_Event event, const char *fn, tr_event **out) {
+  tr_event *e = (tr_event *)event;
+  HWP_Status st = tr_check_device(device, fn);
+  if (st != HWP_OK) return st;
+  if (e == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: event is NULL", fn);
+  if (e->magic != TR_EVENT_MAGIC)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: not a live event of this plugin", fn);
+  *out = e;
+  return HWP_OK;
+}
+
+static HWP_Status tr_create_stream(int32_t device, HWP_Stream *out) {
+  int i;
+  HWP_Status st = tr_check_device(device, "create_stream");
+  if (st != HWP_OK) return st;
+  if (out == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "create_stream: out is NULL");
+  pthread_mutex_lock(&tr_lock);
+  for (i = 0; i < TR_MAX_STREAMS && tr_streams[i].live; ++i) {
+  }
+  if (i == TR_MAX_STREAMS) {
+    pthread_mutex_unlock(&tr_lock);
+    return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "create_stream: all %d streams are in use",
+                   TR_MAX_STREAMS);
+  }
+  {
+    tr_stream *s = &tr_streams[i];
+    uint64_t generation = s->generation + 1;
+    memset(s, 0, sizeof *s);
+    s->magic = TR_STREAM_MAGIC;
+    s->device = device;
+    s->slot = i;
+    s->generation = generation;
+    s->live = 1;
+#ifndef TR_STREAMS_OUT_OF_ORDER
+    if (pthread_create(&s->worker, NULL, tr_worker, s) != 0) {
+      s->live = 0;
+      pthread_mutex_unlock(&tr_lock);
+      return tr_fail(HWP_ERROR_DEVICE, "create_stream: could not start a worker thread");
+    }
+#endif
+    pthread_mutex_unlock(&tr_lock);
+    *out = (HWP_Stream)s;
+  }
+  return HWP_OK;
+}
+
+static HWP_Status tr_destroy_stream(int32_t device, HWP_Stream stream) {
+  tr_stream *s = NULL;
+  HWP_Status st;
+  if (stream == NULL) return tr_check_device(device, "destroy_stream");
+  if ((st = tr_stream_of(device, stream, "destroy_stream", &s)) != HWP_OK) return st;
+  pthread_mutex_lock(&tr_lock);
+  tr_wait_stream_locked(s);
+  s->stop = 1;
+  pthread_cond_broadcast(&tr_stream_cond);
+  pthread_mutex_unlock(&tr_lock);
+#ifndef TR_STREAMS_OUT_OF_ORDER
+  pthread_join(s->worker, NULL);
+#endif
+  pthread_mutex_lock(&tr_lock);
+  s->live = 0;
+  s->magic = 0;
+  pthread_cond_broadcast(&tr_stream_cond);
+  pthread_mutex_unlock(&tr_lock);
+  return HWP_OK;
+}
+
+static HWP_Status tr_create_event(int32_t device, HWP_Event *out) {
+  tr_event *e;
+  HWP_Status st = tr_check_device(device, "create_event");
+  if (st != HWP_OK) return st;
+  if (out == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "create_event: out is NULL");
+  e = (tr_event *)calloc(1, sizeof *e);
+  if (e == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "create_event: out of host memory");
+  e->magic = TR_EVENT_MAGIC;
+  e->device = device;
+  e->slot = -1;
+  *out = (HWP_Event)e;
+  return HWP_OK;
+}
+
+static HWP_Status tr_destroy_event(int32_t device, HWP_Event event) {
+  tr_event *e = NULL;
+  HWP_Status st;
+  if (event == NULL) return tr_check_device(device, "destroy_event");
+  if ((st = tr_event_of(device, event, "destroy_event", &e)) != HWP_OK) return st;
+  e->magic = 0;
+  free(e);
+  return HWP_OK;
+}
+
+static HWP_Status tr_record_event(int32_t device, HWP_Stream stream, HWP_Event event) {
+  tr_stream *s = NULL;
+  tr_event *e = NULL;
+  HWP_Status st = tr_stream_of(device, stream, "record_event", &s);
+  if (st != HWP_OK) return st;
+  if ((st = tr_event_of(device, event, "record_event", &e)) != HWP_OK) return st;
+  pthread_mutex_lock(&tr_lock);
+  e->slot = s->slot;
+  e->generation = s->generation;
+  e->ticket = s->submitted;
+  pthread_mutex_unlock(&tr_lock);
+  return HWP_OK;
+}
+
+/* Caller holds tr_lock. HWP_OK once the stream in `slot` (if still of `generation`) has
+ * completed `ticket` operations, else HWP_ERROR_NOT_READY; with `wait`, blocks until then. */
+static HWP_Status tr_await_locked(int32_t slot, uint64_t generation, uint64_t ticket, int wait) {
+  if (!tr_captured_complete(slot, generation, ticket)) TR_FLUSH(&tr_streams[slot]);
+  while (wait && !tr_captured_complete(slot, generation, ticket))
+    pthread_cond_wait(&tr_stream_cond, &tr_lock);
+  return tr_captured_complete(slot, generation, ticket) ? HWP_OK : HWP_ERROR_NOT_READY;
+}
+
+/* synchronize_* (wait) and query_* (!wait) of a stream, or of an event (`is_event`). */
+static HWP_Status tr_finish(int32_t device, void *handle, int is_event, int wait,
+                            const char *fn) {
+  tr_stream *s = NULL;
+  tr_event *e = NULL;
+  HWP_Status st = is_event ? tr_event_of(device, (HWP_Event)handle, fn, &e)
+                           : tr_stream_of(device, (HWP_Stream)handle, fn, &s);
+  if (st != HWP_OK) return st;
+  pthread_mutex_lock(&tr_lock);
+  st = e ? tr_await_locked(e->slot, e->generation, e->ticket, wait)
+         : tr_await_locked(s->slot, s->generation, s->submitted, wait);
+  pthread_mutex_unlock(&tr_lock);
+  return st;
+}
+
+static HWP_Status tr_synchronize_stream(int32_t device, HWP_Stream stream) {
+  return tr_finish(device, stream, 0, 1, "synchronize_stream");
+}
+
+static HWP_Status tr_query_stream(int32_t device, HWP_Stream stream) {
+  return tr_finish(device, stream, 0, 0, "query_stream");
+}
+
+static HWP_Status tr_synchronize_event(int32_t device, HWP_Event event) {
+  return tr_finish(device, event, 1, 1, "synchronize_event");
+}
+
+static HWP_Status tr_query_event(int32_t device, HWP_Event event) {
+  return tr_finish(device, event, 1, 0, "query_event");
+}
+
+/* Appends `op` (heap-allocated, fields set) to the stream's queue. Takes ownership. */
+static HWP_Status tr_enqueue(tr_stream *s, tr_op *op) {
+  pthread_mutex_lock(&tr_lock);
+  op->next = NULL;
+  op->prev = s->tail;
+  if (s->tail) s->tail->next = op; else s->head = op;
+  s->tail = op;
+  s->submitted += 1;
+  pthread_cond_broadcast(&tr_stream_cond);
+  pthread_mutex_unlock(&tr_lock);
+  return HWP_OK;
+}
+
+static HWP_Status tr_stream_wait_event(int32_t device, HWP_Stream stream, HWP_Event event) {
+  tr_stream *s = NULL;
+  tr_event *e = NULL;
+  tr_op *op;
+  HWP_Status st = tr_stream_of(device, stream, "stream_wait_event", &s);
+  if (st != HWP_OK) return st;
+  if ((st = tr_event_of(device, event, "stream_wait_event", &e)) != HWP_OK)
+    return st;
+  op = (tr_op *)calloc(1, sizeof *op);
+  if (op == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "stream_wait_event: no host memory");
+  op->kind = TR_OP_WAIT;
+  pthread_mutex_lock(&tr_lock);
+  op->wait_slot = e->slot; /* as recorded now */
+  op->wait_generation = e->generation;
+  op->wait_ticket = e->ticket;
+  pthread_mutex_unlock(&tr_lock);
+  return tr_enqueue(s, op);
+}
+
+/* A stream-ordered copy or fill: on a NULL stream, synchronous (after the device's work). */
+static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, void *dst,
+                            const void *src, uint8_t value, uint64_t nbytes, const char *fn) {
+  tr_stream *s = NULL;
+  tr_op *op;
+  HWP_Status st;
+  if (nbytes == 0) return HWP_OK;
+  if (stream == NULL) {
+    tr_op now;
+    memset(&now, 0, sizeof now);
+    now.kind = kind;
+    now.dst = dst;
+    now.src = src;
+    now.value = value;
+    now.nbytes = nbytes;
+    tr_device_wait(device);
+    tr_run_op(&now);
+    return HWP_OK;
+  }
+  if ((st = tr_stream_of(device, stream, fn, &s)) != HWP_OK) return st;
+  op = (tr_op *)calloc(1, sizeof *op);
+  if (op == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "%s: no host memory", fn);
+  op->kind = kind;
+  op->dst = dst;
+  op->src = src;
+  op->value = value;
+  op->nbytes = nbytes;
+  return tr_enqueue(s, op);
+}
+
+static HWP_Status tr_copy_h2d_async(int32_t device, HWP_Stream stream, HWP_Buffer dst,
+                                    uint64_t dst_offset, const void *src, uint64_t nbytes) {
+  tr_header *h = NULL;
+  HWP_Status st = tr_header_of(device, dst, "copy_h2d_async", &h);
+  if (st != HWP_OK) return st;
+  if ((st = tr_check_range(h, dst_offset, nbytes, "copy_h2d_async")) != HWP_OK) return st;
+  if (src == NULL && nbytes) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "copy_h2d_async: src is NULL");
+  return tr_submit(device, stream, TR_OP_COPY, (char *)dst + dst_offset, src, 0, nbytes,
+                   "copy_h2d_async");
+}
+
+static HWP_Status tr_copy_d2h_async(int32_t device, HWP_Stream stream, void *dst, HWP_Buffer src,
+                                    uint64_t src_offset, uint64_t nbytes) {
+  tr_header *h = NULL;
+  HWP_Status st = tr_header_of(device, src, "copy_d2h_async", &h);
+  if (st != HWP_OK) return st;
+  if ((st = tr_check_range(h, src_offset, nbytes, "copy_d2h_async")) != HWP_OK) return st;
+  if (dst == NULL && nbytes) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "copy_d2h_async: dst is NULL");
+  return tr_submit(device, stream, TR_OP_COPY, dst, (const char *)src + src_offset, 0, nbytes,
+                   "copy_d2h_async");
+}
+
+static HWP_Status tr_copy_d2d_async(int32_t device, HWP_Stream stream, HWP_Buffer dst,
+                                    uint64_t dst_offset, HWP_Buffer src, uint64_t src_offset,
+                                    uint64_t nbytes) {
+  tr_header *hd = NULL, *hs = NULL;
+  HWP_Status st = tr_header_of(device, dst, "copy_d2d_async", &hd);
+  if (st != HWP_OK) return st;
+  if ((st = tr_header_of(device, src, "copy_d2d_async", &hs)) != HWP_OK) return st;
+  if ((st = tr_check_range(hd, dst_offset, nbytes, "copy_d2d_async")) != HWP_OK) return st;
+  if ((st = tr_check_range(hs, src_offset, nbytes, "copy_d2d_async")) != HWP_OK) return st;
+  return tr_submit(device, stream, TR_OP_COPY, (char *)dst + dst_offset,
+                   (const char *)src + src_offset, 0, nbytes, "copy_d2d_async");
+}
+
+static HWP_Status tr_memset_async(int32_t device, HWP_Stream stream, HWP_Buffer dst,
+                                  uint64_t dst_offset, uint8_t value, uint64_t nbytes) {
+  tr_header *h = NULL;
+  HWP_Status st = tr_header_of(device, dst, "memset_async", &h);
+  if (st != HWP_OK) return st;
+  if ((st = tr_check_range(h, dst_offset, nbytes, "memset_async")) != HWP_OK) return st;
+  return tr_submit(device, stream, TR_OP_MEMSET, (char *)dst + dst_offset, NULL, value, nbytes,
+                   "memset_async");
+}
+
+/* A kernel launched on `stream` runs inline once the stream's earlier work is done. */
+static void tr_kernel_wait(int32_t device, HWP_Stream stream) {
+  tr_stream *s = NULL;
+  if (stream == NULL) {
+    tr_device_wait(device);
+    return;
+  }
+  if (tr_stream_of(device, stream, "kernel", &s) != HWP_OK) return;
+  pthread_mutex_lock(&tr_lock);
+  tr_wait_stream_locked(s);
+  pthread_mutex_unlock(&tr_lock);
+}
+
+static const HWP_StreamTable tr_stream_table = {
+    sizeof(HWP_StreamTable), tr_create_stream, tr_destroy_stream, tr_synchronize_stream,
+    tr_query_stream,         tr_create_event,  tr_destroy_event,  tr_record_event,
+    tr_synchronize_event,    tr_query_event,   tr_stream_wait_event};
+#else
+#define tr_kernel_wait(device, stream) ((void)(device), (void)(stream))
+#endif /* TR_WITH_STREAMS */
 
 #endif /* HWPORT_TEST_RUNTIME_H */

@@ -1,4 +1,6 @@
-"""Shape cases and input generators for the op-library test suite.
+"""Shape cases and input generators for the op library: the op-library test suite
+(tests/phi_ops) and hwcheck's kernels suite (hwport.conformance.suites.kernels) both draw from
+here.
 
 `all_cases()` returns, for every op of phi_ops/ops.yaml and every dtype the op lists, a list of
 `Case`s: numpy inputs (one entry per ops.yaml input, a list for a variadic input, None for an
@@ -25,7 +27,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hwport.phi_ops.promotion import (
+from .promotion import (
     FLOATING,
     INTEGER,
     cast_array,
@@ -34,7 +36,7 @@ from hwport.phi_ops.promotion import (
     out_dtype,
     promote_types,
 )
-from hwport.phi_ops.schema import OpDef, dtype_groups, load_ops
+from .schema import OpDef, dtype_groups, load_ops
 
 OPS: dict[str, OpDef] = load_ops()
 GROUPS = dtype_groups()
@@ -1235,11 +1237,13 @@ def _b_ce(op: str, d: str, rng: np.random.Generator) -> list[Case]:
 
 # ---- the full list ------------------------------------------------------------------------
 
-def cases_for(op: str, dtype: str) -> list[Case]:
+def cases_for(op: str, dtype: str, seed: int | None = None) -> list[Case]:
+    """The cases of (op, dtype). Inputs are drawn from a generator keyed by (op, dtype), and by
+    `seed` when one is given (hwcheck's --seed): the same arguments give the same inputs."""
     fn = BUILDERS.get(op)
     if fn is None:
         return []
-    return fn(op, dtype, rng_for(op, dtype))
+    return fn(op, dtype, rng_for(op, dtype) if seed is None else rng_for(op, dtype, seed))
 
 
 def all_cases() -> list[Case]:

@@ -7,6 +7,9 @@ pycparser cannot read (``__attribute__((...))``) is stripped. Integer ``#define`
 
     ffi = abi_ffi.make_ffi()
     lib = abi_ffi.load_plugin(ffi, "/path/libhwport_x.so")   # lib.hwport_plugin_init(...)
+
+The headers are the installed ones (``hwport.runtime.include_dir()``, shipped in the wheel next to
+this package), or the source tree's ``runtime/include`` when that is where they are found.
 """
 
 from __future__ import annotations
@@ -21,8 +24,19 @@ from pathlib import Path
 
 import cffi
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ABI_INCLUDE_DIR = REPO_ROOT / "runtime" / "include"
+
+def abi_include_dir() -> Path:
+    """Where the C ABI headers are: the installed package's, else the source tree's."""
+    try:
+        from hwport.runtime import include_dir
+
+        installed = include_dir()
+        if (installed / "hwport" / "plugin.h").is_file():
+            return installed
+    except ImportError:  # the runtime core is not built: fall back to the source tree
+        pass
+    return Path(__file__).resolve().parents[1] / "runtime" / "include"
+
 DEFAULT_HEADERS = ("hwport/types.h", "hwport/device.h", "hwport/kernel.h", "hwport/plugin.h")
 
 INIT_DECL = "HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out);"
@@ -59,9 +73,10 @@ def _strip_attributes(text: str) -> str:
 
 @functools.cache
 def preprocess_headers(
-    include_dir: str | os.PathLike = ABI_INCLUDE_DIR, headers: tuple[str, ...] = DEFAULT_HEADERS
+    include_dir: str | os.PathLike | None = None, headers: tuple[str, ...] = DEFAULT_HEADERS
 ) -> tuple[str, str]:
     """Returns (declarations, integer #defines) as cffi-ready cdef text."""
+    include_dir = include_dir or abi_include_dir()
     cc = _compiler()
     with tempfile.TemporaryDirectory(prefix="hwport_abi_ffi_") as tmp:
         tmp_path = Path(tmp)
@@ -87,9 +102,16 @@ def preprocess_headers(
     return decls, "\n".join(sorted(defines)) + "\n"
 
 
-def make_ffi(include_dir: str | os.PathLike = ABI_INCLUDE_DIR) -> cffi.FFI:
+def constants(include_dir: str | os.PathLike | None = None) -> dict[str, int]:
+    """The headers' integer ``HWP_*`` #defines (e.g. HWP_ABI_VERSION_MAJOR)."""
+    _, defines = preprocess_headers(str(include_dir or abi_include_dir()))
+    return {name: int(value) for _, name, value in
+            (line.split() for line in defines.splitlines() if line)}
+
+
+def make_ffi(include_dir: str | os.PathLike | None = None) -> cffi.FFI:
     """An FFI that knows every ABI type, enum, HWP_* integer constant and hwport_plugin_init."""
-    decls, defines = preprocess_headers(str(include_dir))
+    decls, defines = preprocess_headers(str(include_dir or abi_include_dir()))
     ffi = cffi.FFI()
     ffi.cdef(decls)
     ffi.cdef(defines)

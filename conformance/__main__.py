@@ -1,0 +1,7 @@
+"""`python -m hwport.conformance`: the hwcheck CLI."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

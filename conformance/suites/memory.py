@@ -1,0 +1,423 @@
+"""The memory suite: the memory table, driven directly through the C ABI (device.h).
+
+Cases: allocation patterns (alloc_zero_size, alloc_tiny, alloc_large, alloc_many), alignment,
+synchronous copies with odd offsets and sizes (h2d_d2h_offsets, d2d_offsets),
+the optional memset_async and async copies on the NULL (synchronous) stream, the memory stats
+(stats_track_allocations: what is allocated is counted; leak_check: back to the baseline after
+freeing, else a leak), out_of_memory (an error, never a crash; with a small limit through the
+plugin's memory-limit variable where hwcheck knows it: HWPORT_CPU_MEMORY_LIMIT,
+HWPORT_OPENCL_MEMORY_LIMIT) and deallocate_null. An optional function the plugin lacks gives
+NOT_SUPPORTED; a plugin that does not load gives one FAIL, memory::plugin-loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..model import Case, NotSupported, Result, Target
+from . import direct_common
+from .direct_common import expect_error, require
+
+NAME = "memory"
+
+# device type -> the variable that caps its allocator (read when the plugin loads).
+MEMORY_LIMIT_ENV = {"cpu": "HWPORT_CPU_MEMORY_LIMIT", "opencl": "HWPORT_OPENCL_MEMORY_LIMIT"}
+
+
+def collect(target: Target, options: dict[str, Any]) -> list[Case]:
+    failed = direct_common.load_gate(NAME, target, options)
+    return failed or [Case(NAME, name) for name in CHECKS]
+
+
+def run(target: Target, case: Case, state: dict[str, Any]) -> Result:
+    return direct_common.run_check(CHECKS, target, case, state)
+
+
+class Buffers:
+    """Allocations freed on exit, so that a failing check leaves no leak behind."""
+
+    def __init__(self, h, device: int = 0):
+        self.h, self.device, self.live = h, device, []
+
+    def alloc(self, nbytes: int):
+        buf = self.h.alloc(nbytes, self.device)
+        self.live.append(buf)
+        return buf
+
+    def free(self, buf) -> None:
+        self.live.remove(buf)
+        self.h.free(buf, self.device)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for buf in reversed(self.live):
+            self.h.mem.deallocate(self.device, buf)
+        self.live.clear()
+
+
+def _read(h, buf, nbytes: int, offset: int = 0) -> np.ndarray:
+    return np.frombuffer(h.d2h(buf, nbytes, offset), np.uint8)
+
+
+def _same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    if not np.array_equal(got, want):
+        bad = np.flatnonzero(got != want)
+        raise direct_common.CheckFailed(
+            f"{what}: {bad.size} of {want.size} bytes differ, first at byte {int(bad[0])} "
+            f"(got {int(got[bad[0]])}, expected {int(want[bad[0]])})",
+            first_mismatch=int(bad[0]), mismatches=int(bad.size))
+
+
+def alloc_zero_size(h, case: Case) -> dict[str, Any]:
+    """device.h asks for nbytes > 0: a zero-byte request is refused with a message (out left
+    untouched), or, if the plugin accepts it, gives a buffer that can be freed."""
+    from ..direct_host import OK, ffi
+
+    out = ffi.new("HWP_Buffer *")
+    sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
+    out[0] = sentinel
+    status = h.mem.allocate(0, 0, out)
+    if status == OK:
+        require(out[0] != ffi.NULL and out[0] != sentinel,
+                "allocate(0 bytes) returned HWP_OK without a buffer")
+        h.free(out[0])
+        return {"zero_size": "accepted"}
+    expect_error(h, status, "allocate(0 bytes)")
+    require(out[0] == sentinel, "allocate(0 bytes) failed but wrote its out parameter")
+    return {"zero_size": "refused", "message": h.last_error()}
+
+
+def alloc_tiny(h, case: Case) -> dict[str, Any]:
+    rng = np.random.default_rng(case.seed)
+    sizes = [*range(1, 18), 31, 33, 63, 65, 127, 129]
+    with Buffers(h) as b:
+        bufs = [(n, b.alloc(n), rng.integers(0, 256, n, dtype=np.uint8)) for n in sizes]
+        for _, buf, data in bufs:
+            h.h2d(buf, data)
+        for n, buf, data in bufs:
+            _same(_read(h, buf, n), data, f"{n}-byte buffer")
+    return {"sizes": sizes}
+
+
+def _device_memory(h) -> int:
+    """What the device says it has (0 when it does not say)."""
+    has_props = h.optional("device", "get_properties") is not None
+    return int(h.properties(0).total_memory) if has_props else 0
+
+
+def alloc_large(h, case: Case) -> dict[str, Any]:
+    total = _device_memory(h)
+    nbytes = 32 << 20
+    if total:
+        nbytes = min(nbytes, total // 4)
+    nbytes = nbytes // 4 * 4 + 3  # not a multiple of anything
+    # a random block repeated with an odd period: a misplaced chunk cannot match by chance
+    block = np.frombuffer(np.random.default_rng(case.seed).bytes((1 << 20) + 7), np.uint8)
+    data = np.resize(block, nbytes)
+    with Buffers(h) as b:
+        buf = b.alloc(nbytes)
+        h.h2d(buf, data)
+        _same(_read(h, buf, nbytes), data, f"{nbytes}-byte buffer")
+        tail = nbytes - 4097
+        _same(_read(h, buf, 4097, tail), data[tail:], "the last 4097 bytes")
+    return {"nbytes": nbytes}
+
+
+def alloc_many(h, case: Case) -> dict[str, Any]:
+    """Many live buffers at once: distinct handles, no two overlapping (each keeps its own
+    pattern), freed in random order."""
+    rng = np.random.default_rng(case.seed)
+    count = 1500
+    sizes = rng.integers(1, 4097, count)
+    with Buffers(h) as b:
+        bufs = [b.alloc(int(n)) for n in sizes]
+        handles = {int(h_ffi_addr(x)) for x in bufs}
+        require(len(handles) == count, f"{count - len(handles)} duplicate buffer handles "
+                f"among {count} live allocations")
+        for i, (buf, n) in enumerate(zip(bufs, sizes, strict=True)):
+            h.h2d(buf, np.full(int(n), i % 251, np.uint8))
+        for i in rng.permutation(count):
+            got = _read(h, bufs[i], int(sizes[i]))
+            _same(got, np.full(int(sizes[i]), i % 251, np.uint8),
+                  f"buffer {i} of {count} ({int(sizes[i])} bytes; another buffer overlaps it?)")
+        for i in rng.permutation(count):
+            b.free(bufs[i])
+    return {"count": count, "total_bytes": int(sizes.sum())}
+
+
+def h_ffi_addr(buf) -> int:
+    from ..direct_host import ffi
+
+    return int(ffi.cast("uintptr_t", buf))
+
+
+def alignment(h, case: Case) -> dict[str, Any]:
+    """memory_alignment is a power of two; where buffers are host memory (host_address), every
+    allocation's address is a multiple of it."""
+    h.require("device", "get_properties")
+    from ..direct_host import ffi
+
+    props = h.properties(0)
+    align = int(props.memory_alignment)
+    require(align >= 1 and align & (align - 1) == 0,
+            f"memory_alignment {align} is not a power of two")
+    host_address = h.optional("memory", "host_address")
+    if host_address is None:
+        return {"memory_alignment": align, "observed": "property only (opaque buffers)"}
+    out = ffi.new("void **")
+    with Buffers(h) as b:
+        for n in (1, 3, 17, 100, 4095, 65537):
+            buf = b.alloc(n)
+            h.check(host_address(0, buf, 0, out), "host_address")
+            addr = int(ffi.cast("uintptr_t", out[0]))
+            require(addr % align == 0, f"a {n}-byte allocation at {addr:#x} is not "
+                    f"{align}-byte aligned")
+            h.check(host_address(0, buf, n - 1, out), "host_address")
+            require(int(ffi.cast("uintptr_t", out[0])) == addr + n - 1,
+                    "host_address(buffer, offset) is not the buffer's address + offset")
+    return {"memory_alignment": align, "observed": "host addresses"}
+
+
+# (offset, nbytes) pairs inside a 4099-byte buffer: odd offsets, odd sizes, both ends, empty.
+PIECES = [(0, 1), (1, 3), (3, 17), (7, 1000), (4098, 1), (1, 4097), (2048, 0), (4099, 0),
+          (1001, 2047), (0, 4099), (513, 3)]
+BUF_BYTES = 4099
+
+
+def h2d_d2h_offsets(h, case: Case) -> dict[str, Any]:
+    rng = np.random.default_rng(case.seed)
+    model = rng.integers(0, 256, BUF_BYTES, dtype=np.uint8)
+    with Buffers(h) as b:
+        buf = b.alloc(BUF_BYTES)
+        h.h2d(buf, model)
+        for off, n in PIECES:
+            chunk = rng.integers(0, 256, n, dtype=np.uint8)
+            h.h2d(buf, chunk, offset=off)
+            model[off:off + n] = chunk
+            _same(_read(h, buf, BUF_BYTES), model, f"after copy_h2d of {n} bytes at {off}")
+        for off, n in PIECES:
+            _same(_read(h, buf, n, off), model[off:off + n], f"copy_d2h of {n} bytes at {off}")
+    return {"pieces": len(PIECES)}
+
+
+def d2d_offsets(h, case: Case) -> dict[str, Any]:
+    rng = np.random.default_rng(case.seed)
+    src_model = rng.integers(0, 256, BUF_BYTES, dtype=np.uint8)
+    dst_model = rng.integers(0, 256, BUF_BYTES, dtype=np.uint8)
+    with Buffers(h) as b:
+        src, dst = b.alloc(BUF_BYTES), b.alloc(BUF_BYTES)
+        h.h2d(src, src_model)
+        h.h2d(dst, dst_model)
+        for (soff, n), (far, _) in zip(PIECES, reversed(PIECES), strict=True):
+            doff = min(far, BUF_BYTES - n)
+            h.d2d(dst, src, n, doff, soff)
+            dst_model[doff:doff + n] = src_model[soff:soff + n]
+            _same(_read(h, dst, BUF_BYTES), dst_model,
+                  f"after copy_d2d of {n} bytes from {soff} to {doff}")
+        # within one buffer, disjoint ranges
+        h.d2d(src, src, 1000, 3001, 5)
+        src_model[3001:4001] = src_model[5:1005].copy()
+        _same(_read(h, src, BUF_BYTES), src_model, "copy_d2d within one buffer")
+    return {"pieces": len(PIECES)}
+
+
+def memset(h, case: Case) -> dict[str, Any]:
+    """memset_async on the NULL stream: synchronous, exactly the bytes asked for."""
+    h.require("memory", "memset_async")
+    rng = np.random.default_rng(case.seed)
+    model = rng.integers(0, 256, BUF_BYTES, dtype=np.uint8)
+    with Buffers(h) as b:
+        buf = b.alloc(BUF_BYTES)
+        h.h2d(buf, model)
+        for i, (off, n) in enumerate(PIECES):
+            value = (37 * i + 11) % 256
+            h.memset(buf, value, n, off)
+            model[off:off + n] = value
+            _same(_read(h, buf, BUF_BYTES), model, f"after memset of {n} bytes at {off} to "
+                  f"{value}")
+    return {"pieces": len(PIECES)}
+
+
+def async_copies(h, case: Case) -> dict[str, Any]:
+    """The stream-ordered copies on the NULL stream: each returns with its copy complete."""
+    present = [n for n in ("copy_h2d_async", "copy_d2h_async", "copy_d2d_async")
+               if h.optional("memory", n) is not None]
+    if not present:
+        raise NotSupported("the plugin has no copy_*_async")
+    rng = np.random.default_rng(case.seed)
+    model = rng.integers(0, 256, BUF_BYTES, dtype=np.uint8)
+    other_model = model.copy()
+    with Buffers(h) as b:
+        buf, other = b.alloc(BUF_BYTES), b.alloc(BUF_BYTES)
+        h.h2d(buf, model)
+        h.h2d(other, model)
+        for off, n in PIECES:
+            if "copy_h2d_async" in present:
+                chunk = rng.integers(0, 256, n, dtype=np.uint8)
+                h.h2d_async(buf, chunk, off)
+                model[off:off + n] = chunk
+                _same(_read(h, buf, BUF_BYTES), model, f"after copy_h2d_async of {n} bytes "
+                      f"at {off}")
+            if "copy_d2h_async" in present:
+                out = np.zeros(n, np.uint8)
+                h.d2h_async(out, buf, off)
+                _same(out, model[off:off + n], f"copy_d2h_async of {n} bytes at {off}")
+            if "copy_d2d_async" in present:
+                dst_off = BUF_BYTES - n - off % (BUF_BYTES - n + 1)
+                h.d2d_async(other, buf, n, dst_off, off)
+                other_model[dst_off:dst_off + n] = model[off:off + n]
+                _same(_read(h, other, BUF_BYTES), other_model, f"after copy_d2d_async of {n} "
+                      f"bytes from {off} to {dst_off}")
+    return {"functions": present}
+
+
+def _stats_before(h) -> dict[str, int]:
+    h.require("memory", "get_memory_stats")
+    return h.stats()
+
+
+def stats_track_allocations(h, case: Case) -> dict[str, Any]:
+    """Allocations show in the stats: num_allocs/num_frees count each call, bytes_in_use
+    grows by at least what was asked for (rounding up is allowed, up to 2x + 64 KiB each),
+    peak >= in use, and in use <= bytes_limit when there is one. Another device's stats do not
+    move."""
+    before = _stats_before(h)
+    sizes = [1, 100, 4096, 1 << 20, 12345]
+    other = 1 if h.device_count() > 1 else None
+    other_before = h.stats(other) if other is not None else None
+    with Buffers(h) as b:
+        bufs = [b.alloc(n) for n in sizes]
+        mid = h.stats()
+        if other is not None:
+            other_mid = h.stats(other)
+            require(other_mid["bytes_in_use"] == other_before["bytes_in_use"]
+                    and other_mid["num_allocs"] == other_before["num_allocs"],
+                    "allocations on device 0 changed device 1's stats",
+                    device1_before=other_before, device1_after=other_mid)
+        grown = mid["bytes_in_use"] - before["bytes_in_use"]
+        details = {"before": before, "allocated": mid, "requested": sum(sizes)}
+        require(mid["num_allocs"] - before["num_allocs"] == len(sizes),
+                f"num_allocs grew by {mid['num_allocs'] - before['num_allocs']} for "
+                f"{len(sizes)} allocations", **details)
+        require(sum(sizes) <= grown <= 2 * sum(sizes) + len(sizes) * (64 << 10),
+                f"bytes_in_use grew by {grown} for {len(sizes)} allocations of "
+                f"{sum(sizes)} bytes in all", **details)
+        require(mid["peak_bytes_in_use"] >= mid["bytes_in_use"],
+                f"peak_bytes_in_use {mid['peak_bytes_in_use']} < bytes_in_use "
+                f"{mid['bytes_in_use']}", **details)
+        require(not mid["bytes_limit"] or mid["bytes_in_use"] <= mid["bytes_limit"],
+                f"bytes_in_use {mid['bytes_in_use']} > bytes_limit {mid['bytes_limit']}",
+                **details)
+        for buf in bufs:
+            b.free(buf)
+    after = h.stats()
+    require(after["num_frees"] - mid["num_frees"] == len(sizes),
+            f"num_frees grew by {after['num_frees'] - mid['num_frees']} for {len(sizes)} "
+            f"deallocations", before=before, allocated=mid, after=after)
+    return {"before": before, "allocated": mid, "after": after, "requested": sum(sizes)}
+
+
+def leak_check(h, case: Case) -> dict[str, Any]:
+    """Rounds of allocating and freeing: bytes_in_use is back at its baseline after each."""
+    before = _stats_before(h)
+    rng = np.random.default_rng(case.seed)
+    rounds = []
+    for r in range(3):
+        with Buffers(h) as b:
+            bufs = [b.alloc(int(n)) for n in rng.integers(1, 1 << 16, 200)]
+            for i in rng.permutation(len(bufs)):
+                b.free(bufs[i])
+        now = h.stats()
+        rounds.append(now["bytes_in_use"])
+        require(now["bytes_in_use"] == before["bytes_in_use"],
+                f"leak: bytes_in_use is {now['bytes_in_use']} after round {r + 1} of 200 "
+                f"allocations all freed, {before['bytes_in_use']} before "
+                f"({now['bytes_in_use'] - before['bytes_in_use']} bytes not given back)",
+                before=before, after=now)
+    return {"baseline": before["bytes_in_use"], "after_rounds": rounds}
+
+
+def _expect_oom(h, nbytes: int, what: str, device: int = 0) -> str:
+    from ..direct_host import OUT_OF_MEMORY, ffi
+
+    out = ffi.new("HWP_Buffer *")
+    sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
+    out[0] = sentinel
+    msg = expect_error(h, h.mem.allocate(device, nbytes, out), what, OUT_OF_MEMORY)
+    require(out[0] == sentinel, f"{what} failed but wrote its out parameter")
+    return msg
+
+
+def _still_works(h, what: str) -> None:
+    data = np.arange(4096, dtype=np.uint8)
+    with Buffers(h) as b:
+        buf = b.alloc(data.nbytes)
+        h.h2d(buf, data)
+        _same(_read(h, buf, data.nbytes), data, f"a buffer allocated {what}")
+
+
+def out_of_memory(h, case: Case) -> dict[str, Any]:
+    """A request the device cannot satisfy returns HWP_ERROR_OUT_OF_MEMORY with a message, the
+    plugin keeps working; under a small limit (the plugin's limit variable), requests succeed
+    up to the limit, fail past it, and succeed again once memory is freed."""
+    from ..direct_host import DirectHost, member
+
+    details: dict[str, Any] = {}
+    details["absurd"] = _expect_oom(h, 1 << 62, "allocate(2**62 bytes)")
+    if h.optional("memory", "get_memory_stats") is not None:
+        s = h.stats()
+        if s["bytes_limit"]:
+            over = s["bytes_limit"] - s["bytes_in_use"] + 1
+            details["over_limit"] = _expect_oom(h, over, f"allocate({over} bytes, 1 byte more "
+                                                         f"than bytes_limit leaves)")
+    _still_works(h, "after an out-of-memory error")
+    device_type = member(h.api, "HWP_PluginApi", "device_type")
+    from ..direct_host import ffi
+
+    env_var = MEMORY_LIMIT_ENV.get(ffi.string(device_type).decode() if device_type else "")
+    if env_var:
+        limit = 1 << 20
+        small = DirectHost(h.so_path, env={env_var: str(limit)})
+        require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
+                f"{small.init_message}")
+        small.init_devices()
+        keep = small.alloc(limit * 3 // 4)
+        details["limited"] = _expect_oom(small, limit // 2, f"allocate({limit // 2} bytes) "
+                                         f"with {limit * 3 // 4} of {limit} in use "
+                                         f"({env_var})")
+        small.free(keep)
+        again = small.alloc(limit // 2)
+        small.free(again)
+        _still_works(small, f"under {env_var} after freeing")
+        details["limit_env"] = env_var
+    return details
+
+
+def deallocate_null(h, case: Case) -> dict[str, Any]:
+    from ..direct_host import NULL, OK
+
+    status = h.mem.deallocate(0, NULL)
+    require(status == OK, f"deallocate(NULL) returned {status}: {h.last_error()} (device.h: "
+            f"NULL is a no-op)")
+    return None
+
+
+CHECKS = {
+    "alloc_zero_size": alloc_zero_size,
+    "alloc_tiny": alloc_tiny,
+    "alloc_large": alloc_large,
+    "alloc_many": alloc_many,
+    "alignment": alignment,
+    "h2d_d2h_offsets": h2d_d2h_offsets,
+    "d2d_offsets": d2d_offsets,
+    "memset": memset,
+    "async_copies": async_copies,
+    "stats_track_allocations": stats_track_allocations,
+    "leak_check": leak_check,
+    "out_of_memory": out_of_memory,
+    "deallocate_null": deallocate_null,
+}
