@@ -670,6 +670,7 @@ def _main(argv: list[str]) -> int:
     def say(obj: dict[str, Any]) -> None:
         print(mark + json.dumps(obj), flush=True)
 
+    say({"ready": True})  # the harness is up: the parent's probe timeout starts now
     say(probe(path, env, lambda stage: say({"passed": stage})))
     return 0
 

@@ -16,8 +16,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +56,11 @@ def plugin_file(target: Target, options: dict[str, Any] | None = None) -> str:
                       f"(loaded: {loaded})")
 
 
+# How long the probe's own start-up (Python, numpy, cffi reading the headers) may take before
+# the plugin is touched; the probe timeout proper covers only the plugin's load and init.
+HARNESS_START_S = 300.0
+
+
 @functools.cache
 def _probe(path: str, env_items: tuple[tuple[str, str], ...], timeout: float) -> dict[str, Any]:
     env = {**os.environ, **dict(env_items)}
@@ -61,19 +69,42 @@ def _probe(path: str, env_items: tuple[tuple[str, str], ...], timeout: float) ->
     env.pop("HWPORT_PLUGIN_PATH", None)
     env["HWPORT_DISABLE_PLUGINS"] = "1"
     cmd = [sys.executable, "-m", "hwport.conformance.direct_host", path, "{}", PROBE_MARK]
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return _unfinished(out, f"did not finish within {timeout:g} s (hung)")
-    for line in reversed(proc.stdout.splitlines()):
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    err_tail: list[str] = []
+    threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True).start()
+    keep_err = lambda ln: ln is not None and err_tail.append(ln)  # noqa: E731
+    threading.Thread(target=_pump, args=(proc.stderr, keep_err), daemon=True).start()
+    out: list[str] = []
+    deadline = time.monotonic() + HARNESS_START_S
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            return _unfinished("\n".join(out), f"did not finish within {timeout:g} s (hung)")
+        if line is None:
+            break
+        out.append(line)
+        if line.startswith(PROBE_MARK + '{"ready"'):
+            deadline = time.monotonic() + timeout
+    proc.wait()
+    for line in reversed(out):
         if line.startswith(PROBE_MARK) and '"stage"' in line:
             return json.loads(line[len(PROBE_MARK):])
     how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
            else f"exited with status {proc.returncode}")
-    err = proc.stderr.strip()[-500:]
-    return _unfinished(proc.stdout, f"crashed: the probe process {how}"
-                                    + (f"; stderr: {err}" if err else ""))
+    err = "\n".join(err_tail).strip()[-500:]
+    return _unfinished("\n".join(out), f"crashed: the probe process {how}"
+                                        + (f"; stderr: {err}" if err else ""))
+
+
+def _pump(stream: Any, put: Callable[[Any], None]) -> None:
+    for line in stream:
+        put(line.rstrip("\n"))
+    put(None)
 
 
 def _unfinished(stdout: str, why: str) -> dict[str, Any]:
