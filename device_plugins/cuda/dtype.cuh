@@ -56,7 +56,7 @@ CU_HD uint16_t cu_f32_to_bf16(float f) {
   return (uint16_t)(x >> 16);
 }
 /* Rounded to odd (exact when it fits): a later rounding to 8 or 11 bits is then the single
- * correct rounding of the wider value. */
+ * correct rounding of the wider value (int32/int64/double -> float16/bfloat16 round once). */
 CU_D float cu_rto_from_double(double d) {
   if (isnan(d) || isinf(d)) return (float)d;
   float f = __double2float_rz(d);
@@ -118,7 +118,7 @@ struct cu_dt<6> {
   template <class V>
   static CU_D S st(V v) {
     if constexpr (std::is_same<V, double>::value) return __half_as_ushort(__double2half(v));
-    else if constexpr (std::is_integral<V>::value && sizeof(V) == 8)
+    else if constexpr (std::is_integral<V>::value && sizeof(V) >= 4)
       return cu_f32_to_f16(cu_rto_from_int64((long long)v));
     else return cu_f32_to_f16((float)v);
   }
@@ -131,7 +131,7 @@ struct cu_dt<7> {
   template <class V>
   static CU_D S st(V v) {
     if constexpr (std::is_same<V, double>::value) return cu_f32_to_bf16(cu_rto_from_double(v));
-    else if constexpr (std::is_integral<V>::value && sizeof(V) == 8)
+    else if constexpr (std::is_integral<V>::value && sizeof(V) >= 4)
       return cu_f32_to_bf16(cu_rto_from_int64((long long)v));
     else return cu_f32_to_bf16((float)v);
   }

@@ -10,7 +10,7 @@
  * each row is split into chunks whose partial accumulators go to workspace, and a second
  * kernel (one block per output) finishes them.
  *
- * Accumulation: bool/integers in int64 (wrap-around), float16/bfloat16/float32 in float,
+ * Accumulation: bool/integers in int64 (wrap-around), float16/bfloat16 in float, float32 and
  * float64 in double. max/min propagate NaN; over bool they are any/all. The result is stored as
  * outputs[0].dtype (int64 for sum/prod of bool/integers). */
 #include <math.h>
@@ -34,11 +34,12 @@ struct red_params {
   long long rshape[HWP_MAX_NDIM], rst[HWP_MAX_NDIM]; /* reduced dims, byte strides */
 };
 
-/* The accumulator type of dtype D: int64 for bool/integers, float or double for floats. */
+/* The accumulator type of dtype D: int64 for bool/integers, float for float16/bfloat16,
+ * double for float32 (as numpy's pairwise float32 sum is accurate, and the GPU reduction is
+ * memory-bound) and float64. */
 template <int D>
 using acc_t = typename std::conditional<
-    D == 9, double,
-    typename std::conditional<(D >= 6), float, long long>::type>::type;
+    (D >= 8), double, typename std::conditional<(D >= 6), float, long long>::type>::type;
 
 template <class A>
 CU_D A wrap_add(A a, A b) {
@@ -207,7 +208,7 @@ launch_fn launcher(int op, HWP_DType dt) {
 }
 
 size_t acc_size(int op, HWP_DType dt) {
-  const size_t a = dt == HWP_DTYPE_FLOAT64 || dt <= HWP_DTYPE_INT64 ? 8 : 4;
+  const size_t a = dt >= HWP_DTYPE_FLOAT32 || dt <= HWP_DTYPE_INT64 ? 8 : 4;
   return op >= RED_ARGMAX ? sizeof(arg_acc<double>) : a; /* arg_acc is 16 bytes either way */
 }
 
