@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_ew_tables.h"
+#include "fill_value.h"
 
 namespace {
 
@@ -20,61 +21,6 @@ int kind_inputs(int kind) {
   case CU_EW_WHERE: return 3;
   default: return 1;
   }
-}
-
-/* The storage bits of fill's `value` as `dtype`: int64 first for bool/integers (exact), else
- * float64 converted with the dtype's rounding. */
-HWP_Status fill_bits(const HWP_KernelContext *ctx, HWP_DType dt, long long *bits) {
-  if (!HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) || ctx->get_attr == NULL)
-    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "fill: the kernel context has no get_attr");
-  int64_t iv = 0;
-  double fv = 0.0;
-  const int is_int = dt <= HWP_DTYPE_INT64;
-  const int got_int = is_int && ctx->get_attr(ctx, "value", HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
-  if (!got_int) {
-    HWP_Status st = ctx->get_attr(ctx, "value", HWP_ATTR_FLOAT64, &fv, NULL);
-    if (st != HWP_OK)
-      return cu_error(HWP_ERROR_INVALID_ARGUMENT, "fill: attribute value is %s",
-                      st == HWP_ERROR_NOT_FOUND ? "missing" : "not a number");
-    if (is_int) {
-      /* A float value for an integer dtype: truncation, saturating, NaN -> 0 (as cast). */
-      const double lo = -9223372036854775808.0, hi = 9223372036854775807.0;
-      iv = fv != fv ? 0 : fv <= lo ? INT64_MIN : fv >= hi ? INT64_MAX : (int64_t)fv;
-    }
-  }
-  *bits = 0;
-  switch (dt) {
-  case HWP_DTYPE_BOOL: *bits = got_int ? iv != 0 : fv != 0.0; break; /* NaN is true */
-  case HWP_DTYPE_INT32: *bits = (uint32_t)(int32_t)iv; break;
-  case HWP_DTYPE_INT8: *bits = (uint8_t)(int8_t)iv; break;
-  case HWP_DTYPE_UINT8: *bits = (uint8_t)iv; break;
-  case HWP_DTYPE_INT16: *bits = (uint16_t)(int16_t)iv; break;
-  case HWP_DTYPE_INT64: *bits = iv; break;
-  case HWP_DTYPE_FLOAT16: *bits = __half_as_ushort(__double2half(fv)); break;
-  case HWP_DTYPE_BFLOAT16: {
-    /* Round to odd in float first: the bfloat16 rounding is then the correct one of fv. */
-    float f = (float)fv;
-    if (fv == fv && (double)f != fv) {
-      uint32_t u;
-      memcpy(&u, &f, 4);
-      if (((double)f > fv) == (fv > 0)) --u; /* f rounded away from zero: step back */
-      u |= 1u;
-      memcpy(&f, &u, 4);
-    }
-    *bits = cu_f32_to_bf16(f);
-    break;
-  }
-  case HWP_DTYPE_FLOAT32: {
-    float f = (float)fv;
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    *bits = u;
-    break;
-  }
-  case HWP_DTYPE_FLOAT64: memcpy(bits, &fv, 8); break;
-  default: return cu_error(HWP_ERROR_NOT_SUPPORTED, "fill: dtype %d", (int)dt);
-  }
-  return HWP_OK;
 }
 
 /* Checks every input spans the output's shape and fills p (collapsed shape, byte strides). */
@@ -178,7 +124,11 @@ HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   if (e->kind != CU_EW_CAST &&
       (st = cu_check_dtype(op, "the output", out, e->out_bool ? HWP_DTYPE_BOOL : dt)) != HWP_OK)
     return st;
-  if (e->kind == CU_EW_FILL && (st = fill_bits(ctx, dt, &p.bits)) != HWP_OK) return st;
+  if (e->kind == CU_EW_FILL) {
+    int64_t bits = 0;
+    if ((st = hwps_fill_bits(ctx, dt, &bits)) != HWP_OK) return st;
+    p.bits = bits;
+  }
   int vec = 0;
   if ((st = plan(ctx, op, nin, &p, &vec)) != HWP_OK) return st;
   if (p.n == 0) return cu_kernel_end(&k, op);

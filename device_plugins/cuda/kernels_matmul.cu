@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cublas_loader.h"
-#include "dtype.cuh"
+#include "dispatch.cuh"
 #include "kernels.h"
 
 namespace {
@@ -85,17 +85,15 @@ void mm_launch(const mm_params &p, const cu_kctx &k) {
   k_matmul<D><<<cu_grid(&k, tiles, 1), dim3(16, 16), 0, k.stream>>>(p);
 }
 
-mm_launch_fn mm_launcher(HWP_DType dt) {
-  switch (dt) {
-  case HWP_DTYPE_INT32: return mm_launch<4>;
-  case HWP_DTYPE_INT64: return mm_launch<5>;
-  case HWP_DTYPE_FLOAT16: return mm_launch<6>;
-  case HWP_DTYPE_BFLOAT16: return mm_launch<7>;
-  case HWP_DTYPE_FLOAT32: return mm_launch<8>;
-  case HWP_DTYPE_FLOAT64: return mm_launch<9>;
-  default: return nullptr;
+template <int D>
+struct mm_pick {
+  static mm_launch_fn get() {
+    if constexpr (D != HWP_DTYPE_BOOL) return mm_launch<D>;
+    else return nullptr; /* ops.yaml: numeric dtypes */
   }
-}
+};
+
+mm_launch_fn mm_launcher(HWP_DType dt) { return cu_pick<mm_pick>(dt); }
 
 /* cuBLAS for the float dtypes; NOT_SUPPORTED when it does not apply (the caller tiles). */
 HWP_Status mm_cublas(const mm_params &p, const cu_kctx &k, HWP_DType dt) {
@@ -174,7 +172,7 @@ HWP_Status matmul_kernel(const HWP_KernelContext *ctx) {
 
 extern "C" HWP_Status cu_register_matmul_kernels(const HWP_HostApi *host) {
   for (int d = 0; d < HWP_DTYPE_COUNT; ++d) {
-    if (!(CU_DTYPE_MASK & (1u << d)) || mm_launcher(d) == nullptr) continue;
+    if (mm_launcher(d) == nullptr) continue;
     HWP_Status st = cu_register(host, "matmul", d, matmul_kernel, 0, nullptr);
     if (st != HWP_OK) return st;
   }

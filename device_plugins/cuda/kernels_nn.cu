@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "block_reduce.cuh"
+#include "dispatch.cuh"
 #include "kernels.h"
 
 namespace {
@@ -159,22 +160,22 @@ void nn_launch(const nn_params &p, const cu_kctx &k) {
 }
 
 template <int MODE>
-nn_launch_fn nn_launcher_of(HWP_DType dt) {
-  switch (dt) {
-  case HWP_DTYPE_FLOAT16: return nn_launch<6, MODE>;
-  case HWP_DTYPE_BFLOAT16: return nn_launch<7, MODE>;
-  case HWP_DTYPE_FLOAT32: return nn_launch<8, MODE>;
-  case HWP_DTYPE_FLOAT64: return nn_launch<9, MODE>;
-  default: return nullptr;
-  }
-}
+struct nn_pick {
+  template <int D>
+  struct at {
+    static nn_launch_fn get() {
+      if constexpr (D >= HWP_DTYPE_FLOAT16) return nn_launch<D, MODE>;
+      else return nullptr; /* float dtypes only */
+    }
+  };
+};
 
 nn_launch_fn nn_launcher(int mode, HWP_DType dt) {
   switch (mode) {
-  case NN_SOFTMAX: return nn_launcher_of<NN_SOFTMAX>(dt);
-  case NN_LOG_SOFTMAX: return nn_launcher_of<NN_LOG_SOFTMAX>(dt);
-  case NN_LAYER_NORM: return nn_launcher_of<NN_LAYER_NORM>(dt);
-  default: return nn_launcher_of<NN_RMS_NORM>(dt);
+  case NN_SOFTMAX: return cu_pick<nn_pick<NN_SOFTMAX>::at>(dt);
+  case NN_LOG_SOFTMAX: return cu_pick<nn_pick<NN_LOG_SOFTMAX>::at>(dt);
+  case NN_LAYER_NORM: return cu_pick<nn_pick<NN_LAYER_NORM>::at>(dt);
+  default: return cu_pick<nn_pick<NN_RMS_NORM>::at>(dt);
   }
 }
 
@@ -278,8 +279,8 @@ HWP_Status nn_kernel(const HWP_KernelContext *ctx) {
 
 extern "C" HWP_Status cu_register_nn_kernels(const HWP_HostApi *host) {
   for (int mode = 0; mode < NN_COUNT; ++mode)
-    for (int d = HWP_DTYPE_FLOAT16; d <= HWP_DTYPE_FLOAT64; ++d) {
-      if (!(CU_DTYPE_MASK & (1u << d))) continue;
+    for (int d = 0; d < HWP_DTYPE_COUNT; ++d) {
+      if (nn_launcher(mode, d) == nullptr) continue;
       HWP_Status st = cu_register(host, kNnNames[mode], d, nn_kernel, 0, (void *)(intptr_t)mode);
       if (st != HWP_OK) return st;
     }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "block_reduce.cuh"
+#include "dispatch.cuh"
 #include "kernels.h"
 
 namespace {
@@ -183,27 +184,21 @@ void launch(const red_params &p, const cu_kctx &k) {
 typedef void (*launch_fn)(const red_params &, const cu_kctx &);
 
 template <int OP>
-launch_fn launcher_of(HWP_DType dt) {
-  switch (dt) {
-  case HWP_DTYPE_BOOL: return launch<0, OP>;
-  case HWP_DTYPE_INT32: return launch<4, OP>;
-  case HWP_DTYPE_INT64: return launch<5, OP>;
-  case HWP_DTYPE_FLOAT16: return launch<6, OP>;
-  case HWP_DTYPE_BFLOAT16: return launch<7, OP>;
-  case HWP_DTYPE_FLOAT32: return launch<8, OP>;
-  case HWP_DTYPE_FLOAT64: return launch<9, OP>;
-  default: return nullptr;
-  }
-}
+struct red_pick {
+  template <int D>
+  struct at {
+    static launch_fn get() { return launch<D, OP>; }
+  };
+};
 
 launch_fn launcher(int op, HWP_DType dt) {
   switch (op) {
-  case RED_SUM: return launcher_of<RED_SUM>(dt);
-  case RED_PROD: return launcher_of<RED_PROD>(dt);
-  case RED_MAX: return launcher_of<RED_MAX>(dt);
-  case RED_MIN: return launcher_of<RED_MIN>(dt);
-  case RED_ARGMAX: return launcher_of<RED_ARGMAX>(dt);
-  default: return launcher_of<RED_ARGMIN>(dt);
+  case RED_SUM: return cu_pick<red_pick<RED_SUM>::at>(dt);
+  case RED_PROD: return cu_pick<red_pick<RED_PROD>::at>(dt);
+  case RED_MAX: return cu_pick<red_pick<RED_MAX>::at>(dt);
+  case RED_MIN: return cu_pick<red_pick<RED_MIN>::at>(dt);
+  case RED_ARGMAX: return cu_pick<red_pick<RED_ARGMAX>::at>(dt);
+  default: return cu_pick<red_pick<RED_ARGMIN>::at>(dt);
   }
 }
 
@@ -337,7 +332,7 @@ HWP_Status red_kernel(const HWP_KernelContext *ctx) {
 extern "C" HWP_Status cu_register_reduce_kernels(const HWP_HostApi *host) {
   for (int op = 0; op < RED_COUNT; ++op)
     for (int d = 0; d < HWP_DTYPE_COUNT; ++d) {
-      if (!(CU_DTYPE_MASK & (1u << d)) || launcher(op, d) == nullptr) continue;
+      if (launcher(op, d) == nullptr) continue;
       HWP_Status st = cu_register(host, kRedNames[op], d, red_kernel, HWP_KERNEL_ACCEPTS_STRIDED,
                                   (void *)(intptr_t)op);
       if (st != HWP_OK) return st;

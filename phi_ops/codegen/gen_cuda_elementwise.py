@@ -28,8 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import yaml
-from gen_cpu_elementwise import DTYPES, GenError, load
+from gen_cpu_elementwise import DTYPES, GenError, cli, load, write_if_changed
 from gen_opencl_elementwise import OCL_DTYPES, collect
 
 OPS_HEADER = "cuda_ew_ops.cuh"
@@ -103,14 +102,6 @@ def render_tables(dtypes: list[str]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-
-
 def generate(ops_yaml: str | Path, out_dir: str | Path, dtypes: list[str]) -> list[Path]:
     for d in dtypes:
         if d not in DTYPES:
@@ -120,27 +111,20 @@ def generate(ops_yaml: str | Path, out_dir: str | Path, dtypes: list[str]) -> li
     ops = collect(load(ops_yaml))
     out = Path(out_dir)
     written = [out / OPS_HEADER, out / TABLES_HEADER, out / DTYPES_HEADER]
-    _write(written[0], render_ops(ops))
-    _write(written[1], render_tables(dtypes))
-    _write(written[2], render_dtypes(dtypes))
+    write_if_changed(written[0], render_ops(ops))
+    write_if_changed(written[1], render_tables(dtypes))
+    write_if_changed(written[2], render_dtypes(dtypes))
     for d in dtypes:
         path = out / f"cuda_ew_{d}.cu"
-        _write(path, render_table(ops, d))
+        write_if_changed(path, render_table(ops, d))
         written.append(path)
     return written
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 4:
-        print(f"usage: {Path(argv[0]).name} <ops.yaml> <out_dir> <dtype> [<dtype> ...]",
-              file=sys.stderr)
-        return 2
-    try:
-        generate(argv[1], argv[2], argv[3:])
-    except (GenError, OSError, yaml.YAMLError) as e:
-        print(f"gen_cuda_elementwise: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return cli(argv, "gen_cuda_elementwise", "<ops.yaml> <out_dir> <dtype> [<dtype> ...]", 3,
+               lambda ops_yaml, out_dir, *dtypes: generate(ops_yaml, out_dir, list(dtypes)),
+               variadic=True)
 
 
 if __name__ == "__main__":
