@@ -49,6 +49,12 @@ HWP_Status cu_check_dtype(const char *op, const char *what, const HWP_TensorView
 HWP_Status cu_attr_int(const HWP_KernelContext *ctx, const char *op, const char *name,
                        int64_t fallback, int64_t *out);
 
+/* An attribute as float64 (`fallback` when absent; an integer attribute converts). */
+HWP_Status cu_attr_double(const HWP_KernelContext *ctx, const char *op, const char *name,
+                          double fallback, double *out);
+/* Splits `shape` around dim `axis`: outer = prod(shape[:axis]), inner = prod(shape[axis+1:]). */
+void cu_split_axis(const HWP_TensorView *v, int axis, long long *outer, long long *inner);
+
 /* Registers `fn` for (op, dtype). */
 HWP_Status cu_register(const HWP_HostApi *host, const char *op, HWP_DType dtype,
                        HWP_KernelFn fn, uint32_t flags, void *user_data);
@@ -58,6 +64,9 @@ HWP_Status cu_register_elementwise_kernels(const HWP_HostApi *host); /* kernels_
 HWP_Status cu_register_reduce_kernels(const HWP_HostApi *host);      /* kernels_reduce.cu */
 HWP_Status cu_register_nn_kernels(const HWP_HostApi *host);          /* kernels_nn.cu */
 HWP_Status cu_register_matmul_kernels(const HWP_HostApi *host);      /* kernels_matmul.cu */
+HWP_Status cu_register_scan_kernels(const HWP_HostApi *host);        /* kernels_scan.cu */
+HWP_Status cu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.cu */
+HWP_Status cu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index.cu */
 /* cublas_loader.c: cuBLAS through dlopen at first use. */
 void cu_cublas_shutdown(void);
 

@@ -94,6 +94,29 @@ HWP_Status cu_attr_int(const HWP_KernelContext *ctx, const char *op, const char 
   return HWP_OK;
 }
 
+HWP_Status cu_attr_double(const HWP_KernelContext *ctx, const char *op, const char *name,
+                          double fallback, double *out) {
+  double v = fallback;
+  HWP_Status st = HWP_ERROR_NOT_FOUND;
+  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL)
+    st = ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &v, NULL);
+  if (st == HWP_ERROR_NOT_FOUND) v = fallback;
+  else if (st != HWP_OK)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attribute %s must be a number", op, name);
+  *out = v;
+  return HWP_OK;
+}
+
+void cu_split_axis(const HWP_TensorView *v, int axis, long long *outer, long long *inner) {
+  long long o = 1, i = 1;
+  for (int d = 0; d < v->ndim; ++d) {
+    if (d < axis) o *= v->shape[d];
+    else if (d > axis) i *= v->shape[d];
+  }
+  *outer = o;
+  *inner = i;
+}
+
 HWP_Status cu_register(const HWP_HostApi *host, const char *op, HWP_DType dtype,
                        HWP_KernelFn fn, uint32_t flags, void *user_data) {
   HWP_KernelRegistration reg = {

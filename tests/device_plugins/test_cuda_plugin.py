@@ -116,7 +116,8 @@ def h():
 
 def expected_registrations() -> set[tuple[str, int]]:
     """(op, dtype code) the plugin must register: the generated elementwise ops (the OpenCL
-    generator's selection from ops.yaml), reductions, fused nn and matmul, over DTYPES."""
+    generator's selection from ops.yaml), reductions, fused nn, matmul, scans, uniform and the
+    index ops but scatter and argsort (CPU fallback), over DTYPES."""
     doc = load(REPO / "phi_ops" / "ops.yaml")
     want = {(op["name"], DT[d]) for op in collect(doc) for d in op["dtypes"] if d in DTYPES}
     by_name = {op["name"]: op for op in doc["ops"]}
@@ -127,7 +128,8 @@ def expected_registrations() -> set[tuple[str, int]]:
         return [d for d in (groups[spec] if isinstance(spec, str) else spec) if d in DTYPES]
 
     for name in ("sum", "prod", "max", "min", "argmax", "argmin", "matmul", "softmax",
-                 "log_softmax", "layer_norm", "rms_norm"):
+                 "log_softmax", "layer_norm", "rms_norm", "cumsum", "cumprod", "uniform",
+                 "arange", "concat", "pad", "gather", "take_along_axis"):
         want |= {(name, DT[d]) for d in dtypes_of(name)}
     return want
 
@@ -195,13 +197,13 @@ def test_every_table_call_on_a_missing_device_is_an_error(h, device):
 
 
 def _inputs_of(op: str) -> int:
-    if op in ("fill",):
+    if op in ("fill", "arange", "uniform"):
         return 0
     if op == "where":
         return 3
     binary = {o["name"] for o in collect(load(REPO / "phi_ops" / "ops.yaml"))
               if o["kind"] == "binary"}
-    return 2 if op in binary or op == "matmul" else 1
+    return 2 if op in binary | {"matmul", "gather", "take_along_axis"} else 1
 
 
 def test_every_kernel_on_a_missing_device_is_an_error(h):
@@ -385,6 +387,48 @@ def test_gpu_ops_match_numpy(dtype):
 
 @gpu
 @needs_gpu
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_gpu_uniform_is_bit_exact_with_philox(dtype):
+    from hwport.phi_ops import philox
+
+    before = dict(rt.fallback_stats())
+    got = hwport.uniform([1000, 37], seed=(1 << 40) + 7, low=-2.0, high=3.0, offset=-5,
+                         dtype=dtype, place=P).numpy()
+    want = philox.uniform([1000, 37], -2.0, 3.0, (1 << 40) + 7, -5, dtype)
+    np.testing.assert_array_equal(got.view(np.uint8), np.asarray(want).view(np.uint8))
+    _no_fallback(before)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "bfloat16"])
+def test_gpu_scans_and_index_ops(dtype):
+    before = dict(rt.fallback_stats())
+    x = _sample(dtype, (6, 70, 5), 8)
+    t = hwport.to_tensor(x, place=P)
+    acc = np.float64 if dtype.startswith("float") or dtype == "bfloat16" else np.int64
+    got = hwport.cumsum(t, axis=1).numpy().astype(np.float64)
+    np.testing.assert_allclose(got, np.cumsum(x.astype(acc), axis=1).astype(np.float64),
+                               rtol=1e-2 if dtype == "bfloat16" else 1e-5, atol=1e-3)
+    np.testing.assert_array_equal(hwport.concat([t, t[:, :3]], axis=1).numpy(),
+                                  np.concatenate([x, x[:, :3]], axis=1))
+    np.testing.assert_array_equal(hwport.pad(t, [1, 0, 2, 3, 0, 1], value=7).numpy(),
+                                  np.pad(x, [(1, 0), (2, 3), (0, 1)], constant_values=7))
+    idx = np.array([69, 0, 3, 3], np.int64)
+    np.testing.assert_array_equal(
+        hwport.gather(t, hwport.to_tensor(idx, place=P), axis=1).numpy(), x[:, idx])
+    ia = np.random.default_rng(9).integers(0, 70, size=(6, 11, 5))
+    np.testing.assert_array_equal(
+        hwport.take_along_axis(t, hwport.to_tensor(ia, place=P), axis=1).numpy(),
+        np.take_along_axis(x, ia, axis=1))
+    if dtype != "bfloat16":
+        np.testing.assert_array_equal(hwport.arange(3, 50, 4, dtype=dtype, place=P).numpy(),
+                                      np.arange(3, 50, 4, dtype=dtype))
+    _no_fallback(before)
+
+
+@gpu
+@needs_gpu
 def test_gpu_strided_and_large_elementwise():
     x = _sample("float32", (1 << 21,), 4)
     t = hwport.to_tensor(x, place=P)
@@ -414,7 +458,7 @@ def test_gpu_device_properties_and_memory_accounting(h):
 @gpu
 @needs_gpu
 def test_gpu_streams_and_events_order_work(h):
-    x = np.arange(1 << 20, dtype=np.float32)
+    x = (np.arange(1 << 20) % 97 / 10).astype(np.float32)
     a, b = dh.DeviceArray(h, x), dh.DeviceArray.empty(h, x.shape, x.dtype)
     s1, s2 = h.create_stream(), h.create_stream()
     ev = h.create_event()
