@@ -1,12 +1,17 @@
-/* hwport CUDA plugin — index and creation ops: arange, concat, pad, gather, take_along_axis
- * (phi_ops/ops.yaml kernel contracts; inputs arrive contiguous; index values are checked by
- * the host before a launch). Elements move as raw 1/2/4/8-byte words, so one instantiation
- * per element size serves every dtype; arange computes per dtype.
- * scatter and argsort have no CUDA kernel yet: they run through the host's counted CPU
- * fallback. */
+/* hwport CUDA plugin — index and creation ops: arange, concat, pad, gather, take_along_axis,
+ * scatter (phi_ops/ops.yaml kernel contracts; inputs arrive contiguous; index values are
+ * checked by the host before a launch). Elements move as raw 1/2/4/8-byte words, so one
+ * instantiation per element size serves every dtype; arange and scatter's add compute per
+ * dtype. argsort has no CUDA kernel yet: it runs through the host's counted CPU fallback.
+ *
+ * scatter: one thread per output element (o, t, r) scans the index: assign takes the update
+ * of the last row j with index[j] == t (later rows win), add accumulates x and the updates of
+ * every such row in index order (bool: or; integers: wrap-around; floats: in double, rounded
+ * once), the CPU plugin's semantics; the work is numel(x) * len(index) comparisons. */
 #include <string.h>
 
 #include "dispatch.cuh"
+#include "ew_math.cuh"
 #include "fill_value.h"
 #include "kernels.h"
 
@@ -187,6 +192,67 @@ __global__ void __launch_bounds__(256) k_gather(gather_params p) {
   }
 }
 
+struct scatter_params {
+  const char *x, *index, *upd;
+  char *y;
+  long long n, mid, inner, nidx; /* output [outer, mid, inner]; updates [outer, nidx, inner] */
+  int isz64, al, add;
+};
+
+template <class S, class Fold>
+CU_D S scatter_one(const scatter_params &p, long long i, Fold fold) {
+  long long o, t, r;
+  split3(i, p.mid, p.inner, &o, &t, &r);
+  S v = cu_ld<S>(p.x + i * (long long)sizeof(S), p.al);
+  for (long long j = 0; j < p.nidx; ++j) {
+    const long long ix = p.isz64 ? cu_ld<long long>(p.index + j * 8, 1)
+                                 : (long long)cu_ld<int>(p.index + j * 4, 1);
+    if (ix == t)
+      v = fold(v, cu_ld<S>(p.upd + ((o * p.nidx + j) * p.inner + r) * (long long)sizeof(S), p.al));
+  }
+  return v;
+}
+
+template <int D>
+__global__ void __launch_bounds__(256) k_scatter(scatter_params p) {
+  typedef typename cu_dt<D>::S S;
+  CU_GRID_STRIDE(i, p.n) {
+    S out;
+    if (!p.add) {
+      out = scatter_one<S>(p, i, [](S, S u) { return u; });
+    } else if constexpr (D >= HWP_DTYPE_FLOAT16) {
+      /* x and the updates in double, rounded once (fold raw values into a double). */
+      long long o, t, r;
+      split3(i, p.mid, p.inner, &o, &t, &r);
+      double acc = (double)cu_load<D>(p.x + i * (long long)sizeof(S), p.al);
+      for (long long j = 0; j < p.nidx; ++j) {
+        const long long ix = p.isz64 ? cu_ld<long long>(p.index + j * 8, 1)
+                                     : (long long)cu_ld<int>(p.index + j * 4, 1);
+        if (ix == t)
+          acc = __dadd_rn(acc, (double)cu_load<D>(
+                                   p.upd + ((o * p.nidx + j) * p.inner + r) * (long long)sizeof(S),
+                                   p.al));
+      }
+      out = cu_dt<D>::st(acc);
+    } else {
+      out = scatter_one<S>(p, i, [](S a, S u) {
+        return cu_dt<D>::st(ew_add(cu_dt<D>::ld(a), cu_dt<D>::ld(u)));
+      });
+    }
+    cu_st(p.y + i * (long long)sizeof(S), p.al, out);
+  }
+}
+
+typedef void (*scatter_fn)(const scatter_params &, const cu_kctx &);
+template <int D>
+struct scatter_pick {
+  static scatter_fn get() {
+    return [](const scatter_params &p, const cu_kctx &k) {
+      k_scatter<D><<<cu_grid(&k, (uint64_t)p.n, 256), 256, 0, k.stream>>>(p);
+    };
+  }
+};
+
 /* Launches the instantiation of `K` for element size `size`. */
 #define CU_BY_SIZE(size, K, grid, ...)                                                         \
   switch (size) {                                                                              \
@@ -343,6 +409,55 @@ HWP_Status gather_kernel(const HWP_KernelContext *ctx) {
   return cu_kernel_end(&k, op);
 }
 
+HWP_Status scatter_kernel(const HWP_KernelContext *ctx) {
+  const char *op = "scatter";
+  cu_kctx k;
+  HWP_Status st = cu_kernel_begin(ctx, op, 3, 1, &k);
+  if (st != HWP_OK || (st = require_contiguous(op, ctx)) != HWP_OK) return st;
+  const HWP_TensorView *x = &ctx->inputs[0], *ix = &ctx->inputs[1], *u = &ctx->inputs[2];
+  const HWP_TensorView *y = &ctx->outputs[0];
+  scatter_fn fn = cu_pick<scatter_pick>(x->dtype);
+  if (fn == nullptr) return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s", op, cu_dtype_name(x->dtype));
+  if (ix->dtype != HWP_DTYPE_INT32 && ix->dtype != HWP_DTYPE_INT64)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: index must be int32 or int64, got %s", op,
+                    cu_dtype_name(ix->dtype));
+  if ((st = cu_check_dtype(op, "updates", u, x->dtype)) != HWP_OK ||
+      (st = cu_check_dtype(op, "the output", y, x->dtype)) != HWP_OK)
+    return st;
+  int axis = 0;
+  if ((st = axis_attr(ctx, op, x->ndim, 0, &axis)) != HWP_OK) return st;
+  const char *reduce = "assign";
+  if (ctx->get_attr(ctx, "reduce", HWP_ATTR_STRING, (void *)&reduce, nullptr) == HWP_ERROR_INVALID_ARGUMENT)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attr reduce must be a string", op);
+  if (strcmp(reduce, "assign") != 0 && strcmp(reduce, "add") != 0)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: reduce must be 'assign' or 'add', got '%s'",
+                    op, reduce);
+  int ok = x->ndim >= 1 && ix->ndim == 1 && u->ndim == x->ndim && y->ndim == x->ndim;
+  for (int d = 0; ok && d < x->ndim; ++d)
+    ok = y->shape[d] == x->shape[d] && u->shape[d] == (d == axis ? ix->shape[0] : x->shape[d]);
+  if (!ok)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: updates must be shaped like x with dim %d "
+                    "= len(index), the output like x", op, axis);
+  scatter_params p;
+  memset(&p, 0, sizeof p);
+  long long outer = 0;
+  cu_split_axis(x, axis, &outer, &p.inner);
+  p.mid = x->shape[axis];
+  p.nidx = ix->shape[0];
+  p.x = cu_view_ptr(x);
+  p.index = cu_view_ptr(ix);
+  p.upd = cu_view_ptr(u);
+  p.y = cu_view_ptr(y);
+  p.n = cu_view_numel(y);
+  p.isz64 = ix->dtype == HWP_DTYPE_INT64;
+  p.add = strcmp(reduce, "add") == 0;
+  p.al = cu_view_aligned(x) && cu_view_aligned(u) && cu_view_aligned(y);
+  if (!cu_view_aligned(ix))
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the index view is misaligned", op);
+  if (p.n > 0) fn(p, k);
+  return cu_kernel_end(&k, op);
+}
+
 }  // namespace
 
 extern "C" HWP_Status cu_register_index_kernels(const HWP_HostApi *host) {
@@ -354,6 +469,7 @@ extern "C" HWP_Status cu_register_index_kernels(const HWP_HostApi *host) {
     if (st == HWP_OK) st = cu_register(host, "pad", d, pad_kernel, 0, nullptr);
     if (st == HWP_OK) st = cu_register(host, "gather", d, gather_kernel, 0, nullptr);
     if (st == HWP_OK) st = cu_register(host, "take_along_axis", d, gather_kernel, 0, (void *)1);
+    if (st == HWP_OK) st = cu_register(host, "scatter", d, scatter_kernel, 0, nullptr);
     if (st != HWP_OK) return st;
   }
   return HWP_OK;

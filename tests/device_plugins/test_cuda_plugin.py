@@ -117,7 +117,7 @@ def h():
 def expected_registrations() -> set[tuple[str, int]]:
     """(op, dtype code) the plugin must register: the generated elementwise ops (the OpenCL
     generator's selection from ops.yaml), reductions, fused nn, matmul, scans, uniform and the
-    index ops but scatter and argsort (CPU fallback), over DTYPES."""
+    index ops but argsort (CPU fallback), over DTYPES."""
     doc = load(REPO / "phi_ops" / "ops.yaml")
     want = {(op["name"], DT[d]) for op in collect(doc) for d in op["dtypes"] if d in DTYPES}
     by_name = {op["name"]: op for op in doc["ops"]}
@@ -129,7 +129,7 @@ def expected_registrations() -> set[tuple[str, int]]:
 
     for name in ("sum", "prod", "max", "min", "argmax", "argmin", "matmul", "softmax",
                  "log_softmax", "layer_norm", "rms_norm", "cumsum", "cumprod", "uniform",
-                 "arange", "concat", "pad", "gather", "take_along_axis"):
+                 "arange", "concat", "pad", "gather", "take_along_axis", "scatter"):
         want |= {(name, DT[d]) for d in dtypes_of(name)}
     return want
 
@@ -199,7 +199,7 @@ def test_every_table_call_on_a_missing_device_is_an_error(h, device):
 def _inputs_of(op: str) -> int:
     if op in ("fill", "arange", "uniform"):
         return 0
-    if op == "where":
+    if op in ("where", "scatter"):
         return 3
     binary = {o["name"] for o in collect(load(REPO / "phi_ops" / "ops.yaml"))
               if o["kind"] == "binary"}
@@ -421,6 +421,16 @@ def test_gpu_scans_and_index_ops(dtype):
     np.testing.assert_array_equal(
         hwport.take_along_axis(t, hwport.to_tensor(ia, place=P), axis=1).numpy(),
         np.take_along_axis(x, ia, axis=1))
+    rows = np.array([4, 0, 4, 69], np.int32)
+    upd = _sample(dtype, (6, 4, 5), 10)
+    want_assign, want_add = x.copy(), x.astype(acc)
+    for j, r in enumerate(rows):
+        want_assign[:, r] = upd[:, j]
+        want_add[:, r] += upd[:, j].astype(acc)
+    ti, tu = hwport.to_tensor(rows, place=P), hwport.to_tensor(upd, place=P)
+    np.testing.assert_array_equal(hwport.scatter(t, ti, tu, axis=1).numpy(), want_assign)
+    np.testing.assert_array_equal(hwport.scatter(t, ti, tu, axis=1, reduce="add").numpy(),
+                                  want_add.astype(x.dtype))
     if dtype != "bfloat16":
         np.testing.assert_array_equal(hwport.arange(3, 50, 4, dtype=dtype, place=P).numpy(),
                                       np.arange(3, 50, 4, dtype=dtype))
