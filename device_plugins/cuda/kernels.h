@@ -67,6 +67,7 @@ HWP_Status cu_register_matmul_kernels(const HWP_HostApi *host);      /* kernels_
 HWP_Status cu_register_scan_kernels(const HWP_HostApi *host);        /* kernels_scan.cu */
 HWP_Status cu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.cu */
 HWP_Status cu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index.cu */
+HWP_Status cu_register_sort_kernels(const HWP_HostApi *host);        /* kernels_sort.cu */
 /* cublas_loader.c: cuBLAS through dlopen at first use. */
 void cu_cublas_shutdown(void);
 

@@ -2,7 +2,7 @@
  * scatter (phi_ops/ops.yaml kernel contracts; inputs arrive contiguous; index values are
  * checked by the host before a launch). Elements move as raw 1/2/4/8-byte words, so one
  * instantiation per element size serves every dtype; arange and scatter's add compute per
- * dtype. argsort has no CUDA kernel yet: it runs through the host's counted CPU fallback.
+ * dtype (argsort: kernels_sort.cu).
  *
  * scatter: one thread per output element (o, t, r) scans the index: assign takes the update
  * of the last row j with index[j] == t (later rows win), add accumulates x and the updates of

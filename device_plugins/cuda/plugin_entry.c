@@ -1,7 +1,7 @@
 /* hwport CUDA plugin — the one exported symbol: version check, device enumeration, kernel
- * registration and the plugin's tables. Ops without a kernel here (scatter, argsort, and every
- * op for int8/uint8/int16 unless HWPORT_CUDA_DTYPES adds them) run through the host's counted
- * CPU fallback. Without a driver or a device
+ * registration and the plugin's tables: a kernel for every primitive of phi_ops/ops.yaml and
+ * the fused nn composites, for the dtypes of HWPORT_CUDA_DTYPES; other dtypes (by default
+ * int8/uint8/int16) run through the host's counted CPU fallback. Without a driver or a device
  * the plugin still loads: it reports zero devices with the reason. */
 #include <stddef.h>
 
@@ -54,6 +54,7 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   if (st == HWP_OK) st = cu_register_scan_kernels(host);
   if (st == HWP_OK) st = cu_register_random_kernels(host);
   if (st == HWP_OK) st = cu_register_index_kernels(host);
+  if (st == HWP_OK) st = cu_register_sort_kernels(host);
   if (st != HWP_OK) return st;
   *out = &g_api;
   return HWP_OK;

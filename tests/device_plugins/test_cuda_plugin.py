@@ -117,7 +117,7 @@ def h():
 def expected_registrations() -> set[tuple[str, int]]:
     """(op, dtype code) the plugin must register: the generated elementwise ops (the OpenCL
     generator's selection from ops.yaml), reductions, fused nn, matmul, scans, uniform and the
-    index ops but argsort (CPU fallback), over DTYPES."""
+    index ops, over DTYPES: every primitive of ops.yaml."""
     doc = load(REPO / "phi_ops" / "ops.yaml")
     want = {(op["name"], DT[d]) for op in collect(doc) for d in op["dtypes"] if d in DTYPES}
     by_name = {op["name"]: op for op in doc["ops"]}
@@ -129,7 +129,7 @@ def expected_registrations() -> set[tuple[str, int]]:
 
     for name in ("sum", "prod", "max", "min", "argmax", "argmin", "matmul", "softmax",
                  "log_softmax", "layer_norm", "rms_norm", "cumsum", "cumprod", "uniform",
-                 "arange", "concat", "pad", "gather", "take_along_axis", "scatter"):
+                 "arange", "concat", "pad", "gather", "take_along_axis", "scatter", "argsort"):
         want |= {(name, DT[d]) for d in dtypes_of(name)}
     return want
 
@@ -403,6 +403,8 @@ def test_gpu_uniform_is_bit_exact_with_philox(dtype):
 @needs_gpu
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "bfloat16"])
 def test_gpu_scans_and_index_ops(dtype):
+    from hwport.phi_ops.reference import reference
+
     before = dict(rt.fallback_stats())
     x = _sample(dtype, (6, 70, 5), 8)
     t = hwport.to_tensor(x, place=P)
@@ -431,6 +433,13 @@ def test_gpu_scans_and_index_ops(dtype):
     np.testing.assert_array_equal(hwport.scatter(t, ti, tu, axis=1).numpy(), want_assign)
     np.testing.assert_array_equal(hwport.scatter(t, ti, tu, axis=1, reduce="add").numpy(),
                                   want_add.astype(x.dtype))
+    for desc in (False, True):
+        s = np.round(x * 2) / 2 if x.dtype.kind == "f" else x // 300  # ties to keep stable
+        if x.dtype.kind == "f":
+            s[0, 3, 1] = np.nan
+        got = hwport.argsort(hwport.to_tensor(s, place=P), axis=1, descending=desc).numpy()
+        want = reference("argsort", [s], {"axis": 1, "descending": desc})
+        np.testing.assert_array_equal(got, np.asarray(want))
     if dtype != "bfloat16":
         np.testing.assert_array_equal(hwport.arange(3, 50, 4, dtype=dtype, place=P).numpy(),
                                       np.arange(3, 50, 4, dtype=dtype))
