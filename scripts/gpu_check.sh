@@ -87,7 +87,8 @@ wait "$EXTRAS_PID"
 cat "$LOG/cupy_install.log"
 
 # A cuBLAS from the wheel: tell the plugin where it is.
-CUBLAS_WHEEL="$(find "$ROOT/.venv" -name 'libcublas.so.*' -not -name '*Lt*' 2>/dev/null | head -n 1)"
+CUBLAS_WHEEL="$(find "$ROOT/.venv" -name 'libcublas.so.*' -not -name '*Lt*' 2>/dev/null |
+  head -n 1)"
 if [[ -n "$CUBLAS_WHEEL" ]]; then
   export HWPORT_CUBLAS_LIBRARY="$CUBLAS_WHEEL"
   CUBLAS_DIR="$(dirname "$CUBLAS_WHEEL")"

@@ -4,7 +4,8 @@
  * Python floor division and remainder (numpy's npy_divmod for floats; 0 for a zero divisor of
  * an integer), NaN-propagating maximum/minimum, the sign of NaN, and bool (C++ bool: add is or,
  * multiply is and, bitwise_not is logical not). One template per function over the compute
- * type T (bool, the integers, float, double). Mirrors device_plugins/opencl/elementwise_prelude.cl. */
+ * type T (bool, the integers, float, double). Mirrors the OpenCL plugin's
+ * elementwise_prelude.cl. */
 #ifndef HWPORT_CUDA_EW_MATH_CUH
 #define HWPORT_CUDA_EW_MATH_CUH
 

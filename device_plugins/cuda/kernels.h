@@ -49,6 +49,8 @@ HWP_Status cu_check_dtype(const char *op, const char *what, const HWP_TensorView
 HWP_Status cu_attr_int(const HWP_KernelContext *ctx, const char *op, const char *name,
                        int64_t fallback, int64_t *out);
 
+/* The NOT_SUPPORTED error of a kernel called for a dtype it has no instantiation for. */
+HWP_Status cu_unsupported_dtype(const char *op, HWP_DType dt);
 /* An attribute as float64 (`fallback` when absent; an integer attribute converts). */
 HWP_Status cu_attr_double(const HWP_KernelContext *ctx, const char *op, const char *name,
                           double fallback, double *out);

@@ -94,6 +94,11 @@ HWP_Status cu_attr_int(const HWP_KernelContext *ctx, const char *op, const char 
   return HWP_OK;
 }
 
+HWP_Status cu_unsupported_dtype(const char *op, HWP_DType dt) {
+  return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: no CUDA kernel for dtype %s", op,
+                  cu_dtype_name(dt));
+}
+
 HWP_Status cu_attr_double(const HWP_KernelContext *ctx, const char *op, const char *name,
                           double fallback, double *out) {
   double v = fallback;

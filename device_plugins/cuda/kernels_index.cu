@@ -20,8 +20,9 @@ namespace {
 template <int SZ>
 using raw_t = typename std::conditional<
     SZ == 1, uint8_t,
-    typename std::conditional<SZ == 2, uint16_t,
-                              typename std::conditional<SZ == 4, uint32_t, uint64_t>::type>::type>::type;
+    typename std::conditional<
+        SZ == 2, uint16_t,
+        typename std::conditional<SZ == 4, uint32_t, uint64_t>::type>::type>::type;
 
 /* A flat index over the output as (outer, mid, inner) with mid the axis. */
 struct axis3 {
@@ -34,6 +35,11 @@ CU_D void split3(long long i, long long mid, long long inner, long long *o, long
   i /= inner;
   *m = i % mid;
   *o = i / mid;
+}
+
+/* Index value j of an int64 (isz64) or int32 index tensor. */
+CU_D long long index_at(const char *index, long long j, int isz64) {
+  return isz64 ? cu_ld<long long>(index + j * 8, 1) : (long long)cu_ld<int>(index + j * 4, 1);
 }
 
 #define CU_GRID_STRIDE(i, n)                                                                   \
@@ -55,7 +61,8 @@ __global__ void __launch_bounds__(256) k_arange(arange_params p) {
   CU_GRID_STRIDE(i, p.n) {
     S v;
     if constexpr (D <= HWP_DTYPE_INT64)
-      v = (S)(long long)((unsigned long long)p.istart + (unsigned long long)i * (unsigned long long)p.istep);
+      v = (S)(long long)((unsigned long long)p.istart +
+                         (unsigned long long)i * (unsigned long long)p.istep);
     else
       v = cu_dt<D>::st(__dadd_rn(p.fstart, __dmul_rn((double)i, p.fstep)));
     cu_st(p.out + i * (long long)sizeof(S), p.al, v);
@@ -98,7 +105,7 @@ HWP_Status arange_kernel(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   const HWP_TensorView *y = &ctx->outputs[0];
   arange_fn fn = cu_pick<arange_pick>(y->dtype);
-  if (fn == nullptr) return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s", op, cu_dtype_name(y->dtype));
+  if (fn == nullptr) return cu_unsupported_dtype(op, y->dtype);
   if (ctx->get_attr == nullptr)
     return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the kernel context has no get_attr", op);
   arange_params p;
@@ -174,12 +181,10 @@ __global__ void __launch_bounds__(256) k_gather(gather_params p) {
     if (!p.along) {
       long long o, j, r;
       split3(i, p.mid, p.inner, &o, &j, &r);
-      const long long ix = p.isz64 ? cu_ld<long long>(p.index + j * 8, 1)
-                                   : (long long)cu_ld<int>(p.index + j * 4, 1);
+      const long long ix = index_at(p.index, j, p.isz64);
       src = (o * p.len + ix) * p.inner + r;
     } else {
-      const long long ix = p.isz64 ? cu_ld<long long>(p.index + i * 8, 1)
-                                   : (long long)cu_ld<int>(p.index + i * 4, 1);
+      const long long ix = index_at(p.index, i, p.isz64);
       long long rem = i;
       src = 0;
       for (int d = p.ndim - 1; d >= 0; --d) {
@@ -205,8 +210,7 @@ CU_D S scatter_one(const scatter_params &p, long long i, Fold fold) {
   split3(i, p.mid, p.inner, &o, &t, &r);
   S v = cu_ld<S>(p.x + i * (long long)sizeof(S), p.al);
   for (long long j = 0; j < p.nidx; ++j) {
-    const long long ix = p.isz64 ? cu_ld<long long>(p.index + j * 8, 1)
-                                 : (long long)cu_ld<int>(p.index + j * 4, 1);
+    const long long ix = index_at(p.index, j, p.isz64);
     if (ix == t)
       v = fold(v, cu_ld<S>(p.upd + ((o * p.nidx + j) * p.inner + r) * (long long)sizeof(S), p.al));
   }
@@ -226,8 +230,7 @@ __global__ void __launch_bounds__(256) k_scatter(scatter_params p) {
       split3(i, p.mid, p.inner, &o, &t, &r);
       double acc = (double)cu_load<D>(p.x + i * (long long)sizeof(S), p.al);
       for (long long j = 0; j < p.nidx; ++j) {
-        const long long ix = p.isz64 ? cu_ld<long long>(p.index + j * 8, 1)
-                                     : (long long)cu_ld<int>(p.index + j * 4, 1);
+        const long long ix = index_at(p.index, j, p.isz64);
         if (ix == t)
           acc = __dadd_rn(acc, (double)cu_load<D>(
                                    p.upd + ((o * p.nidx + j) * p.inner + r) * (long long)sizeof(S),
@@ -417,7 +420,7 @@ HWP_Status scatter_kernel(const HWP_KernelContext *ctx) {
   const HWP_TensorView *x = &ctx->inputs[0], *ix = &ctx->inputs[1], *u = &ctx->inputs[2];
   const HWP_TensorView *y = &ctx->outputs[0];
   scatter_fn fn = cu_pick<scatter_pick>(x->dtype);
-  if (fn == nullptr) return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s", op, cu_dtype_name(x->dtype));
+  if (fn == nullptr) return cu_unsupported_dtype(op, x->dtype);
   if (ix->dtype != HWP_DTYPE_INT32 && ix->dtype != HWP_DTYPE_INT64)
     return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: index must be int32 or int64, got %s", op,
                     cu_dtype_name(ix->dtype));
@@ -427,7 +430,8 @@ HWP_Status scatter_kernel(const HWP_KernelContext *ctx) {
   int axis = 0;
   if ((st = axis_attr(ctx, op, x->ndim, 0, &axis)) != HWP_OK) return st;
   const char *reduce = "assign";
-  if (ctx->get_attr(ctx, "reduce", HWP_ATTR_STRING, (void *)&reduce, nullptr) == HWP_ERROR_INVALID_ARGUMENT)
+  if (ctx->get_attr(ctx, "reduce", HWP_ATTR_STRING, (void *)&reduce, nullptr) ==
+      HWP_ERROR_INVALID_ARGUMENT)
     return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attr reduce must be a string", op);
   if (strcmp(reduce, "assign") != 0 && strcmp(reduce, "add") != 0)
     return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: reduce must be 'assign' or 'add', got '%s'",
@@ -464,7 +468,8 @@ extern "C" HWP_Status cu_register_index_kernels(const HWP_HostApi *host) {
   for (int d = 0; d < HWP_DTYPE_COUNT; ++d) {
     if (!((CU_DTYPE_MASK >> d) & 1u)) continue;
     HWP_Status st = HWP_OK;
-    if (cu_pick<arange_pick>(d) != nullptr) st = cu_register(host, "arange", d, arange_kernel, 0, nullptr);
+    if (cu_pick<arange_pick>(d) != nullptr)
+      st = cu_register(host, "arange", d, arange_kernel, 0, nullptr);
     if (st == HWP_OK) st = cu_register(host, "concat", d, concat_kernel, 0, nullptr);
     if (st == HWP_OK) st = cu_register(host, "pad", d, pad_kernel, 0, nullptr);
     if (st == HWP_OK) st = cu_register(host, "gather", d, gather_kernel, 0, nullptr);

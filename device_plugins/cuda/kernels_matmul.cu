@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(256) k_matmul(mm_params p) {
 #pragma unroll
         for (int i = 0; i < 2; ++i)
 #pragma unroll
-          for (int j = 0; j < 2; ++j) acc[i][j] = mm_fma(acc[i][j], xs[ty + 16 * i][kk], ys[kk][tx + 16 * j]);
+          for (int j = 0; j < 2; ++j)
+            acc[i][j] = mm_fma(acc[i][j], xs[ty + 16 * i][kk], ys[kk][tx + 16 * j]);
       __syncthreads();
     }
     for (int i = 0; i < 2; ++i)
@@ -131,7 +132,7 @@ HWP_Status matmul_kernel(const HWP_KernelContext *ctx) {
   const HWP_TensorView *x = &ctx->inputs[0], *y = &ctx->inputs[1], *o = &ctx->outputs[0];
   const HWP_DType dt = x->dtype;
   mm_launch_fn fn = mm_launcher(dt);
-  if (fn == nullptr) return cu_error(HWP_ERROR_NOT_SUPPORTED, "matmul: dtype %s", cu_dtype_name(dt));
+  if (fn == nullptr) return cu_unsupported_dtype(op, dt);
   if ((st = cu_check_dtype(op, "y", y, dt)) != HWP_OK ||
       (st = cu_check_dtype(op, "the output", o, dt)) != HWP_OK)
     return st;

@@ -28,7 +28,8 @@ const char *const kNnNames[NN_COUNT] = {"softmax", "log_softmax", "layer_norm", 
 struct nn_params {
   const char *x, *w, *b;
   char *y;
-  long long rows, L, inner; /* row r, element j: x[(r / inner) * L * inner + r % inner + j * inner] */
+  /* row r, element j: x[(r / inner) * L * inner + r % inner + j * inner] */
+  long long rows, L, inner;
   double eps;
   int al, group;
 };

@@ -44,12 +44,14 @@ using acc_t = typename std::conditional<
 
 template <class A>
 CU_D A wrap_add(A a, A b) {
-  if constexpr (std::is_integral<A>::value) return (A)((unsigned long long)a + (unsigned long long)b);
+  if constexpr (std::is_integral<A>::value)
+    return (A)((unsigned long long)a + (unsigned long long)b);
   else return a + b;
 }
 template <class A>
 CU_D A wrap_mul(A a, A b) {
-  if constexpr (std::is_integral<A>::value) return (A)((unsigned long long)a * (unsigned long long)b);
+  if constexpr (std::is_integral<A>::value)
+    return (A)((unsigned long long)a * (unsigned long long)b);
   else return a * b;
 }
 template <class A>
@@ -74,7 +76,10 @@ struct red_op {
   typedef acc_t<D> A;
   typedef A Acc;
   static CU_D Acc init() {
-    return OP == RED_SUM ? (A)0 : OP == RED_PROD ? (A)1 : OP == RED_MAX ? lowest<A>() : highest<A>();
+    return OP == RED_SUM    ? (A)0
+           : OP == RED_PROD ? (A)1
+           : OP == RED_MAX  ? lowest<A>()
+                            : highest<A>();
   }
   static CU_D Acc from(typename cu_dt<D>::C v, long long) { return (A)v; }
   struct comb {
@@ -261,7 +266,7 @@ HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   const HWP_TensorView *x = &ctx->inputs[0], *y = &ctx->outputs[0];
   launch_fn fn = launcher(op, x->dtype);
   if (fn == nullptr)
-    return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s", name, cu_dtype_name(x->dtype));
+    return cu_unsupported_dtype(name, x->dtype);
   if (op >= RED_ARGMAX && (st = cu_check_dtype(name, "the output", y, HWP_DTYPE_INT64)) != HWP_OK)
     return st;
   uint32_t mask = 0;

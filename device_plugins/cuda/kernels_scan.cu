@@ -76,7 +76,7 @@ HWP_Status scan_kernel(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   const HWP_TensorView *x = &ctx->inputs[0], *y = &ctx->outputs[0];
   scan_fn fn = cu_pick<scan_pick>(x->dtype);
-  if (fn == nullptr) return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s", op, cu_dtype_name(x->dtype));
+  if (fn == nullptr) return cu_unsupported_dtype(op, x->dtype);
   int64_t axis = 0;
   if ((st = cu_attr_int(ctx, op, "axis", 0, &axis)) != HWP_OK) return st;
   if (axis < 0 || axis >= (x->ndim == 0 ? 1 : x->ndim))

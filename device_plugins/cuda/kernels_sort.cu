@@ -110,7 +110,7 @@ HWP_Status argsort_kernel(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   const HWP_TensorView *x = &ctx->inputs[0], *y = &ctx->outputs[0];
   merge_fn fn = cu_pick<sort_pick>(x->dtype);
-  if (fn == nullptr) return cu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s", op, cu_dtype_name(x->dtype));
+  if (fn == nullptr) return cu_unsupported_dtype(op, x->dtype);
   if ((st = cu_check_dtype(op, "the output", y, HWP_DTYPE_INT64)) != HWP_OK) return st;
   if (!cu_view_contiguous(x) || !cu_view_contiguous(y) || cu_view_numel(x) != cu_view_numel(y))
     return cu_error(HWP_ERROR_INVALID_ARGUMENT,
