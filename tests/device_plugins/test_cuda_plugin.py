@@ -141,6 +141,13 @@ def test_registrations_follow_ops_yaml(h):
     assert not strided & {"matmul", "softmax", "layer_norm"}  # these take contiguous inputs
 
 
+def test_registrations_are_the_cpu_plugins_for_these_dtypes(h, cpu):
+    """The CPU reference plugin has every primitive (and the fused nn ops): the CUDA plugin
+    registers the same (op, dtype) pairs for its dtypes."""
+    codes = {DT[d] for d in DTYPES}
+    assert set(h.registrations) == {key for key in cpu.registrations if key[1] in codes}
+
+
 def test_device_count_and_reason(h):
     n = h.device_count()
     assert n == NUM_DEVICES
