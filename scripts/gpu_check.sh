@@ -13,7 +13,8 @@
 #   4. the phi_ops oracle (tests/phi_ops/test_ops_oracle.py) on custom:cuda
 #   5. benchmarks/bench_cuda.py
 # Logs, JUnit XML and summary.txt go to $OUT when set (else gpu_check_out/). Exit code: the
-# number of failed steps (0 = all passed).
+# number of failed steps (0 = all passed). HWPORT_GPU_CHECK_NO_INSTALL=1: install nothing
+# beyond setup.sh (offline machines); HWPORT_GPU_CHECK_BUDGET: seconds in all (default 450).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,7 +66,13 @@ CUPY_WHEELS=(cupy-cuda13x cupy-cuda12x)
 
 # The venv first, so that CuPy (no dependencies of its own but fastrlock; numpy comes with the
 # requirements) installs in the background while setup.sh installs the rest and builds.
-python3 -m venv .venv >"$LOG/venv.log" 2>&1 || echo "venv creation failed (see venv.log)"
+if [[ ! -x "$PY" ]]; then
+  "${HWPORT_PYTHON:-python3}" -m venv .venv >"$LOG/venv.log" 2>&1 ||
+    echo "venv creation failed (see venv.log)"
+fi
+if [[ -n "${HWPORT_GPU_CHECK_NO_INSTALL:-}" ]]; then
+  CUPY_WHEELS=() # offline: use what the venv has
+fi
 (
   for wheel in "${CUPY_WHEELS[@]}"; do
     if timeout 120 "$PY" -m pip install -q --no-deps "$wheel" fastrlock; then
@@ -73,7 +80,8 @@ python3 -m venv .venv >"$LOG/venv.log" 2>&1 || echo "venv creation failed (see v
       break
     fi
   done
-  if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so'; then
+  if [[ -z "${HWPORT_GPU_CHECK_NO_INSTALL:-}" ]] &&
+     ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so'; then
     timeout 90 "$PY" -m pip install -q --no-deps "nvidia-cublas-cu${CUDA_MAJOR:-12}" \
       || timeout 90 "$PY" -m pip install -q --no-deps nvidia-cublas \
       || echo "no cuBLAS wheel: matmul runs the tiled kernel"
