@@ -9,6 +9,10 @@
 
 #include "hwport/plugin.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define HWPS_ERROR_LEN 512
 
 #if defined(__GNUC__)
@@ -26,5 +30,9 @@ void hwps_set_host(const HWP_HostApi *host, const char *plugin_name);
 void hwps_log(HWP_LogLevel level, const char *fmt, ...) HWPS_PRINTF(2, 3);
 /* "1048576", "64M", "2G", "512k", "1GiB", "8MB" (binary multiples) -> bytes; 0 on a bad value. */
 int hwps_parse_bytes(const char *s, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* HWPORT_PLUGIN_SUPPORT_H */

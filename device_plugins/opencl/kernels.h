@@ -89,10 +89,4 @@ HWP_Status ocl_register_strided(const HWP_HostApi *host, const char *op, HWP_DTy
 /* The dtype's name in elementwise_prelude.cl's DT_<name> macros ("bool_", "int8", ...). */
 const char *ocl_program_dtype(HWP_DType dtype);
 
-/* kernels_elementwise.c: the bits of numeric attribute `name` converted to `dtype` like fill's
- * value (INT64 first for bool/integers, else FLOAT64; casts saturate; float16/bfloat16 round to
- * nearest even). Absent: an error when `required`, else 0. */
-HWP_Status ocl_value_bits(const HWP_KernelContext *ctx, const char *op, const char *name,
-                          int required, HWP_DType dtype, int64_t *bits);
-
 #endif /* HWPORT_OPENCL_KERNELS_H */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hwport/kernel_util.h"
+#include "fill_value.h"
 #include "kernels.h"
 /* The generated table. CMake builds define HWPORT_OCL_REQUIRE_GEN (a missing table is an
  * error there); a standalone compile of this file (e.g. a warning check) gets an empty table. */
@@ -46,88 +47,7 @@ static const char *const k_dtype_names[HWP_DTYPE_COUNT] = {
     "bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64"};
 
-static int is_float(HWP_DType d) { return d >= HWP_DTYPE_FLOAT16 && d <= HWP_DTYPE_FLOAT64; }
 
-/* ---- host-side conversion of fill values ---------------------------------------------------- */
-
-/* double -> a narrow binary float with M mantissa bits, exponent bias B and all-ones exponent
- * E_ALL, rounded to nearest even (float16: 10, 15, 31; bfloat16: 7, 127, 255). */
-static uint16_t f64_to_narrow(double v, int M, int B, int E_ALL) {
-  uint16_t sign = signbit(v) ? 0x8000u : 0;
-  uint16_t inf = (uint16_t)(E_ALL << M);
-  if (isnan(v)) return (uint16_t)(sign | inf | (1u << (M - 1)));
-  if (isinf(v)) return (uint16_t)(sign | inf);
-  double a = fabs(v);
-  if (a == 0) return sign;
-  int e;
-  double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  int be = e - 1 + B;
-  if (be <= 0) { /* subnormal (or rounds up to the smallest normal) */
-    double q = nearbyint(ldexp(a, B - 1 + M));
-    return (uint16_t)(sign | (uint16_t)q);
-  }
-  double q = nearbyint(ldexp(m, M + 1));
-  if (q == ldexp(1.0, M + 1)) {
-    q = ldexp(1.0, M);
-    ++be;
-  }
-  if (be >= E_ALL) return (uint16_t)(sign | inf);
-  return (uint16_t)(sign | (uint16_t)(be << M) | (uint16_t)((uint32_t)q - (1u << M)));
-}
-
-HWP_Status ocl_value_bits(const HWP_KernelContext *ctx, const char *op, const char *name,
-                          int required, HWP_DType dtype, int64_t *bits) {
-  double fv = 0;
-  int64_t iv = 0;
-  int have_i = 0, have_f = 0;
-  if (ctx->get_attr == NULL)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the kernel context has no get_attr", op);
-  if (is_float(dtype)) {
-    have_f = ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
-    if (!have_f) have_i = ctx->get_attr(ctx, name, HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
-    if (have_i) fv = (double)iv;
-  } else {
-    have_i = ctx->get_attr(ctx, name, HWP_ATTR_INT64, &iv, NULL) == HWP_OK;
-    if (!have_i) have_f = ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &fv, NULL) == HWP_OK;
-    if (have_f) { /* cast semantics: truncation, NaN -> 0, saturating to the dtype */
-      double lo = -9.2233720368547758e18, hi = 9.2233720368547758e18;
-      switch (dtype) {
-      case HWP_DTYPE_INT8: lo = -128; hi = 127; break;
-      case HWP_DTYPE_UINT8: lo = 0; hi = 255; break;
-      case HWP_DTYPE_INT16: lo = -32768; hi = 32767; break;
-      case HWP_DTYPE_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
-      default: break;
-      }
-      if (dtype == HWP_DTYPE_BOOL) iv = fv != 0;
-      else if (isnan(fv)) iv = 0;
-      else if (fv >= hi) iv = hi >= 9.2e18 ? INT64_MAX : (int64_t)hi;
-      else if (fv <= lo) iv = (int64_t)lo;
-      else iv = (int64_t)fv;
-    }
-  }
-  if (!have_i && !have_f) {
-    double absent = 0;
-    if (required || ctx->get_attr(ctx, name, HWP_ATTR_FLOAT64, &absent, NULL) !=
-                        HWP_ERROR_NOT_FOUND)
-      return ocl_error(HWP_ERROR_INVALID_ARGUMENT,
-                       "%s: attribute '%s' is missing or not a number", op, name);
-  }
-  switch (dtype) {
-  case HWP_DTYPE_BOOL: *bits = iv != 0; break;
-  case HWP_DTYPE_FLOAT16: *bits = f64_to_narrow(fv, 10, 15, 31); break;
-  case HWP_DTYPE_BFLOAT16: *bits = f64_to_narrow(fv, 7, 127, 255); break;
-  case HWP_DTYPE_FLOAT32: {
-    float f = (float)fv;
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    *bits = (int64_t)u;
-    break;
-  }
-  case HWP_DTYPE_FLOAT64: memcpy(bits, &fv, 8); break;
-  default: *bits = iv; break;
-  }
-  return HWP_OK;
-}
 
 /* ---- launch ----------------------------------------------------------------------------------- */
 
@@ -223,7 +143,7 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   int ndim = L.ndim;
   if (op->kind == OCL_EW_FILL) {
     int64_t bits = 0;
-    st = ocl_value_bits(ctx, "fill", "value", 1, o->dtype, &bits);
+    st = hwps_value_bits(ctx, "fill", "value", 1, o->dtype, &bits);
     if (st != HWP_OK) return st;
     sa.s[0] = bits;
     ndim = 0;

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fill_value.h"
 #include "hwport/kernel_util.h"
 #include "kernels.h"
 #include "ocl_programs.h"
@@ -315,7 +316,7 @@ static HWP_Status ocl_kernel_pad(const HWP_KernelContext *ctx) {
     before[k] = b;
   }
   int64_t bits = 0;
-  if ((st = ocl_value_bits(ctx, op, "value", 0, o.dtype, &bits)) != HWP_OK) return st;
+  if ((st = hwps_value_bits(ctx, op, "value", 0, o.dtype, &bits)) != HWP_OK) return st;
   if (o.numel == 0) return HWP_OK;
   if ((st = begin(ctx, op, 1, 1, o.dtype, 0, &prog, &q)) != HWP_OK) return st;
   cl_mem xb = x.numel > 0 ? x.buf : o.buf; /* never read when x is empty */

@@ -217,8 +217,12 @@ def load(ops_yaml: str | Path) -> dict:
 
 def generate(ops_yaml: str | Path, out_dir: str | Path) -> Path:
     """Writes out_dir/elementwise_ops.h (untouched when unchanged); returns its path."""
-    text = render(select_ops(load(ops_yaml)))
-    out = Path(out_dir) / HEADER_NAME
+    return write_if_changed(Path(out_dir) / HEADER_NAME, render(select_ops(load(ops_yaml))))
+
+
+def write_if_changed(out: Path, text: str) -> Path:
+    """Writes `text` to `out` (atomically) unless it already holds it, so builds stay
+    incremental; returns `out`. Shared by the plugin generators."""
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists() or out.read_text(encoding="utf-8") != text:
         tmp = out.with_name(out.name + ".tmp")
@@ -227,16 +231,24 @@ def generate(ops_yaml: str | Path, out_dir: str | Path) -> Path:
     return out
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print(f"usage: {Path(argv[0]).name} <ops.yaml> <out_dir>", file=sys.stderr)
+def cli(argv: list[str], name: str, usage: str, nargs: int, generate_fn, variadic: bool = False
+        ) -> int:
+    """The plugin generators' command line: `nargs` arguments (at least, when variadic) passed
+    to generate_fn; exit 2 with the usage, 1 with the error, 0 when written."""
+    n = len(argv) - 1
+    if n < nargs or (n > nargs and not variadic):
+        print(f"usage: {Path(argv[0]).name} {usage}", file=sys.stderr)
         return 2
     try:
-        generate(argv[1], argv[2])
+        generate_fn(*argv[1:])
     except (GenError, OSError, yaml.YAMLError) as e:
-        print(f"gen_cpu_elementwise: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return cli(argv, "gen_cpu_elementwise", "<ops.yaml> <out_dir>", 2, generate)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import yaml
-from gen_cpu_elementwise import DTYPES, GenError, load, resolve_dtypes, select_ops
+from gen_cpu_elementwise import (
+    DTYPES,
+    GenError,
+    cli,
+    load,
+    resolve_dtypes,
+    select_ops,
+    write_if_changed,
+)
 
 HEADER_NAME = "ocl_elementwise_gen.h"
 
@@ -165,25 +172,11 @@ def render(ops: list[dict], prelude: str) -> str:
 
 def generate(ops_yaml: str | Path, prelude: str | Path, out_dir: str | Path) -> Path:
     text = render(collect(load(ops_yaml)), Path(prelude).read_text(encoding="utf-8"))
-    out = Path(out_dir) / HEADER_NAME
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists() or out.read_text(encoding="utf-8") != text:
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
-    return out
+    return write_if_changed(Path(out_dir) / HEADER_NAME, text)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 4:
-        print(f"usage: {Path(argv[0]).name} <ops.yaml> <prelude.cl> <out_dir>", file=sys.stderr)
-        return 2
-    try:
-        generate(argv[1], argv[2], argv[3])
-    except (GenError, OSError, yaml.YAMLError) as e:
-        print(f"gen_opencl_elementwise: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return cli(argv, "gen_opencl_elementwise", "<ops.yaml> <prelude.cl> <out_dir>", 3, generate)
 
 
 if __name__ == "__main__":

@@ -350,7 +350,7 @@ def test_ops_no_longer_fall_back():
 
 @pytest.fixture(scope="module")
 def ocl():
-    from direct_host import DirectHost
+    from hwport.conformance.direct_host import DirectHost
 
     h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": None,
                                    "HWPORT_OPENCL_MEMORY_LIMIT": None})
@@ -360,7 +360,7 @@ def ocl():
 
 @pytest.mark.parametrize("use_stream", [False, True])
 def test_direct_bad_index_is_flagged_by_the_device(ocl, use_stream):
-    from direct_host import DTYPE_CODE, INVALID_ARGUMENT, NULL, OK, DeviceArray
+    from hwport.conformance.direct_host import DTYPE_CODE, INVALID_ARGUMENT, NULL, OK, DeviceArray
 
     stream = ocl.create_stream() if use_stream else NULL
     x = DeviceArray(ocl, np.arange(12, dtype=np.float32).reshape(4, 3))

@@ -76,7 +76,13 @@ def test_seeds_and_offsets_give_different_streams():
 
 
 def test_direct_attribute_errors():
-    from direct_host import DTYPE_CODE, INVALID_ARGUMENT, OK, DeviceArray, DirectHost
+    from hwport.conformance.direct_host import (
+        DTYPE_CODE,
+        INVALID_ARGUMENT,
+        OK,
+        DeviceArray,
+        DirectHost,
+    )
 
     h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": None})
     assert h.init_status == OK
