@@ -1,0 +1,107 @@
+/* Fused softmax/log_softmax (k_softmax) and layer_norm/rms_norm (k_norm); after
+ * kernels_prelude.cl, for the float dtypes (DT 6..9: VT is float, or double for float64).
+ *
+ * One work-group per row (softmax: an (outer, inner) pair, the row along the axis; norms: the
+ * leading index, the row over the normalized dims). Work-items walk the row with a stride of
+ * the group size; row statistics combine in local memory (trees). When the row fits
+ * (`cache`), the first pass keeps it in local memory and the later passes read it from there,
+ * so global memory is read once:
+ *   softmax      m = max (NaN propagates); s = sum exp(x - m); y = exp(x - m) * (1 / s)
+ *   log_softmax  y = (x - m) - log(s)
+ *   layer_norm   mean; var = mean((x - mean)^2); y = (x - mean) * rsqrt'(var + eps) [* w] [+ b]
+ *   rms_norm     ms = mean(x^2); y = x * (1 / sqrt(ms + eps)) [* w] */
+#define MAXN(a, b) (((a) > (b) || isnan(a)) ? (a) : (b))
+#define SUMN(a, b) ((a) + (b))
+
+/* Combines every work-item's v with OP; all get the result. Starts with a barrier so the
+ * scratch can be reused right after an earlier tree. */
+#define TREE(OP, scratch, v)                                                                   \
+  {                                                                                            \
+    uint lid_ = get_local_id(0);                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    scratch[lid_] = v;                                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    for (uint s_ = get_local_size(0) >> 1; s_ > 0; s_ >>= 1) {                                 \
+      if (lid_ < s_) scratch[lid_] = OP(scratch[lid_], scratch[lid_ + s_]);                    \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    }                                                                                          \
+    v = scratch[0];                                                                            \
+  }
+
+__kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global const uchar *in,
+                        ulong in_off, int al, ulong len, long ast, ulong inner, int odim,
+                        long16 oshape, long16 ost, int idim, long16 ishape, long16 ist,
+                        int logsm, int cache, __local VT *row, __local VT *scratch) {
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong g = get_group_id(0), o = g / inner, i = g % inner;
+  __global const uchar *src =
+      in + (long)in_off + offs(o, odim, oshape, ost) + offs(i, idim, ishape, ist);
+  __global uchar *dst = out + out_off + (o * len * inner + i) * ESIZE;
+  const ulong ostep = inner * ESIZE;
+  VT m = -INFINITY;
+  for (ulong r = lid; r < len; r += lsz) {
+    VT v = LDV(src + (long)r * ast, al);
+    if (cache) row[r] = v;
+    m = MAXN(m, v);
+  }
+  TREE(MAXN, scratch, m)
+  VT s = 0;
+  for (ulong r = lid; r < len; r += lsz) {
+    VT e = exp((cache ? row[r] : LDV(src + (long)r * ast, al)) - m);
+    if (cache && !logsm) row[r] = e; /* each work-item rewrites only its own elements */
+    s += e;
+  }
+  TREE(SUMN, scratch, s)
+  if (logsm) {
+    const VT ls = log(s);
+    for (ulong r = lid; r < len; r += lsz) {
+      VT v = cache ? row[r] : LDV(src + (long)r * ast, al);
+      STV(dst + r * ostep, oal, (v - m) - ls);
+    }
+  } else {
+    const VT inv = (VT)1 / s;
+    for (ulong r = lid; r < len; r += lsz) {
+      VT e = cache ? row[r] : exp(LDV(src + (long)r * ast, al) - m);
+      STV(dst + r * ostep, oal, e * inv);
+    }
+  }
+}
+
+__kernel void k_norm(__global uchar *out, ulong out_off, int oal, __global const uchar *in,
+                     ulong in_off, int al, ulong len, int rdim, long16 rshape, long16 rst,
+                     int ndim, long16 nshape, long16 nxs, __global const uchar *w, ulong w_off,
+                     long16 nws, __global const uchar *b, ulong b_off, long16 nbs, int has_w,
+                     int has_b, int rms, VT eps, int cache, __local VT *row,
+                     __local VT *scratch) {
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong g = get_group_id(0);
+  __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
+  __global uchar *dst = out + out_off + g * len * ESIZE;
+  VT mean = 0;
+  if (!rms) {
+    VT s = 0;
+    for (ulong r = lid; r < len; r += lsz) {
+      VT v = LDV(src + offs(r, ndim, nshape, nxs), al);
+      if (cache) row[r] = v;
+      s += v;
+    }
+    TREE(SUMN, scratch, s)
+    mean = s / (VT)len;
+  }
+  VT q = 0;
+  for (ulong r = lid; r < len; r += lsz) {
+    VT v = (cache && !rms) ? row[r] : LDV(src + offs(r, ndim, nshape, nxs), al);
+    if (cache && rms) row[r] = v;
+    VT d = v - mean;
+    q += d * d;
+  }
+  TREE(SUMN, scratch, q)
+  const VT rstd = (VT)1 / sqrt(q / (VT)len + eps);
+  for (ulong r = lid; r < len; r += lsz) {
+    VT v = cache ? row[r] : LDV(src + offs(r, ndim, nshape, nxs), al);
+    VT yv = (v - mean) * rstd;
+    if (has_w) yv *= LDV(w + (long)w_off + offs(r, ndim, nshape, nws), al);
+    if (has_b) yv += LDV(b + (long)b_off + offs(r, ndim, nshape, nbs), al);
+    STV(dst + r * ESIZE, oal, yv);
+  }
+}
