@@ -12,7 +12,8 @@
  *     (default 1), epsilon (default 1e-5 / 1e-6), has_weight/has_bias (which optional inputs
  *     are present; without them, by count in order). weight and bias have x's dtype and x's
  *     last normalized_ndim dims as their shape.
- * One work-group per row; float16/bfloat16/float32 compute in float, float64 in double. A row
+ * One work-group per row; float16/bfloat16/float32 compute in float, float64 in double, row
+ * statistics in double where the device has it. A row
  * that fits in a quarter of the device's local memory is kept there between passes. One program
  * per dtype (slots OCL_NN_SLOT0 + dtype). */
 #include <stdio.h>
@@ -71,6 +72,11 @@ static HWP_Status nn_prepare(const HWP_KernelContext *ctx, HWP_DType dt, const c
   return HWP_OK;
 }
 
+/* sizeof AT in nn.cl: double on devices with fp64, else the value type. */
+static size_t nn_acc_size(int32_t dev, HWP_DType dt) {
+  return ocl_dev_fp64(dev) || dt == HWP_DTYPE_FLOAT64 ? 8 : 4;
+}
+
 static HWP_Status nn_run(const HWP_KernelContext *ctx, cl_kernel k, int n, const ocl_arg *args,
                          uint64_t rows, size_t local, const char *fn) {
   HWP_Status st = ocl_kernel_args(k, n, args, fn);
@@ -109,7 +115,8 @@ static HWP_Status softmax_kernel(const HWP_KernelContext *ctx, const nn_op *op) 
                           OCL_ARG(in_off), OCL_ARG(al),   OCL_ARG(clen),  OCL_ARG(ast),
                           OCL_ARG(inner), OCL_ARG(od),    OCL_ARG(os),    OCL_ARG(ost),
                           OCL_ARG(id),  OCL_ARG(is),      OCL_ARG(ist),   OCL_ARG(logsm),
-                          OCL_ARG(cache), OCL_LOCAL(row), OCL_LOCAL(vsz * local)};
+                          OCL_ARG(cache), OCL_LOCAL(row), OCL_LOCAL(vsz * local),
+                          OCL_LOCAL(nn_acc_size(ctx->device, x->dtype) * local)};
   return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, L.outer * L.inner, local, fn);
 }
 
@@ -205,6 +212,7 @@ static HWP_Status norm_kernel(const HWP_KernelContext *ctx, const nn_op *op) {
     if (params[i] != NULL) al &= ocl_view_aligned(params[i]);
   double eps = hwp_attr_float64(ctx, "epsilon", rms ? 1e-6 : 1e-5);
   float eps_f = (float)eps;
+  size_t asz = nn_acc_size(ctx->device, x->dtype);
   size_t row = nn_row_bytes(ctx->device, len, vsz, &cache);
   const ocl_arg args[] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(oal),    OCL_ARG(in),
                           OCL_ARG(in_off), OCL_ARG(al),     OCL_ARG(clen),   OCL_ARG(rd),
@@ -212,8 +220,8 @@ static HWP_Status norm_kernel(const HWP_KernelContext *ctx, const nn_op *op) {
                           OCL_ARG(nxs),   OCL_ARG(wm),      OCL_ARG(w_off),  OCL_ARG(nws),
                           OCL_ARG(bm),    OCL_ARG(b_off),   OCL_ARG(nbs),    OCL_ARG(chw),
                           OCL_ARG(chb),   OCL_ARG(crms),
-                          vsz == 8 ? (ocl_arg)OCL_ARG(eps) : (ocl_arg)OCL_ARG(eps_f),
-                          OCL_ARG(cache), OCL_LOCAL(row),   OCL_LOCAL(vsz * local)};
+                          asz == 8 ? (ocl_arg)OCL_ARG(eps) : (ocl_arg)OCL_ARG(eps_f),
+                          OCL_ARG(cache), OCL_LOCAL(row),   OCL_LOCAL(asz * local)};
   return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, nrows, local, fn);
 }
 

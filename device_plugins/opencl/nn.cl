@@ -8,8 +8,16 @@
  * so global memory is read once:
  *   softmax      m = max (NaN propagates); s = sum exp(x - m); y = exp(x - m) * (1 / s)
  *   log_softmax  y = (x - m) - log(s)
- *   layer_norm   mean; var = mean((x - mean)^2); y = (x - mean) * rsqrt'(var + eps) [* w] [+ b]
+ *   layer_norm   mean; var = mean((x - mean)^2); y = (x - mean) * (1 / sqrt(var + eps)) [* w]
+ *                [+ b]
  *   rms_norm     ms = mean(x^2); y = x * (1 / sqrt(ms + eps)) [* w] */
+/* Row statistics (sums, mean, rstd) accumulate in AT: double when the device has it, so a
+ * large mean does not cost float32 its digits; else VT. */
+#ifdef HAS_FP64
+typedef double AT;
+#else
+typedef VT AT;
+#endif
 #define MAXN(a, b) (((a) > (b) || isnan(a)) ? (a) : (b))
 #define SUMN(a, b) ((a) + (b))
 
@@ -31,7 +39,8 @@
 __kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global const uchar *in,
                         ulong in_off, int al, ulong len, long ast, ulong inner, int odim,
                         long16 oshape, long16 ost, int idim, long16 ishape, long16 ist,
-                        int logsm, int cache, __local VT *row, __local VT *scratch) {
+                        int logsm, int cache, __local VT *row, __local VT *scratch,
+                        __local AT *ascratch) {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong g = get_group_id(0), o = g / inner, i = g % inner;
   __global const uchar *src =
@@ -45,21 +54,21 @@ __kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global co
     m = MAXN(m, v);
   }
   TREE(MAXN, scratch, m)
-  VT s = 0;
+  AT s = 0;
   for (ulong r = lid; r < len; r += lsz) {
     VT e = exp((cache ? row[r] : LDV(src + (long)r * ast, al)) - m);
     if (cache && !logsm) row[r] = e; /* each work-item rewrites only its own elements */
     s += e;
   }
-  TREE(SUMN, scratch, s)
+  TREE(SUMN, ascratch, s)
   if (logsm) {
-    const VT ls = log(s);
+    const VT ls = (VT)log(s);
     for (ulong r = lid; r < len; r += lsz) {
       VT v = cache ? row[r] : LDV(src + (long)r * ast, al);
       STV(dst + r * ostep, oal, (v - m) - ls);
     }
   } else {
-    const VT inv = (VT)1 / s;
+    const VT inv = (VT)((AT)1 / s);
     for (ulong r = lid; r < len; r += lsz) {
       VT e = cache ? row[r] : exp(LDV(src + (long)r * ast, al) - m);
       STV(dst + r * ostep, oal, e * inv);
@@ -71,35 +80,35 @@ __kernel void k_norm(__global uchar *out, ulong out_off, int oal, __global const
                      ulong in_off, int al, ulong len, int rdim, long16 rshape, long16 rst,
                      int ndim, long16 nshape, long16 nxs, __global const uchar *w, ulong w_off,
                      long16 nws, __global const uchar *b, ulong b_off, long16 nbs, int has_w,
-                     int has_b, int rms, VT eps, int cache, __local VT *row,
-                     __local VT *scratch) {
+                     int has_b, int rms, AT eps, int cache, __local VT *row,
+                     __local AT *scratch) {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
   const ulong g = get_group_id(0);
   __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
   __global uchar *dst = out + out_off + g * len * ESIZE;
-  VT mean = 0;
+  AT mean = 0;
   if (!rms) {
-    VT s = 0;
+    AT s = 0;
     for (ulong r = lid; r < len; r += lsz) {
       VT v = LDV(src + offs(r, ndim, nshape, nxs), al);
       if (cache) row[r] = v;
       s += v;
     }
     TREE(SUMN, scratch, s)
-    mean = s / (VT)len;
+    mean = s / (AT)len;
   }
-  VT q = 0;
+  AT q = 0;
   for (ulong r = lid; r < len; r += lsz) {
     VT v = (cache && !rms) ? row[r] : LDV(src + offs(r, ndim, nshape, nxs), al);
     if (cache && rms) row[r] = v;
-    VT d = v - mean;
+    AT d = (AT)v - mean;
     q += d * d;
   }
   TREE(SUMN, scratch, q)
-  const VT rstd = (VT)1 / sqrt(q / (VT)len + eps);
+  const AT rstd = (AT)1 / sqrt(q / (AT)len + eps);
   for (ulong r = lid; r < len; r += lsz) {
     VT v = cache ? row[r] : LDV(src + offs(r, ndim, nshape, nxs), al);
-    VT yv = (v - mean) * rstd;
+    VT yv = (VT)(((AT)v - mean) * rstd);
     if (has_w) yv *= LDV(w + (long)w_off + offs(r, ndim, nshape, nws), al);
     if (has_b) yv += LDV(b + (long)b_off + offs(r, ndim, nshape, nbs), al);
     STV(dst + r * ESIZE, oal, yv);
