@@ -4,11 +4,16 @@ registration line; dtype helpers; the no-fallback check; a DirectHost over the p
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 import hwport
 import hwport.runtime as rt
+from hwport.device import Stream, stream_guard
+from phi_ops.reference import reference
+from phi_ops.tolerance import assert_close
 from tests.conftest import INSTALL_ROOT
 
 PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
@@ -62,8 +67,33 @@ def assert_no_fallback(ops, run) -> None:
     assert not leaked, leaked
 
 
+def strided_views(a: np.ndarray, t) -> list:
+    """(numpy result, tensor view) pairs of [6, 9, 5] `a` and its device copy `t`: transposed,
+    flipped (negative strides) and stepped with an offset; the numpy side made contiguous."""
+    views = [
+        (np.transpose(a, (2, 0, 1)), hwport.ops.transpose(t, perm=[2, 0, 1])),
+        (a[::-1, :, ::-1], hwport.ops.flip(t, axis=[0, 2])),
+        (a[1:, 1::2, :], hwport.ops.slice(t, axes=[0, 1], starts=[1, 1], ends=[6, 9],
+                                          strides=[1, 2])),
+    ]
+    return [(np.ascontiguousarray(v), tv) for v, tv in views]
+
+
+def check_on_stream(calls) -> None:
+    """Runs each (op, fn, a, attrs) of `calls` as fn(dev(a)) inside a non-default stream, then
+    (after synchronizing) compares with the oracle's op(a, attrs)."""
+    s = Stream(P)
+    with stream_guard(s):
+        outs = [(op, fn(dev(a)), a, attrs) for op, fn, a, attrs in calls]
+    s.synchronize()
+    for op, o, a, attrs in outs:
+        assert_close(op, str(a.dtype), o.numpy(), np.asarray(reference(op, [a], attrs)))
+
+
+@functools.cache
 def direct_host():
-    """A DirectHost over a private copy of the plugin (C ABI calls without the runtime)."""
+    """A DirectHost over a private copy of the plugin (C ABI calls without the runtime), one
+    per test process."""
     pytest.importorskip("cffi")
     from direct_host import DirectHost
 

@@ -15,23 +15,13 @@ import numpy as np
 import pytest
 
 import hwport
-from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
-from tests.device_plugins.ocl_families import (
-    ALL,
-    FLOATS,
-    P,
-    assert_no_fallback,
-    dev,
-    direct_host,
-    np_dtype,
-    registered,
-    require_family,
-)
+from tests.device_plugins import ocl_families as fam
+from tests.device_plugins.ocl_families import P, dev, np_dtype
 
-LINE = require_family("argmax/argmin/cumsum/cumprod")
-REGISTERED = registered(LINE, ALL)
+LINE = fam.require_family("argmax/argmin/cumsum/cumprod")
+REGISTERED = fam.registered(LINE, fam.ALL)
 OPS = ("argmax", "argmin", "cumsum", "cumprod")
 OP_DTYPES = [(op, d) for op in OPS for d in REGISTERED]
 IDS = [f"{o}-{d}" for o, d in OP_DTYPES]
@@ -117,14 +107,7 @@ def test_strided_views(op, name):
     rng = np.random.default_rng(abs(hash((op, name, 2))) % (1 << 32))
     a = values(op, name, (6, 9, 5), rng)
     t = dev(a)
-    views = [
-        (np.transpose(a, (2, 0, 1)), hwport.ops.transpose(t, perm=[2, 0, 1])),
-        (a[::-1, :, ::-1], hwport.ops.flip(t, axis=[0, 2])),
-        (a[1:, 1::2, :], hwport.ops.slice(t, axes=[0, 1], starts=[1, 1], ends=[6, 9],
-                                          strides=[1, 2])),
-    ]
-    for a_view, t_view in views:
-        a_c = np.ascontiguousarray(a_view)
+    for a_c, t_view in fam.strided_views(a, t):
         for axis in (0, 1, 2, None):
             check(op, name, a_c, t_view, axis)
 
@@ -141,7 +124,7 @@ def test_zero_size(op):
             check(op, "float32", a, dev(a), axis)
 
 
-@pytest.mark.parametrize("name", registered(LINE, FLOATS))
+@pytest.mark.parametrize("name", fam.registered(LINE, fam.FLOATS))
 def test_arg_nan_inf_ties_and_zeros(name):
     dt = np_dtype(name)
     rows = np.array([
@@ -167,7 +150,7 @@ def test_arg_nan_inf_ties_and_zeros(name):
     assert hwport.argmin(dev(long_row), axis=1).numpy()[0] == 54321
 
 
-@pytest.mark.parametrize("name", registered(LINE, FLOATS))
+@pytest.mark.parametrize("name", fam.registered(LINE, fam.FLOATS))
 def test_scan_nan_inf(name):
     a = np.array([[1, np.nan, 2, 3], [np.inf, 1, -np.inf, 2], [np.inf, 0, 2, 3],
                   [1e4, -1e4, 3, 1]]).astype(np_dtype(name))
@@ -204,13 +187,8 @@ def test_large_float32_scan_and_argmax():
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 4097)).astype(np.float32)
-    s = Stream(P)
-    with stream_guard(s):
-        t = dev(a)
-        outs = [(op, getattr(hwport, op)(t, axis=1)) for op in OPS]
-    s.synchronize()
-    for op, o in outs:
-        assert_close(op, "float32", o.numpy(), np.asarray(reference(op, [a], {"axis": 1})))
+    fam.check_on_stream([(op, lambda t, op=op: getattr(hwport, op)(t, axis=1), a, {"axis": 1})
+                         for op in OPS])
 
 
 def test_ops_no_longer_fall_back():
@@ -222,18 +200,15 @@ def test_ops_no_longer_fall_back():
             getattr(hwport, op)(dev(a), axis=1).numpy()
             getattr(hwport, op)(dev(a)).numpy()
 
-    assert_no_fallback(OPS, run)
+    fam.assert_no_fallback(OPS, run)
 
 
 # ---- directly through the C ABI: unaligned offsets and argument checks -----------------------
 
-@pytest.fixture(scope="module")
-def ocl():
-    return direct_host()
-
 
 @pytest.mark.parametrize("pad", [1, 3])
-def test_direct_unaligned_and_strided(ocl, pad):
+def test_direct_unaligned_and_strided(pad):
+    ocl = fam.direct_host()
     from direct_host import DTYPE_CODE, DeviceArray
 
     rng = np.random.default_rng(pad)
@@ -253,7 +228,8 @@ def test_direct_unaligned_and_strided(ocl, pad):
             d.free()
 
 
-def test_direct_argument_checks(ocl):
+def test_direct_argument_checks():
+    ocl = fam.direct_host()
     from direct_host import DTYPE_CODE, INVALID_ARGUMENT, DeviceArray
 
     a = DeviceArray(ocl, np.ones((3, 4), np.float32))

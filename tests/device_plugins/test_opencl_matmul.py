@@ -17,20 +17,11 @@ import hwport
 from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
-from tests.device_plugins.ocl_families import (
-    FLOATS,
-    INTS,
-    P,
-    assert_no_fallback,
-    dev,
-    direct_host,
-    np_dtype,
-    registered,
-    require_family,
-)
+from tests.device_plugins import ocl_families as fam
+from tests.device_plugins.ocl_families import P, dev, np_dtype
 
-LINE = require_family("matmul")
-REGISTERED = registered(LINE, (*INTS, *FLOATS))
+LINE = fam.require_family("matmul")
+REGISTERED = fam.registered(LINE, (*fam.INTS, *fam.FLOATS))
 
 
 def values(name: str, shape, rng: np.random.Generator, wide: bool = False) -> np.ndarray:
@@ -85,7 +76,7 @@ def test_strided_views(name):
           hwport.ops.slice(tb, axes=[1], starts=[7], ends=[41]))
 
 
-@pytest.mark.parametrize("name", [n for n in REGISTERED if n in INTS])
+@pytest.mark.parametrize("name", [n for n in REGISTERED if n in fam.INTS])
 def test_integers_wrap(name):
     rng = np.random.default_rng(5)
     a, b = values(name, (33, 70), rng, wide=True), values(name, (70, 9), rng, wide=True)
@@ -100,7 +91,7 @@ def test_empty(name):
         check(name, a, b, dev(a), dev(b))
 
 
-@pytest.mark.parametrize("name", registered(LINE, ("float32", "float64")))
+@pytest.mark.parametrize("name", fam.registered(LINE, ("float32", "float64")))
 def test_against_torch_and_special_values(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(9)
@@ -136,18 +127,15 @@ def test_no_longer_falls_back():
             a, b = values(name, (4, 5), rng), values(name, (2, 5, 3), rng)
             hwport.matmul(dev(a), dev(b)).numpy()
 
-    assert_no_fallback(("matmul",), run)
+    fam.assert_no_fallback(("matmul",), run)
 
 
 # ---- directly through the C ABI ----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def ocl():
-    return direct_host()
-
 
 @pytest.mark.parametrize("pad", [1, 3])
-def test_direct_unaligned_strided_and_k0(ocl, pad):
+def test_direct_unaligned_strided_and_k0(pad):
+    ocl = fam.direct_host()
     from direct_host import DTYPE_CODE, DeviceArray
 
     rng = np.random.default_rng(pad)
@@ -178,7 +166,8 @@ def test_direct_unaligned_strided_and_k0(ocl, pad):
             d.free()
 
 
-def test_direct_argument_checks(ocl):
+def test_direct_argument_checks():
+    ocl = fam.direct_host()
     from direct_host import DTYPE_CODE, INVALID_ARGUMENT, DeviceArray
 
     f32 = DTYPE_CODE["float32"]

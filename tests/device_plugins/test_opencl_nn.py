@@ -18,22 +18,13 @@ import pytest
 import hwport
 import hwport.nn.functional as F
 import hwport.phi_ops.dispatch as dispatch
-from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
-from tests.device_plugins.ocl_families import (
-    FLOATS,
-    P,
-    assert_no_fallback,
-    dev,
-    direct_host,
-    np_dtype,
-    registered,
-    require_family,
-)
+from tests.device_plugins import ocl_families as fam
+from tests.device_plugins.ocl_families import P, dev, np_dtype
 
-LINE = require_family("fused nn")
-REGISTERED = registered(LINE, FLOATS)
+LINE = fam.require_family("fused nn")
+REGISTERED = fam.registered(LINE, fam.FLOATS)
 OPS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
 
 
@@ -108,15 +99,9 @@ def test_softmax_strided_and_special(op, name):
     rng = np.random.default_rng(abs(hash((op, name, 2))) % (1 << 32))
     a = values(name, (6, 9, 5), rng)
     t = dev(a)
-    views = [
-        (np.transpose(a, (2, 0, 1)), hwport.ops.transpose(t, perm=[2, 0, 1])),
-        (a[::-1, :, ::-1], hwport.ops.flip(t, axis=[0, 2])),
-        (a[1:, 1::2, :], hwport.ops.slice(t, axes=[0, 1], starts=[1, 1], ends=[6, 9],
-                                          strides=[1, 2])),
-    ]
-    for a_view, t_view in views:
+    for a_c, t_view in fam.strided_views(a, t):
         for axis in (0, 1, 2):
-            check_sm(op, name, np.ascontiguousarray(a_view), t_view, axis)
+            check_sm(op, name, a_c, t_view, axis)
     big = 6e4 if name == "float16" else 1e30
     special = np.array([[1, 2, np.nan, 3], [-np.inf, 0, 1, 2], [np.inf, 0, 1, 2],
                         [-np.inf, -np.inf, -np.inf, -np.inf], [big, -big, big, 0],
@@ -127,7 +112,7 @@ def test_softmax_strided_and_special(op, name):
     assert np.isnan(got[0]).all() and not np.isnan(got[1]).any()
 
 
-@pytest.mark.parametrize("name", registered(LINE, ("float32", "float64")))
+@pytest.mark.parametrize("name", fam.registered(LINE, ("float32", "float64")))
 def test_softmax_against_torch(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(4)
@@ -187,7 +172,7 @@ def test_norms_strided_and_large(op, name):
     check_norm(op, name, big, None, None, dev(big), None, None, 1)
 
 
-@pytest.mark.parametrize("name", registered(LINE, ("float32", "float64")))
+@pytest.mark.parametrize("name", fam.registered(LINE, ("float32", "float64")))
 def test_norms_against_torch_and_nan(name):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(6)
@@ -214,15 +199,8 @@ def test_norms_against_torch_and_nan(name):
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = values("float32", (64, 4097), rng)
-    s = Stream(P)
-    with stream_guard(s):
-        t = dev(a)
-        outs = [("softmax", F.softmax(t)), ("log_softmax", F.log_softmax(t)),
-                ("layer_norm", F.layer_norm(t)), ("rms_norm", F.rms_norm(t))]
-    s.synchronize()
-    for op, o in outs:
-        attrs = {"axis": -1} if "softmax" in op else {}
-        assert_close(op, "float32", o.numpy(), np.asarray(reference(op, [a], attrs)))
+    fam.check_on_stream([(op, getattr(F, op), a, {"axis": -1} if "softmax" in op else {})
+                         for op in OPS])
 
 
 def test_no_fallback():
@@ -236,19 +214,16 @@ def test_no_fallback():
                       F.layer_norm(dev(a), dev(w), dev(w)), F.rms_norm(dev(a), dev(w))):
                 f.numpy()
 
-    assert_no_fallback(("softmax", "log_softmax", "layer_norm", "rms_norm", "max", "exp", "sum",
+    fam.assert_no_fallback(("softmax", "log_softmax", "layer_norm", "rms_norm", "max", "exp", "sum",
                         "mean"), run)
 
 
 # ---- directly through the C ABI ----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def ocl():
-    return direct_host()
-
 
 @pytest.mark.parametrize("pad", [1, 3])
-def test_direct_unaligned(ocl, pad):
+def test_direct_unaligned(pad):
+    ocl = fam.direct_host()
     from direct_host import DTYPE_CODE, DeviceArray
 
     rng = np.random.default_rng(pad)
@@ -279,7 +254,8 @@ def test_direct_unaligned(ocl, pad):
             dw.free()
 
 
-def test_direct_argument_checks(ocl):
+def test_direct_argument_checks():
+    ocl = fam.direct_host()
     from direct_host import DTYPE_CODE, INVALID_ARGUMENT, DeviceArray
 
     f32 = DTYPE_CODE["float32"]
