@@ -130,6 +130,25 @@ HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_k
   return HWP_OK;
 }
 
+void ocl_split_rows(const HWP_KernelContext *ctx, uint64_t nout, uint64_t len, size_t local,
+                    size_t part_bytes, uint64_t *chunks, uint64_t *chunk, HWP_Buffer *ws) {
+  const ocl_device *d = &g_ocl.devices[ctx->device];
+  uint64_t cus = d->compute_units > 0 ? (uint64_t)d->compute_units : 1;
+  uint64_t target = cus * 8 < 64 ? 64 : cus * 8; /* groups that keep the device busy */
+  if (nout >= target || len <= (uint64_t)local * 16 || ctx->allocate_workspace == NULL) return;
+  uint64_t want = (target + nout - 1) / nout, most = len / ((uint64_t)local * 8);
+  if (want > most) want = most;
+  if (want > 4096) want = 4096;
+  if (want <= 1) return;
+  uint64_t c = (len + want - 1) / want, n = (len + c - 1) / c;
+  HWP_Buffer buf = NULL;
+  if (ctx->allocate_workspace(ctx, nout * n * part_bytes, &buf) != HWP_OK || buf == NULL)
+    return; /* no workspace: one chunk per row still works */
+  *chunk = c;
+  *chunks = n;
+  *ws = buf;
+}
+
 uint64_t ocl_numel(const HWP_TensorView *v) {
   uint64_t n = 1;
   for (int k = 0; k < v->ndim; ++k) n *= (uint64_t)v->shape[k];

@@ -87,6 +87,12 @@ HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_k
  * a rank <= HWP_MAX_NDIM, non-negative dims and a buffer unless it is empty. */
 HWP_Status ocl_check_views(const HWP_KernelContext *ctx, int min_inputs, int max_inputs,
                            const char *fn);
+/* Splits rows of `len` into chunks (each a work-group of `local`) when `nout` rows are too few
+ * to fill the device: sets *chunks, *chunk and *ws (a workspace of nout * chunks * part_bytes
+ * for the partial results). Leaves them untouched (one chunk per row) when splitting does not
+ * pay or no workspace is to be had. */
+void ocl_split_rows(const HWP_KernelContext *ctx, uint64_t nout, uint64_t len, size_t local,
+                    size_t part_bytes, uint64_t *chunks, uint64_t *chunk, HWP_Buffer *ws);
 /* Element count of a view. */
 uint64_t ocl_numel(const HWP_TensorView *v);
 /* Whether the view's byte offset is a multiple of its itemsize (strides count elements). */

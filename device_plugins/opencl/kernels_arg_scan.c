@@ -56,25 +56,9 @@ static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op, cons
   size_t local = ocl_pow2_ceil(L->len);
   if (local > local_max) local = local_max;
 
-  /* Split long rows into chunks when there are too few outputs to fill the device. */
   uint64_t chunks = 1, chunk = L->len;
-  int32_t cus = g_ocl.devices[dev].compute_units > 0 ? g_ocl.devices[dev].compute_units : 1;
-  uint64_t target = (uint64_t)cus * 8 < 64 ? 64 : (uint64_t)cus * 8;
   HWP_Buffer ws = NULL;
-  if (nout < target && L->len > (uint64_t)local * 16 && ctx->allocate_workspace != NULL) {
-    uint64_t want = (target + nout - 1) / nout, most = L->len / ((uint64_t)local * 8);
-    if (want > most) want = most;
-    if (want > 4096) want = 4096;
-    if (want > 1) {
-      chunk = (L->len + want - 1) / want;
-      chunks = (L->len + chunk - 1) / chunk;
-      if (ctx->allocate_workspace(ctx, nout * chunks * (vsz + 8), &ws) != HWP_OK || ws == NULL) {
-        chunks = 1;
-        chunk = L->len;
-        ws = NULL;
-      }
-    }
-  }
+  ocl_split_rows(ctx, nout, L->len, local, vsz + 8, &chunks, &chunk, &ws);
   cl_long16 ks, kst;
   ocl_dims_long16(&L->kept, &ks, &kst);
   cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
