@@ -8,11 +8,13 @@
  * the workspace `part` (values, then indices at byte offset pi_off) and k_arg*_fin combines
  * them. NaN beats every number (the first NaN wins); ties go to the lower index. */
 #define NONE LONG_MAX
-#define BETTER_MAX(a, b) ((a) > (b) || (ISNANV(a) && !ISNANV(b)))
-#define BETTER_MIN(a, b) ((a) < (b) || (ISNANV(a) && !ISNANV(b)))
+/* Bitwise (not short-circuit) logic keeps these branch-free, so work-items vectorize. */
+#define BETTER_MAX(a, b) (((a) > (b)) | ((int)ISNANV(a) & !ISNANV(b)))
+#define BETTER_MIN(a, b) (((a) < (b)) | ((int)ISNANV(a) & !ISNANV(b)))
 /* Whether (vb, ib) wins over (va, ia); NONE marks an empty slot. */
 #define TAKE(BETTER, va, ia, vb, ib)                                                           \
-  ((ib) != NONE && ((ia) == NONE || BETTER(vb, va) || (!BETTER(va, vb) && (ib) < (ia))))
+  (((ib) != NONE) &                                                                            \
+   (((ia) == NONE) | BETTER(vb, va) | (!BETTER(va, vb) & ((ib) < (ia)))))
 
 #define ARG_TREE(BETTER, sv, si, bv, bi)                                                       \
   {                                                                                            \
@@ -48,7 +50,7 @@
     long bi = NONE;                                                                            \
     for (ulong r = lo + get_local_id(0); r < hi; r += get_local_size(0)) {                     \
       VT v = LDV(in + base + (long)r * ast, al);                                               \
-      if (bi == NONE || BETTER(v, bv)) {                                                       \
+      if ((bi == NONE) | BETTER(v, bv)) {                                                      \
         bv = v;                                                                                \
         bi = (long)r;                                                                          \
       }                                                                                        \
@@ -85,13 +87,15 @@ DEF_ARG(argmax, BETTER_MAX)
 DEF_ARG(argmin, BETTER_MIN)
 
 /* ---- cumsum / cumprod ------------------------------------------------------------------------
- * One work-group per row (an (outer, inner) index pair; the row runs along the axis). The row
- * goes in chunks of SPER * local size elements: the group loads a chunk into local memory
- * (coalesced), each work-item scans its SPER consecutive elements, the work-items' totals are
- * scanned in local memory (Hillis-Steele), and every element gets the carry of the earlier
- * chunks and the total of the earlier work-items. Accumulators: bool/integers in long
- * (wrap-around through ulong; the output is int64), float16/bfloat16 in float, float32 in
- * double when the device has it, float64 in double; outputs are rounded once each. */
+ * One work-group per row (an (outer, inner) index pair; the row runs along the axis), or per
+ * chunk of a row when there are few long rows (then k_*_tot first stores the chunk totals).
+ * A group's range goes in blocks of SPER * local size elements: the group loads a block into
+ * local memory (coalesced), each work-item scans its SPER consecutive elements, the
+ * work-items' totals are scanned in local memory (Hillis-Steele), and every element gets the
+ * carry of the earlier blocks (and chunks) and the total of the earlier work-items.
+ * Accumulators: bool/integers in long (wrap-around through ulong; the output is int64),
+ * float16/bfloat16 in float, float32 in double when the device has it, float64 in double;
+ * outputs are rounded once each. */
 #ifndef SPER
 #define SPER 8
 #endif
@@ -112,21 +116,63 @@ typedef VT ACC;
 #define STO(p, al, v) STV(p, al, v)
 #endif
 
+/* v = the COMB of every work-item's v (a local-memory tree; all work-items get it). */
+#define SCAN_TREE(COMB, tot, v)                                                                \
+  {                                                                                            \
+    uint lid_ = get_local_id(0);                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    tot[lid_] = v;                                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    for (uint s_ = get_local_size(0) >> 1; s_ > 0; s_ >>= 1) {                                 \
+      if (lid_ < s_) tot[lid_] = COMB(tot[lid_], tot[lid_ + s_]);                              \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    }                                                                                          \
+    v = tot[0];                                                                                \
+  }
+
+/* The row of group g: its input base and its output start (outer o, inner i of the axis). */
+#define SCAN_ROW(row)                                                                          \
+  ulong o_ = (row) / inner, i_ = (row) % inner;                                                \
+  long base = (long)in_off + offs(o_, odim, oshape, ost) + offs(i_, idim, ishape, ist);
+
+/* A row may be split into `chunks` chunks of `chunk` (few long rows): k_*_tot stores each
+ * chunk's total in part[row * chunks + c], and the scan of chunk c starts from the COMB of the
+ * totals before it. */
 #define DEF_SCAN(NAME, COMB, ID)                                                               \
+  __kernel void k_##NAME##_tot(__global const uchar *in, ulong in_off, int al, ulong len,      \
+                               long ast, ulong inner, int odim, long16 oshape, long16 ost,     \
+                               int idim, long16 ishape, long16 ist, ulong chunk, uint chunks,  \
+                               __global ACC *part, __local ACC *tot) {                         \
+    ulong g = get_group_id(0), c = g % chunks;                                                 \
+    SCAN_ROW(g / chunks)                                                                       \
+    ulong hi = min(len, (c + 1) * chunk);                                                      \
+    ACC acc = ID;                                                                              \
+    for (ulong r = c * chunk + get_local_id(0); r < hi; r += get_local_size(0))                \
+      acc = COMB(acc, (ACC)LDV(in + base + (long)r * ast, al));                                \
+    SCAN_TREE(COMB, tot, acc)                                                                  \
+    if (get_local_id(0) == 0) part[g] = acc;                                                   \
+  }                                                                                            \
   __kernel void k_##NAME(__global uchar *out, ulong out_off, int oal, int osz,                 \
                          __global const uchar *in, ulong in_off, int al, ulong len, long ast,  \
                          ulong inner, int odim, long16 oshape, long16 ost, int idim,           \
-                         long16 ishape, long16 ist, __local ACC *buf, __local ACC *tot) {      \
+                         long16 ishape, long16 ist, ulong chunk, uint chunks,                  \
+                         __global const ACC *part, __local ACC *buf, __local ACC *tot) {       \
     uint lid = get_local_id(0), lsz = get_local_size(0);                                       \
-    ulong g = get_group_id(0), o = g / inner, i = g % inner;                                   \
-    long base = (long)in_off + offs(o, odim, oshape, ost) + offs(i, idim, ishape, ist);        \
-    __global uchar *dst = out + out_off + (o * len * inner + i) * (ulong)osz;                  \
+    ulong g = get_group_id(0), row = g / chunks, c = g % chunks;                               \
+    SCAN_ROW(row)                                                                              \
+    __global uchar *dst = out + out_off + (o_ * len * inner + i_) * (ulong)osz;                \
     ulong ostep = inner * (ulong)osz, n = (ulong)lsz * SPER;                                   \
+    ulong lo = c * chunk, hi = min(len, lo + chunk);                                           \
     ACC carry = ID;                                                                            \
-    for (ulong b0 = 0; b0 < len; b0 += n) {                                                    \
+    if (c > 0) {                                                                               \
+      for (ulong k = lid; k < c; k += lsz) carry = COMB(carry, part[row * chunks + k]);        \
+      SCAN_TREE(COMB, tot, carry)                                                              \
+    }                                                                                          \
+    for (ulong b0 = lo; b0 < hi; b0 += n) {                                                    \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
       for (uint k = lid; k < n; k += lsz) {                                                    \
         ulong r = b0 + k;                                                                      \
-        buf[k] = r < len ? (ACC)LDV(in + base + (long)r * ast, al) : (ACC)ID;                  \
+        buf[k] = r < hi ? (ACC)LDV(in + base + (long)r * ast, al) : (ACC)ID;                   \
       }                                                                                        \
       barrier(CLK_LOCAL_MEM_FENCE);                                                            \
       ACC acc = ID;                                                                            \
@@ -148,9 +194,8 @@ typedef VT ACC;
       barrier(CLK_LOCAL_MEM_FENCE);                                                            \
       for (uint k = lid; k < n; k += lsz) {                                                    \
         ulong r = b0 + k;                                                                      \
-        if (r < len) STO(dst + r * ostep, oal, buf[k]);                                        \
+        if (r < hi) STO(dst + r * ostep, oal, buf[k]);                                         \
       }                                                                                        \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
     }                                                                                          \
   }
 

@@ -8,7 +8,7 @@
 
 /* Program-cache slots, one per distinct source; each family owns a range of ten (one per dtype
  * where its source is specialised by dtype): elementwise 0..9, reductions 20..29,
- * argmax/argmin 30..39, scans 40..49, matmul 50..59, fused nn 60..69, index ops 70..89,
+ * argmax/argmin and scans 30..39 (40..49 free), matmul 50..59, fused nn 60..69, index ops 70..89,
  * random 90..99. */
 #define OCL_MAX_PROGRAMS 128
 
@@ -112,7 +112,7 @@ void ocl_split_axis(const HWP_TensorView *x, int axis, ocl_axis_layout *L);
 HWP_Status ocl_register_op(const HWP_HostApi *host, const char *op, uint32_t mask,
                            HWP_KernelFn fn, void *user_data, int *count);
 
-/* kernels_arg_scan.c: argmax, argmin (local-memory trees), cumsum, cumprod (slots 30..49). */
+/* kernels_arg_scan.c: argmax, argmin (local-memory trees), cumsum, cumprod (slots 30..39). */
 HWP_Status ocl_register_arg_scan_kernels(const HWP_HostApi *host);
 /* kernels_matmul.c: matmul tiled in local memory (slots 50..59). */
 HWP_Status ocl_register_matmul_kernels(const HWP_HostApi *host);

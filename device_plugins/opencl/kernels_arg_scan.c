@@ -9,10 +9,12 @@
  *     outputs and long rows, rows are split into chunks whose pairs go to a workspace and a
  *     second kernel combines them.
  *   cumsum/cumprod: output int64 for bool/integer inputs (wrapping), else the input dtype; one
- *     work-group per row scans it in chunks (local-memory scan plus a carried prefix).
- * One program per input dtype (built with -DDT=<dtype>): argmax/argmin in slots
- * OCL_ARG_SLOT0 + dtype, scans in OCL_SCAN_SLOT0 + dtype (the same source; each slot builds the
- * whole file). */
+ *     work-group per row scans it in blocks (local-memory scan plus a carried prefix); when
+ *     there are few long rows, rows are split into chunks: a first kernel stores the chunk
+ *     totals in a workspace, then each chunk is scanned by its own group, starting from the
+ *     sum (product) of the totals before it.
+ * One program per input dtype (built with -DDT=<dtype>) holds all four: slots OCL_AS_SLOT0 +
+ * dtype. */
 #include <stdio.h>
 #include <string.h>
 
@@ -24,21 +26,20 @@
 static const char ocl_arg_scan_source[] = "";
 #endif
 
-#define OCL_ARG_SLOT0 30
-#define OCL_SCAN_SLOT0 40
+#define OCL_AS_SLOT0 30 /* slots 30..39: one program (the whole of arg_scan.cl) per dtype */
 #define OCL_AS_MAX_LOCAL 256
-#define OCL_SCAN_SPER 8 /* elements per work-item per chunk (SPER in arg_scan.cl) */
+#define OCL_SCAN_SPER 8 /* elements per work-item per block (SPER in arg_scan.cl) */
 
 typedef struct as_op {
   const char *name;
-  int scan;     /* cumsum/cumprod */
+  int scan; /* cumsum/cumprod */
 } as_op;
 
 static const as_op k_as_ops[4] = {
     {"argmax", 0}, {"argmin", 0}, {"cumsum", 1}, {"cumprod", 1}};
 
-static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op, const ocl_axis_layout *L,
-                             const char *options) {
+static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op,
+                             const ocl_axis_layout *L, const char *options) {
   const char *fn = op->name;
   const HWP_TensorView *x = &ctx->inputs[0], *o = &ctx->outputs[0];
   int dev = ctx->device;
@@ -49,7 +50,7 @@ static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op, cons
   char kname[32];
   snprintf(kname, sizeof kname, "k_%s", op->name);
   cl_kernel k1 = NULL, k2 = NULL;
-  HWP_Status st = ocl_kernel_get(dev, OCL_ARG_SLOT0 + (int)x->dtype, ocl_arg_scan_source,
+  HWP_Status st = ocl_kernel_get(dev, OCL_AS_SLOT0 + (int)x->dtype, ocl_arg_scan_source,
                                  options, kname, &k1, fn);
   if (st != HWP_OK) return st;
   size_t local_max = ocl_kernel_wg(k1, dev, OCL_AS_MAX_LOCAL);
@@ -77,7 +78,7 @@ static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op, cons
   size_t local2 = 1;
   if (st == HWP_OK && chunks > 1) {
     snprintf(kname, sizeof kname, "k_%s_fin", op->name);
-    st = ocl_kernel_get(dev, OCL_ARG_SLOT0 + (int)x->dtype, ocl_arg_scan_source, options, kname,
+    st = ocl_kernel_get(dev, OCL_AS_SLOT0 + (int)x->dtype, ocl_arg_scan_source, options, kname,
                         &k2, fn);
     if (st == HWP_OK) {
       local2 = ocl_kernel_wg(k2, dev, OCL_AS_MAX_LOCAL);
@@ -110,7 +111,7 @@ static HWP_Status scan_launch(const HWP_KernelContext *ctx, const as_op *op,
   char kname[32];
   snprintf(kname, sizeof kname, "k_%s", op->name);
   cl_kernel k = NULL;
-  HWP_Status st = ocl_kernel_get(dev, OCL_SCAN_SLOT0 + (int)x->dtype, ocl_arg_scan_source,
+  HWP_Status st = ocl_kernel_get(dev, OCL_AS_SLOT0 + (int)x->dtype, ocl_arg_scan_source,
                                  options, kname, &k, fn);
   if (st != HWP_OK) return st;
   /* Local memory: a chunk (SPER per work-item) and the work-items' totals, within half the
@@ -120,23 +121,47 @@ static HWP_Status scan_launch(const HWP_KernelContext *ctx, const as_op *op,
   size_t local = ocl_kernel_wg(k, dev, cap > 0 ? cap : 1);
   size_t want = ocl_pow2_ceil((L->len + OCL_SCAN_SPER - 1) / OCL_SCAN_SPER);
   if (want < local) local = want;
+  /* Few long rows: chunks scanned by groups of their own after k_*_tot stored their totals. */
+  uint64_t rows = L->outer * L->inner, chunks = 1, chunk = L->len;
+  HWP_Buffer ws = NULL;
+  ocl_split_rows(ctx, rows, L->len, local, asz, &chunks, &chunk, &ws);
   cl_long16 os, ost, is, ist;
   ocl_dims_long16(&L->odims, &os, &ost);
   ocl_dims_long16(&L->idims, &is, &ist);
   cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
-  cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, clen = L->len, inner = L->inner;
+  cl_mem part = ws != NULL ? (cl_mem)ws : out;
+  cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, clen = L->len, inner = L->inner,
+           cchunk = chunk;
+  cl_uint cchunks = (cl_uint)chunks;
   cl_long ast = L->ast;
   cl_int osz = (cl_int)hwp_dtype_size(o->dtype), oal = ocl_view_aligned(o),
          al = ocl_view_aligned(x), od = L->odims.n, id = L->idims.n;
-  const ocl_arg args[] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(oal),   OCL_ARG(osz),
-                          OCL_ARG(in),    OCL_ARG(in_off),  OCL_ARG(al),    OCL_ARG(clen),
-                          OCL_ARG(ast),   OCL_ARG(inner),   OCL_ARG(od),    OCL_ARG(os),
-                          OCL_ARG(ost),   OCL_ARG(id),      OCL_ARG(is),    OCL_ARG(ist),
+  const ocl_arg args[] = {OCL_ARG(out),    OCL_ARG(out_off), OCL_ARG(oal),   OCL_ARG(osz),
+                          OCL_ARG(in),     OCL_ARG(in_off),  OCL_ARG(al),    OCL_ARG(clen),
+                          OCL_ARG(ast),    OCL_ARG(inner),   OCL_ARG(od),    OCL_ARG(os),
+                          OCL_ARG(ost),    OCL_ARG(id),      OCL_ARG(is),    OCL_ARG(ist),
+                          OCL_ARG(cchunk), OCL_ARG(cchunks), OCL_ARG(part),
                           OCL_LOCAL(asz * local * OCL_SCAN_SPER), OCL_LOCAL(asz * local)};
   st = ocl_kernel_args(k, (int)(sizeof args / sizeof args[0]), args, fn);
   cl_command_queue q = NULL;
   if (st == HWP_OK) st = ocl_ctx_queue(ctx, &q, fn);
-  size_t global = (size_t)(L->outer * L->inner) * local;
+  if (st == HWP_OK && chunks > 1) { /* k_*_tot takes the main kernel's arguments 4..18 */
+    cl_kernel kt = NULL;
+    snprintf(kname, sizeof kname, "k_%s_tot", op->name);
+    st = ocl_kernel_get(dev, OCL_AS_SLOT0 + (int)x->dtype, ocl_arg_scan_source, options,
+                        kname, &kt, fn);
+    if (st == HWP_OK) {
+      size_t lt = ocl_kernel_wg(kt, dev, OCL_AS_MAX_LOCAL);
+      ocl_arg targs[16];
+      memcpy(targs, args + 4, 15 * sizeof(ocl_arg));
+      targs[15] = (ocl_arg)OCL_LOCAL(asz * lt);
+      st = ocl_kernel_args(kt, 16, targs, fn);
+      size_t gt = (size_t)(rows * chunks) * lt;
+      if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, kt, 1, &gt, &lt, fn);
+      clReleaseKernel(kt);
+    }
+  }
+  size_t global = (size_t)(rows * chunks) * local;
   if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, k, 1, &global, &local, fn);
   clReleaseKernel(k);
   return st != HWP_OK ? st : ocl_launch_done(ctx, q, fn);

@@ -202,7 +202,8 @@ static HWP_Status norm_kernel(const HWP_KernelContext *ctx, const nn_op *op) {
   cl_long16 rshape, rst;
   ocl_dims_long16(&rows, &rshape, &rst);
   cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
-  cl_mem wm = params[0] ? (cl_mem)params[0]->buffer : in, bm = params[1] ? (cl_mem)params[1]->buffer : in;
+  cl_mem wm = params[0] ? (cl_mem)params[0]->buffer : in;
+  cl_mem bm = params[1] ? (cl_mem)params[1]->buffer : in;
   cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, clen = len;
   cl_ulong w_off = params[0] ? params[0]->byte_offset : 0;
   cl_ulong b_off = params[1] ? params[1]->byte_offset : 0;

@@ -18,7 +18,7 @@ typedef double AT;
 #else
 typedef VT AT;
 #endif
-#define MAXN(a, b) (((a) > (b) || isnan(a)) ? (a) : (b))
+#define MAXN(a, b) ((((a) > (b)) | isnan(a)) ? (a) : (b)) /* branch-free: NaN propagates */
 #define SUMN(a, b) ((a) + (b))
 
 /* Combines every work-item's v with OP; all get the result. Starts with a barrier so the

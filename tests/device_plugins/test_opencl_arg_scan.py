@@ -91,10 +91,11 @@ def test_matches_numpy(op, name):
             check(op, name, a, t, axis)
             if op.startswith("arg") and axis is not None:
                 check(op, name, a, t, axis, keepdim=True)
-    # odd sizes: one element, rows longer than a work-group (256) and than a scan chunk
-    # (256 * 8), the two-pass argmax (few outputs, long rows), an outer axis
+    # odd sizes: one element, rows longer than a work-group (256) and than a scan block
+    # (256 * 8), few long rows (split into chunks: two-pass argmax, chunked scans), an outer
+    # axis (strided rows)
     for shape, axis in (((1, 1), 1), ((257, 3), 0), ((3, 1023), 1), ((5, 4099), 1),
-                        ((2, 50001), 1), ((3, 2049, 2), 1), ((100003,), 0)):
+                        ((2, 50001), 1), ((3, 2049, 2), 1), ((100003,), 0), ((2, 20001, 3), 1)):
         a = values(op, name, shape, rng)
         check(op, name, a, dev(a), axis)
     a = values(op, name, (), rng)  # 0-d
