@@ -1,11 +1,14 @@
-/* matmul (k_matmul); after kernels_prelude.cl. Built with -DTS=<work-group side> and
- * -DWPT=<outputs per work-item per side>.
+/* matmul (k_matmul); after kernels_prelude.cl. Built with -DTS=<work-group side>,
+ * -DWPT=<outputs per work-item per side> and, for CPU devices, -DCOLS_CONTIG=1.
  *
  * out[b] (M x N, contiguous) = x[b] (M x K) @ y[b] (K x N), x and y strided (byte strides,
  * batch offsets from the collapsed batch dims). A TS x TS work-group computes a BM x BM block
  * (BM = TS * WPT) of one batch's output: per step of TS along K it stages a BM x TS block of x
  * and a TS x BM block of y in local memory (out-of-range elements as 0), then each work-item
- * accumulates its WPT x WPT outputs (rows ty + i * TS, columns tx + j * TS). Accumulators:
+ * accumulates its WPT x WPT outputs: rows ty + i * TS; columns tx + j * TS (neighbouring
+ * work-items read neighbouring elements: coalesced, no bank conflicts on GPUs) or, with
+ * COLS_CONTIG, tx * WPT + j (a work-item's own columns are contiguous: CPU implementations
+ * run a work-item's loop as vector code). Accumulators:
  * float for float16/bfloat16/float32, double for float64, uint for int8..int32 and ulong for
  * int64 (wrap-around); the result is stored once as DT. */
 #ifndef TS
@@ -15,6 +18,11 @@
 #define WPT 4
 #endif
 #define BM (TS * WPT)
+#ifdef COLS_CONTIG
+#define COL(tx, j) ((tx) * WPT + (j))
+#else
+#define COL(tx, j) ((tx) + (j) * TS)
+#endif
 
 #if DT == 5
 typedef ulong ACC;
@@ -54,7 +62,7 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void k_matmul(
     for (int kk = 0; kk < TS; ++kk) {
       ACC a[WPT], c[WPT];
       for (int i = 0; i < WPT; ++i) a[i] = As[kk][ty + i * TS];
-      for (int j = 0; j < WPT; ++j) c[j] = Bs[kk][tx + j * TS];
+      for (int j = 0; j < WPT; ++j) c[j] = Bs[kk][COL(tx, j)];
       for (int i = 0; i < WPT; ++i)
         for (int j = 0; j < WPT; ++j) acc[i][j] += a[i] * c[j];
     }
@@ -65,7 +73,7 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void k_matmul(
     long m = m0 + ty + i * TS;
     if (m >= M) break;
     for (int j = 0; j < WPT; ++j) {
-      long n = n0 + tx + j * TS;
+      long n = n0 + COL(tx, j);
       if (n < N) STV(ob + (m * N + n) * ESIZE, oal, acc[i][j]);
     }
   }
