@@ -5,8 +5,9 @@
  * One work-group per (output, chunk of the axis): each work-item walks a strided part of the
  * chunk in increasing index order keeping the first best (value, index), then the group
  * combines its pairs in local memory (a tree). With chunks > 1 the pairs of each chunk go to
- * the workspace `part` (values, then indices at byte offset pi_off) and k_arg*_fin combines
- * them. NaN beats every number (the first NaN wins); ties go to the lower index. */
+ * the workspace `part` (indices, then values at byte offset pv_off: both stay aligned) and
+ * k_arg*_fin combines them. NaN beats every number (the first NaN wins); ties go to the lower
+ * index. */
 #define NONE LONG_MAX
 /* Bitwise (not short-circuit) logic keeps these branch-free, so work-items vectorize. */
 #define BETTER_MAX(a, b) (((a) > (b)) | ((int)ISNANV(a) & !ISNANV(b)))
@@ -41,7 +42,7 @@
   __kernel void k_##NAME(__global uchar *out, ulong out_off, int oal,                          \
                          __global const uchar *in, ulong in_off, int al, ulong len, long ast,  \
                          ulong chunk, uint chunks, int kdim, long16 kshape, long16 kst,        \
-                         __global uchar *part, ulong pi_off, __local VT *sv,                   \
+                         __global uchar *part, ulong pv_off, __local VT *sv,                   \
                          __local long *si) {                                                   \
     ulong g = get_group_id(0), o = g / chunks, c = g % chunks;                                 \
     long base = (long)in_off + offs(o, kdim, kshape, kst);                                     \
@@ -60,17 +61,17 @@
       if (chunks == 1) {                                                                       \
         STA(long, out + out_off + o * 8, oal, bi);                                             \
       } else {                                                                                 \
-        ((__global VT *)part)[g] = bv;                                                         \
-        ((__global long *)(part + pi_off))[g] = bi;                                            \
+        ((__global long *)part)[g] = bi;                                                       \
+        ((__global VT *)(part + pv_off))[g] = bv;                                              \
       }                                                                                        \
     }                                                                                          \
   }                                                                                            \
   __kernel void k_##NAME##_fin(__global uchar *out, ulong out_off, int oal,                    \
-                               __global const uchar *part, ulong pi_off, uint chunks,          \
+                               __global const uchar *part, ulong pv_off, uint chunks,          \
                                __local VT *sv, __local long *si) {                             \
     ulong o = get_group_id(0);                                                                 \
-    __global const VT *pv = (__global const VT *)part + o * chunks;                            \
-    __global const long *pi = (__global const long *)(part + pi_off) + o * chunks;             \
+    __global const long *pi = (__global const long *)part + o * chunks;                        \
+    __global const VT *pv = (__global const VT *)(part + pv_off) + o * chunks;                 \
     VT bv = 0;                                                                                 \
     long bi = NONE;                                                                            \
     for (uint c = get_local_id(0); c < chunks; c += get_local_size(0)) {                       \

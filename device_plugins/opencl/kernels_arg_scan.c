@@ -65,15 +65,15 @@ static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op,
   cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
   cl_mem part = ws != NULL ? (cl_mem)ws : out;
   cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, clen = L->len, cchunk = chunk;
-  cl_ulong pi_off = nout * chunks * vsz;
+  cl_ulong pv_off = nout * chunks * 8; /* indices first: both arrays stay aligned */
   cl_long ast = L->ast;
   cl_int oal = o->byte_offset % 8 == 0, al = ocl_view_aligned(x), kd = L->kept.n;
   cl_uint cchunks = (cl_uint)chunks;
-  const ocl_arg a1[] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(oal),     OCL_ARG(in),
-                        OCL_ARG(in_off), OCL_ARG(al),     OCL_ARG(clen),    OCL_ARG(ast),
-                        OCL_ARG(cchunk), OCL_ARG(cchunks), OCL_ARG(kd),     OCL_ARG(ks),
-                        OCL_ARG(kst),   OCL_ARG(part),    OCL_ARG(pi_off),  OCL_LOCAL(vsz * local),
-                        OCL_LOCAL(8 * local)};
+  const ocl_arg a1[] = {OCL_ARG(out),    OCL_ARG(out_off), OCL_ARG(oal),  OCL_ARG(in),
+                        OCL_ARG(in_off),  OCL_ARG(al),      OCL_ARG(clen), OCL_ARG(ast),
+                        OCL_ARG(cchunk),  OCL_ARG(cchunks), OCL_ARG(kd),   OCL_ARG(ks),
+                        OCL_ARG(kst),     OCL_ARG(part),    OCL_ARG(pv_off),
+                        OCL_LOCAL(vsz * local), OCL_LOCAL(8 * local)};
   st = ocl_kernel_args(k1, (int)(sizeof a1 / sizeof a1[0]), a1, fn);
   size_t local2 = 1;
   if (st == HWP_OK && chunks > 1) {
@@ -84,7 +84,7 @@ static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op,
       local2 = ocl_kernel_wg(k2, dev, OCL_AS_MAX_LOCAL);
       if (ocl_pow2_ceil(chunks) < local2) local2 = ocl_pow2_ceil(chunks);
       const ocl_arg a2[] = {OCL_ARG(out),    OCL_ARG(out_off),        OCL_ARG(oal),
-                            OCL_ARG(part),   OCL_ARG(pi_off),         OCL_ARG(cchunks),
+                            OCL_ARG(part),   OCL_ARG(pv_off),         OCL_ARG(cchunks),
                             OCL_LOCAL(vsz * local2), OCL_LOCAL(8 * local2)};
       st = ocl_kernel_args(k2, (int)(sizeof a2 / sizeof a2[0]), a2, fn);
     }
