@@ -233,28 +233,30 @@ def test_ops_are_numpy_correct_through_the_fallback():
 
 
 def test_fallback_error_mode_raises():
-    # Needs an op without an OpenCL kernel: the first of these candidates the plugin lacks.
+    """HWPORT_FALLBACK=error: an op with an OpenCL kernel (matmul) still runs; each candidate
+    op the plugin has no kernel for raises FallbackError naming the device."""
     place = rt._core.resolve_place(P)
     calls = {"concat": "hwport.ops.concat([a, a], axis=0)",
              "take_along_axis": "hwport.ops.take_along_axis(a, i, axis=0)",
              "argsort": "hwport.ops.argsort(a, axis=0)"}
     missing = [op for op in calls if not rt._core.has_kernel(op, place, "float32")]
-    if not missing:
-        pytest.skip("every candidate op has an OpenCL kernel (test_dispatch.py covers the mode)")
-    proc = run_isolated(f"""
-        import numpy as np, hwport
-        a = hwport.to_tensor(np.ones((4, 4), np.float32), place="custom:opencl")
-        i = hwport.to_tensor(np.zeros((1, 4), np.int64), place="custom:opencl")
+    body = "".join(f"""
         try:
-            {calls[missing[0]]}  # no OpenCL kernel
+            {calls[op]}
         except hwport.FallbackError as e:
             assert "opencl" in str(e), str(e)
             print("raised")
         else:
-            print("no error")
+            print("no error")""" for op in missing)
+    proc = run_isolated(f"""
+        import numpy as np, hwport
+        a = hwport.to_tensor(np.ones((4, 4), np.float32), place="custom:opencl")
+        i = hwport.to_tensor(np.zeros((1, 4), np.int64), place="custom:opencl")
+        print(float(hwport.matmul(a, a).numpy()[0, 0]))  # has a kernel: no fallback, no error
+        {body.strip()}
     """, {"HWPORT_FALLBACK": "error"})
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    assert proc.stdout.strip() == "raised"
+    assert proc.stdout.split() == ["4.0"] + ["raised"] * len(missing), proc.stdout
 
 
 # ---- memory --------------------------------------------------------------------------------
