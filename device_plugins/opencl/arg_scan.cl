@@ -117,20 +117,6 @@ typedef VT ACC;
 #define STO(p, al, v) STV(p, al, v)
 #endif
 
-/* v = the COMB of every work-item's v (a local-memory tree; all work-items get it). */
-#define SCAN_TREE(COMB, tot, v)                                                                \
-  {                                                                                            \
-    uint lid_ = get_local_id(0);                                                               \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    tot[lid_] = v;                                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    for (uint s_ = get_local_size(0) >> 1; s_ > 0; s_ >>= 1) {                                 \
-      if (lid_ < s_) tot[lid_] = COMB(tot[lid_], tot[lid_ + s_]);                              \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    }                                                                                          \
-    v = tot[0];                                                                                \
-  }
-
 /* The row of group g: its input base and its output start (outer o, inner i of the axis). */
 #define SCAN_ROW(row)                                                                          \
   ulong o_ = (row) / inner, i_ = (row) % inner;                                                \
@@ -150,7 +136,7 @@ typedef VT ACC;
     ACC acc = ID;                                                                              \
     for (ulong r = c * chunk + get_local_id(0); r < hi; r += get_local_size(0))                \
       acc = COMB(acc, (ACC)LDV(in + base + (long)r * ast, al));                                \
-    SCAN_TREE(COMB, tot, acc)                                                                  \
+    GROUP_TREE(COMB, tot, acc)                                                                 \
     if (get_local_id(0) == 0) part[g] = acc;                                                   \
   }                                                                                            \
   __kernel void k_##NAME(__global uchar *out, ulong out_off, int oal, int osz,                 \
@@ -167,7 +153,7 @@ typedef VT ACC;
     ACC carry = ID;                                                                            \
     if (c > 0) {                                                                               \
       for (ulong k = lid; k < c; k += lsz) carry = COMB(carry, part[row * chunks + k]);        \
-      SCAN_TREE(COMB, tot, carry)                                                              \
+      GROUP_TREE(COMB, tot, carry)                                                             \
     }                                                                                          \
     for (ulong b0 = lo; b0 < hi; b0 += n) {                                                    \
       barrier(CLK_LOCAL_MEM_FENCE);                                                            \

@@ -8,7 +8,8 @@
  *               double for float64
  *   LDV(p, al)  the element at p as VT
  *   STV(p, al, v)  stores VT v as DT (integers truncate, half types round to nearest even)
- *   ESIZE       the itemsize; ISFLOAT; ISNANV(v) */
+ *   ESIZE       the itemsize; ISFLOAT; ISNANV(v)
+ * and GROUP_TREE, the work-group combination of one value per work-item in local memory. */
 #ifdef HAS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -127,3 +128,18 @@ static inline long offs(ulong i, int nd, long16 shape, long16 st) {
   }
   return off;
 }
+
+/* Combines every work-item's v with OP; all get the result. Starts with a barrier so the
+ * scratch can be reused right after an earlier tree. */
+#define GROUP_TREE(OP, scratch, v)                                                             \
+  {                                                                                            \
+    uint lid_ = get_local_id(0);                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    scratch[lid_] = v;                                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    for (uint s_ = get_local_size(0) >> 1; s_ > 0; s_ >>= 1) {                                 \
+      if (lid_ < s_) scratch[lid_] = OP(scratch[lid_], scratch[lid_ + s_]);                    \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    }                                                                                          \
+    v = scratch[0];                                                                            \
+  }

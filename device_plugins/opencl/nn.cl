@@ -21,21 +21,6 @@ typedef VT AT;
 #define MAXN(a, b) ((((a) > (b)) | isnan(a)) ? (a) : (b)) /* branch-free: NaN propagates */
 #define SUMN(a, b) ((a) + (b))
 
-/* Combines every work-item's v with OP; all get the result. Starts with a barrier so the
- * scratch can be reused right after an earlier tree. */
-#define TREE(OP, scratch, v)                                                                   \
-  {                                                                                            \
-    uint lid_ = get_local_id(0);                                                               \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    scratch[lid_] = v;                                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    for (uint s_ = get_local_size(0) >> 1; s_ > 0; s_ >>= 1) {                                 \
-      if (lid_ < s_) scratch[lid_] = OP(scratch[lid_], scratch[lid_ + s_]);                    \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                            \
-    }                                                                                          \
-    v = scratch[0];                                                                            \
-  }
-
 __kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global const uchar *in,
                         ulong in_off, int al, ulong len, long ast, ulong inner, int odim,
                         long16 oshape, long16 ost, int idim, long16 ishape, long16 ist,
@@ -53,14 +38,14 @@ __kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global co
     if (cache) row[r] = v;
     m = MAXN(m, v);
   }
-  TREE(MAXN, scratch, m)
+  GROUP_TREE(MAXN, scratch, m)
   AT s = 0;
   for (ulong r = lid; r < len; r += lsz) {
     VT e = exp((cache ? row[r] : LDV(src + (long)r * ast, al)) - m);
     if (cache && !logsm) row[r] = e; /* each work-item rewrites only its own elements */
     s += e;
   }
-  TREE(SUMN, ascratch, s)
+  GROUP_TREE(SUMN, ascratch, s)
   if (logsm) {
     const VT ls = (VT)log(s);
     for (ulong r = lid; r < len; r += lsz) {
@@ -94,7 +79,7 @@ __kernel void k_norm(__global uchar *out, ulong out_off, int oal, __global const
       if (cache) row[r] = v;
       s += v;
     }
-    TREE(SUMN, scratch, s)
+    GROUP_TREE(SUMN, scratch, s)
     mean = s / (AT)len;
   }
   AT q = 0;
@@ -104,7 +89,7 @@ __kernel void k_norm(__global uchar *out, ulong out_off, int oal, __global const
     AT d = (AT)v - mean;
     q += d * d;
   }
-  TREE(SUMN, scratch, q)
+  GROUP_TREE(SUMN, scratch, q)
   const AT rstd = (AT)1 / sqrt(q / (AT)len + eps);
   for (ulong r = lid; r < len; r += lsz) {
     VT v = cache ? row[r] : LDV(src + offs(r, ndim, nshape, nxs), al);
