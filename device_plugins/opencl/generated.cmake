@@ -26,28 +26,3 @@ target_include_directories(hwport_opencl PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
 set_source_files_properties(kernels_elementwise.c PROPERTIES
   OBJECT_DEPENDS ${HWPORT_OCL_ELEMENTWISE_GEN_H}
   COMPILE_DEFINITIONS HWPORT_OCL_REQUIRE_GEN=1)
-
-# The OpenCL C programs of the index and random kernel families, each embedded as one string
-# constant <name> in <name>.h (embed_cl.cmake): the prelude, kernels_common.cl, then the
-# family's own file. ocl_index_source (index.cl) and ocl_argsort_source (argsort.cl) are used by
-# kernels_index.c, ocl_random_source (random.cl) by kernels_random.c.
-set(HWPORT_OCL_EMBED ${CMAKE_CURRENT_SOURCE_DIR}/embed_cl.cmake)
-function(hwport_ocl_embed name cl_file)
-  set(inputs ${HWPORT_OCL_PRELUDE} ${CMAKE_CURRENT_SOURCE_DIR}/kernels_common.cl
-             ${CMAKE_CURRENT_SOURCE_DIR}/${cl_file})
-  string(REPLACE ";" "\\;" inputs_arg "${inputs}")
-  add_custom_command(
-    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}.h
-    COMMAND ${CMAKE_COMMAND} -DOUT=${CMAKE_CURRENT_BINARY_DIR}/${name}.h -DNAME=${name}
-            -DINPUTS=${inputs_arg} -P ${HWPORT_OCL_EMBED}
-    DEPENDS ${inputs} ${HWPORT_OCL_EMBED}
-    COMMENT "Embedding the OpenCL program ${name}"
-    VERBATIM)
-  target_sources(hwport_opencl PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/${name}.h)
-endfunction()
-hwport_ocl_embed(ocl_index_source index.cl)
-hwport_ocl_embed(ocl_argsort_source argsort.cl)
-hwport_ocl_embed(ocl_random_source random.cl)
-set_source_files_properties(kernels_index.c kernels_random.c PROPERTIES
-  OBJECT_DEPENDS "${CMAKE_CURRENT_BINARY_DIR}/ocl_index_source.h;${CMAKE_CURRENT_BINARY_DIR}/ocl_argsort_source.h;${CMAKE_CURRENT_BINARY_DIR}/ocl_random_source.h"
-  COMPILE_DEFINITIONS HWPORT_OCL_REQUIRE_GEN=1)

@@ -228,7 +228,7 @@ static HWP_Status launch_copy(const HWP_KernelContext *ctx, cl_command_queue q, 
   cl_long16 ost = long16_of(dst_st, src->nd, 0), ist = ST16(src), shape = SHAPE16(src);
   cl_int nd = src->nd, al = dst_al && src->al;
   cl_ulong n = src->numel;
-  ocl_karg a[] = {OCL_ARG(dst),      OCL_ARG(dst_off), OCL_ARG(ost), OCL_ARG(src->buf),
+  ocl_arg a[] = {OCL_ARG(dst),      OCL_ARG(dst_off), OCL_ARG(ost), OCL_ARG(src->buf),
                   OCL_ARG(src->off), OCL_ARG(ist),     OCL_ARG(shape), OCL_ARG(nd),
                   OCL_ARG(n),        OCL_ARG(al)};
   return ocl_run_1d(ctx, q, prog, "k_copy", a, 10, n, op);
@@ -324,7 +324,7 @@ static HWP_Status ocl_kernel_pad(const HWP_KernelContext *ctx) {
   cl_long16 bf = long16_of(before, o.nd, 1);
   cl_ulong n = o.numel, cbits = (cl_ulong)bits;
   cl_int nd = o.nd, al = o.al && x.al;
-  ocl_karg a[] = {OCL_ARG(o.buf),  OCL_ARG(o.off), OCL_ARG(n),   OCL_ARG(nd),
+  ocl_arg a[] = {OCL_ARG(o.buf),  OCL_ARG(o.off), OCL_ARG(n),   OCL_ARG(nd),
                   OCL_ARG(oshape), OCL_ARG(xb),    OCL_ARG(x.off), OCL_ARG(xshape),
                   OCL_ARG(xst),    OCL_ARG(bf),    OCL_ARG(cbits), OCL_ARG(al)};
   st = ocl_run_1d(ctx, q, prog, "k_pad", a, 12, n, op);
@@ -350,7 +350,7 @@ static HWP_Status launch_take(const HWP_KernelContext *ctx, const char *op, cons
   cl_int nd = o->nd, i64 = ix->dtype == HWP_DTYPE_INT64, cax = axis;
   cl_int al = (o->al && x->al) | (ix->al << 1);
   cl_long limit = x->shape[axis];
-  ocl_karg a[] = {OCL_ARG(o->buf), OCL_ARG(o->off),  OCL_ARG(n),   OCL_ARG(nd),
+  ocl_arg a[] = {OCL_ARG(o->buf), OCL_ARG(o->off),  OCL_ARG(n),   OCL_ARG(nd),
                   OCL_ARG(oshape), OCL_ARG(xb),      OCL_ARG(x->off), OCL_ARG(xs),
                   OCL_ARG(ix->buf), OCL_ARG(ix->off), OCL_ARG(is),  OCL_ARG(i64),
                   OCL_ARG(cax),    OCL_ARG(limit),   OCL_ARG(al),  OCL_ARG(fb)};
@@ -553,7 +553,7 @@ static HWP_Status ocl_kernel_scatter(const HWP_KernelContext *ctx) {
       cl_long16 o16 = long16_of(ost, o.nd, 0), u16 = ST16(&u), sh1 = SHAPE16(&one);
       cl_int nd = o.nd, cax = axis, al = o.al && u.al;
       cl_ulong g = groups;
-      ocl_karg a[] = {OCL_ARG(o.buf), OCL_ARG(o.off), OCL_ARG(o16), OCL_ARG(u.buf),
+      ocl_arg a[] = {OCL_ARG(o.buf), OCL_ARG(o.off), OCL_ARG(o16), OCL_ARG(u.buf),
                       OCL_ARG(u.off), OCL_ARG(u16),   OCL_ARG(sh1), OCL_ARG(nd),
                       OCL_ARG(cax),   OCL_ARG(m),     OCL_ARG(g),   OCL_ARG(gb),
                       OCL_ARG(add),   OCL_ARG(al)};
@@ -599,7 +599,7 @@ static HWP_Status sort_local_pass(const HWP_KernelContext *ctx, cl_command_queue
                                   cl_program prog, cl_mem keys, cl_mem ids, cl_ulong P,
                                   cl_ulong kmax, cl_ulong merge_k, size_t w, cl_ulong total,
                                   const char *op) {
-  ocl_karg a[] = {OCL_ARG(keys),    OCL_ARG(ids),   OCL_ARG(P),
+  ocl_arg a[] = {OCL_ARG(keys),    OCL_ARG(ids),   OCL_ARG(P),
                   OCL_ARG(kmax),    OCL_ARG(merge_k), OCL_LOCAL(2 * w * sizeof(cl_ulong)),
                   OCL_LOCAL(2 * w * sizeof(cl_ulong))};
   cl_kernel k;
@@ -642,7 +642,7 @@ static HWP_Status argsort_launch(const HWP_KernelContext *ctx, const char *op, c
   cl_long ast = x->st[axis], oast = ost[axis];
   cl_ulong clen = len, crows = rows, n = rows * len;
   cl_int xal = x->al, oal = o->al;
-  ocl_karg ia[] = {OCL_ARG(keys), OCL_ARG(ids),   OCL_ARG(total), OCL_ARG(P),
+  ocl_arg ia[] = {OCL_ARG(keys), OCL_ARG(ids),   OCL_ARG(total), OCL_ARG(P),
                    OCL_ARG(clen), OCL_ARG(crows), OCL_ARG(x->buf), OCL_ARG(x->off),
                    OCL_ARG(rs16), OCL_ARG(rst16), OCL_ARG(rnd),   OCL_ARG(ast),
                    OCL_ARG(desc), OCL_ARG(xal)};
@@ -652,14 +652,14 @@ static HWP_Status argsort_launch(const HWP_KernelContext *ctx, const char *op, c
   for (cl_ulong k = 2 * bs; k <= P && st == HWP_OK; k <<= 1) {
     for (cl_ulong j = k >> 1; j >= bs && st == HWP_OK; j >>= 1) {
       cl_ulong pairs = total / 2;
-      ocl_karg sa[] = {OCL_ARG(keys), OCL_ARG(ids), OCL_ARG(P),
+      ocl_arg sa[] = {OCL_ARG(keys), OCL_ARG(ids), OCL_ARG(P),
                        OCL_ARG(k),    OCL_ARG(j),   OCL_ARG(pairs)};
       st = ocl_run_1d(ctx, q, prog, "k_as_step", sa, 6, pairs, op);
     }
     if (st == HWP_OK) st = sort_local_pass(ctx, q, prog, keys, ids, P, 0, k, w, total, op);
   }
   if (st == HWP_OK) {
-    ocl_karg oa[] = {OCL_ARG(o->buf), OCL_ARG(o->off), OCL_ARG(rs16), OCL_ARG(ro16),
+    ocl_arg oa[] = {OCL_ARG(o->buf), OCL_ARG(o->off), OCL_ARG(rs16), OCL_ARG(ro16),
                      OCL_ARG(rnd),    OCL_ARG(oast),   OCL_ARG(clen), OCL_ARG(P),
                      OCL_ARG(n),      OCL_ARG(ids),    OCL_ARG(oal)};
     st = ocl_run_1d(ctx, q, prog, "k_as_out", oa, 11, n, op);
@@ -756,7 +756,7 @@ static HWP_Status ocl_kernel_arange(const HWP_KernelContext *ctx) {
   memcpy(&fpb, &fstep, 8);
   cl_long cis = istart, cip = istep;
   cl_int al = o.al;
-  ocl_karg a[] = {OCL_ARG(o.buf), OCL_ARG(o.off), OCL_ARG(n),   OCL_ARG(cis),
+  ocl_arg a[] = {OCL_ARG(o.buf), OCL_ARG(o.off), OCL_ARG(n),   OCL_ARG(cis),
                   OCL_ARG(cip),   OCL_ARG(fsb),   OCL_ARG(fpb), OCL_ARG(al)};
   st = ocl_run_1d(ctx, q, prog, "k_arange", a, 8, n, op);
   return st != HWP_OK ? st : ocl_launch_done(ctx, q, op);

@@ -90,7 +90,7 @@ static HWP_Status ocl_kernel_uniform(const HWP_KernelContext *ctx) {
   memcpy(&range_bits, &range, 8);
   cl_uint k0 = (cl_uint)(uint64_t)seed, k1 = (cl_uint)((uint64_t)seed >> 32);
   cl_int al = o->byte_offset % hwp_dtype_size(o->dtype) == 0;
-  ocl_karg a[] = {OCL_ARG(out),     OCL_ARG(off),      OCL_ARG(cn),
+  ocl_arg a[] = {OCL_ARG(out),     OCL_ARG(off),      OCL_ARG(cn),
                   OCL_ARG(k0),      OCL_ARG(k1),       OCL_ARG(base_lo),
                   OCL_ARG(base_hi), OCL_ARG(low_bits), OCL_ARG(range_bits),
                   OCL_ARG(al)};

@@ -213,54 +213,6 @@ static size_t acc_size(const red_op *op, HWP_DType dt, int dev) {
   return 4;
 }
 
-static size_t pow2_floor(size_t v) {
-  size_t p = 1;
-  while (p * 2 <= v) p *= 2;
-  return p;
-}
-static size_t pow2_ceil(uint64_t v) {
-  size_t p = 1;
-  while (p < v && p < ((size_t)1 << 30)) p *= 2;
-  return p;
-}
-
-typedef struct red_group {
-  int n;
-  cl_long shape[HWP_MAX_NDIM];
-  cl_long st[HWP_MAX_NDIM]; /* bytes */
-} red_group;
-
-static void group_add(red_group *g, int64_t size, int64_t st_bytes) {
-  if (size == 1) return;
-  if (g->n > 0 && g->st[g->n - 1] == st_bytes * size) {
-    g->shape[g->n - 1] *= size;
-    g->st[g->n - 1] = st_bytes;
-    return;
-  }
-  g->shape[g->n] = size;
-  g->st[g->n] = st_bytes;
-  ++g->n;
-}
-
-static size_t kernel_wg(cl_kernel k, cl_device_id id, size_t cap) {
-  size_t kwg = 0;
-  if (clGetKernelWorkGroupInfo(k, id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL) ==
-          CL_SUCCESS &&
-      kwg > 0 && kwg < cap)
-    cap = kwg;
-  return pow2_floor(cap);
-}
-
-static HWP_Status enqueue(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
-                          size_t global, size_t local, const char *fn) {
-  cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL,
-                                      ctx->stream == NULL ? NULL : &ev);
-  if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
-  if (ctx->stream != NULL) ocl_stream_track(ctx->stream, ev);
-  return HWP_OK;
-}
-
 static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   const red_op *op = (const red_op *)ctx->user_data;
   const char *fn = op->name;
@@ -297,7 +249,7 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
     for (int k = 0; k < x->ndim; ++k) reduced[k] = 1;
 
   int64_t isz = (int64_t)dtype_size(dt);
-  red_group K, R;
+  ocl_dims K, R;
   memset(&K, 0, sizeof K);
   memset(&R, 0, sizeof R);
   uint64_t nout = 1, rlen = 1;
@@ -305,10 +257,10 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
     if (x->shape[k] < 0) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad shape", fn);
     if (reduced[k]) {
       rlen *= (uint64_t)x->shape[k];
-      group_add(&R, x->shape[k], x->strides[k] * isz);
+      ocl_dims_add(&R, x->shape[k], x->strides[k] * isz);
     } else {
       nout *= (uint64_t)x->shape[k];
-      group_add(&K, x->shape[k], x->strides[k] * isz);
+      ocl_dims_add(&K, x->shape[k], x->strides[k] * isz);
     }
   }
   uint64_t onum = 1;
@@ -334,37 +286,16 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   snprintf(kname, sizeof kname, "k_%s", op->name);
   cl_kernel k1 = clCreateKernel(prog, kname, &err);
   if (k1 == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
-  cl_device_id id = g_ocl.devices[dev].id;
-  size_t cap = g_ocl.devices[dev].max_work_group_size > 0
-                   ? (size_t)g_ocl.devices[dev].max_work_group_size
-                   : 64;
-  if (cap > OCL_RED_MAX_LOCAL) cap = OCL_RED_MAX_LOCAL;
-  size_t local_max = kernel_wg(k1, id, cap);
-  size_t local = pow2_ceil(rlen);
+  size_t cap = OCL_RED_MAX_LOCAL; /* ocl_kernel_wg also bounds it by the device and kernel */
+  size_t local_max = ocl_kernel_wg(k1, dev, cap);
+  size_t local = ocl_pow2_ceil(rlen);
   if (local > local_max) local = local_max;
   if (local == 0) local = 1;
 
-  /* Split long rows into chunks when there are too few outputs to fill the device. */
   uint64_t chunks = 1, chunk = rlen > 0 ? rlen : 1;
-  int32_t cus = g_ocl.devices[dev].compute_units > 0 ? g_ocl.devices[dev].compute_units : 1;
-  uint64_t target = (uint64_t)cus * 8 < 64 ? 64 : (uint64_t)cus * 8;
   HWP_Buffer ws = NULL;
   size_t asz = acc_size(op, dt, dev);
-  if (nout < target && rlen > (uint64_t)local * 16 && ctx->allocate_workspace != NULL) {
-    uint64_t want = (target + nout - 1) / nout;
-    uint64_t most = rlen / ((uint64_t)local * 8);
-    if (want > most) want = most;
-    if (want > 4096) want = 4096;
-    if (want > 1) {
-      chunk = (rlen + want - 1) / want;
-      chunks = (rlen + chunk - 1) / chunk;
-      if (ctx->allocate_workspace(ctx, nout * chunks * asz, &ws) != HWP_OK || ws == NULL) {
-        chunks = 1;
-        chunk = rlen;
-        ws = NULL;
-      }
-    }
-  }
+  ocl_split_rows(ctx, nout, rlen, local, asz, &chunks, &chunk, &ws);
 
   cl_long16 ks, kst, rs, rst;
   memset(&ks, 0, sizeof ks);
@@ -411,8 +342,8 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
       clReleaseKernel(k1);
       return ocl_cl_error(err, fn, "clCreateKernel");
     }
-    local2 = kernel_wg(k2, id, cap);
-    size_t want2 = pow2_ceil(chunks);
+    local2 = ocl_kernel_wg(k2, dev, cap);
+    size_t want2 = ocl_pow2_ceil(chunks);
     if (want2 < local2) local2 = want2;
     err = CL_SUCCESS;
     err |= clSetKernelArg(k2, 0, sizeof(cl_mem), &out);
@@ -432,8 +363,14 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   cl_command_queue q;
   st = ctx->stream == NULL ? ocl_sync_queue(dev, &q, fn)
                            : ocl_stream_queue(dev, ctx->stream, &q, fn);
-  if (st == HWP_OK) st = enqueue(ctx, q, k1, (size_t)(nout * chunks) * local, local, fn);
-  if (st == HWP_OK && k2 != NULL) st = enqueue(ctx, q, k2, (size_t)nout * local2, local2, fn);
+  if (st == HWP_OK) {
+    size_t g1 = (size_t)(nout * chunks) * local;
+    st = ocl_enqueue_nd(ctx, q, k1, 1, &g1, &local, fn);
+  }
+  if (st == HWP_OK && k2 != NULL) {
+    size_t g2 = (size_t)nout * local2;
+    st = ocl_enqueue_nd(ctx, q, k2, 1, &g2, &local2, fn);
+  }
   clReleaseKernel(k1); /* enqueued commands keep their kernels alive */
   if (k2 != NULL) clReleaseKernel(k2);
   if (st != HWP_OK) return st;

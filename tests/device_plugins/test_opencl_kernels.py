@@ -77,6 +77,13 @@ OP_DTYPES = [(op, d) for op, ds in KERNELS.items() for d in ds if FP64 or d != "
 # The reduction kernels (kernels_reduce.c, tested in test_opencl_reduce.py): every dtype.
 REDUCTION_OP_DTYPES = [(op, d) for op in ("sum", "prod", "max", "min")
                        for d in ("bool", *INTS, *FLOATS) if FP64 or d != "float64"]
+# argmax/argmin/cumsum/cumprod (kernels_arg_scan.c): every dtype; matmul (kernels_matmul.c): the
+# numeric ones; the fused nn kernels (kernels_nn.c): the float ones.
+REDUCTION_OP_DTYPES += [(op, d) for op in ("argmax", "argmin", "cumsum", "cumprod")
+                        for d in ("bool", *INTS, *FLOATS) if FP64 or d != "float64"]
+REDUCTION_OP_DTYPES += [("matmul", d) for d in (*INTS, *FLOATS) if FP64 or d != "float64"]
+REDUCTION_OP_DTYPES += [(op, d) for op in ("softmax", "log_softmax", "layer_norm", "rms_norm")
+                        for d in FLOATS if FP64 or d != "float64"]
 # The index and random kernels (kernels_index.c, kernels_random.c; tested in
 # test_opencl_index.py and test_opencl_random.py): ops.yaml's dtypes; arange's float dtypes and
 # uniform (computed in double) only with float64.

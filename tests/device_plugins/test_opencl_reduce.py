@@ -16,10 +16,10 @@ import pytest
 
 import hwport
 import hwport.runtime as rt
-from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
 from tests.conftest import INSTALL_ROOT
+from tests.device_plugins.ocl_families import check_on_stream, strided_views
 
 PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
 P = "custom:opencl"
@@ -134,14 +134,7 @@ def test_strided_views(op, name):
     rng = np.random.default_rng(abs(hash((op, name, 2))) % (1 << 32))
     a = values(op, name, (6, 9, 5), rng)
     t = dev(a)
-    views = [
-        (np.transpose(a, (2, 0, 1)), hwport.ops.transpose(t, perm=[2, 0, 1])),
-        (a[::-1, :, ::-1], hwport.ops.flip(t, axis=[0, 2])),
-        (a[1:, 1::2, :], hwport.ops.slice(t, axes=[0, 1], starts=[1, 1], ends=[6, 9],
-                                          strides=[1, 2])),
-    ]
-    for a_view, t_view in views:
-        a_c = np.ascontiguousarray(a_view)
+    for a_c, t_view in strided_views(a, t):
         for axis in ([0], [1], [2], [0, 2], [0, 1, 2]):
             check(op, name, a_c, t_view, axis)
 
@@ -195,13 +188,8 @@ def test_large_inputs_and_float32_accuracy():
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 4097)).astype(np.float32)
-    s = Stream(P)
-    with stream_guard(s):
-        t = dev(a)
-        outs = [(op, run(op, t, [1], False)) for op in OPS]
-    s.synchronize()
-    for op, o in outs:
-        assert_close(op, "float32", o.numpy(), np.asarray(reference(op, [a], {"axis": [1]})))
+    check_on_stream([(op, lambda t, op=op: run(op, t, [1], False), a, {"axis": [1]})
+                     for op in OPS])
 
 
 def test_ops_no_longer_fall_back():

@@ -219,27 +219,44 @@ def test_ops_are_numpy_correct_through_the_fallback():
     np.testing.assert_allclose(out_sum.numpy(), xa.sum(dtype=np.float64), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(out_mm.numpy(), xa @ xm, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(out_view.numpy(), xa[2:, 1::2] * 2, rtol=1e-6)
+    out_cat = hwport.ops.concat([a, b], axis=0)
+    np.testing.assert_array_equal(out_cat.numpy(), np.concatenate([xa, xb]))
     stats = rt.fallback_stats()
-    for op in ("matmul",):  # add, exp and sum have OpenCL kernels
-        assert stats.get((op, "opencl", "float32"), 0) >= 1, (op, stats)
-    for op in ("add", "exp", "sum"):
-        assert stats.get((op, "opencl", "float32"), 0) == 0, (op, stats)
+    place = rt._core.resolve_place(P)
+    # An op runs its OpenCL kernel when the plugin has one, else the counted CPU fallback.
+    for op in ("add", "exp", "sum", "matmul", "concat"):
+        if rt._core.has_kernel(op, place, "float32"):
+            assert stats.get((op, "opencl", "float32"), 0) == 0, (op, stats)
+        else:
+            assert stats.get((op, "opencl", "float32"), 0) >= 1, (op, stats)
+    assert rt._core.has_kernel("matmul", place, "float32")  # kernels_matmul.c
 
 
 def test_fallback_error_mode_raises():
-    proc = run_isolated("""
-        import numpy as np, hwport
-        a = hwport.to_tensor(np.ones((4, 4), np.float32), place="custom:opencl")
+    """HWPORT_FALLBACK=error: an op with an OpenCL kernel (matmul) still runs; each candidate
+    op the plugin has no kernel for raises FallbackError naming the device."""
+    place = rt._core.resolve_place(P)
+    calls = {"concat": "hwport.ops.concat([a, a], axis=0)",
+             "take_along_axis": "hwport.ops.take_along_axis(a, i, axis=0)",
+             "argsort": "hwport.ops.argsort(a, axis=0)"}
+    missing = [op for op in calls if not rt._core.has_kernel(op, place, "float32")]
+    body = "".join(f"""
         try:
-            hwport.matmul(a, a)  # no OpenCL kernel
+            {calls[op]}
         except hwport.FallbackError as e:
             assert "opencl" in str(e), str(e)
             print("raised")
         else:
-            print("no error")
+            print("no error")""" for op in missing)
+    proc = run_isolated(f"""
+        import numpy as np, hwport
+        a = hwport.to_tensor(np.ones((4, 4), np.float32), place="custom:opencl")
+        i = hwport.to_tensor(np.zeros((1, 4), np.int64), place="custom:opencl")
+        print(float(hwport.matmul(a, a).numpy()[0, 0]))  # has a kernel: no fallback, no error
+        {body.strip()}
     """, {"HWPORT_FALLBACK": "error"})
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    assert proc.stdout.strip() == "raised"
+    assert proc.stdout.split() == ["4.0"] + ["raised"] * len(missing), proc.stdout
 
 
 # ---- memory --------------------------------------------------------------------------------
