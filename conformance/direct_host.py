@@ -204,6 +204,49 @@ def open_library(so_path, on_pass=lambda stage: None):
         shutil.rmtree(tmpdir, ignore_errors=True)  # the mapping stays valid
 
 
+# The attrs dict key under which get_attr keeps arrays and strings alive until the kernel returns.
+KEEP_ALIVE = "\0keep"
+
+
+def _write_attr(v: Any, type_: int, out: Any, count: Any, keep: list[Any]) -> int:
+    """get_attr's conversion of attribute value v to HWP_AttrType type_ (exact or refused)."""
+    if type_ == 0:  # BOOL
+        if isinstance(v, (bool, np.bool_)):
+            ffi.cast("uint8_t *", out)[0] = int(v)
+            return OK
+        return INVALID_ARGUMENT
+    if type_ == 1:  # INT64
+        if isinstance(v, (bool, int, np.integer)) and -(1 << 63) <= int(v) < (1 << 63):
+            ffi.cast("int64_t *", out)[0] = int(v)
+            return OK
+        if isinstance(v, float) and v.is_integer() and -(2.0**63) <= v < 2.0**63:
+            ffi.cast("int64_t *", out)[0] = int(v)
+            return OK
+        return INVALID_ARGUMENT
+    if type_ == 2:  # FLOAT64
+        if isinstance(v, (float, np.floating)):
+            ffi.cast("double *", out)[0] = float(v)
+            return OK
+        if isinstance(v, (bool, int, np.integer)) and int(float(v)) == int(v):
+            ffi.cast("double *", out)[0] = float(v)
+            return OK
+        return INVALID_ARGUMENT
+    if type_ == 3 and isinstance(v, str):  # STRING
+        text = ffi.new("char[]", v.encode())
+        keep.append(text)
+        ffi.cast("const char **", out)[0] = text
+        return OK
+    if type_ == 4 and isinstance(v, (list, tuple)) and all(
+            isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in v):
+        arr = ffi.new("int64_t[]", [int(e) for e in v] or [0])  # INT64_ARRAY
+        keep.append(arr)
+        ffi.cast("const int64_t **", out)[0] = arr
+        if count != NULL:
+            count[0] = len(v)
+        return OK
+    return INVALID_ARGUMENT
+
+
 class DirectHost:
     """Loads a fresh instance of the plugin (a private copy of the .so, so dlopen does not hand
     back an already-initialised one) with the given environment, and calls hwport_plugin_init.
@@ -383,29 +426,10 @@ class DirectHost:
             try:
                 attrs = ffi.from_handle(ctx.host_context)
                 key = ffi.string(name).decode()
-                if key not in attrs:
+                if key not in attrs or key.startswith(KEEP_ALIVE):
                     return NOT_FOUND
-                v = attrs[key]
-                if type_ == 1:  # INT64
-                    if isinstance(v, (bool, int)) and -(1 << 63) <= int(v) < (1 << 63):
-                        ffi.cast("int64_t *", out)[0] = int(v)
-                        return OK
-                    if isinstance(v, float) and v.is_integer() and -(2.0**63) <= v < 2.0**63:
-                        ffi.cast("int64_t *", out)[0] = int(v)
-                        return OK
-                    return INVALID_ARGUMENT
-                if type_ == 2:  # FLOAT64
-                    if isinstance(v, float):
-                        ffi.cast("double *", out)[0] = v
-                        return OK
-                    if isinstance(v, (bool, int)) and int(float(v)) == int(v):
-                        ffi.cast("double *", out)[0] = float(v)
-                        return OK
-                    return INVALID_ARGUMENT
-                if type_ == 0 and isinstance(v, bool):  # BOOL
-                    ffi.cast("uint8_t *", out)[0] = int(v)
-                    return OK
-                return INVALID_ARGUMENT
+                return _write_attr(attrs[key], type_, out, count,
+                                   attrs.setdefault(KEEP_ALIVE, []))
             except Exception:  # noqa: BLE001 -- HWP_ERROR_INTERNAL instead of unwinding into C
                 return 8
 

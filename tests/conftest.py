@@ -51,3 +51,16 @@ def run_isolated(code: str, env: dict[str, str] | None = None, timeout: float = 
         text=True,
         timeout=timeout,
     )
+
+
+def exported_functions(so: Path) -> set[str]:
+    """The functions a shared library exports (nm -D); skips the test when nm is missing."""
+    import shutil
+    import subprocess
+
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm to list the exported symbols")
+    out = subprocess.run([nm, "-D", "--defined-only", str(so)], check=True, capture_output=True,
+                         text=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.split()[1:2] == ["T"]}

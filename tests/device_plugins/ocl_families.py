@@ -14,10 +14,13 @@ import hwport.runtime as rt
 from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
-from tests.conftest import INSTALL_ROOT
+from tests.device_plugins.opencl_env import (
+    PLUGIN_SO,
+    P,
+    registration_line,
+    require_opencl_device,
+)
 
-PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
-P = "custom:opencl"
 INTS = ("int8", "uint8", "int16", "int32", "int64")
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 ALL = ("bool", *INTS, *FLOATS)
@@ -26,18 +29,10 @@ ALL = ("bool", *INTS, *FLOATS)
 def require_family(what: str) -> str:
     """The plugin's "opencl: registered N <what> kernels (float64: ..)" line; skips the calling
     module when the plugin is not built, did not load, sees no device or lacks the family."""
-    if not PLUGIN_SO.exists():
-        pytest.skip(f"the OpenCL plugin is not built ({PLUGIN_SO} missing)",
-                    allow_module_level=True)
-    found = [p for p in rt.plugins() if p["device_type"] == "opencl"]
-    if not found:
-        pytest.skip(f"the OpenCL plugin did not load: {rt.plugin_errors()}",
-                    allow_module_level=True)
-    if found[0]["device_count"] == 0:
-        pytest.skip("the OpenCL plugin sees no device", allow_module_level=True)
-    for (_t, _lvl, m) in rt._core.plugin_log():
-        if str(m).startswith("opencl: registered") and f" {what} kernels" in str(m):
-            return str(m)
+    require_opencl_device()
+    line = registration_line(what)
+    if line is not None:
+        return line
     pytest.skip(f"the OpenCL plugin registers no {what} kernels", allow_module_level=True)
     raise AssertionError("unreachable")
 

@@ -16,11 +16,9 @@ from hwport.conformance.direct_host import (
     DEVICE_ERROR,
     DTYPE_CODE,
     INVALID_ARGUMENT,
-    NOT_FOUND,
     NULL,
     OK,
     DeviceArray,
-    ffi,
     np_dtype,
 )
 
@@ -58,67 +56,10 @@ def dt(name: str) -> np.dtype:
     return np_dtype(name)
 
 
-# ---- a host whose get_attr also serves strings and int arrays -------------------------------
-
-def _install_attr_callback(h) -> None:
-    @ffi.callback("HWP_Status(const HWP_KernelContext *, const char *, HWP_AttrType, "
-                  "void *, int64_t *)")
-    def get_attr(ctx, name, type_, out, count):
-        try:
-            attrs = ffi.from_handle(ctx.host_context)
-            key = ffi.string(name).decode()
-            if key not in attrs:
-                return NOT_FOUND
-            v = attrs[key]
-            keep = attrs.setdefault("\0keep", [])  # alive until the kernel returns
-            if type_ == 0:  # BOOL
-                if isinstance(v, (bool, np.bool_)):
-                    ffi.cast("uint8_t *", out)[0] = int(v)
-                    return OK
-                return INVALID_ARGUMENT
-            if type_ == 1:  # INT64 (exact)
-                if isinstance(v, (bool, int)) and -(1 << 63) <= int(v) < (1 << 63):
-                    ffi.cast("int64_t *", out)[0] = int(v)
-                    return OK
-                if isinstance(v, float) and v.is_integer() and -(2.0**63) <= v < 2.0**63:
-                    ffi.cast("int64_t *", out)[0] = int(v)
-                    return OK
-                return INVALID_ARGUMENT
-            if type_ == 2:  # FLOAT64 (exact)
-                if isinstance(v, float):
-                    ffi.cast("double *", out)[0] = v
-                    return OK
-                if isinstance(v, (bool, int)) and int(float(v)) == int(v):
-                    ffi.cast("double *", out)[0] = float(v)
-                    return OK
-                return INVALID_ARGUMENT
-            if type_ == 3 and isinstance(v, str):  # STRING
-                s = ffi.new("char[]", v.encode())
-                keep.append(s)
-                ffi.cast("const char **", out)[0] = s
-                return OK
-            if type_ == 4 and isinstance(v, (list, tuple)) and all(
-                    isinstance(e, int) for e in v):  # INT64_ARRAY
-                arr = ffi.new("int64_t[]", max(len(v), 1))
-                for i, e in enumerate(v):
-                    arr[i] = e
-                keep.append(arr)
-                ffi.cast("const int64_t **", out)[0] = arr
-                if count != NULL:
-                    count[0] = len(v)
-                return OK
-            return INVALID_ARGUMENT
-        except Exception:  # noqa: BLE001 -- never unwind into C
-            return 8
-
-    h._cb_get_attr = get_attr  # DirectHost.call_kernel passes this one
-
-
 @pytest.fixture(scope="module")
 def h(load_cpu):
     host = load_cpu(HWPORT_CPU_DEVICES="1")
     assert host.init_status == OK
-    _install_attr_callback(host)
     return host
 
 
@@ -127,7 +68,6 @@ def h_async(load_cpu):
     """Every kernel goes through the stream's worker (no inline execution)."""
     host = load_cpu(HWPORT_CPU_DEVICES="1", HWPORT_CPU_INLINE_ELEMENTS="0")
     assert host.init_status == OK
-    _install_attr_callback(host)
     return host
 
 

@@ -18,12 +18,10 @@ from plugin_build import build_cpu_plugin
 from hwport.conformance.direct_host import (
     DTYPE_CODE,
     INVALID_ARGUMENT,
-    NOT_FOUND,
     NULL,
     OK,
     DeviceArray,
     DirectHost,
-    ffi,
     np_dtype,
 )
 
@@ -43,47 +41,11 @@ MATMUL_TOL = {"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2), "float32": (1e-
 ATTR_BOOL, ATTR_INT64, ATTR_FLOAT64, ATTR_INT64_ARRAY = 0, 1, 2, 4
 
 
-# ---- a host whose get_attr also serves int lists (INT64_ARRAY) ----------------------------------
-
-@ffi.callback("HWP_Status(const HWP_KernelContext *, const char *, HWP_AttrType, void *, "
-              "int64_t *)")
-def _get_attr(ctx, name, type_, out, count):
-    try:
-        attrs = ffi.from_handle(ctx.host_context)
-        key = ffi.string(name).decode()
-        if key not in attrs or key.startswith("__"):
-            return NOT_FOUND
-        v = attrs[key]
-        is_int = isinstance(v, int) and not isinstance(v, bool)
-        if type_ == ATTR_INT64_ARRAY:
-            if not isinstance(v, (list, tuple)):
-                return INVALID_ARGUMENT
-            arr = ffi.new("int64_t[]", [int(i) for i in v] or [0])
-            attrs.setdefault("__keep__", []).append(arr)  # alive until the kernel returns
-            ffi.cast("int64_t **", out)[0] = arr
-            if count != NULL:
-                count[0] = len(v)
-            return OK
-        if type_ == ATTR_INT64 and (is_int or isinstance(v, bool)):
-            ffi.cast("int64_t *", out)[0] = int(v)
-            return OK
-        if type_ == ATTR_FLOAT64 and (isinstance(v, float) or is_int):
-            ffi.cast("double *", out)[0] = float(v)
-            return OK
-        if type_ == ATTR_BOOL and isinstance(v, bool):
-            ffi.cast("uint8_t *", out)[0] = int(v)
-            return OK
-        return INVALID_ARGUMENT
-    except Exception:  # noqa: BLE001 -- never unwind into C
-        return 8
-
-
 def _make_host(so) -> DirectHost:
     # Three pool threads whatever the machine: the split (chunked) paths run everywhere.
     h = DirectHost(so, env={"HWPORT_CPU_DEVICES": "1", "HWPORT_CPU_MEMORY_LIMIT": None,
                             "HWPORT_CPU_INLINE_ELEMENTS": None, "HWPORT_CPU_THREADS": "3"})
     assert h.init_status == OK
-    h._cb_get_attr = _get_attr  # call_kernel hands this to the kernel context
     return h
 
 

@@ -26,7 +26,7 @@ import pytest
 import hwport
 import hwport.runtime as rt
 from hwport.conformance import direct_host as dh
-from tests.conftest import INSTALL_ROOT, run_isolated
+from tests.conftest import INSTALL_ROOT, exported_functions, run_isolated
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "phi_ops" / "codegen"))
@@ -63,13 +63,7 @@ needs_gpu = pytest.mark.skipif(
 # ---- the plugin is built and loads ---------------------------------------------------------
 
 def test_plugin_exports_only_the_entry_point():
-    nm = shutil.which("nm")
-    if nm is None:
-        pytest.skip("no nm to list the exported symbols")
-    out = subprocess.run([nm, "-D", "--defined-only", str(PLUGIN_SO)], capture_output=True,
-                         text=True, check=True).stdout
-    exported = {line.split()[-1] for line in out.splitlines() if line.split()[1:2] == ["T"]}
-    assert exported == {"hwport_plugin_init"}, exported
+    assert exported_functions(PLUGIN_SO) == {"hwport_plugin_init"}
 
 
 def test_import_hwport_loads_the_plugin_in_a_fresh_process():

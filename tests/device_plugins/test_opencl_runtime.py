@@ -22,7 +22,7 @@ import pytest
 import hwport
 import hwport.runtime as rt
 from hwport.device import Event, Stream, stream_guard
-from tests.conftest import INSTALL_ROOT, run_isolated
+from tests.conftest import INSTALL_ROOT, exported_functions, run_isolated
 
 PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
 P = "custom:opencl"
@@ -95,13 +95,7 @@ def test_runtime_cli_lists_the_plugin():
 
 
 def test_exports_only_the_init_symbol():
-    nm = shutil.which("nm")
-    if nm is None:
-        pytest.skip("no nm")
-    out = subprocess.run([nm, "-D", "--defined-only", str(PLUGIN_SO)], check=True,
-                         capture_output=True, text=True).stdout
-    symbols = {line.split()[-1] for line in out.splitlines() if line.split()[1:2] == ["T"]}
-    assert symbols == {"hwport_plugin_init"}
+    assert exported_functions(PLUGIN_SO) == {"hwport_plugin_init"}
 
 
 # ---- properties match OpenCL's own view ------------------------------------------------------
