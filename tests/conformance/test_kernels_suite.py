@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import hwport
 from hwport.conformance.model import Case, CheckFailed, Status, Target
 from hwport.conformance.suites import coverage, kernels
 from hwport.conformance.suites.op_common import group_seed
@@ -101,19 +100,21 @@ def test_coverage_on_cpu_is_native_or_decomposition():
     assert res.details["paths"] == {"float16": "native"}
 
 
-def test_coverage_reports_the_cpu_fallback():
-    hwport.runtime.set_fallback_mode("allow")
-    opencl = Target("opencl")
-    if "opencl" not in hwport.device.get_all_custom_device_type():
-        pytest.skip("the OpenCL plugin is not loaded here")
-    # an (op, dtype) among the primitives whose kernel dtype the OpenCL plugin lacks
-    missing = [(n, d) for n, op in sample_inputs.OPS.items() if op.is_primitive
-               for d in op.dtypes if (cs := sample_inputs.cases_for(n, d))
-               and not _core.has_kernel(n, "custom:opencl", cs[0].key_dtype())]
-    if not missing:
-        pytest.skip("the OpenCL plugin implements every primitive")
-    op, d = missing[0]
-    res = coverage.run(opencl, Case("coverage", op, {"op": op, "dtypes": [d]}, 5), {})
-    assert res.status == Status.NOT_SUPPORTED
-    assert res.details["paths"] == {d: "fallback"}
-    assert any(f.startswith(f"{op}[") for f in res.details["fallback_ops"][d])
+def test_coverage_reports_the_cpu_fallback(tmp_path):
+    """The zoo's `good` plugin has one kernel (add, float32): coverage says native for it, and
+    NOT_SUPPORTED with the fallback named for a primitive it lacks (multiply)."""
+    from tests.conftest import zoo_plugin_path
+
+    from .conftest import hwcheck, results_by_id
+
+    proc = hwcheck("run", "--plugin", str(zoo_plugin_path("good")), "--suite", "coverage",
+                   "-k", "coverage::add", "-k", "coverage::multiply", "--dtype", "float32",
+                   "--json", "run.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = results_by_id(tmp_path / "run.json")
+    assert {cid: r["status"] for cid, r in got.items()} == {
+        "coverage::add": "PASS", "coverage::multiply": "NOT_SUPPORTED"}, got
+    assert got["coverage::add"]["details"]["paths"] == {"float32": "native"}
+    mul = got["coverage::multiply"]["details"]
+    assert mul["paths"] == {"float32": "fallback"}
+    assert any(f.startswith("multiply[") for f in mul["fallback_ops"]["float32"]), mul

@@ -11,6 +11,7 @@ recompiled. Skipped when the plugin is not built or sees no OpenCL device."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -410,3 +411,22 @@ def test_direct_argument_checks(ocl):
     finally:
         a.free()
         out.free()
+
+
+def test_float16_needs_no_cl_khr_fp16():
+    """float16 is registered on devices without cl_khr_fp16 (PoCL here) because no program
+    computes in `half`: values move through the core OpenCL 1.2 vload_half/vstore_half_rte and
+    are computed in float. This pins that: no program enables cl_khr_fp16, and `half` appears
+    only as the pointer type those two built-ins take."""
+    sources = sorted((REPO_ROOT / "device_plugins" / "opencl").glob("*.cl"))
+    assert sources
+    uses = []
+    for src in sources:
+        text = re.sub(r"/\*.*?\*/", "", src.read_text(encoding="utf-8"), flags=re.S)
+        assert "cl_khr_fp16" not in text, src.name
+        for line in text.splitlines():
+            if re.search(r"\bhalf\b", line):
+                uses.append(line)
+                stripped = re.sub(r"\((const )?half \*\)", "", line)
+                assert not re.search(r"\bhalf\b", stripped), f"{src.name}: {line.strip()}"
+    assert any("vload_half" in u for u in uses) and any("vstore_half_rte" in u for u in uses)
