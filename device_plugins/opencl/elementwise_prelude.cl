@@ -164,7 +164,11 @@ static inline CT ew_fmax_nan(CT x, CT y) { return ((x >= y) | (x != x)) ? x : y;
 static inline CT ew_fmin_nan(CT x, CT y) { return ((x <= y) | (x != x)) ? x : y; }
 static inline int ew_isnan(CT x) { return isnan(x) ? 1 : 0; }
 static inline int ew_isinf(CT x) { return isinf(x) ? 1 : 0; }
+#ifdef DT_float64
 #define ew_exp(x) exp(x)
+#else
+#define ew_exp(x) ocl_expf(x) /* expf.cl, embedded after this prelude */
+#endif
 #define ew_expm1(x) expm1(x)
 #define ew_log(x) log(x)
 #define ew_log1p(x) log1p(x)
@@ -308,21 +312,21 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
   __global const uchar *px = a + pa, *py = b + pb, *pz = c + pc;                               \
   (void)px; (void)py; (void)pz; (void)arg;
 
-/* The contiguous fast path, kc_<op>: same arguments, used when every operand is aligned and at
- * most 1-D after collapsing (strides 0 or one element). `al` is then a constant, so the loads
- * are plain typed accesses that PoCL can vectorize across work-items. */
+/* The contiguous fast path, kc_<op>: same arguments, used when every operand is aligned and
+ * contiguous (1-D after collapsing, stride one element). Alignment, element sizes and strides
+ * are then constants and there is no bounds check (the host launches it over whole work-groups
+ * only, and k_<op> over the rest), so the device compiler vectorizes across work-items. */
 #define EW_PARAMS_C                                                                            \
   __global uchar *out, ulong out_off, __global const uchar *a, ulong a_off,                    \
       __global const uchar *b, ulong b_off, __global const uchar *c, ulong c_off, ulong n,     \
       int ndim_unused, int al_unused, int arg, long16 shape_unused, long16 sa, long16 sb,      \
       long16 sc
-#define EW_PROLOGUE_C(OUTSIZE)                                                                 \
+#define EW_PROLOGUE_C(OUTSIZE, ASIZE, BSIZE, CSIZE)                                            \
   const int al = 1;                                                                            \
-  ulong gid = get_global_id(0);                                                                \
-  if (gid >= n) return;                                                                        \
+  ulong gid = get_global_id(0); /* no bounds check: the host launches whole work-groups */    \
   __global uchar *po = out + out_off + gid * (ulong)(OUTSIZE);                                 \
-  __global const uchar *px = a + a_off + (long)gid * sa.s0;                                    \
-  __global const uchar *py = b + b_off + (long)gid * sb.s0;                                    \
-  __global const uchar *pz = c + c_off + (long)gid * sc.s0;                                    \
-  (void)px; (void)py; (void)pz; (void)arg; (void)ndim_unused; (void)al_unused;                 \
-  (void)shape_unused;
+  __global const uchar *px = a + a_off + gid * (ulong)(ASIZE);                                 \
+  __global const uchar *py = b + b_off + gid * (ulong)(BSIZE);                                 \
+  __global const uchar *pz = c + c_off + gid * (ulong)(CSIZE);                                 \
+  (void)px; (void)py; (void)pz; (void)arg; (void)n; (void)ndim_unused; (void)al_unused;        \
+  (void)shape_unused; (void)sa; (void)sb; (void)sc;

@@ -122,8 +122,14 @@ HWP_Status ocl_ctx_queue(const HWP_KernelContext *ctx, cl_command_queue *q, cons
 HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
                           cl_uint dims, const size_t *global, const size_t *local,
                           const char *fn) {
+  return ocl_enqueue_nd_at(ctx, q, k, dims, NULL, global, local, fn);
+}
+
+HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
+                             cl_uint dims, const size_t *offset, const size_t *global,
+                             const size_t *local, const char *fn) {
   cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(q, k, dims, NULL, global, local, 0, NULL,
+  cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL,
                                       ctx->stream == NULL ? NULL : &ev);
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
   if (ctx->stream != NULL) ocl_stream_track(ctx->stream, ev);

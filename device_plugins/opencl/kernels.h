@@ -83,6 +83,10 @@ HWP_Status ocl_ctx_queue(const HWP_KernelContext *ctx, cl_command_queue *q, cons
 HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
                           cl_uint dims, const size_t *global, const size_t *local,
                           const char *fn);
+/* The same with a global work offset (NULL: none). */
+HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
+                             cl_uint dims, const size_t *offset, const size_t *global,
+                             const size_t *local, const char *fn);
 /* Checks the kernel context (device, counts, get_attr) and that every view has a known dtype,
  * a rank <= HWP_MAX_NDIM, non-negative dims and a buffer unless it is empty. */
 HWP_Status ocl_check_views(const HWP_KernelContext *ctx, int min_inputs, int max_inputs,

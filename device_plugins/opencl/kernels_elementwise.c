@@ -152,13 +152,6 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   cl_program prog;
   st = ocl_program_get(dev, (int)key, ocl_ew_program_source[key], g_options[dev], &prog, fn);
   if (st != HWP_OK) return st;
-  char kname[96];
-  int contiguous = aligned && ndim <= 1 && op->kind != OCL_EW_FILL;
-  snprintf(kname, sizeof kname, "%s_%s", contiguous ? "kc" : "k", op->name);
-  cl_int err;
-  cl_kernel k = clCreateKernel(prog, kname, &err);
-  if (k == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
-
   cl_mem out = (cl_mem)o->buffer;
   cl_mem in[3] = {out, out, out};
   cl_ulong off[3] = {0, 0, 0};
@@ -168,50 +161,44 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   }
   cl_ulong out_off = o->byte_offset, cn = n;
   cl_int cndim = ndim, cal = aligned, carg = arg;
-  err = CL_SUCCESS;
-  err |= clSetKernelArg(k, 0, sizeof(cl_mem), &out);
-  err |= clSetKernelArg(k, 1, sizeof(cl_ulong), &out_off);
-  for (int i = 0; i < 3; ++i) {
-    err |= clSetKernelArg(k, (cl_uint)(2 + 2 * i), sizeof(cl_mem), &in[i]);
-    err |= clSetKernelArg(k, (cl_uint)(3 + 2 * i), sizeof(cl_ulong), &off[i]);
+  const ocl_arg args[16] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(in[0]), OCL_ARG(off[0]),
+                            OCL_ARG(in[1]), OCL_ARG(off[1]),  OCL_ARG(in[2]), OCL_ARG(off[2]),
+                            OCL_ARG(cn),    OCL_ARG(cndim),   OCL_ARG(cal),   OCL_ARG(carg),
+                            OCL_ARG(shape), OCL_ARG(sa),      OCL_ARG(sb),    OCL_ARG(sc)};
+  char kname[96];
+  snprintf(kname, sizeof kname, "k_%s", op->name);
+  cl_kernel k = NULL, kc = NULL;
+  st = ocl_kernel_make(prog, kname, args, 16, &k, fn);
+  if (st != HWP_OK) return st;
+  size_t local = ocl_kernel_wg(k, dev, OCL_EW_LOCAL);
+  /* The contiguous kc_ kernels have no bounds check (it keeps the device compiler from
+   * vectorizing across work-items): they cover the whole work-groups, and k_, with its check,
+   * the last partial one. */
+  uint64_t n_main = 0;
+  int contiguous = aligned && ndim == 1 && op->kind != OCL_EW_FILL;
+  for (int i = 0; i < nin; ++i) contiguous = contiguous && L.st[i][0] == isz[i];
+  if (contiguous && n >= local) {
+    snprintf(kname, sizeof kname, "kc_%s", op->name);
+    st = ocl_kernel_make(prog, kname, args, 16, &kc, fn);
+    if (st == HWP_OK) {
+      size_t lc = ocl_kernel_wg(kc, dev, OCL_EW_LOCAL);
+      if (lc < local) local = lc;
+      n_main = n / local * local;
+    }
   }
-  err |= clSetKernelArg(k, 8, sizeof(cl_ulong), &cn);
-  err |= clSetKernelArg(k, 9, sizeof(cl_int), &cndim);
-  err |= clSetKernelArg(k, 10, sizeof(cl_int), &cal);
-  err |= clSetKernelArg(k, 11, sizeof(cl_int), &carg);
-  err |= clSetKernelArg(k, 12, sizeof(cl_long16), &shape);
-  err |= clSetKernelArg(k, 13, sizeof(cl_long16), &sa);
-  err |= clSetKernelArg(k, 14, sizeof(cl_long16), &sb);
-  err |= clSetKernelArg(k, 15, sizeof(cl_long16), &sc);
-  if (err != CL_SUCCESS) {
-    clReleaseKernel(k);
-    return ocl_error(HWP_ERROR_INTERNAL, "%s: clSetKernelArg failed", fn);
-  }
-  size_t local = OCL_EW_LOCAL, kwg = 0;
-  if (clGetKernelWorkGroupInfo(k, g_ocl.devices[dev].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
-                               &kwg, NULL) == CL_SUCCESS &&
-      kwg > 0 && kwg < local)
-    local = kwg;
-  size_t global = (size_t)((n + local - 1) / local) * local;
-
   cl_command_queue q;
-  if (ctx->stream == NULL) {
-    st = ocl_sync_queue(dev, &q, fn);
-  } else {
-    st = ocl_stream_queue(dev, ctx->stream, &q, fn);
+  if (st == HWP_OK) st = ocl_ctx_queue(ctx, &q, fn);
+  if (st == HWP_OK && n_main > 0) {
+    size_t global = (size_t)n_main;
+    st = ocl_enqueue_nd_at(ctx, q, kc, 1, NULL, &global, &local, fn);
   }
-  if (st != HWP_OK) {
-    clReleaseKernel(k);
-    return st;
+  if (st == HWP_OK && n_main < n) {
+    size_t offset = (size_t)n_main, global = (size_t)((n - n_main + local - 1) / local) * local;
+    st = ocl_enqueue_nd_at(ctx, q, k, 1, &offset, &global, &local, fn);
   }
-  cl_event ev = NULL;
-  err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL,
-                               ctx->stream == NULL ? NULL : &ev);
-  clReleaseKernel(k); /* the enqueued command keeps it alive */
-  if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
-  if (ctx->stream != NULL) {
-    ocl_stream_track(ctx->stream, ev);
-  }
+  clReleaseKernel(k); /* enqueued commands keep their kernels alive */
+  if (kc != NULL) clReleaseKernel(kc);
+  if (st != HWP_OK) return st;
   return ocl_launch_done(ctx, q, fn);
 }
 

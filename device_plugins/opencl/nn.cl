@@ -18,6 +18,12 @@ typedef double AT;
 #else
 typedef VT AT;
 #endif
+/* exp in VT: ocl_expf (expf.cl, vectorizes) for the float32-computed dtypes, exp for double. */
+#if DT == 9
+#define EXPV(v) exp(v)
+#else
+#define EXPV(v) ocl_expf(v)
+#endif
 #define MAXN(a, b) ((((a) > (b)) | isnan(a)) ? (a) : (b)) /* branch-free: NaN propagates */
 #define SUMN(a, b) ((a) + (b))
 
@@ -41,7 +47,7 @@ __kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global co
   GROUP_TREE(MAXN, scratch, m)
   AT s = 0;
   for (ulong r = lid; r < len; r += lsz) {
-    VT e = exp((cache ? row[r] : LDV(src + (long)r * ast, al)) - m);
+    VT e = EXPV((cache ? row[r] : LDV(src + (long)r * ast, al)) - m);
     if (cache && !logsm) row[r] = e; /* each work-item rewrites only its own elements */
     s += e;
   }
@@ -55,7 +61,7 @@ __kernel void k_softmax(__global uchar *out, ulong out_off, int oal, __global co
   } else {
     const VT inv = (VT)((AT)1 / s);
     for (ulong r = lid; r < len; r += lsz) {
-      VT e = cache ? row[r] : exp(LDV(src + (long)r * ast, al) - m);
+      VT e = cache ? row[r] : EXPV(LDV(src + (long)r * ast, al) - m);
       STV(dst + r * ostep, oal, e * inv);
     }
   }

@@ -1,6 +1,6 @@
 """Generates the OpenCL plugin's elementwise programs from phi_ops/ops.yaml.
 
-    python gen_opencl_elementwise.py <ops.yaml> <elementwise_prelude.cl> <out_dir>
+    python gen_opencl_elementwise.py <ops.yaml> <elementwise_prelude.cl>[,<more.cl>...] <out_dir>
 
 writes <out_dir>/ocl_elementwise_gen.h (only when its content changes). The header holds:
 
@@ -114,10 +114,15 @@ def kernel_source(op: dict, dtype: str) -> str:
     raise GenError(f"op {n!r}: unknown kind {kind!r}")
 
 
-def contiguous_variant(name: str, source: str) -> str:
-    """kc_<name>: the kernel's body behind the contiguous, aligned prologue (EW_PROLOGUE_C)."""
-    return (source.replace(f"k_{name}(EW_PARAMS)", f"kc_{name}(EW_PARAMS_C)", 1)
-            .replace("EW_PROLOGUE(", "EW_PROLOGUE_C(", 1))
+def contiguous_variant(op: dict, dtype: str, source: str) -> str:
+    """kc_<name>: the kernel's body behind the contiguous prologue (EW_PROLOGUE_C), which is told
+    each input's element size so that addresses are gid * constant and vectorize."""
+    size = OCL_DTYPES[dtype][2]
+    in_sizes = f"{1 if op['kind'] == 'where' else size}, {size}, {size}"
+    head, sep, rest = source.partition("EW_PROLOGUE(")
+    out_size, close, tail = rest.partition(")\n")
+    return (head.replace(f"k_{op['name']}(EW_PARAMS)", f"kc_{op['name']}(EW_PARAMS_C)", 1)
+            + f"EW_PROLOGUE_C({out_size}, {in_sizes})\n" + tail)
 
 
 def c_string(text: str) -> str:
@@ -161,7 +166,7 @@ def render(ops: list[dict], prelude: str) -> str:
             if dtype in op["dtypes"]:
                 src += kernel_source(op, dtype)
                 if op["kind"] != "fill":
-                    src += contiguous_variant(op["name"], kernel_source(op, dtype))
+                    src += contiguous_variant(op, dtype, kernel_source(op, dtype))
         parts.append(f"    /* {dtype} */")
         parts.append(c_string(src) + ",")
     parts.append("};")
@@ -171,7 +176,9 @@ def render(ops: list[dict], prelude: str) -> str:
 
 
 def generate(ops_yaml: str | Path, prelude: str | Path, out_dir: str | Path) -> Path:
-    text = render(collect(load(ops_yaml)), Path(prelude).read_text(encoding="utf-8"))
+    """prelude: one .cl file, or several separated by commas (concatenated in order)."""
+    parts = [Path(p).read_text(encoding="utf-8") for p in str(prelude).split(",")]
+    text = render(collect(load(ops_yaml)), "\n".join(parts))
     return write_if_changed(Path(out_dir) / HEADER_NAME, text)
 
 

@@ -430,3 +430,23 @@ def test_float16_needs_no_cl_khr_fp16():
                 stripped = re.sub(r"\((const )?half \*\)", "", line)
                 assert not re.search(r"\bhalf\b", stripped), f"{src.name}: {line.strip()}"
     assert any("vload_half" in u for u in uses) and any("vstore_half_rte" in u for u in uses)
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 129, 1000, 4096, 100003])
+def test_contiguous_fast_path_covers_whole_groups_and_the_tail(n):
+    """Contiguous views run kc_<op> (no bounds check) over whole work-groups and k_<op> over the
+    rest: every element is written exactly once, at every size around the group size, also for
+    a view that starts at an element offset and for where/cast (other operand sizes)."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n + 3).astype(np.float32)
+    y = rng.integers(-1000, 1000, n).astype(np.int32)
+    c = rng.random(n) < 0.5
+    tx = dev(x)[3:]  # an element-aligned offset view, still contiguous
+    np.testing.assert_allclose(hwport.exp(tx).numpy(), np.exp(x[3:]), rtol=1e-6, atol=0)
+    np.testing.assert_array_equal((dev(y) + dev(y)).numpy(), y + y)
+    np.testing.assert_array_equal(
+        hwport.ops.where(dev(c), dev(y), dev(-y)).numpy(), np.where(c, y, -y))
+    np.testing.assert_array_equal(hwport.ops.cast(dev(y), dtype="float64").numpy(),
+                                  y.astype(np.float64))
+    out = hwport.ops.cast(tx, dtype="bfloat16").numpy()
+    np.testing.assert_array_equal(out.view(np.uint16), x[3:].astype(out.dtype).view(np.uint16))
