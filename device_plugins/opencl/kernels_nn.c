@@ -13,10 +13,15 @@
  *     are present; without them, by count in order). weight and bias have x's dtype and x's
  *     last normalized_ndim dims as their shape.
  * One work-group per row; float16/bfloat16/float32 compute in float, float64 in double, row
- * statistics in double where the device has it. A row
+ * statistics in double where the device has it (float sums fail the large-mean layer_norm test
+ * and gain little: the kernels are memory-bound). Rows with unit element stride and aligned
+ * offsets (x, output, weight, bias) take k_softmax_rows/k_norm_rows: explicit VW-vectors, one
+ * work-item per row on CPU devices (about 15-30x faster on PoCL than the general kernels,
+ * whose strided per-element loops stay scalar). Otherwise k_softmax/k_norm: any strides; a row
  * that fits in a quarter of the device's local memory is kept there between passes. One program
  * per dtype (slots OCL_NN_SLOT0 + dtype). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hwport/kernel_util.h"
@@ -59,15 +64,37 @@ static size_t nn_row_bytes(int32_t dev, uint64_t len, size_t vsz, cl_int *cache)
   return *cache ? (size_t)len * vsz : vsz;
 }
 
-/* Creates the kernel and picks a power-of-two group size for rows of `len`. */
+static int nn_dev_cpu(int32_t dev) {
+  cl_device_type t = 0;
+  return clGetDeviceInfo(g_ocl.devices[dev].id, CL_DEVICE_TYPE, sizeof t, &t, NULL) ==
+             CL_SUCCESS && (t & CL_DEVICE_TYPE_CPU);
+}
+
+/* The contiguous-row kernels' vector width (nn.cl's VW): 16 on CPU devices (one AVX-512
+ * register of floats; PoCL runs a work-group of 1 as plain vector code), 4 elsewhere. */
+static int nn_vw(int32_t dev) { return nn_dev_cpu(dev) ? 16 : 4; }
+
+/* Creates the kernel and picks a power-of-two group size for rows of `len`: for the
+ * contiguous-row kernels (`rows`), one work-item per row on CPU devices (a work-group runs on
+ * one core either way, and a single work-item needs no trees), else up to one per VW-vector;
+ * HWPORT_OPENCL_NN_LOCAL=<n> sets it instead (tuning, and the tests' way to run the trees on
+ * a CPU device). */
 static HWP_Status nn_prepare(const HWP_KernelContext *ctx, HWP_DType dt, const char *kname,
-                             uint64_t len, cl_kernel *k, size_t *local, const char *fn) {
-  char options[96];
-  ocl_dtype_options(ctx->device, dt, NULL, options, sizeof options);
+                             uint64_t len, int rows, cl_kernel *k, size_t *local,
+                             const char *fn) {
+  char options[96], extra[16];
+  const int vw = nn_vw(ctx->device);
+  snprintf(extra, sizeof extra, "-DVW=%d", vw);
+  ocl_dtype_options(ctx->device, dt, extra, options, sizeof options);
   HWP_Status st = ocl_kernel_get(ctx->device, OCL_NN_SLOT0 + (int)dt, ocl_nn_source, options,
                                  kname, k, fn);
   if (st != HWP_OK) return st;
   *local = ocl_kernel_wg(*k, ctx->device, OCL_NN_MAX_LOCAL);
+  if (rows) {
+    const char *env = getenv("HWPORT_OPENCL_NN_LOCAL");
+    long want = env != NULL ? strtol(env, NULL, 10) : 0;
+    len = want > 0 ? (uint64_t)want : nn_dev_cpu(ctx->device) ? 1 : len / (uint64_t)vw + 1;
+  }
   if (ocl_pow2_ceil(len) < *local) *local = ocl_pow2_ceil(len);
   return HWP_OK;
 }
@@ -101,22 +128,34 @@ static HWP_Status softmax_kernel(const HWP_KernelContext *ctx, const nn_op *op) 
   ocl_split_axis(x, axis, &L);
   cl_kernel k = NULL;
   size_t local = 1, vsz = x->dtype == HWP_DTYPE_FLOAT64 ? 8 : 4;
-  if ((st = nn_prepare(ctx, x->dtype, "k_softmax", L.len, &k, &local, fn)) != HWP_OK) return st;
+  size_t asz = nn_acc_size(ctx->device, x->dtype);
+  cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
+  cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, clen = L.len, inner = L.inner;
+  cl_int oal = ocl_view_aligned(o), al = ocl_view_aligned(x), od = L.odims.n, id = L.idims.n,
+         logsm = op->alt, cache = 0;
   cl_long16 os, ost, is, ist;
   ocl_dims_long16(&L.odims, &os, &ost);
   ocl_dims_long16(&L.idims, &is, &ist);
-  cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
-  cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, clen = L.len, inner = L.inner;
+  if (L.inner == 1 && (L.len == 1 || L.ast == (int64_t)hwp_dtype_size(x->dtype)) && oal && al) {
+    /* Contiguous rows: the rows are the outer dims. */
+    if ((st = nn_prepare(ctx, x->dtype, "k_softmax_rows", L.len, 1, &k, &local, fn)) != HWP_OK)
+      return st;
+    const ocl_arg args[] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(in),
+                            OCL_ARG(in_off), OCL_ARG(clen),  OCL_ARG(od),
+                            OCL_ARG(os),    OCL_ARG(ost),     OCL_ARG(logsm),
+                            OCL_LOCAL(vsz * local), OCL_LOCAL(asz * local)};
+    return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, L.outer, local, fn);
+  }
+  if ((st = nn_prepare(ctx, x->dtype, "k_softmax", L.len, 0, &k, &local, fn)) != HWP_OK)
+    return st;
   cl_long ast = L.ast;
-  cl_int oal = ocl_view_aligned(o), al = ocl_view_aligned(x), od = L.odims.n, id = L.idims.n,
-         logsm = op->alt, cache = 0;
   size_t row = nn_row_bytes(ctx->device, L.len, vsz, &cache);
   const ocl_arg args[] = {OCL_ARG(out), OCL_ARG(out_off), OCL_ARG(oal),   OCL_ARG(in),
                           OCL_ARG(in_off), OCL_ARG(al),   OCL_ARG(clen),  OCL_ARG(ast),
                           OCL_ARG(inner), OCL_ARG(od),    OCL_ARG(os),    OCL_ARG(ost),
                           OCL_ARG(id),  OCL_ARG(is),      OCL_ARG(ist),   OCL_ARG(logsm),
                           OCL_ARG(cache), OCL_LOCAL(row), OCL_LOCAL(vsz * local),
-                          OCL_LOCAL(nn_acc_size(ctx->device, x->dtype) * local)};
+                          OCL_LOCAL(asz * local)};
   return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, L.outer * L.inner, local, fn);
 }
 
@@ -198,7 +237,6 @@ static HWP_Status norm_kernel(const HWP_KernelContext *ctx, const nn_op *op) {
   }
   cl_kernel k = NULL;
   size_t local = 1, vsz = x->dtype == HWP_DTYPE_FLOAT64 ? 8 : 4;
-  if ((st = nn_prepare(ctx, x->dtype, "k_norm", len, &k, &local, fn)) != HWP_OK) return st;
   cl_long16 rshape, rst;
   ocl_dims_long16(&rows, &rshape, &rst);
   cl_mem out = (cl_mem)o->buffer, in = (cl_mem)x->buffer;
@@ -214,15 +252,28 @@ static HWP_Status norm_kernel(const HWP_KernelContext *ctx, const nn_op *op) {
   double eps = hwp_attr_float64(ctx, "epsilon", rms ? 1e-6 : 1e-5);
   float eps_f = (float)eps;
   size_t asz = nn_acc_size(ctx->device, x->dtype);
+  const ocl_arg eps_arg = asz == 8 ? (ocl_arg)OCL_ARG(eps) : (ocl_arg)OCL_ARG(eps_f);
+  /* Contiguous rows: x, weight and bias have one unit-stride normalized dim (or none). */
+  if (oal && al && (nn == 0 || (nn == 1 && nxs.s[0] == isz && (!has_w || nws.s[0] == isz) &&
+                                (!has_b || nbs.s[0] == isz)))) {
+    if ((st = nn_prepare(ctx, x->dtype, "k_norm_rows", len, 1, &k, &local, fn)) != HWP_OK)
+      return st;
+    const ocl_arg args[] = {OCL_ARG(out),  OCL_ARG(out_off), OCL_ARG(in),    OCL_ARG(in_off),
+                            OCL_ARG(clen), OCL_ARG(rd),      OCL_ARG(rshape), OCL_ARG(rst),
+                            OCL_ARG(wm),   OCL_ARG(w_off),   OCL_ARG(bm),    OCL_ARG(b_off),
+                            OCL_ARG(chw),  OCL_ARG(chb),     OCL_ARG(crms),  eps_arg,
+                            OCL_LOCAL(asz * local)};
+    return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, nrows, local, fn);
+  }
+  if ((st = nn_prepare(ctx, x->dtype, "k_norm", len, 0, &k, &local, fn)) != HWP_OK) return st;
   size_t row = nn_row_bytes(ctx->device, len, vsz, &cache);
   const ocl_arg args[] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(oal),    OCL_ARG(in),
                           OCL_ARG(in_off), OCL_ARG(al),     OCL_ARG(clen),   OCL_ARG(rd),
                           OCL_ARG(rshape), OCL_ARG(rst),    OCL_ARG(ndim),   OCL_ARG(nshape),
                           OCL_ARG(nxs),   OCL_ARG(wm),      OCL_ARG(w_off),  OCL_ARG(nws),
                           OCL_ARG(bm),    OCL_ARG(b_off),   OCL_ARG(nbs),    OCL_ARG(chw),
-                          OCL_ARG(chb),   OCL_ARG(crms),
-                          asz == 8 ? (ocl_arg)OCL_ARG(eps) : (ocl_arg)OCL_ARG(eps_f),
-                          OCL_ARG(cache), OCL_LOCAL(row),   OCL_LOCAL(asz * local)};
+                          OCL_ARG(chb),   OCL_ARG(crms),    eps_arg,         OCL_ARG(cache),
+                          OCL_LOCAL(row), OCL_LOCAL(asz * local)};
   return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, nrows, local, fn);
 }
 

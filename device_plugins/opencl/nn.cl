@@ -105,3 +105,137 @@ __kernel void k_norm(__global uchar *out, ulong out_off, int oal, __global const
     STV(dst + r * ESIZE, oal, yv);
   }
 }
+
+/* Contiguous rows (k_softmax_rows, k_norm_rows): x's rows, the output's and weight/bias have
+ * unit element stride and aligned offsets. Built with -DVW=<vector width> (a power of two, 2..16);
+ * each work-item walks whole VW-vectors lid, lid + lsz, ... with vload/vstore and vector
+ * arithmetic (explicit vectors: CPU implementations need no cross-work-item vectorization, GPUs
+ * read neighbouring vectors), then the row's last len % VW elements one by one; one tree per
+ * statistic. A row start only needs element alignment (vloadn). */
+#ifdef VW
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if DT == 9 /* VT and AT by name (token pasting needs the name, not the typedef) */
+#define VT_NAME double
+#else
+#define VT_NAME float
+#endif
+#ifdef HAS_FP64
+#define AT_NAME double
+#else
+#define AT_NAME VT_NAME
+#endif
+#define VV CAT(VT_NAME, VW) /* VT vector */
+#define AV CAT(AT_NAME, VW) /* AT vector */
+#define TO_AV CAT(convert_, AV)
+#define TO_VV CAT(convert_, VV)
+#if DT == 6
+#define LDVEC(p) CAT(vload_half, VW)(0, (__global const half *)(p))
+#define STVEC(p, v) CAT(CAT(vstore_half, VW), _rte)(v, 0, (__global half *)(p))
+#elif DT == 7
+#define UV CAT(uint, VW)
+#define LDVEC(p)                                                                               \
+  CAT(as_float, VW)(CAT(convert_uint, VW)(CAT(vload, VW)(0, (__global const ushort *)(p))) << 16)
+static inline void stvec_bf16(__global uchar *p, VV f) { /* fbf16, lane-wise */
+  UV x = CAT(as_uint, VW)(f);
+  UV r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  r = ((x & 0x7fffffffu) > 0x7f800000u) ? ((x >> 16) | 0x40u) : r;
+  CAT(vstore, VW)(CAT(convert_ushort, VW)(r), 0, (__global ushort *)p);
+}
+#define STVEC(p, v) stvec_bf16(p, v)
+#else
+#define LDVEC(p) CAT(vload, VW)(0, (__global const VT *)(p))
+#define STVEC(p, v) CAT(vstore, VW)(v, 0, (__global VT *)(p))
+#endif
+#if DT == 9
+#define EXPVV(v) exp(v)
+#else
+OCL_DEF_EXPF(ocl_expfv, VV, CAT(uint, VW), CAT(int, VW))
+#define EXPVV(v) ocl_expfv(v)
+#endif
+/* Lane k of a vector; the lanes of v combined with OP in a fixed order. */
+#define LANE(T, v, k) (((private T *)&(v))[k])
+#define HREDUCE(OP, T, v, acc)                                                                 \
+  for (int k_ = 0; k_ < VW; ++k_) acc = OP(acc, LANE(T, v, k_));
+
+__kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const uchar *in,
+                             ulong in_off, ulong len, int rdim, long16 rshape, long16 rst,
+                             int logsm, __local VT *scratch, __local AT *ascratch) {
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong g = get_group_id(0), nv = len / VW;
+  __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
+  __global uchar *dst = out + out_off + g * len * ESIZE;
+  VV mv = (VV)(-INFINITY);
+  for (ulong v = lid; v < nv; v += lsz) mv = MAXN(mv, LDVEC(src + v * (VW * ESIZE)));
+  VT m = -INFINITY;
+  HREDUCE(MAXN, VT, mv, m)
+  for (ulong r = nv * VW + lid; r < len; r += lsz) m = MAXN(m, LDV(src + r * ESIZE, 1));
+  GROUP_TREE(MAXN, scratch, m)
+  AV sv = (AV)(0);
+  for (ulong v = lid; v < nv; v += lsz) sv += TO_AV(EXPVV(LDVEC(src + v * (VW * ESIZE)) - m));
+  AT s = 0;
+  HREDUCE(SUMN, AT, sv, s)
+  for (ulong r = nv * VW + lid; r < len; r += lsz) s += EXPV(LDV(src + r * ESIZE, 1) - m);
+  GROUP_TREE(SUMN, ascratch, s)
+  /* log_softmax: y = x - (m + log s); softmax: y = exp(x - m) * (1 / s) */
+  const VT a = logsm ? (VT)0 : (VT)((AT)1 / s);
+  const VT c = logsm ? (VT)log(s) : (VT)0;
+  for (ulong v = lid; v < nv; v += lsz) {
+    VV d = LDVEC(src + v * (VW * ESIZE)) - m;
+    STVEC(dst + v * (VW * ESIZE), logsm ? d - c : EXPVV(d) * a);
+  }
+  for (ulong r = nv * VW + lid; r < len; r += lsz) {
+    VT d = LDV(src + r * ESIZE, 1) - m;
+    STV(dst + r * ESIZE, 1, logsm ? d - c : EXPV(d) * a);
+  }
+}
+
+__kernel void k_norm_rows(__global uchar *out, ulong out_off, __global const uchar *in,
+                          ulong in_off, ulong len, int rdim, long16 rshape, long16 rst,
+                          __global const uchar *w, ulong w_off, __global const uchar *b,
+                          ulong b_off, int has_w, int has_b, int rms, AT eps,
+                          __local AT *scratch) {
+  const uint lid = get_local_id(0), lsz = get_local_size(0);
+  const ulong g = get_group_id(0), nv = len / VW;
+  __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
+  __global uchar *dst = out + out_off + g * len * ESIZE;
+  w += w_off;
+  b += b_off;
+  AT mean = 0;
+  if (!rms) {
+    AV sv = (AV)(0);
+    for (ulong v = lid; v < nv; v += lsz) sv += TO_AV(LDVEC(src + v * (VW * ESIZE)));
+    AT s = 0;
+    HREDUCE(SUMN, AT, sv, s)
+    for (ulong r = nv * VW + lid; r < len; r += lsz) s += LDV(src + r * ESIZE, 1);
+    GROUP_TREE(SUMN, scratch, s)
+    mean = s / (AT)len;
+  }
+  AV qv = (AV)(0);
+  for (ulong v = lid; v < nv; v += lsz) {
+    AV d = TO_AV(LDVEC(src + v * (VW * ESIZE))) - mean;
+    qv += d * d;
+  }
+  AT q = 0;
+  HREDUCE(SUMN, AT, qv, q)
+  for (ulong r = nv * VW + lid; r < len; r += lsz) {
+    AT d = (AT)LDV(src + r * ESIZE, 1) - mean;
+    q += d * d;
+  }
+  GROUP_TREE(SUMN, scratch, q)
+  const AT rstd = (AT)1 / sqrt(q / (AT)len + eps);
+  for (ulong v = lid; v < nv; v += lsz) {
+    const ulong o = v * (VW * ESIZE);
+    VV y = TO_VV((TO_AV(LDVEC(src + o)) - mean) * rstd);
+    if (has_w) y *= LDVEC(w + o);
+    if (has_b) y += LDVEC(b + o);
+    STVEC(dst + o, y);
+  }
+  for (ulong r = nv * VW + lid; r < len; r += lsz) {
+    VT y = (VT)(((AT)LDV(src + r * ESIZE, 1) - mean) * rstd);
+    if (has_w) y *= LDV(w + r * ESIZE, 1);
+    if (has_b) y += LDV(b + r * ESIZE, 1);
+    STV(dst + r * ESIZE, 1, y);
+  }
+}
+#endif

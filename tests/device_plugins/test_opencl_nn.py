@@ -196,6 +196,47 @@ def test_norms_against_torch_and_nan(name):
             assert np.isfinite(np.delete(got, [3, 5], axis=0)).all()
 
 
+@pytest.mark.parametrize("local", [None, "1", "4", "256"])
+@pytest.mark.parametrize("name", REGISTERED)
+def test_contiguous_rows(name, local, monkeypatch):
+    """The contiguous-row kernels (whole vectors, then the row's tail one by one) with one
+    work-item per row (PoCL's default) and with trees over 4 and 256 work-items (GPUs' kind),
+    chosen through HWPORT_OPENCL_NN_LOCAL: row lengths around the vector widths, an aligned
+    row offset, NaN/Inf and large values inside the vector part of a row."""
+    if local is not None:
+        monkeypatch.setenv("HWPORT_OPENCL_NN_LOCAL", local)
+    rng = np.random.default_rng(abs(hash((name, local, 7))) % (1 << 32))
+    for n in (1, 3, 4, 16, 21, 64, 100, 2048):
+        a = values(name, (5, n), rng, shift=0.5)
+        w, b = values(name, (n,), rng, scale=1.0), values(name, (n,), rng, scale=1.0)
+        t = dev(a)
+        for op in ("softmax", "log_softmax"):
+            check_sm(op, name, a, t, 1)
+            check_sm(op, name, a[2:], t[2:], 1)  # rows at an aligned byte offset
+            if n > 1:  # rows of n - 1 with a row stride of n
+                tv = hwport.ops.slice(t, axes=[1], starts=[1], ends=[n])
+                check_sm(op, name, np.ascontiguousarray(a[:, 1:]), tv, 1)
+        check_norm("layer_norm", name, a, w, b, t, dev(w), dev(b), 1)
+        check_norm("layer_norm", name, a[1:], None, b, t[1:], None, dev(b), 1)
+        check_norm("rms_norm", name, a, w, None, t, dev(w), None, 1)
+        check_norm("rms_norm", name, a[3:], None, None, t[3:], None, None, 1, eps=1e-3)
+    big = 6e4 if name == "float16" else 1e30
+    special = values(name, (5, 37), rng)
+    special[0, 5] = np.nan
+    special[1, :] = -np.inf
+    special[2, 20] = np.inf
+    special[3, 9:12] = (big, -big, big)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for op in ("softmax", "log_softmax"):
+            check_sm(op, name, special, dev(special), 1)
+            got = getattr(F, op)(dev(special), axis=1).numpy().astype(np.float64)
+            assert np.isnan(got[0]).all() and np.isfinite(got[4]).all()
+        for op in ("layer_norm", "rms_norm"):
+            got = getattr(F, op)(dev(special)).numpy().astype(np.float64)
+            assert np.isnan(got[0]).all() and np.isfinite(got[4]).all()
+            check_norm(op, name, special[4:], None, None, dev(special[4:]), None, None, 1)
+
+
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = values("float32", (64, 4097), rng)
@@ -237,7 +278,11 @@ def test_direct_unaligned(pad):
                  ("layer_norm", [xv, w, w], {"has_weight": True, "has_bias": True},
                   [da.view(xv), dw.view(), dw.view()]),
                  ("rms_norm", [xv, w], {"has_weight": True, "epsilon": 1e-3},
-                  [da.view(xv), dw.view()])]
+                  [da.view(xv), dw.view()]),
+                 # contiguous but unaligned rows: not the contiguous-row kernels
+                 ("softmax", [a], {"axis": 1}, [da.view()]),
+                 ("rms_norm", [a[:, :150], w], {"has_weight": True},
+                  [da.view(a[:, :150]), dw.view()])]
         try:
             for op, arrays, attrs, views in cases:
                 want = np.asarray(reference(op, arrays, {k: v for k, v in attrs.items()
