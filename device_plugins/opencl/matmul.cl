@@ -78,3 +78,85 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void k_matmul(
     }
   }
 }
+
+/* k_matmul_rows: float32/float64 with unit-stride rows of y (any strides for x), for CPU
+ * devices, built with -DMR=<rows> -DNV=<vectors per row> -DMVW=<vector width> [-DKC=<k chunk>].
+ * A work-item computes an MR x NR block (NR = NV * MVW) in registers, with no local memory:
+ * per k it loads the block's NV vectors of y's row k and multiplies-adds MR broadcast
+ * elements of x's column k into MR * NV vector accumulators (explicit vectors and unrolled
+ * loops: PoCL keeps the accumulators in registers only when the i/j loops are unrolled, about
+ * 2x). Work-items along dim 0 walk down M (neighbours share y's K x NR panel in cache), dim 1
+ * along N, dim 2 the batch. Rows past M re-read row M - 1 and are not stored. */
+#if defined(MR) && (DT == 8 || DT == 9)
+#define MCAT_(a, b) a##b
+#define MCAT(a, b) MCAT_(a, b)
+#if DT == 9
+#define MVEC MCAT(double, MVW)
+#else
+#define MVEC MCAT(float, MVW)
+#endif
+#define NR (NV * MVW)
+#ifndef KC
+#define KC 128
+#endif
+#define MLOAD(i, p) MCAT(vload, MVW)(i, p)
+#define MSTORE(v, i, p) MCAT(vstore, MVW)(v, i, p)
+#define UNROLL _Pragma("unroll")
+
+/* The rows x (W * MVW) block at ob from x's rows xr and y's columns at yb: x's block is
+ * copied k-major for KC steps of k at a time (one pointer in the inner loop). */
+#define MM_DEF_BLOCK(NAME, W)                                                                  \
+  static inline void NAME(__global const uchar *const *xr, long sxk,                          \
+                          __global const uchar *yb, long syk, long K, __global VT *ob, long N, \
+                          int rows) {                                                          \
+    MVEC acc[MR][W];                                                                           \
+    UNROLL for (int i = 0; i < MR; ++i) UNROLL for (int j = 0; j < W; ++j) acc[i][j] = 0;     \
+    VT ap[KC * MR];                                                                            \
+    for (long k0 = 0; k0 < K; k0 += KC) {                                                      \
+      const int kc = (int)min((long)KC, K - k0);                                               \
+      UNROLL for (int i = 0; i < MR; ++i) for (int kk = 0; kk < kc; ++kk) ap[kk * MR + i] =   \
+          *(__global const VT *)(xr[i] + (k0 + kk) * sxk);                                     \
+      __global const uchar *yk = yb + k0 * syk;                                                \
+      for (int kk = 0; kk < kc; ++kk, yk += syk) {                                             \
+        MVEC c[W];                                                                             \
+        UNROLL for (int j = 0; j < W; ++j) c[j] = MLOAD(j, (__global const VT *)yk);          \
+        UNROLL for (int i = 0; i < MR; ++i) UNROLL for (int j = 0; j < W; ++j) acc[i][j] +=   \
+            ap[kk * MR + i] * c[j]; /* contracts to fma */                                     \
+      }                                                                                        \
+    }                                                                                          \
+    UNROLL for (int i = 0; i < MR; ++i) if (i < rows) UNROLL for (int j = 0; j < W; ++j)      \
+        MSTORE(acc[i][j], j, ob + i * N);                                                      \
+  }
+MM_DEF_BLOCK(mm_block, NV)
+MM_DEF_BLOCK(mm_block1, 1)
+
+/* Blocks cut by N: whole vectors one at a time, then the last N % MVW columns one by one. */
+__kernel void k_matmul_rows(__global uchar *out, ulong out_off, __global const uchar *x,
+                            ulong x_off, __global const uchar *y, ulong y_off, long M, long N,
+                            long K, long sxm, long sxk, long syk, int bdim, long16 bshape,
+                            long16 bxs, long16 bys) {
+  const long m0 = (long)get_global_id(0) * MR, n0 = (long)get_global_id(1) * NR;
+  const ulong b = get_global_id(2);
+  if (m0 >= M || n0 >= N) return; /* the ND-range is rounded up to whole work-groups */
+  __global const uchar *xb = x + x_off + offs(b, bdim, bshape, bxs);
+  __global const uchar *yb = y + y_off + offs(b, bdim, bshape, bys) + n0 * ESIZE;
+  __global VT *ob = (__global VT *)(out + out_off) + b * (ulong)M * (ulong)N + m0 * N + n0;
+  __global const uchar *xr[MR];
+  UNROLL for (int i = 0; i < MR; ++i) xr[i] = xb + min(m0 + i, M - 1) * sxm;
+  const int rows = (int)min((long)MR, M - m0);
+  if (n0 + NR <= N) {
+    mm_block(xr, sxk, yb, syk, K, ob, N, rows);
+    return;
+  }
+  long n = 0;
+  for (; n + MVW <= N - n0; n += MVW) mm_block1(xr, sxk, yb + n * ESIZE, syk, K, ob + n, N, rows);
+  for (int i = 0; i < rows; ++i)
+    for (long c = n; c < N - n0; ++c) {
+      VT s = 0;
+      for (long k = 0; k < K; ++k)
+        s += *(__global const VT *)(xr[i] + k * sxk) *
+             *(__global const VT *)(yb + k * syk + c * ESIZE);
+      ob[i * N + c] = s;
+    }
+}
+#endif

@@ -109,6 +109,33 @@ def test_against_torch_and_special_values(name):
     check(name, a, b, dev(a), dev(b))
 
 
+@pytest.mark.parametrize("name", fam.registered(LINE, ("float32", "float64")))
+def test_register_blocks(name):
+    """float32/float64 with unit-stride rows of y run k_matmul_rows on CPU devices (register
+    blocks of whole vectors, blocks cut by N in single vectors and then column by column, rows
+    cut by M, k in chunks): N, M and K around those sizes, y's rows at an offset and a row
+    stride wider than N, x transposed (any strides), a broadcast batch, NaN/Inf in the vector
+    part. On other devices the same shapes check the tiled kernel."""
+    rng = np.random.default_rng(abs(hash((name, 11))) % (1 << 32))
+    for m, k, n in ((1, 1, 16), (5, 7, 17), (6, 129, 64), (7, 128, 65), (13, 300, 129),
+                    (12, 3, 200), (25, 257, 47), (3, 0, 70)):
+        a, b = values(name, (m, k), rng), values(name, (k, n), rng)
+        check(name, a, b, dev(a), dev(b))
+    a, b = values(name, (20, 40), rng), values(name, (40, 150), rng)
+    tb = hwport.ops.slice(dev(b), axes=[1], starts=[3], ends=[134])  # rows at an offset
+    check(name, a, b[:, 3:134], dev(a), tb)
+    at = np.ascontiguousarray(a.T)
+    check(name, a, b, hwport.ops.transpose(dev(at), perm=[1, 0]), dev(b))  # column-major x
+    a3, b2 = values(name, (3, 9, 40), rng), values(name, (40, 80), rng)  # y broadcast over 3
+    check(name, a3, b2, dev(a3), dev(b2))
+    a, b = values(name, (7, 6), rng) * 1e30, values(name, (6, 70), rng)
+    a[1, 2] = np.nan
+    a[3, :] = np.inf
+    b[:, 20] = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        check(name, a, b, dev(a), dev(b))
+
+
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a, b = values("float32", (64, 80), rng), values("float32", (80, 96), rng)
