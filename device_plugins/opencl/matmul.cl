@@ -91,25 +91,31 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void k_matmul(
 #define MCAT_(a, b) a##b
 #define MCAT(a, b) MCAT_(a, b)
 #if DT == 9
-#define MVEC MCAT(double, MVW)
+#define MBASE double
 #else
-#define MVEC MCAT(float, MVW)
+#define MBASE float
 #endif
+/* Vector type, load and store by width; width 1 is the scalar. */
+#define MVEC_(w) MCAT(MBASE, w)
+#define MVEC_1 MBASE
+#define MLD_(w) MCAT(vload, w)
+#define MLD_1(i, p) ((p)[i])
+#define MST_(w) MCAT(vstore, w)
+#define MST_1(v, i, p) ((p)[i] = (v))
 #define NR (NV * MVW)
 #ifndef KC
 #define KC 128
 #endif
-#define MLOAD(i, p) MCAT(vload, MVW)(i, p)
-#define MSTORE(v, i, p) MCAT(vstore, MVW)(v, i, p)
 #define UNROLL _Pragma("unroll")
 
-/* The rows x (W * MVW) block at ob from x's rows xr and y's columns at yb: x's block is
- * copied k-major for KC steps of k at a time (one pointer in the inner loop). */
-#define MM_DEF_BLOCK(NAME, W)                                                                  \
+/* The rows x (W * width) block at ob from x's rows xr and y's columns at yb, with W vectors
+ * of type T (load LD, store ST): x's block is copied k-major for KC steps of k at a time (one
+ * pointer in the inner loop). */
+#define MM_DEF_BLOCK(NAME, W, T, LD, ST)                                                       \
   static inline void NAME(__global const uchar *const *xr, long sxk,                          \
                           __global const uchar *yb, long syk, long K, __global VT *ob, long N, \
                           int rows) {                                                          \
-    MVEC acc[MR][W];                                                                           \
+    T acc[MR][W];                                                                              \
     UNROLL for (int i = 0; i < MR; ++i) UNROLL for (int j = 0; j < W; ++j) acc[i][j] = 0;     \
     VT ap[KC * MR];                                                                            \
     for (long k0 = 0; k0 < K; k0 += KC) {                                                      \
@@ -118,19 +124,24 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void k_matmul(
           *(__global const VT *)(xr[i] + (k0 + kk) * sxk);                                     \
       __global const uchar *yk = yb + k0 * syk;                                                \
       for (int kk = 0; kk < kc; ++kk, yk += syk) {                                             \
-        MVEC c[W];                                                                             \
-        UNROLL for (int j = 0; j < W; ++j) c[j] = MLOAD(j, (__global const VT *)yk);          \
+        T c[W];                                                                                \
+        UNROLL for (int j = 0; j < W; ++j) c[j] = LD(j, (__global const VT *)yk);             \
         UNROLL for (int i = 0; i < MR; ++i) UNROLL for (int j = 0; j < W; ++j) acc[i][j] +=   \
             ap[kk * MR + i] * c[j]; /* contracts to fma */                                     \
       }                                                                                        \
     }                                                                                          \
     UNROLL for (int i = 0; i < MR; ++i) if (i < rows) UNROLL for (int j = 0; j < W; ++j)      \
-        MSTORE(acc[i][j], j, ob + i * N);                                                      \
+        ST(acc[i][j], j, ob + i * N);                                                          \
   }
-MM_DEF_BLOCK(mm_block, NV)
-MM_DEF_BLOCK(mm_block1, 1)
+MM_DEF_BLOCK(mm_block, NV, MVEC_(MVW), MLD_(MVW), MST_(MVW))
+MM_DEF_BLOCK(mm_block_v, 1, MVEC_(MVW), MLD_(MVW), MST_(MVW))
+MM_DEF_BLOCK(mm_block_8, 1, MVEC_(8), MLD_(8), MST_(8))
+MM_DEF_BLOCK(mm_block_4, 1, MVEC_(4), MLD_(4), MST_(4))
+MM_DEF_BLOCK(mm_block_2, 1, MVEC_(2), MLD_(2), MST_(2))
+MM_DEF_BLOCK(mm_block_1, 1, MVEC_1, MLD_1, MST_1)
 
-/* Blocks cut by N: whole vectors one at a time, then the last N % MVW columns one by one. */
+/* Blocks cut by N: whole vectors one at a time, then the last N % MVW columns as vectors of
+ * 8, 4, 2 and 1. */
 __kernel void k_matmul_rows(__global uchar *out, ulong out_off, __global const uchar *x,
                             ulong x_off, __global const uchar *y, ulong y_off, long M, long N,
                             long K, long sxm, long sxk, long syk, int bdim, long16 bshape,
@@ -148,15 +159,15 @@ __kernel void k_matmul_rows(__global uchar *out, ulong out_off, __global const u
     mm_block(xr, sxk, yb, syk, K, ob, N, rows);
     return;
   }
+  const long nc = N - n0;
   long n = 0;
-  for (; n + MVW <= N - n0; n += MVW) mm_block1(xr, sxk, yb + n * ESIZE, syk, K, ob + n, N, rows);
-  for (int i = 0; i < rows; ++i)
-    for (long c = n; c < N - n0; ++c) {
-      VT s = 0;
-      for (long k = 0; k < K; ++k)
-        s += *(__global const VT *)(xr[i] + k * sxk) *
-             *(__global const VT *)(yb + k * syk + c * ESIZE);
-      ob[i * N + c] = s;
-    }
+  for (; n + MVW <= nc; n += MVW)
+    mm_block_v(xr, sxk, yb + n * ESIZE, syk, K, ob + n, N, rows);
+#define MM_PIECE(w)                                                                            \
+  if (w < MVW && (nc - n) >= w) {                                                              \
+    MCAT(mm_block_, w)(xr, sxk, yb + n * ESIZE, syk, K, ob + n, N, rows);                     \
+    n += w;                                                                                    \
+  }
+  MM_PIECE(8) MM_PIECE(4) MM_PIECE(2) MM_PIECE(1)
 }
 #endif
