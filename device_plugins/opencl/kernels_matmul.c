@@ -156,7 +156,8 @@ static HWP_Status mm_kernel(const HWP_KernelContext *ctx) {
   size_t local[3] = {(size_t)ts, (size_t)ts, 1}, global[3];
   if (rows) { /* MM_MR x MM_NV * vw blocks; groups of 8 along M */
     const uint64_t mb = ((uint64_t)M + MM_MR - 1) / MM_MR, nr = MM_NV * mm_vw(x->dtype);
-    local[0] = 8; /* one size for every M: PoCL compiles a kernel per work-group size */
+    local[0] = ocl_kernel_wg(k, dev, 8); /* one size for every M: PoCL compiles a kernel per
+                                            work-group size */
     local[1] = 1;
     global[0] = (size_t)((mb + local[0] - 1) / local[0] * local[0]);
     global[1] = (size_t)(((uint64_t)N + nr - 1) / nr);

@@ -165,6 +165,10 @@ __kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const 
   const ulong g = get_group_id(0), nv = len / VW;
   __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
   __global uchar *dst = out + out_off + g * len * ESIZE;
+  /* softmax in float32/float64 keeps exp(x - m) in the output (one exp per element); the half
+   * types recompute it rather than round it twice. x and the output may be the same buffer:
+   * the stash writes each element after its own last read of x. */
+  const int stash = (ESIZE == sizeof(VT)) & !logsm;
   VV mv = (VV)(-INFINITY);
   for (ulong v = lid; v < nv; v += lsz) mv = MAXN(mv, LDVEC(src + v * (VW * ESIZE)));
   VT m = -INFINITY;
@@ -172,7 +176,11 @@ __kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const 
   for (ulong r = nv * VW + lid; r < len; r += lsz) m = MAXN(m, LDV(src + r * ESIZE, 1));
   GROUP_TREE(MAXN, scratch, m)
   AV sv = (AV)(0);
-  for (ulong v = lid; v < nv; v += lsz) sv += TO_AV(EXPVV(LDVEC(src + v * (VW * ESIZE)) - m));
+  for (ulong v = lid; v < nv; v += lsz) {
+    VV e = EXPVV(LDVEC(src + v * (VW * ESIZE)) - m);
+    if (stash) STVEC(dst + v * (VW * ESIZE), e); /* rescaled in place below */
+    sv += TO_AV(e);
+  }
   AT s = 0;
   HREDUCE(SUMN, AT, sv, s)
   for (ulong r = nv * VW + lid; r < len; r += lsz) s += EXPV(LDV(src + r * ESIZE, 1) - m);
@@ -181,8 +189,13 @@ __kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const 
   const VT a = logsm ? (VT)0 : (VT)((AT)1 / s);
   const VT c = logsm ? (VT)log(s) : (VT)0;
   for (ulong v = lid; v < nv; v += lsz) {
-    VV d = LDVEC(src + v * (VW * ESIZE)) - m;
-    STVEC(dst + v * (VW * ESIZE), logsm ? d - c : EXPVV(d) * a);
+    __global uchar *p = dst + v * (VW * ESIZE);
+    if (stash) {
+      STVEC(p, LDVEC(p) * a);
+    } else {
+      VV d = LDVEC(src + v * (VW * ESIZE)) - m;
+      STVEC(p, logsm ? d - c : EXPVV(d) * a);
+    }
   }
   for (ulong r = nv * VW + lid; r < len; r += lsz) {
     VT d = LDV(src + r * ESIZE, 1) - m;
