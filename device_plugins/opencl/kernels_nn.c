@@ -12,14 +12,16 @@
  *     (default 1), epsilon (default 1e-5 / 1e-6), has_weight/has_bias (which optional inputs
  *     are present; without them, by count in order). weight and bias have x's dtype and x's
  *     last normalized_ndim dims as their shape.
- * One work-group per row; float16/bfloat16/float32 compute in float, float64 in double, row
+ * float16/bfloat16/float32 compute in float, float64 in double, row
  * statistics in double where the device has it (float sums fail the large-mean layer_norm test
  * and gain little: the kernels are memory-bound). Rows with unit element stride and aligned
  * offsets (x, output, weight, bias) take k_softmax_rows/k_norm_rows: explicit VW-vectors, one
  * work-item per row on CPU devices (about 15-30x faster on PoCL than the general kernels,
- * whose strided per-element loops stay scalar). Otherwise k_softmax/k_norm: any strides; a row
- * that fits in a quarter of the device's local memory is kept there between passes. One program
- * per dtype (slots OCL_NN_SLOT0 + dtype). */
+ * whose strided per-element loops stay scalar). softmax along an axis whose inner elements
+ * are unit-stride (a non-last axis) takes k_softmax_cols: a work-item per VW neighbouring
+ * columns, no trees (PoCL [2048, 2048] axis 0: 40 -> 4.4 ms). Otherwise k_softmax/k_norm: any
+ * strides; a row that fits in a quarter of the device's local memory is kept there between
+ * passes. One program per dtype (slots OCL_NN_SLOT0 + dtype). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,21 @@ static HWP_Status softmax_kernel(const HWP_KernelContext *ctx, const nn_op *op) 
                             OCL_ARG(os),    OCL_ARG(ost),     OCL_ARG(logsm),
                             OCL_LOCAL(vsz * local), OCL_LOCAL(asz * local)};
     return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, L.outer, local, fn);
+  }
+  if (L.inner > 1 && L.idims.n == 1 && L.idims.st[0] == (int64_t)hwp_dtype_size(x->dtype) &&
+      oal && al) {
+    /* Unit-stride inner elements: VW columns per work-item. */
+    if ((st = nn_prepare(ctx, x->dtype, "k_softmax_cols", 1, 0, &k, &local, fn)) != HWP_OK)
+      return st;
+    const uint64_t vw = (uint64_t)nn_vw(ctx->device);
+    cl_ulong blocks = L.outer * ((L.inner + vw - 1) / vw);
+    local = ocl_kernel_wg(k, ctx->device, nn_dev_cpu(ctx->device) ? 8 : 64);
+    const ocl_arg args[] = {OCL_ARG(out),    OCL_ARG(out_off), OCL_ARG(in),  OCL_ARG(in_off),
+                            OCL_ARG(clen),   OCL_ARG(L.ast),   OCL_ARG(inner),
+                            OCL_ARG(blocks), OCL_ARG(od),      OCL_ARG(os),  OCL_ARG(ost),
+                            OCL_ARG(logsm)};
+    return nn_run(ctx, k, (int)(sizeof args / sizeof args[0]), args, (blocks + local - 1) / local,
+                  local, fn);
   }
   if ((st = nn_prepare(ctx, x->dtype, "k_softmax", L.len, 0, &k, &local, fn)) != HWP_OK)
     return st;

@@ -1,7 +1,9 @@
 /* Fused softmax/log_softmax (k_softmax) and layer_norm/rms_norm (k_norm); after
  * kernels_prelude.cl, for the float dtypes (DT 6..9: VT is float, or double for float64).
+ * Faster variants for unit-stride layouts follow at the end (k_softmax_rows, k_norm_rows,
+ * k_softmax_cols: built with -DVW).
  *
- * One work-group per row (softmax: an (outer, inner) pair, the row along the axis; norms: the
+ * The general kernels: one work-group per row (softmax: an (outer, inner) pair, the row along the axis; norms: the
  * leading index, the row over the normalized dims). Work-items walk the row with a stride of
  * the group size; row statistics combine in local memory (trees). When the row fits
  * (`cache`), the first pass keeps it in local memory and the later passes read it from there,
@@ -250,5 +252,52 @@ __kernel void k_norm_rows(__global uchar *out, ulong out_off, __global const uch
     if (has_b) y += LDV(b + r * ESIZE, 1);
     STV(dst + r * ESIZE, 1, y);
   }
+}
+
+/* k_softmax_cols: softmax/log_softmax along an axis with unit-stride inner elements (a
+ * non-last axis of a contiguous tensor): a work-item owns VW neighbouring columns (one per
+ * vector lane; the last block of a row of columns one column at a time) and walks the axis
+ * with the axis stride; no trees. SM_DEF_COLS(name, V, A, LD, ST, EXPF, TOA, TOV) defines the
+ * walk for value vectors V, statistic vectors A. */
+#define SM_DEF_COLS(NAME, V, A, LD, ST, EXPF, TOA, TOV)                                        \
+  static inline void NAME(__global const uchar *src, long ast, __global uchar *dst,           \
+                          ulong ostep, ulong len, int logsm) {                                 \
+    const int stash = (ESIZE == sizeof(VT)) & !logsm;                                          \
+    V m = (V)(-INFINITY);                                                                      \
+    for (ulong r = 0; r < len; ++r) m = MAXN(m, LD(src + (long)r * ast));                      \
+    A s = (A)(0);                                                                              \
+    for (ulong r = 0; r < len; ++r) {                                                          \
+      V e = EXPF(LD(src + (long)r * ast) - m);                                                 \
+      if (stash) ST(dst + r * ostep, e);                                                       \
+      s += TOA(e);                                                                             \
+    }                                                                                          \
+    const V a = TOV((A)(1) / s), c = TOV(log(s));                                              \
+    for (ulong r = 0; r < len; ++r) {                                                          \
+      __global uchar *p = dst + r * ostep;                                                     \
+      V d = LD(src + (long)r * ast) - m;                                                       \
+      ST(p, stash ? LD(p) * a : logsm ? d - c : EXPF(d) * a);                                  \
+    }                                                                                          \
+  }
+#define LDV1(p) LDV(p, 1)
+#define STV1(p, v) STV(p, 1, v)
+#define TO_AT(v) ((AT)(v))
+#define TO_VT(v) ((VT)(v))
+SM_DEF_COLS(sm_cols_v, VV, AV, LDVEC, STVEC, EXPVV, TO_AV, TO_VV)
+SM_DEF_COLS(sm_cols_1, VT, AT, LDV1, STV1, EXPV, TO_AT, TO_VT)
+
+__kernel void k_softmax_cols(__global uchar *out, ulong out_off, __global const uchar *in,
+                             ulong in_off, ulong len, long ast, ulong inner, ulong blocks,
+                             int odim, long16 oshape, long16 ost, int logsm) {
+  const ulong g = get_global_id(0), nb = (inner + VW - 1) / VW;
+  if (g >= blocks) return; /* the ND-range is rounded up to whole work-groups */
+  const ulong o = g / nb, i0 = (g % nb) * VW;
+  __global const uchar *src = in + (long)in_off + offs(o, odim, oshape, ost) + i0 * ESIZE;
+  __global uchar *dst = out + out_off + (o * len * inner + i0) * ESIZE;
+  if (i0 + VW <= inner) {
+    sm_cols_v(src, ast, dst, inner * ESIZE, len, logsm);
+    return;
+  }
+  for (ulong i = 0; i < inner - i0; ++i)
+    sm_cols_1(src + i * ESIZE, ast, dst + i * ESIZE, inner * ESIZE, len, logsm);
 }
 #endif

@@ -237,6 +237,36 @@ def test_contiguous_rows(name, local, monkeypatch):
             check_norm(op, name, special[4:], None, None, dev(special[4:]), None, None, 1)
 
 
+@pytest.mark.parametrize("name", REGISTERED)
+def test_softmax_unit_stride_columns(name):
+    """softmax/log_softmax along a non-last axis of a contiguous tensor (k_softmax_cols: vector
+    lanes are neighbouring columns, the last block column by column): inner sizes around the
+    vector widths, an outer dim, a column slice (axis stride wider than the inner size), NaN/Inf
+    inside the vector lanes."""
+    rng = np.random.default_rng(abs(hash((name, 8))) % (1 << 32))
+    for shape, axis in (((7, 16), 0), ((5, 40), 0), ((3, 9, 33), 1), ((2, 1, 70), 1),
+                        ((4, 300, 17), 1)):
+        a = values(name, shape, rng)
+        t = dev(a)
+        for op in ("softmax", "log_softmax"):
+            check_sm(op, name, a, t, axis)
+    a = values(name, (6, 50), rng)
+    tv = hwport.ops.slice(dev(a), axes=[1], starts=[2], ends=[37])
+    for op in ("softmax", "log_softmax"):
+        check_sm(op, name, np.ascontiguousarray(a[:, 2:37]), tv, 0)
+    big = 6e4 if name == "float16" else 1e30
+    special = values(name, (5, 37), rng)
+    special[2, 5] = np.nan
+    special[:, 6] = -np.inf
+    special[1, 20] = np.inf
+    special[:, 9] = (big, -big, big, 0, 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for op in ("softmax", "log_softmax"):
+            check_sm(op, name, special, dev(special), 0)
+            got = getattr(F, op)(dev(special), axis=0).numpy().astype(np.float64)
+            assert np.isnan(got[:, 5]).all() and np.isfinite(np.delete(got, [5, 6, 9, 20], 1)).all()
+
+
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = values("float32", (64, 4097), rng)
