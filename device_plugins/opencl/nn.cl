@@ -160,11 +160,18 @@ OCL_DEF_EXPF(ocl_expfv, VV, CAT(uint, VW), CAT(int, VW))
 #define HREDUCE(OP, T, v, acc)                                                                 \
   for (int k_ = 0; k_ < VW; ++k_) acc = OP(acc, LANE(T, v, k_));
 
-__kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const uchar *in,
-                             ulong in_off, ulong len, int rdim, long16 rshape, long16 rst,
-                             int logsm, __local VT *scratch, __local AT *ascratch) {
+/* Row g of the contiguous-row kernels; a work-group takes rows g0 .. g0 + rpg - 1 (several
+ * rows per work-group on CPU devices: PoCL's cost per work-group is about that of a row of
+ * 1000 elements). */
+#define ROWS_LOOP(call)                                                                        \
+  for (ulong g = get_group_id(0) * rpg, e_ = min(g + rpg, nrows); g < e_; ++g) call;
+
+static inline void softmax_row(ulong g, __global uchar *out, ulong out_off,
+                               __global const uchar *in, ulong in_off, ulong len, int rdim,
+                               long16 rshape, long16 rst, int logsm, __local VT *scratch,
+                               __local AT *ascratch) {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const ulong g = get_group_id(0), nv = len / VW;
+  const ulong nv = len / VW;
   __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
   __global uchar *dst = out + out_off + g * len * ESIZE;
   /* softmax in float32/float64 keeps exp(x - m) in the output (one exp per element); the half
@@ -205,13 +212,21 @@ __kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const 
   }
 }
 
-__kernel void k_norm_rows(__global uchar *out, ulong out_off, __global const uchar *in,
-                          ulong in_off, ulong len, int rdim, long16 rshape, long16 rst,
-                          __global const uchar *w, ulong w_off, __global const uchar *b,
-                          ulong b_off, int has_w, int has_b, int rms, AT eps,
-                          __local AT *scratch) {
+__kernel void k_softmax_rows(__global uchar *out, ulong out_off, __global const uchar *in,
+                             ulong in_off, ulong len, int rdim, long16 rshape, long16 rst,
+                             int logsm, ulong nrows, ulong rpg, __local VT *scratch,
+                             __local AT *ascratch) {
+  ROWS_LOOP(softmax_row(g, out, out_off, in, in_off, len, rdim, rshape, rst, logsm, scratch,
+                        ascratch))
+}
+
+static inline void norm_row(ulong g, __global uchar *out, ulong out_off,
+                            __global const uchar *in, ulong in_off, ulong len, int rdim,
+                            long16 rshape, long16 rst, __global const uchar *w, ulong w_off,
+                            __global const uchar *b, ulong b_off, int has_w, int has_b, int rms,
+                            AT eps, __local AT *scratch) {
   const uint lid = get_local_id(0), lsz = get_local_size(0);
-  const ulong g = get_group_id(0), nv = len / VW;
+  const ulong nv = len / VW;
   __global const uchar *src = in + (long)in_off + offs(g, rdim, rshape, rst);
   __global uchar *dst = out + out_off + g * len * ESIZE;
   w += w_off;
@@ -252,6 +267,15 @@ __kernel void k_norm_rows(__global uchar *out, ulong out_off, __global const uch
     if (has_b) y += LDV(b + r * ESIZE, 1);
     STV(dst + r * ESIZE, 1, y);
   }
+}
+
+__kernel void k_norm_rows(__global uchar *out, ulong out_off, __global const uchar *in,
+                          ulong in_off, ulong len, int rdim, long16 rshape, long16 rst,
+                          __global const uchar *w, ulong w_off, __global const uchar *b,
+                          ulong b_off, int has_w, int has_b, int rms, AT eps, ulong nrows,
+                          ulong rpg, __local AT *scratch) {
+  ROWS_LOOP(norm_row(g, out, out_off, in, in_off, len, rdim, rshape, rst, w, w_off, b, b_off,
+                     has_w, has_b, rms, eps, scratch))
 }
 
 /* k_softmax_cols: softmax/log_softmax along an axis with unit-stride inner elements (a

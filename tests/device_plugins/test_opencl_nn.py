@@ -202,7 +202,7 @@ def test_contiguous_rows(name, local, monkeypatch):
     """The contiguous-row kernels (whole vectors, then the row's tail one by one) with one
     work-item per row (PoCL's default) and with trees over 4 and 256 work-items (GPUs' kind),
     chosen through HWPORT_OPENCL_NN_LOCAL: row lengths around the vector widths, an aligned
-    row offset, NaN/Inf and large values inside the vector part of a row."""
+    row offset, many short rows, NaN/Inf and large values inside the vector part of a row."""
     if local is not None:
         monkeypatch.setenv("HWPORT_OPENCL_NN_LOCAL", local)
     rng = np.random.default_rng(abs(hash((name, local, 7))) % (1 << 32))
@@ -220,6 +220,14 @@ def test_contiguous_rows(name, local, monkeypatch):
         check_norm("layer_norm", name, a[1:], None, b, t[1:], None, dev(b), 1)
         check_norm("rms_norm", name, a, w, None, t, dev(w), None, 1)
         check_norm("rms_norm", name, a[3:], None, None, t[3:], None, None, 1, eps=1e-3)
+    # many short rows: several rows per work-group on CPU devices, the last group partial
+    for shape in ((300, 20), (203, 64)):
+        a = values(name, shape, rng, shift=0.5)
+        w, b = values(name, shape[1:], rng, scale=1.0), values(name, shape[1:], rng, scale=1.0)
+        check_sm("softmax", name, a, dev(a), 1)
+        check_sm("log_softmax", name, a, dev(a), 1)
+        check_norm("layer_norm", name, a, w, b, dev(a), dev(w), dev(b), 1)
+        check_norm("rms_norm", name, a, w, None, dev(a), dev(w), None, 1)
     big = 6e4 if name == "float16" else 1e30
     special = values(name, (5, 37), rng)
     special[0, 5] = np.nan
