@@ -119,8 +119,8 @@ def contiguous_variant(op: dict, dtype: str, source: str) -> str:
     each input's element size so that addresses are gid * constant and vectorize."""
     size = OCL_DTYPES[dtype][2]
     in_sizes = f"{1 if op['kind'] == 'where' else size}, {size}, {size}"
-    head, sep, rest = source.partition("EW_PROLOGUE(")
-    out_size, close, tail = rest.partition(")\n")
+    head, _, rest = source.partition("EW_PROLOGUE(")
+    out_size, _, tail = rest.partition(")\n")
     return (head.replace(f"k_{op['name']}(EW_PARAMS)", f"kc_{op['name']}(EW_PARAMS_C)", 1)
             + f"EW_PROLOGUE_C({out_size}, {in_sizes})\n" + tail)
 
