@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static __thread char t_last_error[HWPS_ERROR_LEN];
 
@@ -61,4 +62,20 @@ int hwps_parse_bytes(const char *s, uint64_t *out) {
   if (v != 0 && mult > UINT64_MAX / v) return 0;
   *out = (uint64_t)v * mult;
   return 1;
+}
+
+HWP_Status hwps_register_kernel(const HWP_HostApi *host, const char *op, HWP_DType dtype,
+                                uint32_t flags, HWP_KernelFn fn, void *user_data) {
+  HWP_KernelRegistration reg;
+  memset(&reg, 0, sizeof reg);
+  reg.struct_size = sizeof reg;
+  reg.op_name = op;
+  reg.dtype = dtype;
+  reg.flags = flags;
+  reg.fn = fn;
+  reg.user_data = user_data;
+  HWP_Status st = host->register_kernel(host->host_context, &reg);
+  if (st != HWP_OK)
+    return hwps_error(st, "hwport_plugin_init: registering %s[dtype %d] failed", op, (int)dtype);
+  return HWP_OK;
 }

@@ -28,6 +28,10 @@ const char *hwps_last_error(void);
 /* Remembers the host (for logging) and the plugin's name (for stderr without a host logger). */
 void hwps_set_host(const HWP_HostApi *host, const char *plugin_name);
 void hwps_log(HWP_LogLevel level, const char *fmt, ...) HWPS_PRINTF(2, 3);
+/* Registers fn for (op, dtype) with the host; on failure sets the last error
+ * ("hwport_plugin_init: registering <op>[dtype <d>] failed") and returns the host's status. */
+HWP_Status hwps_register_kernel(const HWP_HostApi *host, const char *op, HWP_DType dtype,
+                                uint32_t flags, HWP_KernelFn fn, void *user_data);
 /* "1048576", "64M", "2G", "512k", "1GiB", "8MB" (binary multiples) -> bytes; 0 on a bad value. */
 int hwps_parse_bytes(const char *s, uint64_t *out);
 

@@ -199,15 +199,7 @@ static const struct {
 
 void cpu_register_one(const HWP_HostApi *host, const char *op, HWP_DType dtype, HWP_KernelFn fn,
                       uint32_t flags) {
-  HWP_KernelRegistration reg;
-  memset(&reg, 0, sizeof reg);
-  reg.struct_size = sizeof reg;
-  reg.op_name = op;
-  reg.dtype = dtype;
-  reg.flags = flags;
-  reg.fn = fn;
-  reg.user_data = NULL;
-  HWP_Status st = host->register_kernel(host->host_context, &reg);
+  HWP_Status st = hwps_register_kernel(host, op, dtype, flags, fn, NULL);
   if (st != HWP_OK)
     cpu_log(HWP_LOG_WARNING, "register_kernel(%s, %s) failed with status %d", op,
             cpu_dtype_name(dtype), (int)st);

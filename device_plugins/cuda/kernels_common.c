@@ -124,17 +124,5 @@ void cu_split_axis(const HWP_TensorView *v, int axis, long long *outer, long lon
 
 HWP_Status cu_register(const HWP_HostApi *host, const char *op, HWP_DType dtype,
                        HWP_KernelFn fn, uint32_t flags, void *user_data) {
-  HWP_KernelRegistration reg = {
-      .struct_size = sizeof reg,
-      .op_name = op,
-      .dtype = dtype,
-      .flags = flags,
-      .fn = fn,
-      .user_data = user_data,
-  };
-  HWP_Status st = host->register_kernel(host->host_context, &reg);
-  if (st != HWP_OK)
-    return cu_error(st, "hwport_plugin_init: registering %s[%s] failed", op,
-                    cu_dtype_name(dtype));
-  return HWP_OK;
+  return hwps_register_kernel(host, op, dtype, flags, fn, user_data);
 }

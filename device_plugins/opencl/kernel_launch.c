@@ -243,28 +243,12 @@ HWP_Status ocl_check_views(const HWP_KernelContext *ctx, int min_inputs, int max
   return HWP_OK;
 }
 
-static HWP_Status register_one(const HWP_HostApi *host, const char *op, HWP_DType dt,
-                               HWP_KernelFn fn, void *user_data) {
-  HWP_KernelRegistration reg;
-  memset(&reg, 0, sizeof reg);
-  reg.struct_size = sizeof reg;
-  reg.op_name = op;
-  reg.dtype = dt;
-  reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
-  reg.fn = fn;
-  reg.user_data = user_data;
-  HWP_Status st = host->register_kernel(host->host_context, &reg);
-  if (st != HWP_OK)
-    return ocl_error(st, "hwport_plugin_init: registering %s[dtype %d] failed", op, (int)dt);
-  return HWP_OK;
-}
-
 HWP_Status ocl_register_op(const HWP_HostApi *host, const char *op, uint32_t mask,
                            HWP_KernelFn fn, void *user_data, int *count) {
   int fp64 = ocl_all_devices_fp64();
   for (HWP_DType dt = 0; dt < HWP_DTYPE_COUNT; ++dt) {
     if (!((mask >> dt) & 1u) || (dt == HWP_DTYPE_FLOAT64 && !fp64)) continue;
-    HWP_Status st = register_one(host, op, dt, fn, user_data);
+    HWP_Status st = hwps_register_kernel(host, op, dt, HWP_KERNEL_ACCEPTS_STRIDED, fn, user_data);
     if (st != HWP_OK) return st;
     ++*count;
   }
@@ -273,7 +257,7 @@ HWP_Status ocl_register_op(const HWP_HostApi *host, const char *op, uint32_t mas
 
 HWP_Status ocl_register_strided(const HWP_HostApi *host, const char *op, HWP_DType dtype,
                                 HWP_KernelFn fn) {
-  return register_one(host, op, dtype, fn, NULL);
+  return hwps_register_kernel(host, op, dtype, HWP_KERNEL_ACCEPTS_STRIDED, fn, NULL);
 }
 
 /* Reads attr axis as a dim of an ndim-d input (0-d: 0 or -1). */

@@ -43,10 +43,6 @@ static const char *const ocl_ew_program_source[10] = {"", "", "", "", "", "", ""
 static int g_fp64[OCL_MAX_DEVICES];
 static char g_options[OCL_MAX_DEVICES][160];
 
-static const char *const k_dtype_names[HWP_DTYPE_COUNT] = {
-    "bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64"};
-
 
 
 /* ---- launch ----------------------------------------------------------------------------------- */
@@ -222,23 +218,8 @@ HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host) {
   int count = 0;
   for (int i = 0; i < OCL_EW_NUM_OPS; ++i) {
     const ocl_ew_op_info *op = &ocl_ew_ops[i];
-    for (HWP_DType dt = 0; dt < HWP_DTYPE_COUNT; ++dt) {
-      if (!((op->dtype_mask >> dt) & 1u)) continue;
-      if (dt == HWP_DTYPE_FLOAT64 && !fp64_all) continue;
-      HWP_KernelRegistration reg;
-      memset(&reg, 0, sizeof reg);
-      reg.struct_size = sizeof reg;
-      reg.op_name = op->name;
-      reg.dtype = dt;
-      reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
-      reg.fn = ew_kernel;
-      reg.user_data = (void *)op;
-      HWP_Status st = host->register_kernel(host->host_context, &reg);
-      if (st != HWP_OK)
-        return ocl_error(st, "hwport_plugin_init: registering %s[%s] failed", op->name,
-                         k_dtype_names[dt]);
-      ++count;
-    }
+    HWP_Status st = ocl_register_op(host, op->name, op->dtype_mask, ew_kernel, (void *)op, &count);
+    if (st != HWP_OK) return st;
   }
   ocl_log(HWP_LOG_INFO, "opencl: registered %d elementwise kernels (float64: %s)", count,
           fp64_all ? "yes" : "no");

@@ -390,22 +390,9 @@ HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host) {
   }
   int count = 0;
   for (int i = 0; i < 4; ++i) {
-    for (HWP_DType dt = 0; dt < HWP_DTYPE_COUNT; ++dt) {
-      if (dt == HWP_DTYPE_FLOAT64 && !fp64_all) continue;
-      HWP_KernelRegistration reg;
-      memset(&reg, 0, sizeof reg);
-      reg.struct_size = sizeof reg;
-      reg.op_name = k_red_ops[i].name;
-      reg.dtype = dt;
-      reg.flags = HWP_KERNEL_ACCEPTS_STRIDED;
-      reg.fn = red_kernel;
-      reg.user_data = (void *)&k_red_ops[i];
-      HWP_Status st = host->register_kernel(host->host_context, &reg);
-      if (st != HWP_OK)
-        return ocl_error(st, "hwport_plugin_init: registering %s[%d] failed", reg.op_name,
-                         (int)dt);
-      ++count;
-    }
+    HWP_Status st = ocl_register_op(host, k_red_ops[i].name, (1u << HWP_DTYPE_COUNT) - 1u,
+                                    red_kernel, (void *)&k_red_ops[i], &count);
+    if (st != HWP_OK) return st;
   }
   ocl_log(HWP_LOG_INFO, "opencl: registered %d reduction kernels (float64: %s)", count,
           fp64_all ? "yes" : "no");
