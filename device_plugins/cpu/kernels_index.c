@@ -331,6 +331,18 @@ fail:
 
 /* ---- gather ---------------------------------------------------------------------------------- */
 
+/* The views gather, take_along_axis and scatter share: output 0, x (the output's dtype) and an
+ * integer index (inputs 0 and 1). */
+static HWP_Status load_indexed(const HWP_KernelContext *ctx, const char *op, cpu_view *out,
+                               cpu_view *x, cpu_view *index) {
+  HWP_Status st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], out)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], index)) != HWP_OK) return st;
+  if ((st = same_dtype(op, "x", x, out->dtype)) != HWP_OK) return st;
+  return index_view(op, index);
+}
+
 typedef struct gather_payload {
   cpu_view out, x, index;
   int axis;
@@ -373,11 +385,7 @@ static HWP_Status cpu_kernel_gather(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   gather_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
-  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
-  if ((st = same_dtype(op, "x", &p->x, p->out.dtype)) != HWP_OK) goto fail;
-  if ((st = index_view(op, &p->index)) != HWP_OK) goto fail;
+  if ((st = load_indexed(ctx, op, &p->out, &p->x, &p->index)) != HWP_OK) goto fail;
   if ((st = same_ndim(op, "index", &p->index, 1)) != HWP_OK) goto fail;
   const int nd = p->x.ndim;
   if (nd < 1) {
@@ -428,11 +436,7 @@ static HWP_Status cpu_kernel_take_along_axis(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   take_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
-  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
-  if ((st = same_dtype(op, "x", &p->x, p->out.dtype)) != HWP_OK) goto fail;
-  if ((st = index_view(op, &p->index)) != HWP_OK) goto fail;
+  if ((st = load_indexed(ctx, op, &p->out, &p->x, &p->index)) != HWP_OK) goto fail;
   const int nd = p->out.ndim;
   if (nd < 1) {
     st = cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the output must have rank >= 1", op);
@@ -681,14 +685,10 @@ static HWP_Status cpu_kernel_scatter(const HWP_KernelContext *ctx) {
   if (st != HWP_OK) return st;
   scatter_payload *p = calloc(1, sizeof *p);
   if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK) goto fail;
-  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &p->x)) != HWP_OK) goto fail;
-  if ((st = cpu_view_load(op, "index", &ctx->inputs[1], &p->index)) != HWP_OK) goto fail;
+  if ((st = load_indexed(ctx, op, &p->out, &p->x, &p->index)) != HWP_OK) goto fail;
   if ((st = cpu_view_load(op, "updates", &ctx->inputs[2], &p->upd)) != HWP_OK) goto fail;
   const HWP_DType d = p->out.dtype;
-  if ((st = same_dtype(op, "x", &p->x, d)) != HWP_OK) goto fail;
   if ((st = same_dtype(op, "updates", &p->upd, d)) != HWP_OK) goto fail;
-  if ((st = index_view(op, &p->index)) != HWP_OK) goto fail;
   if ((st = same_ndim(op, "index", &p->index, 1)) != HWP_OK) goto fail;
   const int nd = p->out.ndim;
   if (nd < 1) {

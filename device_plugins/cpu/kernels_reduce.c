@@ -344,8 +344,12 @@ static inline int64_t rd_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t rd_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t rd_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* acc op= the reduced elements [r0, r1) (flat C order of the reduced dims) from `base`. */
-static void rd_walk_rows(const rd_plan *P, const char *base, int64_t r0, int64_t r1, void *acc) {
+/* Walks the reduced elements [r0, r1) (flat C order of the reduced dims) from `base`, one
+ * stretch along the innermost reduced dim at a time: with cnt == 0, acc op= each stretch
+ * (ops->row); with cnt > 0, acc[0..cnt) op= cnt contiguous elements per reduced position, the
+ * stretch's rows together (ops->cols). */
+static void rd_walk(const rd_plan *P, const char *base, int64_t r0, int64_t r1, void *acc,
+                    int64_t cnt) {
   const int rn = P->rn;
   const int64_t L = P->rshape[rn - 1], sL = P->rstride[rn - 1];
   int64_t idx[HWP_MAX_NDIM];
@@ -359,36 +363,11 @@ static void rd_walk_rows(const rd_plan *P, const char *base, int64_t r0, int64_t
   int64_t left = r1 - r0;
   while (left > 0) {
     int64_t len = rd_min(L - j, left);
-    P->ops->row(acc, base + (off + j * sL) * P->isz, len, sL);
-    left -= len;
-    j = 0;
-    for (int k = rn - 2; k >= 0 && left > 0; --k) {
-      off += P->rstride[k];
-      if (++idx[k] < P->rshape[k]) break;
-      off -= P->rstride[k] * P->rshape[k];
-      idx[k] = 0;
-    }
-  }
-}
-
-/* acc[0..cnt) op= each reduced row [r0, r1) of cnt contiguous elements from `base`; the rows
- * along the innermost reduced dim go to ops->cols together. */
-static void rd_walk_cols(const rd_plan *P, const char *base, int64_t r0, int64_t r1, void *acc,
-                         int64_t cnt) {
-  const int rn = P->rn;
-  const int64_t L = P->rshape[rn - 1], sL = P->rstride[rn - 1];
-  int64_t idx[HWP_MAX_NDIM];
-  int64_t q = r0 / L, j = r0 - q * L, off = 0;
-  for (int k = rn - 2; k >= 0; --k) {
-    int64_t qq = q / P->rshape[k];
-    idx[k] = q - qq * P->rshape[k];
-    off += idx[k] * P->rstride[k];
-    q = qq;
-  }
-  int64_t left = r1 - r0;
-  while (left > 0) {
-    int64_t len = rd_min(L - j, left);
-    P->ops->cols(acc, base + (off + j * sL) * P->isz, cnt, len, sL * P->isz);
+    const char *at = base + (off + j * sL) * P->isz;
+    if (cnt > 0)
+      P->ops->cols(acc, at, cnt, len, sL * P->isz);
+    else
+      P->ops->row(acc, at, len, sL);
     left -= len;
     j = 0;
     for (int k = rn - 2; k >= 0 && left > 0; --k) {
@@ -416,7 +395,7 @@ static void rd_rows_task(void *ctx, int64_t b, int64_t e) {
     int64_t cnt = rd_min(RD_TILE, e - o);
     P->ops->init(acc, cnt);
     for (int64_t i = 0; i < cnt; ++i) {
-      rd_walk_rows(P, P->in + off * P->isz, 0, P->nred, (char *)acc + i * P->asz);
+      rd_walk(P, P->in + off * P->isz, 0, P->nred, (char *)acc + i * P->asz, 0);
       for (int k = P->kn - 1; k >= 0; --k) {
         off += P->kstride[k];
         if (++idx[k] < P->kshape[k]) break;
@@ -459,12 +438,7 @@ static void rd_groups_task(void *ctx, int64_t b, int64_t e) {
     int64_t r0 = c * P->chunk_len, r1 = rd_min(P->nred, r0 + P->chunk_len);
     void *acc = P->chunks > 1 ? (void *)(P->partial + t * P->tw * P->asz) : (void *)local;
     P->ops->init(acc, cnt);
-    if (r0 < r1) {
-      if (P->col)
-        rd_walk_cols(P, P->in + in_off * P->isz, r0, r1, acc, cnt);
-      else
-        rd_walk_rows(P, P->in + in_off * P->isz, r0, r1, acc);
-    }
+    if (r0 < r1) rd_walk(P, P->in + in_off * P->isz, r0, r1, acc, P->col ? cnt : 0);
     if (P->chunks == 1) P->ops->store(P->out + out_idx * P->osz, P->out_dtype, acc, cnt);
   }
   free(local);

@@ -282,10 +282,10 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
                        fn);
   if (st != HWP_OK) return st;
   char kname[64];
-  cl_int err;
   snprintf(kname, sizeof kname, "k_%s", op->name);
-  cl_kernel k1 = clCreateKernel(prog, kname, &err);
-  if (k1 == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
+  cl_kernel k1 = NULL, k2 = NULL;
+  st = ocl_kernel_make(prog, kname, NULL, 0, &k1, fn);
+  if (st != HWP_OK) return st;
   size_t cap = OCL_RED_MAX_LOCAL; /* ocl_kernel_wg also bounds it by the device and kernel */
   size_t local_max = ocl_kernel_wg(k1, dev, cap);
   size_t local = ocl_pow2_ceil(rlen);
@@ -298,71 +298,37 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   ocl_split_rows(ctx, nout, rlen, local, asz, &chunks, &chunk, &ws);
 
   cl_long16 ks, kst, rs, rst;
-  memset(&ks, 0, sizeof ks);
-  memset(&kst, 0, sizeof kst);
-  memset(&rs, 0, sizeof rs);
-  memset(&rst, 0, sizeof rst);
-  for (int k = 0; k < K.n; ++k) { ks.s[k] = K.shape[k]; kst.s[k] = K.st[k]; }
-  for (int k = 0; k < R.n; ++k) { rs.s[k] = R.shape[k]; rst.s[k] = R.st[k]; }
+  ocl_dims_long16(&K, &ks, &kst);
+  ocl_dims_long16(&R, &rs, &rst);
   cl_mem out = (cl_mem)o->buffer;
   cl_mem in = rlen > 0 ? (cl_mem)x->buffer : out;
   cl_mem part = ws != NULL ? (cl_mem)ws : out;
   cl_ulong out_off = o->byte_offset, in_off = x->byte_offset, crlen = rlen, cchunk = chunk;
   cl_int codt = odt, coal = (cl_int)dtype_size(odt), cal = aligned, ckd = K.n, crd = R.n;
   cl_uint cchunks = (cl_uint)chunks;
-  err = CL_SUCCESS;
-  err |= clSetKernelArg(k1, 0, sizeof(cl_mem), &out);
-  err |= clSetKernelArg(k1, 1, sizeof(cl_ulong), &out_off);
-  err |= clSetKernelArg(k1, 2, sizeof(cl_int), &codt);
-  err |= clSetKernelArg(k1, 3, sizeof(cl_int), &coal);
-  err |= clSetKernelArg(k1, 4, sizeof(cl_mem), &in);
-  err |= clSetKernelArg(k1, 5, sizeof(cl_ulong), &in_off);
-  err |= clSetKernelArg(k1, 6, sizeof(cl_int), &cal);
-  err |= clSetKernelArg(k1, 7, sizeof(cl_ulong), &crlen);
-  err |= clSetKernelArg(k1, 8, sizeof(cl_ulong), &cchunk);
-  err |= clSetKernelArg(k1, 9, sizeof(cl_uint), &cchunks);
-  err |= clSetKernelArg(k1, 10, sizeof(cl_int), &ckd);
-  err |= clSetKernelArg(k1, 11, sizeof(cl_long16), &ks);
-  err |= clSetKernelArg(k1, 12, sizeof(cl_long16), &kst);
-  err |= clSetKernelArg(k1, 13, sizeof(cl_int), &crd);
-  err |= clSetKernelArg(k1, 14, sizeof(cl_long16), &rs);
-  err |= clSetKernelArg(k1, 15, sizeof(cl_long16), &rst);
-  err |= clSetKernelArg(k1, 16, sizeof(cl_mem), &part);
-  err |= clSetKernelArg(k1, 17, asz * local, NULL);
-  if (err != CL_SUCCESS) {
-    clReleaseKernel(k1);
-    return ocl_error(HWP_ERROR_INTERNAL, "%s: clSetKernelArg failed", fn);
-  }
-  cl_kernel k2 = NULL;
+  const ocl_arg args1[18] = {
+      OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(codt),   OCL_ARG(coal),   OCL_ARG(in),
+      OCL_ARG(in_off), OCL_ARG(cal),    OCL_ARG(crlen),  OCL_ARG(cchunk), OCL_ARG(cchunks),
+      OCL_ARG(ckd),   OCL_ARG(ks),      OCL_ARG(kst),    OCL_ARG(crd),    OCL_ARG(rs),
+      OCL_ARG(rst),   OCL_ARG(part),    OCL_LOCAL(asz * local)};
+  st = ocl_kernel_args(k1, 18, args1, fn);
   size_t local2 = 1;
-  if (chunks > 1) {
+  if (st == HWP_OK && chunks > 1) {
     snprintf(kname, sizeof kname, "k_%s_fin", op->name);
-    k2 = clCreateKernel(prog, kname, &err);
-    if (k2 == NULL || err != CL_SUCCESS) {
-      clReleaseKernel(k1);
-      return ocl_cl_error(err, fn, "clCreateKernel");
-    }
-    local2 = ocl_kernel_wg(k2, dev, cap);
-    size_t want2 = ocl_pow2_ceil(chunks);
-    if (want2 < local2) local2 = want2;
-    err = CL_SUCCESS;
-    err |= clSetKernelArg(k2, 0, sizeof(cl_mem), &out);
-    err |= clSetKernelArg(k2, 1, sizeof(cl_ulong), &out_off);
-    err |= clSetKernelArg(k2, 2, sizeof(cl_int), &codt);
-    err |= clSetKernelArg(k2, 3, sizeof(cl_int), &coal);
-    err |= clSetKernelArg(k2, 4, sizeof(cl_mem), &part);
-    err |= clSetKernelArg(k2, 5, sizeof(cl_uint), &cchunks);
-    err |= clSetKernelArg(k2, 6, asz * local2, NULL);
-    if (err != CL_SUCCESS) {
-      clReleaseKernel(k1);
-      clReleaseKernel(k2);
-      return ocl_error(HWP_ERROR_INTERNAL, "%s: clSetKernelArg failed", fn);
+    st = ocl_kernel_make(prog, kname, NULL, 0, &k2, fn);
+    if (st == HWP_OK) {
+      local2 = ocl_kernel_wg(k2, dev, cap);
+      size_t want2 = ocl_pow2_ceil(chunks);
+      if (want2 < local2) local2 = want2;
+      const ocl_arg args2[7] = {OCL_ARG(out),  OCL_ARG(out_off), OCL_ARG(codt),
+                                OCL_ARG(coal), OCL_ARG(part),    OCL_ARG(cchunks),
+                                OCL_LOCAL(asz * local2)};
+      st = ocl_kernel_args(k2, 7, args2, fn);
     }
   }
 
   cl_command_queue q;
-  st = ctx->stream == NULL ? ocl_sync_queue(dev, &q, fn)
-                           : ocl_stream_queue(dev, ctx->stream, &q, fn);
+  if (st == HWP_OK) st = ocl_ctx_queue(ctx, &q, fn);
   if (st == HWP_OK) {
     size_t g1 = (size_t)(nout * chunks) * local;
     st = ocl_enqueue_nd(ctx, q, k1, 1, &g1, &local, fn);
