@@ -234,7 +234,7 @@ def test_good_plugin_metadata_and_kernel(tmp_path):
     """, tmp_path, plugin_path_entries=[good])
     entry = plugin_entry(res["info"], "test_good")
     assert same_path(entry["path"], good)
-    assert entry["abi_version"] == "1.0"
+    assert entry["abi_version"] == "1.1"
     assert entry["plugin_version"] == "1.0.0"
     assert entry["device_count"] == 2
     assert entry["num_kernels"] == 1
@@ -312,8 +312,8 @@ def test_newer_minor_plugin_loads_and_works(tmp_path):
     info = res["info"]
     assert not errors_for(info, path), info["errors"]
     entry = plugin_entry(info, "test_newer_minor")
-    assert entry["abi_version"] == "1.1"
-    # The plugin looked for a v1.1 host field only as far as host->struct_size allowed.
+    assert entry["abi_version"] == "1.2"
+    # The plugin looked for a next-minor host field only as far as host->struct_size allowed.
     assert "host extension: absent" in entry["plugin_version"], entry
     assert entry["device_count"] == 2 and entry["num_kernels"] == 1
     assert entry["has_streams"] is False
@@ -444,18 +444,18 @@ ZOO_CHECK_SRC = REPO_ROOT / "tests" / "plugins" / "zoo_host_check.c"
 
 # variant -> facts zoo_host_check must print (key=value lines)
 ZOO_FACTS = {
-    "good": {"entry": "present", "init_status": "0", "abi": "1.0", "device_type": "test_good",
+    "good": {"entry": "present", "init_status": "0", "abi": "1.1", "device_type": "test_good",
              "plugin_version": "1.0.0", "num_kernels": "1", "stream": "no",
              "device_count": "2", "api_struct_size": "96", "exercise": "ok"},
     "missing_entry": {"entry": "missing"},
-    "wrong_major": {"init_status": "0", "abi": "2.0", "device_type": "test_wrong_major"},
-    "newer_minor": {"init_status": "0", "abi": "1.1", "api_struct_size": "104",
-                    "memory_table_size": "120", "device_type": "test_newer_minor",
-                    "plugin_version": "1.1.0 (host extension: absent)", "exercise": "ok"},
+    "wrong_major": {"init_status": "0", "abi": "2.1", "device_type": "test_wrong_major"},
+    "newer_minor": {"init_status": "0", "abi": "1.2", "api_struct_size": "104",
+                    "memory_table_size": "144", "device_type": "test_newer_minor",
+                    "plugin_version": "next minor (host extension: absent)", "exercise": "ok"},
     "older_minor": {"init_status": "0", "abi": "1.0", "api_struct_size": "56",
                     "device_table_size": "24", "memory_table_size": "48", "stream": "no",
                     "device_type": "test_older_minor", "exercise": "ok"},
-    "short_struct": {"init_status": "0", "api_struct_size": "16", "abi": "1.0"},
+    "short_struct": {"init_status": "0", "api_struct_size": "16", "abi": "1.1"},
     "short_table": {"init_status": "0", "memory_table_size": "40",
                     "device_type": "test_short_table"},
     "missing_required": {"init_status": "0", "copy_d2d": "null",
@@ -503,9 +503,9 @@ def test_zoo_variant_is_what_it_claims(zoo_host_check, variant):
 
 
 def test_zoo_newer_minor_uses_newer_host_field_when_present(zoo_host_check):
-    proc, facts = run_zoo_check(zoo_host_check, "newer_minor", "--host-v1.1")
+    proc, facts = run_zoo_check(zoo_host_check, "newer_minor", "--host-next-minor")
     assert proc.returncode == 0, proc.stdout
-    assert facts["plugin_version"] == "1.1.0 (host extension: used)", proc.stdout
+    assert facts["plugin_version"] == "next minor (host extension: used)", proc.stdout
 
 
 def test_zoo_older_minor_traps_a_host_that_ignores_struct_size(zoo_host_check):

@@ -9,11 +9,11 @@
 #if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu && SIZE_MAX == 0xFFFFFFFFFFFFFFFFu
 HWP_C99_ASSERT(sizeof(void *) == 8 && sizeof(size_t) == 8, lp64);
 HWP_C99_ASSERT(sizeof(HWP_TensorView) == 48, tensor_view);
-HWP_C99_ASSERT(sizeof(HWP_DeviceProperties) == 488, device_properties);
+HWP_C99_ASSERT(sizeof(HWP_DeviceProperties) == 584, device_properties);
 HWP_C99_ASSERT(sizeof(HWP_MemoryStats) == 48, memory_stats);
 HWP_C99_ASSERT(sizeof(HWP_DeviceTable) == 56, device_table);
-HWP_C99_ASSERT(sizeof(HWP_MemoryTable) == 112, memory_table);
-HWP_C99_ASSERT(sizeof(HWP_StreamTable) == 88, stream_table);
+HWP_C99_ASSERT(sizeof(HWP_MemoryTable) == 136, memory_table);
+HWP_C99_ASSERT(sizeof(HWP_StreamTable) == 104, stream_table);
 HWP_C99_ASSERT(sizeof(HWP_KernelContext) == 80, kernel_context);
 HWP_C99_ASSERT(sizeof(HWP_KernelRegistration) == 40, kernel_registration);
 HWP_C99_ASSERT(sizeof(HWP_CclTable) == 8, ccl_table);
@@ -23,6 +23,8 @@ HWP_C99_ASSERT(sizeof(HWP_HostApi) == 48, host_api);
 HWP_C99_ASSERT(sizeof(HWP_PluginApi) == 96, plugin_api);
 HWP_C99_ASSERT(offsetof(HWP_TensorView, ndim) == 28, tensor_view_ndim);
 HWP_C99_ASSERT(offsetof(HWP_DeviceProperties, flags) == 480, device_properties_flags);
+HWP_C99_ASSERT(offsetof(HWP_DeviceProperties, max_allocation) == 488,
+               device_properties_max_allocation);
 HWP_C99_ASSERT(offsetof(HWP_KernelContext, num_outputs) == 28, kernel_context_num_outputs);
 HWP_C99_ASSERT(offsetof(HWP_KernelRegistration, flags) == 20, kernel_registration_flags);
 HWP_C99_ASSERT(offsetof(HWP_PluginApi, get_last_error) == 48, plugin_api_get_last_error);

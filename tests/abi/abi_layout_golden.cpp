@@ -29,7 +29,7 @@ constexpr bool hwp_golden_streq(const char *a, const char *b) {
 
 // ---- versions and macros
 HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MAJOR, 1);
-HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MINOR, 0);
+HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MINOR, 1);
 HWP_GOLDEN_VALUE(HWP_MAX_NDIM, 16);
 static_assert(hwp_golden_streq(HWP_PLUGIN_INIT_SYMBOL, "hwport_plugin_init"),
               "the entry point symbol is part of the ABI");
@@ -69,6 +69,17 @@ HWP_GOLDEN_VALUE(HWP_DTYPE_FLOAT64, 9);
 HWP_GOLDEN_VALUE(HWP_DTYPE_COUNT, 10);
 // HWP_DeviceFlag
 HWP_GOLDEN_VALUE(HWP_DEVICE_HOST_MEMORY, 1);
+HWP_GOLDEN_VALUE(HWP_DEVICE_FLOAT16_ARITHMETIC, 2);
+HWP_GOLDEN_VALUE(HWP_DEVICE_BFLOAT16_ARITHMETIC, 4);
+// HWP_DLPackDeviceType
+HWP_GOLDEN_VALUE(HWP_DLPACK_NONE, 0);
+HWP_GOLDEN_VALUE(HWP_DLPACK_CUDA, 2);
+HWP_GOLDEN_VALUE(HWP_DLPACK_OPENCL, 4);
+HWP_GOLDEN_VALUE(HWP_DLPACK_VULKAN, 7);
+HWP_GOLDEN_VALUE(HWP_DLPACK_METAL, 8);
+HWP_GOLDEN_VALUE(HWP_DLPACK_ROCM, 10);
+HWP_GOLDEN_VALUE(HWP_DLPACK_EXT_DEV, 12);
+HWP_GOLDEN_VALUE(HWP_DLPACK_ONEAPI, 14);
 // HWP_AttrTypeCode
 HWP_GOLDEN_VALUE(HWP_ATTR_BOOL, 0);
 HWP_GOLDEN_VALUE(HWP_ATTR_INT64, 1);
@@ -95,7 +106,7 @@ HWP_GOLDEN_FIELD(HWP_TensorView, ndim, 28, int32_t);
 HWP_GOLDEN_FIELD(HWP_TensorView, shape, 32, const int64_t *);
 HWP_GOLDEN_FIELD(HWP_TensorView, strides, 40, const int64_t *);
 
-HWP_GOLDEN_SIZE(HWP_DeviceProperties, 488, 8);
+HWP_GOLDEN_SIZE(HWP_DeviceProperties, 584, 8);
 HWP_GOLDEN_FIELD(HWP_DeviceProperties, struct_size, 0, size_t);
 HWP_GOLDEN_FIELD(HWP_DeviceProperties, name, 8, char[256]);
 HWP_GOLDEN_FIELD(HWP_DeviceProperties, vendor, 264, char[128]);
@@ -105,6 +116,14 @@ HWP_GOLDEN_FIELD(HWP_DeviceProperties, memory_alignment, 464, uint64_t);
 HWP_GOLDEN_FIELD(HWP_DeviceProperties, compute_units, 472, int32_t);
 HWP_GOLDEN_FIELD(HWP_DeviceProperties, max_work_group_size, 476, int32_t);
 HWP_GOLDEN_FIELD(HWP_DeviceProperties, flags, 480, uint32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, max_allocation, 488, uint64_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, architecture, 496, char[64]);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, architecture_major, 560, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, architecture_minor, 564, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, simd_width, 568, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, max_threads_per_compute_unit, 572, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, dlpack_device_type, 576, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceProperties, dlpack_device_id, 580, int32_t);
 
 HWP_GOLDEN_SIZE(HWP_MemoryStats, 48, 8);
 HWP_GOLDEN_FIELD(HWP_MemoryStats, struct_size, 0, size_t);
@@ -124,7 +143,7 @@ HWP_GOLDEN_FIELD(HWP_DeviceTable, init_device, 32, HWP_Status (*)(int32_t));
 HWP_GOLDEN_FIELD(HWP_DeviceTable, deinit_device, 40, HWP_Status (*)(int32_t));
 HWP_GOLDEN_FIELD(HWP_DeviceTable, set_device, 48, HWP_Status (*)(int32_t));
 
-HWP_GOLDEN_SIZE(HWP_MemoryTable, 112, 8);
+HWP_GOLDEN_SIZE(HWP_MemoryTable, 136, 8);
 HWP_GOLDEN_FIELD(HWP_MemoryTable, struct_size, 0, size_t);
 HWP_GOLDEN_FIELD(HWP_MemoryTable, allocate, 8, HWP_Status (*)(int32_t, uint64_t, HWP_Buffer *));
 HWP_GOLDEN_FIELD(HWP_MemoryTable, deallocate, 16, HWP_Status (*)(int32_t, HWP_Buffer));
@@ -148,8 +167,13 @@ HWP_GOLDEN_FIELD(HWP_MemoryTable, host_address, 88, HWP_Status (*)(int32_t, HWP_
 HWP_GOLDEN_FIELD(HWP_MemoryTable, wrap_host_memory, 96, HWP_Status (*)(int32_t, void *, uint64_t,
     HWP_Buffer *));
 HWP_GOLDEN_FIELD(HWP_MemoryTable, release_host_buffer, 104, HWP_Status (*)(int32_t, HWP_Buffer));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, device_address, 112, HWP_Status (*)(int32_t, HWP_Buffer,
+    uint64_t, void **));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, wrap_device_memory, 120, HWP_Status (*)(int32_t, void *,
+    uint64_t, HWP_Buffer *));
+HWP_GOLDEN_FIELD(HWP_MemoryTable, release_device_buffer, 128, HWP_Status (*)(int32_t, HWP_Buffer));
 
-HWP_GOLDEN_SIZE(HWP_StreamTable, 88, 8);
+HWP_GOLDEN_SIZE(HWP_StreamTable, 104, 8);
 HWP_GOLDEN_FIELD(HWP_StreamTable, struct_size, 0, size_t);
 HWP_GOLDEN_FIELD(HWP_StreamTable, create_stream, 8, HWP_Status (*)(int32_t, HWP_Stream *));
 HWP_GOLDEN_FIELD(HWP_StreamTable, destroy_stream, 16, HWP_Status (*)(int32_t, HWP_Stream));
@@ -162,6 +186,10 @@ HWP_GOLDEN_FIELD(HWP_StreamTable, synchronize_event, 64, HWP_Status (*)(int32_t,
 HWP_GOLDEN_FIELD(HWP_StreamTable, query_event, 72, HWP_Status (*)(int32_t, HWP_Event));
 HWP_GOLDEN_FIELD(HWP_StreamTable, stream_wait_event, 80, HWP_Status (*)(int32_t, HWP_Stream,
     HWP_Event));
+HWP_GOLDEN_FIELD(HWP_StreamTable, native_stream, 88, HWP_Status (*)(int32_t, HWP_Stream,
+    uintptr_t *));
+HWP_GOLDEN_FIELD(HWP_StreamTable, native_stream_wait, 96, HWP_Status (*)(int32_t, uintptr_t,
+    HWP_Stream));
 
 HWP_GOLDEN_SIZE(HWP_KernelContext, 80, 8);
 HWP_GOLDEN_FIELD(HWP_KernelContext, struct_size, 0, size_t);

@@ -8,9 +8,11 @@
  *   missing_entry    exports its init under another name: no hwport_plugin_init.
  *   wrong_major      declares abi_major 2 (and, like a careless plugin, does not check the host).
  *   newer_minor      declares minor HWP_ABI_VERSION_MINOR + 1 with larger HWP_PluginApi and
- *                    HWP_MemoryTable ("v1.1" structs with an appended field); reads a pretend
- *                    v1.1 host field only if host->struct_size covers it. Must load and work.
- *   older_minor      HWP_PluginApi / HWP_DeviceTable / HWP_MemoryTable struct_size cover only the
+ *                    HWP_MemoryTable (the current structs with a field appended); reads a
+ *                    pretend next-minor host field only if host->struct_size covers it. Must
+ *                    load and work.
+ *   older_minor      declares minor 0; HWP_PluginApi / HWP_DeviceTable / HWP_MemoryTable
+ *                    struct_size cover only the
  *                    required prefix; the memory beyond holds non-NULL trap pointers that abort
  *                    the process if the host ever uses them. Must load and work.
  *   short_struct     HWP_PluginApi.struct_size 16 (ends before device_type).
@@ -289,7 +291,7 @@ static void trap_shutdown(void) { tp_trap("HWP_PluginApi.shutdown"); }
 static const HWP_StreamTable tp_trap_stream_table = {
     sizeof(HWP_StreamTable), trap_stream_create, trap_stream_destroy, trap_stream_sync,
     trap_stream_sync,        trap_event_create,  trap_event_op,       trap_stream_event,
-    trap_event_op,           trap_event_op,      trap_stream_event};
+    trap_event_op,           trap_event_op,      trap_stream_event, NULL, NULL};
 static const HWP_CclTable tp_trap_ccl_table = {sizeof(HWP_CclTable)};
 static const HWP_CodegenTable tp_trap_codegen_table = {sizeof(HWP_CodegenTable)};
 static const HWP_ProfilerTable tp_trap_profiler_table = {sizeof(HWP_ProfilerTable)};
@@ -330,94 +332,28 @@ static const HWP_DeviceTable tp_device_table = {
 #endif
 
 #if TP_IS(newer_minor)
-/* A pretend v1.1 of the headers: each struct repeats the v1.0 layout field for field and
- * appends one field. (Checked below: the prefix is identical.) */
-typedef struct TP_MemoryTable_v1_1 {
-  size_t struct_size;
-  HWP_Status (*allocate)(int32_t, uint64_t, HWP_Buffer *);
-  HWP_Status (*deallocate)(int32_t, HWP_Buffer);
-  HWP_Status (*copy_h2d)(int32_t, HWP_Buffer, uint64_t, const void *, uint64_t);
-  HWP_Status (*copy_d2h)(int32_t, void *, HWP_Buffer, uint64_t, uint64_t);
-  HWP_Status (*copy_d2d)(int32_t, HWP_Buffer, uint64_t, HWP_Buffer, uint64_t, uint64_t);
-  HWP_Status (*copy_h2d_async)(int32_t, HWP_Stream, HWP_Buffer, uint64_t, const void *,
-                               uint64_t);
-  HWP_Status (*copy_d2h_async)(int32_t, HWP_Stream, void *, HWP_Buffer, uint64_t, uint64_t);
-  HWP_Status (*copy_d2d_async)(int32_t, HWP_Stream, HWP_Buffer, uint64_t, HWP_Buffer, uint64_t,
-                               uint64_t);
-  HWP_Status (*memset_async)(int32_t, HWP_Stream, HWP_Buffer, uint64_t, uint8_t, uint64_t);
-  HWP_Status (*get_memory_stats)(int32_t, HWP_MemoryStats *);
-  HWP_Status (*host_address)(int32_t, HWP_Buffer, uint64_t, void **);
-  HWP_Status (*wrap_host_memory)(int32_t, void *, uint64_t, HWP_Buffer *);
-  HWP_Status (*release_host_buffer)(int32_t, HWP_Buffer);
-  /* v1.1 */
+/* A pretend next minor of the headers: each struct is the current one with one field
+ * appended (the current struct as its first member, so the prefix is identical by
+ * construction; checked below: the appended field starts at the current sizeof). */
+typedef struct TP_MemoryTable_next {
+  HWP_MemoryTable base;
   HWP_Status (*prefetch)(int32_t device, HWP_Buffer buffer, uint64_t offset, uint64_t nbytes);
-} TP_MemoryTable_v1_1;
+} TP_MemoryTable_next;
 
-typedef struct TP_PluginApi_v1_1 {
-  size_t struct_size;
-  uint32_t abi_major;
-  uint32_t abi_minor;
-  const char *device_type;
-  const char *plugin_version;
-  const HWP_DeviceTable *device;
-  const TP_MemoryTable_v1_1 *memory;
-  const char *(*get_last_error)(void);
-  const HWP_StreamTable *stream;
-  const HWP_CclTable *ccl;
-  const HWP_CodegenTable *codegen;
-  const HWP_ProfilerTable *profiler;
-  void (*shutdown)(void);
-  /* v1.1 */
+typedef struct TP_PluginApi_next {
+  HWP_PluginApi base;
   const char *(*get_build_info)(void);
-} TP_PluginApi_v1_1;
+} TP_PluginApi_next;
 
-typedef struct TP_HostApi_v1_1 {
-  size_t struct_size;
-  uint32_t abi_major;
-  uint32_t abi_minor;
-  void *host_context;
-  HWP_Status (*register_kernel)(void *, const HWP_KernelRegistration *);
-  void (*log)(void *, HWP_LogLevel, const char *);
-  void (*trace_event)(void *, const char *, int32_t, uint64_t, uint64_t);
-  /* v1.1: a pretend host callback that a v1.0 host does not have. */
+typedef struct TP_HostApi_next {
+  HWP_HostApi base;
+  /* a pretend host callback that the current host does not have */
   HWP_Status (*get_config)(void *host_context, const char *key, const char **value);
-} TP_HostApi_v1_1;
+} TP_HostApi_next;
 
-#define TP_SAME(a, b, f) TP_ASSERT(offsetof(a, f) == offsetof(b, f), a##_##f)
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, allocate);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, deallocate);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_h2d);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2h);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2d);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_h2d_async);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2h_async);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, copy_d2d_async);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, memset_async);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, get_memory_stats);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, host_address);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, wrap_host_memory);
-TP_SAME(TP_MemoryTable_v1_1, HWP_MemoryTable, release_host_buffer);
-TP_ASSERT(offsetof(TP_MemoryTable_v1_1, prefetch) == sizeof(HWP_MemoryTable), mem_appended);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, abi_major);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, abi_minor);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, device_type);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, plugin_version);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, device);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, memory);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, get_last_error);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, stream);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, ccl);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, codegen);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, profiler);
-TP_SAME(TP_PluginApi_v1_1, HWP_PluginApi, shutdown);
-TP_ASSERT(offsetof(TP_PluginApi_v1_1, get_build_info) == sizeof(HWP_PluginApi), api_appended);
-TP_SAME(TP_HostApi_v1_1, HWP_HostApi, abi_major);
-TP_SAME(TP_HostApi_v1_1, HWP_HostApi, abi_minor);
-TP_SAME(TP_HostApi_v1_1, HWP_HostApi, host_context);
-TP_SAME(TP_HostApi_v1_1, HWP_HostApi, register_kernel);
-TP_SAME(TP_HostApi_v1_1, HWP_HostApi, log);
-TP_SAME(TP_HostApi_v1_1, HWP_HostApi, trace_event);
-TP_ASSERT(offsetof(TP_HostApi_v1_1, get_config) == sizeof(HWP_HostApi), host_appended);
+TP_ASSERT(offsetof(TP_MemoryTable_next, prefetch) == sizeof(HWP_MemoryTable), mem_appended);
+TP_ASSERT(offsetof(TP_PluginApi_next, get_build_info) == sizeof(HWP_PluginApi), api_appended);
+TP_ASSERT(offsetof(TP_HostApi_next, get_config) == sizeof(HWP_HostApi), host_appended);
 
 static HWP_Status tp_prefetch(int32_t device, HWP_Buffer buffer, uint64_t offset,
                               uint64_t nbytes) {
@@ -426,23 +362,25 @@ static HWP_Status tp_prefetch(int32_t device, HWP_Buffer buffer, uint64_t offset
 }
 static const char *tp_get_build_info(void) { return "hwport test plugin newer_minor"; }
 
-static const TP_MemoryTable_v1_1 tp_memory_table = {
-    sizeof(TP_MemoryTable_v1_1), tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h,
-    tr_copy_d2d, NULL, NULL, NULL, NULL, tr_get_memory_stats, NULL, NULL, NULL, tp_prefetch};
+static const TP_MemoryTable_next tp_memory_table_next = {
+    {sizeof(TP_MemoryTable_next), tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h,
+     tr_copy_d2d, NULL, NULL, NULL, NULL, tr_get_memory_stats, NULL, NULL, NULL, NULL, NULL,
+     NULL},
+    tp_prefetch};
+#define tp_memory_table tp_memory_table_next.base
 
-typedef TP_PluginApi_v1_1 TP_PluginApiType;
-#define TP_PLUGIN_API_SIZE sizeof(TP_PluginApi_v1_1)
+#define TP_PLUGIN_API_SIZE sizeof(TP_PluginApi_next)
 #define TP_ABI_MINOR (HWP_ABI_VERSION_MINOR + 1)
-#define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL, tp_get_build_info
+#define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL
 
-#else /* every other variant uses the v1.0 structs */
+#else /* every other variant uses the current structs */
 
 #if TP_IS(older_minor)
 static const HWP_MemoryTable tp_memory_table = {
     TP_MEMORY_TABLE_SIZE, tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h, tr_copy_d2d,
     /* beyond struct_size: */ trap_copy_h2d_async, trap_copy_d2h_async, trap_copy_d2d_async,
     trap_memset_async, trap_get_memory_stats, trap_host_address, trap_wrap_host_memory,
-    trap_release_host_buffer};
+    trap_release_host_buffer, NULL, NULL, NULL};
 #define TP_OPTIONAL_TABLES \
   &tp_trap_stream_table, &tp_trap_ccl_table, &tp_trap_codegen_table, &tp_trap_profiler_table, \
       trap_shutdown
@@ -477,16 +415,20 @@ static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) 
 #endif
 static const HWP_MemoryTable tp_memory_table = {
     TP_MEMORY_TABLE_SIZE, tr_allocate,     tr_deallocate, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
-    TP_ASYNC_COPIES,      TP_MEMORY_STATS, NULL,          NULL,        NULL};
+    TP_ASYNC_COPIES,      TP_MEMORY_STATS, NULL,          NULL,        NULL,
+    NULL,                 NULL,            NULL};
 #endif
 
-typedef HWP_PluginApi TP_PluginApiType;
 #if TP_IS(short_struct)
 #define TP_PLUGIN_API_SIZE offsetof(HWP_PluginApi, device_type) /* 16: versions only */
 #elif !TP_IS(older_minor)
 #define TP_PLUGIN_API_SIZE sizeof(HWP_PluginApi)
 #endif
+#if TP_IS(older_minor)
+#define TP_ABI_MINOR 0
+#else
 #define TP_ABI_MINOR HWP_ABI_VERSION_MINOR
+#endif
 #endif /* newer_minor */
 
 #if TP_IS(wrong_major)
@@ -495,12 +437,19 @@ typedef HWP_PluginApi TP_PluginApiType;
 #define TP_ABI_MAJOR HWP_ABI_VERSION_MAJOR
 #endif
 
-/* Not const: newer_minor records in plugin_version whether it found the v1.1 host field. */
+#define TP_API_FIELDS                                                                  \
+  TP_PLUGIN_API_SIZE, TP_ABI_MAJOR, TP_ABI_MINOR, TP_DEVICE_TYPE, "1.0.0", &tp_device_table, \
+      &tp_memory_table, tr_get_last_error, TP_OPTIONAL_TABLES
+
+/* Not const: newer_minor records in plugin_version whether it found the next-minor host
+ * field. */
+#if TP_IS(newer_minor)
+static TP_PluginApi_next tp_api_next = {{TP_API_FIELDS}, tp_get_build_info};
+#define tp_api tp_api_next.base
+#else
 TR_MAYBE_UNUSED
-static TP_PluginApiType tp_api = {
-    TP_PLUGIN_API_SIZE, TP_ABI_MAJOR,       TP_ABI_MINOR,       TP_DEVICE_TYPE,
-    "1.0.0",            &tp_device_table,   &tp_memory_table,   tr_get_last_error,
-    TP_OPTIONAL_TABLES};
+static HWP_PluginApi tp_api = {TP_API_FIELDS};
+#endif
 
 /* ---- entry point ------------------------------------------------------------------------- */
 static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
@@ -529,15 +478,15 @@ static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
   if (st != HWP_OK) return tr_fail(st, "register_kernel(add, float32) failed with %d", (int)st);
 
 #if TP_IS(newer_minor)
-  /* Negotiation the other way round: use the pretend v1.1 host field only if the host's struct
-   * is large enough to hold it; a v1.0 host's struct is not, so do without. */
-  if (HWP_HAS_FIELD(host, TP_HostApi_v1_1, get_config) &&
-      ((const TP_HostApi_v1_1 *)host)->get_config != NULL) {
+  /* Negotiation the other way round: use the pretend next-minor host field only if the host's
+   * struct is large enough to hold it; the current host's struct is not, so do without. */
+  if (HWP_HAS_FIELD(host, TP_HostApi_next, get_config) &&
+      ((const TP_HostApi_next *)host)->get_config != NULL) {
     const char *value = NULL;
-    ((const TP_HostApi_v1_1 *)host)->get_config(host->host_context, "test.greeting", &value);
-    tp_api.plugin_version = "1.1.0 (host extension: used)";
+    ((const TP_HostApi_next *)host)->get_config(host->host_context, "test.greeting", &value);
+    tp_api.plugin_version = "next minor (host extension: used)";
   } else {
-    tp_api.plugin_version = "1.1.0 (host extension: absent)";
+    tp_api.plugin_version = "next minor (host extension: absent)";
   }
 #endif
 

@@ -670,7 +670,7 @@ static void tr_kernel_wait(int32_t device, HWP_Stream stream) {
 static const HWP_StreamTable tr_stream_table = {
     sizeof(HWP_StreamTable), tr_create_stream, tr_destroy_stream, tr_synchronize_stream,
     tr_query_stream,         tr_create_event,  tr_destroy_event,  tr_record_event,
-    tr_synchronize_event,    tr_query_event,   tr_stream_wait_event};
+    tr_synchronize_event,    tr_query_event,   tr_stream_wait_event, NULL, NULL};
 #else
 #define tr_kernel_wait(device, stream) ((void)(device), (void)(stream))
 #endif /* TR_WITH_STREAMS */

@@ -4,9 +4,10 @@
  * valid plugin, exercises its device runtime and its "add" kernel and checks the results.
  * tests/test_loader.py compiles and runs it so that a zoo bug is told apart from a runtime bug.
  *
- *   zoo_host_check <plugin.so> [--host-v1.1 | --ignore-struct-size]
+ *   zoo_host_check <plugin.so> [--host-next-minor | --ignore-struct-size]
  *
- * --host-v1.1 offers a pretend newer host API (one field appended after the v1.0 layout).
+ * --host-next-minor offers a pretend newer host API (one field appended after the current
+ * layout).
  * --ignore-struct-size behaves like a buggy host: at the end it calls
  * HWP_DeviceTable.get_properties whenever the pointer is non-NULL, without looking at
  * struct_size (older_minor must then abort, proving its trap pointers work).
@@ -21,10 +22,10 @@
 
 #define END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
-typedef struct HostApiV11 {
-  HWP_HostApi v10; /* same layout as a flat struct here: every v1.0 field is 8-byte sized */
+typedef struct HostApiNext {
+  HWP_HostApi base; /* the current struct, then what the next minor appends */
   HWP_Status (*get_config)(void *host_context, const char *key, const char **value);
-} HostApiV11;
+} HostApiNext;
 
 static int g_in_init = 0;
 static int g_num_kernels = 0;
@@ -174,12 +175,12 @@ static void exercise(const HWP_PluginApi *api, int32_t device) {
 int main(int argc, char **argv) {
   void *handle, *sym;
   HWP_PluginInitFn init;
-  HostApiV11 host;
+  HostApiNext host;
   const HWP_PluginApi *api = NULL;
   HWP_Status status;
   int32_t count = -1, dev;
   if (argc < 2) {
-    fprintf(stderr, "usage: %s <plugin.so> [--host-v1.1]\n", argv[0]);
+    fprintf(stderr, "usage: %s <plugin.so> [--host-next-minor]\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, NULL, _IONBF, 0);
@@ -194,19 +195,19 @@ int main(int argc, char **argv) {
   if (!sym) return 0;
 
   memset(&host, 0, sizeof host);
-  host.v10.struct_size = sizeof(HWP_HostApi);
-  if (argc > 2 && strcmp(argv[2], "--host-v1.1") == 0) {
-    host.v10.struct_size = sizeof(HostApiV11);
+  host.base.struct_size = sizeof(HWP_HostApi);
+  if (argc > 2 && strcmp(argv[2], "--host-next-minor") == 0) {
+    host.base.struct_size = sizeof(HostApiNext);
     host.get_config = host_get_config;
   }
-  host.v10.abi_major = HWP_ABI_VERSION_MAJOR;
-  host.v10.abi_minor = HWP_ABI_VERSION_MINOR;
-  host.v10.register_kernel = host_register_kernel;
-  host.v10.log = host_log;
-  host.v10.trace_event = host_trace;
+  host.base.abi_major = HWP_ABI_VERSION_MAJOR;
+  host.base.abi_minor = HWP_ABI_VERSION_MINOR;
+  host.base.register_kernel = host_register_kernel;
+  host.base.log = host_log;
+  host.base.trace_event = host_trace;
 
   g_in_init = 1;
-  status = init(&host.v10, &api);
+  status = init(&host.base, &api);
   g_in_init = 0;
   printf("init_status=%d\n", (int)status);
   printf("api=%s\n", api ? "set" : "null");

@@ -23,7 +23,24 @@ extern "C" {
 enum HWP_DeviceFlag {
   /* Buffers are ordinary host memory: memory.host_address returns a pointer that the host may
    * read and write once the device is synchronized (enables zero-copy DLPack with numpy). */
-  HWP_DEVICE_HOST_MEMORY = 1u << 0
+  HWP_DEVICE_HOST_MEMORY = 1u << 0,
+  /* ABI 1.1. The device computes in float16 / bfloat16 natively (not only stores it): kernels
+   * of these dtypes run at the type's own precision and speed. Informational. */
+  HWP_DEVICE_FLOAT16_ARITHMETIC = 1u << 1,
+  HWP_DEVICE_BFLOAT16_ARITHMETIC = 1u << 2
+};
+
+/* DLPack device types (DLDeviceType of dlpack.h) that HWP_DeviceProperties.dlpack_device_type
+ * may name; the values are DLPack's. */
+enum HWP_DLPackDeviceType {
+  HWP_DLPACK_NONE = 0, /* device memory is not exchanged zero-copy */
+  HWP_DLPACK_CUDA = 2,
+  HWP_DLPACK_OPENCL = 4,
+  HWP_DLPACK_VULKAN = 7,
+  HWP_DLPACK_METAL = 8,
+  HWP_DLPACK_ROCM = 10,
+  HWP_DLPACK_EXT_DEV = 12, /* a vendor's own device memory */
+  HWP_DLPACK_ONEAPI = 14
 };
 
 typedef struct HWP_DeviceProperties {
@@ -36,6 +53,20 @@ typedef struct HWP_DeviceProperties {
   int32_t compute_units;
   int32_t max_work_group_size;
   uint32_t flags;           /* HWP_DeviceFlag bits */
+  /* ---- ABI 1.1 (a host reads these only when struct_size covers them) ---- */
+  uint64_t max_allocation;  /* the largest single allocation in bytes; 0: total_memory */
+  char architecture[64];    /* the instruction-set generation as the vendor names it, e.g.
+                             * "sm_90" (CUDA compute capability 9.0); "" if none */
+  int32_t architecture_major; /* its number where the vendor numbers them (compute capability
+                               * 9.0 is 9, 0); 0, 0 if none */
+  int32_t architecture_minor;
+  int32_t simd_width;       /* work-items that execute in lockstep: the CUDA warp size, OpenCL's
+                             * preferred work-group size multiple; 1 if none */
+  int32_t max_threads_per_compute_unit; /* resident work-items per compute unit; 0 if unknown */
+  int32_t dlpack_device_type; /* HWP_DLPackDeviceType under which other frameworks address
+                               * this device's memory (memory.device_address); 0 if none.
+                               * HWP_DEVICE_HOST_MEMORY devices exchange as kDLCPU instead. */
+  int32_t dlpack_device_id; /* the device's id in that DLPack device type (the CUDA ordinal) */
 } HWP_DeviceProperties;
 
 typedef struct HWP_MemoryStats {
@@ -123,6 +154,23 @@ typedef struct HWP_MemoryTable {
   HWP_Status (*wrap_host_memory)(int32_t device, void *host_ptr, uint64_t nbytes,
                                  HWP_Buffer *out);
   HWP_Status (*release_host_buffer)(int32_t device, HWP_Buffer buffer);
+
+  /* ---- ABI 1.1: zero-copy exchange of device memory with other frameworks (DLPack), for
+   * devices whose properties name a dlpack_device_type. ---- */
+
+  /* Optional. The address under which other frameworks on this device reach byte `offset` of
+   * `buffer` (for CUDA the device pointer): DLPack's data pointer. Fallback: tensors of this
+   * device are not exported; users copy through the host. */
+  HWP_Status (*device_address)(int32_t device, HWP_Buffer buffer, uint64_t offset, void **out);
+
+  /* Optional. Wraps `nbytes` of this device's memory at `address` (as device_address gives
+   * it), which another framework allocated and the host keeps alive until it releases the
+   * buffer, as a buffer usable in kernels and copies, without copying. Released with
+   * release_device_buffer (never deallocate); not counted in the memory stats. Fallback:
+   * importing such memory is refused with an error that says so. */
+  HWP_Status (*wrap_device_memory)(int32_t device, void *address, uint64_t nbytes,
+                                   HWP_Buffer *out);
+  HWP_Status (*release_device_buffer)(int32_t device, HWP_Buffer buffer);
 } HWP_MemoryTable;
 
 /* ---- stream and event table (optional as a whole) ---------------------------------------
@@ -156,6 +204,19 @@ typedef struct HWP_StreamTable {
   /* Makes work submitted to `stream` after this call wait until `event` completes (as recorded
    * at the time of this call), without blocking the host. */
   HWP_Status (*stream_wait_event)(int32_t device, HWP_Stream stream, HWP_Event event);
+
+  /* ---- ABI 1.1: stream exchange with other frameworks (DLPack's `stream` argument). A native
+   * stream is a handle of the device's own runtime as DLPack passes it (for CUDA: 1 is the
+   * legacy default stream, 2 the per-thread default stream, any other value a cudaStream_t). */
+
+  /* Optional. The native handle of the queue on which work submitted to `stream` runs (for the
+   * NULL stream, the one synchronous work uses). Fallback: the host imports foreign memory
+   * without naming a stream, and synchronizes the device before using it. */
+  HWP_Status (*native_stream)(int32_t device, HWP_Stream stream, uintptr_t *out);
+
+  /* Optional. Makes the foreign native stream `native` wait, without blocking the host, for all
+   * work submitted to `stream` so far. Fallback: the host synchronizes `stream` instead. */
+  HWP_Status (*native_stream_wait)(int32_t device, uintptr_t native, HWP_Stream stream);
 } HWP_StreamTable;
 
 #ifdef __cplusplus
