@@ -62,17 +62,41 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None) -> Tensor:
     return _core.from_numpy(arr, device_place)
 
 
+_DL_CPU, _DL_CUDA_HOST = 1, 3
+
+
+def _capsule(data: Any, stream: int | None) -> Any:
+    """The producer's DLPack capsule, versioned (1.0) when it can give one."""
+    kwargs = {} if stream is None else {"stream": stream}
+    try:
+        return data.__dlpack__(max_version=(1, 0), **kwargs)
+    except TypeError:  # a producer from before DLPack 1.0
+        return data.__dlpack__(**kwargs)
+
+
 def from_dlpack(data: Any, place: Any = None) -> Tensor:
-    """Zero-copy import of a DLPack tensor in host memory (e.g. a numpy array) onto a
-    host-memory place (default: the current device; copied for other devices)."""
+    """Zero-copy import of a DLPack tensor (an object with __dlpack__, or a capsule).
+
+    Host memory (e.g. a numpy array) lands on `place` (default: the current device), shared
+    when that device is host-memory, else copied. Device memory (e.g. a CuPy array) lands on
+    the device that holds it (the plugin whose properties name that DLPack device), shared, its
+    producer's pending work ordered before hwport's through DLPack's stream exchange; with a
+    `place` on another device it is then copied there."""
+    if not hasattr(data, "__dlpack__"):
+        return _import_host(data, place)
+    dl_type, dl_id = data.__dlpack_device__() if hasattr(data, "__dlpack_device__") else (1, 0)
+    if dl_type in (_DL_CPU, _DL_CUDA_HOST):
+        return _import_host(_capsule(data, None), place)
+    source = _core.dlpack_place(int(dl_type), int(dl_id))
+    tensor = _core.from_dlpack_capsule(_capsule(data, _core.dlpack_stream(source)), source)
+    if place is None or _core.resolve_place(place) == source:
+        return tensor
+    return tensor.to(place)
+
+
+def _import_host(capsule: Any, place: Any) -> Tensor:
+    """Host memory onto `place`: shared when it is a host-memory device, else copied there."""
     device_place = _core.resolve_place(place)
-    if hasattr(data, "__dlpack__"):
-        try:
-            capsule = data.__dlpack__(max_version=(1, 0))
-        except TypeError:  # a producer from before DLPack 1.0
-            capsule = data.__dlpack__()
-    else:
-        capsule = data
     if _core.is_host_memory(device_place):
         return _core.from_dlpack_capsule(capsule, device_place)
     return _core.from_dlpack_capsule(capsule, "cpu").to(device_place)

@@ -99,14 +99,22 @@ void delete_unconsumed(PyObject* capsule, const char* name) {
 // for one with max_version, the pre-1.0 capsule otherwise.
 py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_version,
                            py::handle dl_device, py::handle copy) {
-  (void)stream;  // host memory: synchronizing the device is the only ordering needed
   if (!copy.is_none() && copy.cast<bool>())
     raise(ErrorKind::Value, "__dlpack__: copy=True is not supported; export shares memory");
+  const DLDevice own = dlpack_device_of(*t.device());
   if (!dl_device.is_none()) {
     auto dev = dl_device.cast<std::pair<int, int>>();
-    if (dev.first != kDLCPU)
-      raise(ErrorKind::Value, "__dlpack__: can only export to kDLCPU, not device type " +
-                                  std::to_string(dev.first));
+    if (dev.first != own.device_type || dev.second != own.device_id)
+      raise(ErrorKind::Value, "__dlpack__: can only export to the tensor's own DLPack device " +
+                                  dlpack_device_str(own) + ", not " +
+                                  dlpack_device_str({dev.first, dev.second}));
+  }
+  std::optional<int64_t> consumer_stream;
+  if (!stream.is_none()) {
+    if (!py::isinstance<py::int_>(stream))
+      raise(ErrorKind::Type, "__dlpack__: stream must be an int or None, got " +
+                                 std::string(py::str(py::type::of(stream))));
+    consumer_stream = stream.cast<int64_t>();
   }
   bool versioned = false;
   if (!max_version.is_none()) versioned = max_version.cast<std::pair<int, int>>().first >= 1;
@@ -114,7 +122,7 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
     DLManagedTensorVersioned* managed;
     {
       py::gil_scoped_release nogil;
-      managed = to_dlpack_versioned(t);
+      managed = to_dlpack_versioned(t, consumer_stream);
     }
     return py::capsule(managed, "dltensor_versioned", [](PyObject* capsule) {
       delete_unconsumed<DLManagedTensorVersioned>(capsule, "dltensor_versioned");
@@ -123,7 +131,7 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
   DLManagedTensor* managed;
   {
     py::gil_scoped_release nogil;
-    managed = to_dlpack(t);
+    managed = to_dlpack(t, consumer_stream);
   }
   return py::capsule(managed, "dltensor", [](PyObject* capsule) {
     delete_unconsumed<DLManagedTensor>(capsule, "dltensor");
@@ -191,9 +199,8 @@ void bind_tensor(py::module_& m) {
              return t.shape[0];
            })
       .def("__dlpack_device__", [](const Tensor& t) {
-             const bool host = t.device()->host_memory;
-             return py::make_tuple(static_cast<int>(host ? kDLCPU : kDLExtDev),
-                                   host ? 0 : t.device()->index);
+             const DLDevice d = dlpack_device_of(*t.device());
+             return py::make_tuple(d.device_type, d.device_id);
            })
       .def("__dlpack__", &dlpack_capsule, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),

@@ -97,9 +97,15 @@ void DeviceManager::load_plugins(const std::vector<Candidate>& candidates,
       if (plugin->device.get_properties) {
         HWP_DeviceProperties props{};
         props.struct_size = sizeof(props);
-        if (plugin->device.get_properties(i, &props) == HWP_OK)
+        if (plugin->device.get_properties(i, &props) == HWP_OK) {
           dev->host_memory = (props.flags & HWP_DEVICE_HOST_MEMORY) != 0 &&
                              plugin->memory.host_address != nullptr;
+          // A plugin older than 1.1 leaves the field zero (the host zero-filled the struct).
+          if (!dev->host_memory && props.dlpack_device_type != HWP_DLPACK_NONE) {
+            dev->dlpack_type = props.dlpack_device_type;
+            dev->dlpack_id = props.dlpack_device_id;
+          }
+        }
       }
       dev->allocator = std::make_unique<CachingAllocator>(dev.get());
       if (plugin->device_type == "cpu" && i == 0) cpu_ = dev.get();
@@ -132,6 +138,12 @@ Device* DeviceManager::find(const std::string& device_type, int64_t index) {
   }
   raise(ErrorKind::Value, "unknown device type '" + device_type +
                               "'; available places: " + available_places());
+}
+
+Device* DeviceManager::find_dlpack(int32_t type, int32_t id) const {
+  for (const auto& d : devices_)
+    if (d->dlpack_type == type && d->dlpack_id == id) return d.get();
+  return nullptr;
 }
 
 Device* DeviceManager::resolve(const std::string& place) {

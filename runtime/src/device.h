@@ -18,6 +18,10 @@ struct Device {
   int32_t global_id = 0;  // index in DeviceManager::devices()
   std::string name;       // "custom:<type>:<index>"
   bool host_memory = false;
+  // The DLPack device (type, id) under which other frameworks address this device's memory
+  // (properties.dlpack_device_type; 0 when the plugin exchanges none: ABI 1.1).
+  int32_t dlpack_type = 0;
+  int32_t dlpack_id = 0;
   std::unique_ptr<CachingAllocator> allocator;
 
   // Runs init_device and creates the default stream, once. Throws on failure.
@@ -60,6 +64,9 @@ class DeviceManager {
   // available when the place is malformed, unknown or out of range.
   Device* resolve(const std::string& place);
   Device* find(const std::string& device_type, int64_t index);
+  // The device whose memory other frameworks address as DLPack device (type, id); nullptr if
+  // none.
+  Device* find_dlpack(int32_t type, int32_t id) const;
   std::string available_places() const;
   // The calling thread's current device (custom:cpu:0 until set_device is called).
   Device* current();

@@ -2,6 +2,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "errors.h"
 
@@ -59,24 +61,53 @@ void delete_export_versioned(DLManagedTensorVersioned* self) {
   std::unique_ptr<ExportContext> owned(static_cast<ExportContext*>(self->manager_ctx));
 }
 
-std::unique_ptr<ExportContext> export_tensor(const Tensor& t, DLTensor* dl) {
+// Orders the tensor's pending work before the consumer's use of device memory: DLPack's
+// `stream` is the consumer's stream (-1: the consumer orders it; none given: it may use the
+// data at once).
+void order_for_consumer(Device* dev, std::optional<int64_t> consumer_stream) {
+  if (consumer_stream && *consumer_stream == -1) return;
+  if (consumer_stream && *consumer_stream < -1)
+    raise(ErrorKind::Value, "__dlpack__: stream must be -1, None or a stream handle (>= 0), got " +
+                                std::to_string(*consumer_stream));
+  const Plugin& p = *dev->plugin;
+  HWP_Stream ours = dev->current_stream();
+  if (consumer_stream && p.stream.native_stream_wait) {
+    p.check(p.stream.native_stream_wait(dev->index, static_cast<uintptr_t>(*consumer_stream),
+                                        ours),
+            "native_stream_wait");
+    return;
+  }
+  dev->synchronize_stream(ours);
+}
+
+std::unique_ptr<ExportContext> export_tensor(const Tensor& t, DLTensor* dl,
+                                             std::optional<int64_t> consumer_stream) {
   Device* dev = t.device();
-  if (!dev->host_memory)
-    raise(ErrorKind::Runtime, "__dlpack__: " + dev->name + " memory is not host-addressable; "
-                              "copy to a host-memory place first with .to('cpu')");
-  dev->synchronize();  // the consumer reads at once; it shares no stream with us
+  const Plugin& p = *dev->plugin;
+  const bool host = dev->host_memory;
+  if (!host && (dev->dlpack_type == 0 || !p.memory.device_address))
+    raise(ErrorKind::Runtime, "__dlpack__: " + dev->name + " memory is neither host-addressable "
+                              "nor exchanged by its plugin (properties.dlpack_device_type and "
+                              "memory.device_address); copy it first with .to('cpu')");
+  if (host)
+    dev->synchronize();  // the consumer reads at once; it shares no stream with us
+  else
+    order_for_consumer(dev, consumer_stream);
   auto ctx = std::make_unique<ExportContext>();
   ctx->tensor = t;
   ctx->shape = t.shape;
   ctx->strides = t.strides;
   void* data = nullptr;
   if (t.storage->buffer()) {
-    const Plugin& p = *dev->plugin;
-    p.check(p.memory.host_address(dev->index, t.storage->buffer(), t.byte_offset(), &data),
-            "host_address");
+    if (host)
+      p.check(p.memory.host_address(dev->index, t.storage->buffer(), t.byte_offset(), &data),
+              "host_address");
+    else
+      p.check(p.memory.device_address(dev->index, t.storage->buffer(), t.byte_offset(), &data),
+              "device_address");
   }
   dl->data = data;
-  dl->device = {kDLCPU, 0};
+  dl->device = dlpack_device_of(*dev);
   dl->ndim = static_cast<int32_t>(t.shape.size());
   dl->dtype = to_dl_dtype(t.dtype);
   dl->shape = ctx->shape.data();
@@ -89,18 +120,37 @@ Tensor wrap_dltensor(const DLTensor& dl, Device* device, const std::function<voi
 
 }  // namespace
 
-DLManagedTensor* to_dlpack(const Tensor& t) {
+DLDevice dlpack_device_of(const Device& d) {
+  if (d.host_memory) return {kDLCPU, 0};
+  if (d.dlpack_type != 0) return {d.dlpack_type, d.dlpack_id};
+  return {kDLExtDev, d.index};
+}
+
+std::string dlpack_device_str(DLDevice d) {
+  const char* name = d.device_type == kDLCPU        ? "kDLCPU"
+                     : d.device_type == kDLCUDA     ? "kDLCUDA"
+                     : d.device_type == kDLCUDAHost ? "kDLCUDAHost"
+                     : d.device_type == kDLOpenCL   ? "kDLOpenCL"
+                     : d.device_type == kDLROCM     ? "kDLROCM"
+                     : d.device_type == kDLExtDev   ? "kDLExtDev"
+                                                    : nullptr;
+  return "(" + std::to_string(d.device_type) + ", " + std::to_string(d.device_id) + ")" +
+         (name ? std::string(" ") + name : "");
+}
+
+DLManagedTensor* to_dlpack(const Tensor& t, std::optional<int64_t> consumer_stream) {
   DLTensor dl{};
-  auto ctx = export_tensor(t, &dl);
+  auto ctx = export_tensor(t, &dl, consumer_stream);
   ctx->managed.dl_tensor = dl;
   ctx->managed.manager_ctx = ctx.get();
   ctx->managed.deleter = delete_export;
   return &ctx.release()->managed;
 }
 
-DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t) {
+DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t,
+                                              std::optional<int64_t> consumer_stream) {
   DLTensor dl{};
-  auto ctx = export_tensor(t, &dl);
+  auto ctx = export_tensor(t, &dl, consumer_stream);
   ctx->versioned.version = {1, 0};
   ctx->versioned.flags = 0;  // writable: the consumer shares the tensor's memory
   ctx->versioned.dl_tensor = dl;
@@ -108,6 +158,21 @@ DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t) {
   ctx->versioned.deleter = delete_export_versioned;
   return &ctx.release()->versioned;
 }
+
+namespace {
+
+// A capsule that hwport itself exported for `device`: the view it came from, storage shared
+// (no wrapping, which would give the plugin a second handle to its own allocation).
+template <typename Managed>
+std::optional<Tensor> own_export(Managed* managed, void (*own_deleter)(Managed*), Device* device) {
+  if (managed->deleter != own_deleter) return std::nullopt;
+  Tensor t = static_cast<ExportContext*>(managed->manager_ctx)->tensor;
+  if (t.device() != device) return std::nullopt;
+  managed->deleter(managed);
+  return t;
+}
+
+}  // namespace
 
 Tensor from_dlpack(DLManagedTensorVersioned* managed, Device* device) {
   auto release = [managed]() {
@@ -119,6 +184,7 @@ Tensor from_dlpack(DLManagedTensorVersioned* managed, Device* device) {
     raise(ErrorKind::Value, "from_dlpack: DLPack major version " + std::to_string(major) +
                                 " is not supported (expected 1)");
   }
+  if (auto t = own_export(managed, delete_export_versioned, device)) return *t;
   return wrap_dltensor(managed->dl_tensor, device, release);
 }
 
@@ -126,6 +192,7 @@ Tensor from_dlpack(DLManagedTensor* managed, Device* device) {
   auto release = [managed]() {
     if (managed->deleter) managed->deleter(managed);
   };
+  if (auto t = own_export(managed, delete_export, device)) return *t;
   return wrap_dltensor(managed->dl_tensor, device, release);
 }
 
@@ -133,10 +200,15 @@ namespace {
 
 Tensor wrap_dltensor(const DLTensor& dl, Device* device, const std::function<void()>& release) {
   DType dtype;
-  if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost) {
+  const bool host = dl.device.device_type == kDLCPU || dl.device.device_type == kDLCUDAHost;
+  const bool ours = device->dlpack_type != 0 && dl.device.device_type == device->dlpack_type &&
+                    dl.device.device_id == device->dlpack_id;
+  if (host ? !device->host_memory : !ours) {
     release();
-    raise(ErrorKind::Value, "from_dlpack: only host memory (kDLCPU) can be imported, got "
-                            "DLPack device type " + std::to_string(dl.device.device_type));
+    raise(ErrorKind::Value, "from_dlpack: " + device->name + " cannot take memory of DLPack " +
+                                "device " + dlpack_device_str(dl.device) + " without a copy; it " +
+                                "exchanges " + dlpack_device_str(dlpack_device_of(*device)) +
+                                (device->host_memory || device->dlpack_type ? "" : " (nothing)"));
   }
   if (!from_dl_dtype(dl.dtype, &dtype)) {
     release();
@@ -160,7 +232,8 @@ Tensor wrap_dltensor(const DLTensor& dl, Device* device, const std::function<voi
   char* first = static_cast<char*>(dl.data) + dl.byte_offset;
   uint64_t nbytes = empty ? 0 : static_cast<uint64_t>((hi - lo + 1) * size);
   try {
-    t.storage = Storage::wrap_host(device, first + lo * size, nbytes, release);
+    t.storage = Storage::wrap(device, host ? Storage::Foreign::Host : Storage::Foreign::Device,
+                              first + lo * size, nbytes, release);
   } catch (...) {
     release();
     throw;

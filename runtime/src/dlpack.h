@@ -1,15 +1,25 @@
-// DLPack (https://dmlc.github.io/dlpack) exchange for host-memory devices: the data structures
-// of the DLPack ABI (1.0 versioned and pre-1.0 unversioned capsules) and the zero-copy
-// conversions.
+// DLPack (https://dmlc.github.io/dlpack) exchange: the data structures of the DLPack ABI (1.0
+// versioned and pre-1.0 unversioned capsules) and the zero-copy conversions, for host-memory
+// devices (as kDLCPU) and for devices whose plugin exchanges its own memory (ABI 1.1:
+// properties.dlpack_device_type, memory.device_address / wrap_device_memory).
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "tensor.h"
 
 namespace hwport {
 
-enum DLDeviceTypeCode : int32_t { kDLCPU = 1, kDLCUDAHost = 3, kDLExtDev = 12 };
+enum DLDeviceTypeCode : int32_t {
+  kDLCPU = 1,
+  kDLCUDA = 2,
+  kDLCUDAHost = 3,
+  kDLOpenCL = 4,
+  kDLROCM = 10,
+  kDLExtDev = 12
+};
 enum DLDataTypeCode : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 
 struct DLDevice {
@@ -49,12 +59,21 @@ struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 };
 
-// DLPack tensors that keep `t` alive; the caller owns them (call their deleter).
-// Throw when the device's memory is not host-addressable.
-DLManagedTensor* to_dlpack(const Tensor& t);
-DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t);
-// Wrap a DLPack tensor in host memory as a tensor on `device` without copying; they take
-// ownership (the deleter runs when the tensor's storage dies, or at once on error).
+// The DLPack device a tensor of `d` exports as: (kDLCPU, 0) for host memory, the plugin's
+// (type, id) for exchanging devices, else (kDLExtDev, index) (and export fails).
+DLDevice dlpack_device_of(const Device& d);
+// "(2, 0) kDLCUDA": a DLPack device for messages.
+std::string dlpack_device_str(DLDevice d);
+
+// DLPack tensors that keep `t` alive; the caller owns them (call their deleter). Device memory
+// is ordered for the consumer's `consumer_stream` (DLPack's `stream`: -1 = the consumer orders
+// it; none = ready at once, by synchronizing). Throw when the memory cannot be exchanged.
+DLManagedTensor* to_dlpack(const Tensor& t, std::optional<int64_t> consumer_stream);
+DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t,
+                                              std::optional<int64_t> consumer_stream);
+// Wrap a DLPack tensor as a tensor on `device` without copying: host memory on a host-memory
+// device, or memory of the DLPack device that `device` is. They take ownership (the deleter
+// runs when the tensor's storage dies, or at once on error).
 Tensor from_dlpack(DLManagedTensor* managed, Device* device);
 Tensor from_dlpack(DLManagedTensorVersioned* managed, Device* device);
 

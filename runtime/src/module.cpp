@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "dispatch.h"
+#include "dlpack.h"
 #include "errors.h"
 #include "ops.h"
 
@@ -59,8 +60,53 @@ py::dict properties(py::handle place) {
     out["memory_alignment"] = props.memory_alignment;
     out["compute_units"] = props.compute_units;
     out["max_work_group_size"] = props.max_work_group_size;
+    // ABI 1.1 (a 1.0 plugin leaves them zero: the struct was zero-filled).
+    props.architecture[sizeof(props.architecture) - 1] = '\0';
+    out["max_allocation"] = props.max_allocation ? props.max_allocation : props.total_memory;
+    out["architecture"] = std::string(props.architecture);
+    out["architecture_version"] =
+        py::make_tuple(props.architecture_major, props.architecture_minor);
+    out["simd_width"] = props.simd_width > 0 ? props.simd_width : 1;
+    out["max_threads_per_compute_unit"] = props.max_threads_per_compute_unit;
+    out["float16_arithmetic"] = (props.flags & HWP_DEVICE_FLOAT16_ARITHMETIC) != 0;
+    out["bfloat16_arithmetic"] = (props.flags & HWP_DEVICE_BFLOAT16_ARITHMETIC) != 0;
   }
+  const bool exchanges = d->host_memory || (d->dlpack_type != 0 && p.memory.device_address);
+  const DLDevice dl = dlpack_device_of(*d);
+  out["dlpack_device"] = exchanges ? py::object(py::make_tuple(dl.device_type, dl.device_id))
+                                   : py::object(py::none());
   return out;
+}
+
+// The place whose memory other frameworks address as DLPack device (type, id).
+std::string dlpack_place(int32_t type, int32_t id) {
+  Device* d = DeviceManager::instance().find_dlpack(type, id);
+  if (!d || !d->plugin->memory.wrap_device_memory) {
+    std::string exchanging;
+    for (const auto& dev : DeviceManager::instance().devices())
+      if (dev->dlpack_type != 0)
+        exchanging += (exchanging.empty() ? "" : ", ") + dev->name + " " +
+                      dlpack_device_str(dlpack_device_of(*dev));
+    raise(ErrorKind::Value,
+          "from_dlpack: no device imports memory of DLPack device " +
+              dlpack_device_str({type, id}) + (d ? " (" + d->name + "'s plugin has no "
+                                                   "memory.wrap_device_memory)" : "") +
+              "; devices that exchange device memory: " +
+              (exchanging.empty() ? "none" : exchanging) +
+              "; available places: " + DeviceManager::instance().available_places());
+  }
+  return d->name;
+}
+
+// DLPack's `stream` for a producer handing memory to `place`: the native handle of the place's
+// current stream, or None when the plugin has none to give.
+py::object dlpack_stream(py::handle place) {
+  Device* d = device_from_py(place);
+  const Plugin& p = *d->plugin;
+  if (!p.stream.native_stream) return py::none();
+  uintptr_t handle = 0;
+  p.check(p.stream.native_stream(d->index, d->current_stream(), &handle), "native_stream");
+  return py::int_(handle);
 }
 
 // The optional functions and tables a plugin provides (NULL ones are left out), by ABI name.
@@ -78,9 +124,13 @@ py::list optional_parts(const Plugin& p) {
   add(p.memory.get_memory_stats, "memory.get_memory_stats");
   add(p.memory.host_address, "memory.host_address");
   add(p.memory.wrap_host_memory, "memory.wrap_host_memory");
+  add(p.memory.device_address, "memory.device_address");
+  add(p.memory.wrap_device_memory, "memory.wrap_device_memory");
   add(p.has_streams, "stream");
   add(p.has_streams && p.stream.query_stream, "stream.query_stream");
   add(p.has_streams && p.stream.query_event, "stream.query_event");
+  add(p.stream.native_stream, "stream.native_stream");
+  add(p.stream.native_stream_wait, "stream.native_stream_wait");
   add(p.has_ccl, "ccl");
   add(p.has_codegen, "codegen");
   add(p.has_profiler, "profiler");
@@ -322,6 +372,8 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("dtype"), py::arg("op") = "dtype", py::arg("arg") = "dtype");
   m.def("is_host_memory", [](py::handle place) { return device_from_py(place)->host_memory; },
         py::arg("place") = py::none());
+  m.def("dlpack_place", &dlpack_place, py::arg("device_type"), py::arg("device_id"));
+  m.def("dlpack_stream", &dlpack_stream, py::arg("place"));
   m.def("shutdown", []() {
     py::gil_scoped_release nogil;
     DeviceManager::instance().shutdown();

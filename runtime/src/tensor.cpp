@@ -15,20 +15,26 @@ std::shared_ptr<Storage> Storage::allocate(Device* device, uint64_t nbytes) {
   return s;
 }
 
-std::shared_ptr<Storage> Storage::wrap_host(Device* device, void* ptr, uint64_t nbytes,
-                                            std::function<void()> release) {
+std::shared_ptr<Storage> Storage::wrap(Device* device, Foreign kind, void* ptr, uint64_t nbytes,
+                                       std::function<void()> release) {
   const Plugin& plugin = *device->plugin;
+  const bool host = kind == Foreign::Host;
   HWP_Buffer buffer = nullptr;
   if (nbytes > 0) {
-    if (!plugin.memory.wrap_host_memory)
-      raise(ErrorKind::NotSupported, device->name + " cannot wrap host memory");
-    plugin.check(plugin.memory.wrap_host_memory(device->index, ptr, nbytes, &buffer),
-                 "wrap_host_memory");
+    auto wrap_fn = host ? plugin.memory.wrap_host_memory : plugin.memory.wrap_device_memory;
+    const char* name = host ? "wrap_host_memory" : "wrap_device_memory";
+    if (!wrap_fn)
+      raise(ErrorKind::NotSupported,
+            device->name + " cannot wrap " +
+                (host ? "host memory" : "device memory of another framework") +
+                " (its plugin has no memory." + name + ")");
+    plugin.check(wrap_fn(device->index, ptr, nbytes, &buffer), name);
   }
   auto s = std::make_shared<Storage>(Key{});
   s->device_ = device;
   s->nbytes_ = nbytes;
   s->buffer_ = buffer;
+  s->foreign_ = kind;
   s->release_ = std::move(release);
   return s;
 }
@@ -42,8 +48,9 @@ Storage::~Storage() {
   // Foreign memory: queued kernels may still read it, so finish the device's work first.
   const Plugin& plugin = *device_->plugin;
   plugin.device.synchronize_device(device_->index);
-  if (buffer_ && plugin.memory.release_host_buffer)
-    plugin.memory.release_host_buffer(device_->index, buffer_);
+  auto release_buffer = foreign_ == Foreign::Device ? plugin.memory.release_device_buffer
+                                                   : plugin.memory.release_host_buffer;
+  if (buffer_ && release_buffer) release_buffer(device_->index, buffer_);
   release_();
 }
 

@@ -20,13 +20,16 @@ class Storage {
   };
 
  public:
-  explicit Storage(Key) {}  // use allocate() or wrap_host()
+  explicit Storage(Key) {}  // use allocate() or wrap()
   // Memory from the device's caching allocator, on the device's current stream.
   static std::shared_ptr<Storage> allocate(Device* device, uint64_t nbytes);
-  // Host memory owned elsewhere, wrapped by the plugin (HWP_DEVICE_HOST_MEMORY devices);
-  // `release` runs after the device has finished with it.
-  static std::shared_ptr<Storage> wrap_host(Device* device, void* ptr, uint64_t nbytes,
-                                            std::function<void()> release);
+  // Memory owned elsewhere, wrapped by the plugin without copying: host memory
+  // (memory.wrap_host_memory, HWP_DEVICE_HOST_MEMORY devices) or memory of this device that
+  // another framework allocated, at the address memory.device_address would give
+  // (memory.wrap_device_memory). `release` runs after the device has finished with it.
+  enum class Foreign { Host, Device };
+  static std::shared_ptr<Storage> wrap(Device* device, Foreign kind, void* ptr, uint64_t nbytes,
+                                       std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -46,6 +49,7 @@ class Storage {
   HWP_Buffer buffer_ = nullptr;
   uint64_t base_offset_ = 0;
   uint64_t nbytes_ = 0;
+  Foreign foreign_ = Foreign::Host;  // for memory wrapped by wrap()
   std::function<void()> release_;
 };
 

@@ -42,6 +42,12 @@
  *   leak             deallocate neither frees nor gives the bytes back in the memory stats.
  *   false_stats      get_memory_stats reports bytes_in_use 0 whatever is allocated.
  *
+ * And one more valid variant:
+ *
+ *   dlpack           good_streams plus the ABI 1.1 DLPack exchange of device memory: its
+ *                    devices are DLPack device (kDLExtDev, 100 + index), with device_address,
+ *                    wrap_device_memory / release_device_buffer and native streams.
+ *
  * The broken variants still register their kernel before failing: the host must drop what a
  * rejected plugin registered. */
 #include <stdint.h>
@@ -70,6 +76,7 @@
 #define TP_ID_hang_sync 19
 #define TP_ID_leak 20
 #define TP_ID_false_stats 21
+#define TP_ID_dlpack 22
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -81,12 +88,15 @@
 #define TP_VARIANT TP_CAT(TP_ID_, HWP_TEST_VARIANT)
 #define TP_VARIANT_NAME TP_STR(HWP_TEST_VARIANT)
 #define TP_IS(v) (TP_VARIANT == TP_ID_##v)
-#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_false_stats
+#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_dlpack
 #error "unknown HWP_TEST_VARIANT"
 #endif
 
-#if TP_IS(good_streams) || TP_IS(stream_order)
+#if TP_IS(good_streams) || TP_IS(stream_order) || TP_IS(dlpack)
 #define TR_WITH_STREAMS 1
+#endif
+#if TP_IS(dlpack)
+#define TR_WITH_DLPACK 1
 #endif
 #if TP_IS(stream_order)
 #define TR_STREAMS_OUT_OF_ORDER 1
@@ -416,7 +426,7 @@ static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) 
 static const HWP_MemoryTable tp_memory_table = {
     TP_MEMORY_TABLE_SIZE, tr_allocate,     tr_deallocate, tr_copy_h2d, tr_copy_d2h, TP_COPY_D2D,
     TP_ASYNC_COPIES,      TP_MEMORY_STATS, NULL,          NULL,        NULL,
-    NULL,                 NULL,            NULL};
+    TR_DLPACK_MEMORY};
 #endif
 
 #if TP_IS(short_struct)

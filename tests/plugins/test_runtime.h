@@ -13,6 +13,11 @@
  * host synchronizes or queries, newest first (a plugin that ignores stream order).
  * With TR_LEAK_ON_FREE, deallocate counts the free but neither frees nor gives the bytes back
  * in the stats (a leaking plugin).
+ * With TR_WITH_DLPACK (needs TR_WITH_STREAMS), the ABI 1.1 exchange of device memory: the
+ * devices call their memory DLPack device (kDLExtDev, 100 + index) (not host memory, as far
+ * as the host knows), device_address gives the buffer address plus offset, wrap_device_memory
+ * registers foreign memory (refcounted per address; not in the stats), and native streams are
+ * the stream handles themselves (1 = the synchronous NULL-stream queue).
  *
  * Included by exactly one translation unit (test_plugin.c); everything is static. */
 #ifndef HWPORT_TEST_RUNTIME_H
@@ -116,6 +121,15 @@ static HWP_Status tr_get_properties(int32_t device, HWP_DeviceProperties *props)
   p.compute_units = 1;
   p.max_work_group_size = 1;
   p.flags = 0;
+  p.max_allocation = TR_TOTAL_MEMORY;
+  snprintf(p.architecture, sizeof p.architecture, "hwport-test-1");
+  p.architecture_major = 1;
+  p.simd_width = 1;
+  p.max_threads_per_compute_unit = 1;
+#ifdef TR_WITH_DLPACK
+  p.dlpack_device_type = HWP_DLPACK_EXT_DEV;
+  p.dlpack_device_id = 100 + device;
+#endif
   /* Write only as far as the host's struct reaches (it may be older or newer than ours). */
   n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
   p.struct_size = props->struct_size;
@@ -124,6 +138,27 @@ static HWP_Status tr_get_properties(int32_t device, HWP_DeviceProperties *props)
 }
 
 /* ---- memory table ---------------------------------------------------------------------- */
+#ifdef TR_WITH_DLPACK
+#define TR_MAX_WRAPPED 64
+#define TR_WRAP_MAGIC 0x57524150u /* "WRAP" */
+/* Foreign memory wrapped by wrap_device_memory: the buffer handle is its address, so the
+ * header lives here rather than in front of it. Guarded by tr_lock. */
+typedef struct tr_wrapped {
+  char *addr;
+  int refs;
+  tr_header h;
+} tr_wrapped;
+static tr_wrapped tr_wraps[TR_MAX_WRAPPED];
+
+/* Caller holds tr_lock. */
+static tr_wrapped *tr_wrapped_find(const void *addr) {
+  int i;
+  for (i = 0; i < TR_MAX_WRAPPED; ++i)
+    if (tr_wraps[i].refs > 0 && tr_wraps[i].addr == addr) return &tr_wraps[i];
+  return NULL;
+}
+#endif
+
 TR_MAYBE_UNUSED
 static HWP_Status tr_header_of(int32_t device, HWP_Buffer buffer, const char *fn,
                                tr_header **out) {
@@ -131,6 +166,21 @@ static HWP_Status tr_header_of(int32_t device, HWP_Buffer buffer, const char *fn
   HWP_Status st = tr_check_device(device, fn);
   if (st != HWP_OK) return st;
   if (buffer == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL", fn);
+#ifdef TR_WITH_DLPACK
+  {
+    tr_wrapped *w;
+    pthread_mutex_lock(&tr_lock);
+    w = tr_wrapped_find(buffer);
+    pthread_mutex_unlock(&tr_lock);
+    if (w != NULL) {
+      if (w->h.device != device)
+        return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: buffer belongs to device %d, not %d",
+                       fn, (int)w->h.device, (int)device);
+      *out = &w->h;
+      return HWP_OK;
+    }
+  }
+#endif
   h = (tr_header *)((char *)buffer - TR_HEADER_BYTES);
   if (h->magic != TR_MAGIC)
     return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: not a live buffer of this plugin", fn);
@@ -192,6 +242,11 @@ static HWP_Status tr_deallocate(int32_t device, HWP_Buffer buffer) {
   if (buffer == NULL) return tr_check_device(device, "deallocate"); /* NULL is a no-op */
   st = tr_header_of(device, buffer, "deallocate", &h);
   if (st != HWP_OK) return st;
+#ifdef TR_WITH_DLPACK
+  if (h->magic == TR_WRAP_MAGIC)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "deallocate: the buffer wraps foreign memory "
+                   "(wrap_device_memory); release it with release_device_buffer");
+#endif
   pthread_mutex_lock(&tr_lock);
   tr_stats[device].num_frees += 1;
 #ifndef TR_LEAK_ON_FREE
@@ -667,12 +722,124 @@ static void tr_kernel_wait(int32_t device, HWP_Stream stream) {
   pthread_mutex_unlock(&tr_lock);
 }
 
-static const HWP_StreamTable tr_stream_table = {
-    sizeof(HWP_StreamTable), tr_create_stream, tr_destroy_stream, tr_synchronize_stream,
-    tr_query_stream,         tr_create_event,  tr_destroy_event,  tr_record_event,
-    tr_synchronize_event,    tr_query_event,   tr_stream_wait_event, NULL, NULL};
 #else
 #define tr_kernel_wait(device, stream) ((void)(device), (void)(stream))
 #endif /* TR_WITH_STREAMS */
+
+#ifdef TR_WITH_DLPACK
+/* ---- ABI 1.1: DLPack exchange of device memory and streams ------------------------------ */
+static HWP_Status tr_device_address(int32_t device, HWP_Buffer buffer, uint64_t offset,
+                                    void **out) {
+  tr_header *h = NULL;
+  HWP_Status st = tr_header_of(device, buffer, "device_address", &h);
+  if (st != HWP_OK) return st;
+  if ((st = tr_check_range(h, offset, 0, "device_address")) != HWP_OK) return st;
+  if (out == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "device_address: out is NULL");
+  *out = (char *)buffer + offset;
+  return HWP_OK;
+}
+
+static HWP_Status tr_wrap_device_memory(int32_t device, void *address, uint64_t nbytes,
+                                        HWP_Buffer *out) {
+  tr_wrapped *w;
+  int i;
+  HWP_Status st = tr_check_device(device, "wrap_device_memory");
+  if (st != HWP_OK) return st;
+  if (address == NULL || out == NULL || nbytes == 0)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT,
+                   "wrap_device_memory: address and out must be non-NULL and nbytes > 0");
+  pthread_mutex_lock(&tr_lock);
+  w = tr_wrapped_find(address);
+  if (w != NULL && w->h.device != device) {
+    pthread_mutex_unlock(&tr_lock);
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT,
+                   "wrap_device_memory: %p is wrapped on device %d already", address,
+                   (int)w->h.device);
+  }
+  for (i = 0; w == NULL && i < TR_MAX_WRAPPED; ++i)
+    if (tr_wraps[i].refs == 0) {
+      w = &tr_wraps[i];
+      w->addr = (char *)address;
+      w->h.nbytes = 0;
+      w->h.device = device;
+      w->h.magic = TR_WRAP_MAGIC;
+    }
+  if (w == NULL) {
+    pthread_mutex_unlock(&tr_lock);
+    return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "wrap_device_memory: all %d wrap slots are in use",
+                   TR_MAX_WRAPPED);
+  }
+  w->refs += 1;
+  if (nbytes > w->h.nbytes) w->h.nbytes = nbytes;
+  pthread_mutex_unlock(&tr_lock);
+  *out = (HWP_Buffer)address;
+  return HWP_OK;
+}
+
+static HWP_Status tr_release_device_buffer(int32_t device, HWP_Buffer buffer) {
+  tr_wrapped *w;
+  HWP_Status st = tr_check_device(device, "release_device_buffer");
+  if (st != HWP_OK || buffer == NULL) return st;
+  pthread_mutex_lock(&tr_lock);
+  w = tr_wrapped_find(buffer);
+  if (w == NULL || w->h.device != device) {
+    pthread_mutex_unlock(&tr_lock);
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT,
+                   "release_device_buffer: %p is no wrapped buffer of device %d", (void *)buffer,
+                   (int)device);
+  }
+  w->refs -= 1;
+  pthread_mutex_unlock(&tr_lock);
+  return HWP_OK;
+}
+
+#define TR_NATIVE_SYNC_QUEUE ((uintptr_t)1) /* the NULL stream's (synchronous) queue */
+
+static HWP_Status tr_native_stream(int32_t device, HWP_Stream stream, uintptr_t *out) {
+  tr_stream *s = NULL;
+  HWP_Status st = tr_check_device(device, "native_stream");
+  if (st != HWP_OK) return st;
+  if (out == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "native_stream: out is NULL");
+  if (stream != NULL && (st = tr_stream_of(device, stream, "native_stream", &s)) != HWP_OK)
+    return st;
+  *out = stream == NULL ? TR_NATIVE_SYNC_QUEUE : (uintptr_t)s;
+  return HWP_OK;
+}
+
+static HWP_Status tr_native_stream_wait(int32_t device, uintptr_t native, HWP_Stream stream) {
+  HWP_Event ev = NULL;
+  HWP_Status st = tr_check_device(device, "native_stream_wait");
+  if (st != HWP_OK) return st;
+  if (native == 0)
+    return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "native_stream_wait: native stream 0 is "
+                   "ambiguous (DLPack forbids it); use 1 for the synchronous queue");
+  if (stream == NULL) return HWP_OK; /* NULL-stream work is complete when its call returns */
+  if (native == TR_NATIVE_SYNC_QUEUE) return tr_synchronize_stream(device, stream);
+  /* Validate both streams before enqueueing anything. */
+  {
+    tr_stream *s = NULL;
+    if ((st = tr_stream_of(device, (HWP_Stream)native, "native_stream_wait", &s)) != HWP_OK ||
+        (st = tr_stream_of(device, stream, "native_stream_wait", &s)) != HWP_OK)
+      return st;
+  }
+  if ((st = tr_create_event(device, &ev)) != HWP_OK) return st;
+  st = tr_record_event(device, stream, ev);
+  if (st == HWP_OK) st = tr_stream_wait_event(device, (HWP_Stream)native, ev);
+  tr_destroy_event(device, ev); /* the wait captured what the event recorded */
+  return st;
+}
+#define TR_DLPACK_MEMORY tr_device_address, tr_wrap_device_memory, tr_release_device_buffer
+#define TR_DLPACK_STREAMS tr_native_stream, tr_native_stream_wait
+#else
+#define TR_DLPACK_MEMORY NULL, NULL, NULL
+#define TR_DLPACK_STREAMS NULL, NULL
+#endif /* TR_WITH_DLPACK */
+
+#ifdef TR_WITH_STREAMS
+static const HWP_StreamTable tr_stream_table = {
+    sizeof(HWP_StreamTable), tr_create_stream, tr_destroy_stream, tr_synchronize_stream,
+    tr_query_stream,         tr_create_event,  tr_destroy_event,  tr_record_event,
+    tr_synchronize_event,    tr_query_event,   tr_stream_wait_event, TR_DLPACK_STREAMS};
+#endif
 
 #endif /* HWPORT_TEST_RUNTIME_H */
