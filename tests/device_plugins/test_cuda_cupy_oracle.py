@@ -19,7 +19,7 @@ from hwport.phi_ops.reference import reference
 from hwport.phi_ops.tolerance import assert_close
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import xp_oracle  # noqa: E402
+import xp_oracle
 
 DTYPES = ("bool", "int32", "int64", "float32", "float64")  # CuPy has no bfloat16
 CASES = [c for d in DTYPES for op in sorted(xp_oracle.ORACLE)
