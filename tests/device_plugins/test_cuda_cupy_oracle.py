@@ -6,9 +6,6 @@ xp = numpy, here and in CI, so a GPU run fails only on the device's results."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,9 +14,7 @@ import hwport.runtime as rt
 from hwport.phi_ops import sample_inputs as C
 from hwport.phi_ops.reference import reference
 from hwport.phi_ops.tolerance import assert_close
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import xp_oracle
+from tests.device_plugins import xp_oracle
 
 DTYPES = ("bool", "int32", "int64", "float32", "float64")  # CuPy has no bfloat16
 CASES = [c for d in DTYPES for op in sorted(xp_oracle.ORACLE)
