@@ -79,3 +79,11 @@ HWP_Status hwps_register_kernel(const HWP_HostApi *host, const char *op, HWP_DTy
     return hwps_error(st, "hwport_plugin_init: registering %s[dtype %d] failed", op, (int)dtype);
   return HWP_OK;
 }
+
+void hwps_copy_sized(void *dst, const void *src, size_t full_size) {
+  size_t n;
+  memcpy(&n, dst, sizeof n);
+  if (n > full_size) n = full_size;
+  if (n > sizeof(size_t))
+    memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t), n - sizeof(size_t));
+}

@@ -34,6 +34,10 @@ HWP_Status hwps_register_kernel(const HWP_HostApi *host, const char *op, HWP_DTy
                                 uint32_t flags, HWP_KernelFn fn, void *user_data);
 /* "1048576", "64M", "2G", "512k", "1GiB", "8MB" (binary multiples) -> bytes; 0 on a bad value. */
 int hwps_parse_bytes(const char *s, uint64_t *out);
+/* Copies `src` (a struct of `full_size` bytes whose first member is its size_t struct_size, as
+ * HWP_DeviceProperties) into `dst` as far as dst->struct_size (set by the host) reaches, keeping
+ * that size: a host built against an older minor gets the fields it knows. */
+void hwps_copy_sized(void *dst, const void *src, size_t full_size);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -92,6 +93,8 @@ static void config_init_once(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   g_cpu.compute_units = cores > 0 ? (int32_t)cores : 1;
   read_vendor(g_cpu.vendor, sizeof g_cpu.vendor);
+  struct utsname u;
+  snprintf(g_cpu.machine, sizeof g_cpu.machine, "%.63s", uname(&u) == 0 ? u.machine : "");
 }
 
 void cpu_config_init(void) { pthread_once(&g_config_once, config_init_once); }
@@ -111,12 +114,18 @@ static HWP_Status cpu_synchronize_device_fn(int32_t device) {
   return cpu_synchronize_device(device);
 }
 
-/* Copies the part of `src` that fits in the first `size` bytes of the host's struct. */
-#define CPU_COPY_FIELD(dst, src, size, type, field)                                            \
-  do {                                                                                         \
-    if ((size) >= offsetof(type, field) + sizeof(((type *)0)->field))                          \
-      memcpy(&(dst)->field, &(src)->field, sizeof(((type *)0)->field));                        \
-  } while (0)
+/* The float32 lanes of the vector code this build compiles for (its target macros; no -march
+ * flags by default, so x86-64 builds are SSE2). A few kernels (float32 exp, the fused nn ops)
+ * also carry AVX2/AVX-512 variants picked at load: they are wider, the rest is not. */
+#if defined(__AVX512F__)
+#define CPU_SIMD_WIDTH 16
+#elif defined(__AVX__)
+#define CPU_SIMD_WIDTH 8
+#elif defined(__SSE2__) || defined(__ARM_NEON)
+#define CPU_SIMD_WIDTH 4
+#else
+#define CPU_SIMD_WIDTH 1
+#endif
 
 static HWP_Status cpu_get_properties(int32_t device, HWP_DeviceProperties *props) {
   HWP_Status st = cpu_check_device(device, "get_properties");
@@ -135,15 +144,15 @@ static HWP_Status cpu_get_properties(int32_t device, HWP_DeviceProperties *props
   p.memory_alignment = CPU_ALIGNMENT;
   p.compute_units = g_cpu.compute_units;
   p.max_work_group_size = 1;
+  /* Computes float16/bfloat16 in float: no native-arithmetic flags. */
   p.flags = HWP_DEVICE_HOST_MEMORY;
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, name);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, vendor);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, driver_version);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, total_memory);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, memory_alignment);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, compute_units);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, max_work_group_size);
-  CPU_COPY_FIELD(props, &p, size, HWP_DeviceProperties, flags);
+  p.max_allocation = g_cpu.memory_limit; /* allocate refuses more than the limit in one piece */
+  snprintf(p.architecture, sizeof p.architecture, "%s", g_cpu.machine);
+  p.simd_width = CPU_SIMD_WIDTH;
+  p.max_threads_per_compute_unit = 1;
+  /* Host memory: exchanged as kDLCPU through host_address, not as a DLPack device type. */
+  p.dlpack_device_type = HWP_DLPACK_NONE;
+  hwps_copy_sized(props, &p, sizeof p);
   return HWP_OK;
 }
 

@@ -44,6 +44,7 @@ typedef struct cpu_config {
   uint64_t inline_elements; /* small-work threshold; 0 disables inline execution */
   int32_t compute_units;
   char vendor[128];
+  char machine[64]; /* uname machine, e.g. "x86_64": the architecture property */
 } cpu_config;
 
 extern cpu_config g_cpu;

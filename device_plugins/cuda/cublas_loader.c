@@ -77,7 +77,7 @@ void cu_cublas_shutdown(void) {
   pthread_mutex_lock(&g_blas.mu);
   for (int d = 0; d < CU_MAX_DEVICES; ++d)
     if (g_blas.handles[d] != NULL) {
-      (void)cudaSetDevice(d);
+      (void)cudaSetDevice(g_cu.devices[d].ordinal);
       (void)g_blas.destroy(g_blas.handles[d]);
       g_blas.handles[d] = NULL;
     }

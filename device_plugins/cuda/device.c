@@ -47,6 +47,7 @@ static void cu_enumerate(void) {
       continue;
     }
     cu_device *dev = &g_cu.devices[g_cu.num_devices++];
+    dev->ordinal = d;
     snprintf(dev->name, sizeof dev->name, "%s", p.name);
     dev->cc_major = p.major;
     dev->cc_minor = p.minor;
@@ -54,15 +55,16 @@ static void cu_enumerate(void) {
     dev->sm_count = p.multiProcessorCount;
     dev->max_threads_per_block = p.maxThreadsPerBlock;
     dev->warp_size = p.warpSize;
+    dev->max_threads_per_sm = p.maxThreadsPerMultiProcessor;
     dev->has_fp16 = p.major * 10 + p.minor >= 53;
     dev->has_bf16 = p.major >= 8;
     int pools = 0;
     (void)cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d);
     dev->memory_pools = pools;
     cu_log(HWP_LOG_INFO,
-           "cuda: device %d: %s, compute capability %d.%d, %llu MiB, %d SMs, %d threads/block, "
-           "warp %d, fp16 %s, bf16 %s",
-           g_cu.num_devices - 1, dev->name, dev->cc_major, dev->cc_minor,
+           "cuda: device %d (CUDA %d): %s, compute capability %d.%d, %llu MiB, %d SMs, "
+           "%d threads/block, warp %d, fp16 %s, bf16 %s",
+           g_cu.num_devices - 1, d, dev->name, dev->cc_major, dev->cc_minor,
            (unsigned long long)(dev->total_memory >> 20), dev->sm_count,
            dev->max_threads_per_block, dev->warp_size, dev->has_fp16 ? "yes" : "no",
            dev->has_bf16 ? "yes" : "storage only");
@@ -79,7 +81,7 @@ HWP_Status cu_enter(int32_t device, const char *fn) {
     return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: device %d out of range [0, %d)%s%s", fn,
                     (int)device, (int)g_cu.num_devices, g_cu.num_devices == 0 ? ": " : "",
                     g_cu.num_devices == 0 ? g_cu.why_none : "");
-  cudaError_t err = cudaSetDevice(device);
+  cudaError_t err = cudaSetDevice(g_cu.devices[device].ordinal);
   return err == cudaSuccess ? HWP_OK : cu_cuda_error(err, fn, "cudaSetDevice");
 }
 
@@ -103,13 +105,6 @@ static HWP_Status cu_sync_device_fn(int32_t device) {
   return cu_synchronize_device(device, "synchronize_device");
 }
 
-static void copy_str(char *dst, size_t cap, const char *src) {
-  size_t n = strlen(src);
-  if (n >= cap) n = cap - 1;
-  memcpy(dst, src, n);
-  dst[n] = '\0';
-}
-
 static HWP_Status cu_get_properties(int32_t device, HWP_DeviceProperties *props) {
   if (device < 0 || device >= g_cu.num_devices) return cu_enter(device, "get_properties");
   if (props == NULL || props->struct_size < sizeof(size_t))
@@ -117,21 +112,25 @@ static HWP_Status cu_get_properties(int32_t device, HWP_DeviceProperties *props)
   const cu_device *d = &g_cu.devices[device];
   HWP_DeviceProperties full;
   memset(&full, 0, sizeof full);
-  copy_str(full.name, sizeof full.name, d->name);
-  copy_str(full.vendor, sizeof full.vendor, "NVIDIA");
-  /* The ABI has no compute-capability field: it travels in driver_version, e.g.
-   * "driver 12080 runtime 13000 sm_90 warp 32 bf16" (the log at init has every property). */
-  snprintf(full.driver_version, sizeof full.driver_version, "driver %d runtime %d sm_%d%d%s%s",
-           g_cu.driver_version, g_cu.runtime_version, d->cc_major, d->cc_minor,
-           d->has_fp16 ? " fp16" : "", d->has_bf16 ? " bf16" : "");
+  snprintf(full.name, sizeof full.name, "%s", d->name);
+  snprintf(full.vendor, sizeof full.vendor, "NVIDIA");
+  snprintf(full.driver_version, sizeof full.driver_version, "driver %d runtime %d",
+           g_cu.driver_version, g_cu.runtime_version);
   full.total_memory = d->total_memory;
   full.memory_alignment = 256; /* cudaMalloc guarantees at least 256 bytes */
   full.compute_units = d->sm_count;
   full.max_work_group_size = d->max_threads_per_block;
-  full.flags = 0;
-  size_t n = props->struct_size < sizeof full ? props->struct_size : sizeof full;
-  full.struct_size = props->struct_size;
-  memcpy(props, &full, n);
+  full.flags = (d->has_fp16 ? HWP_DEVICE_FLOAT16_ARITHMETIC : 0u) |
+               (d->has_bf16 ? HWP_DEVICE_BFLOAT16_ARITHMETIC : 0u);
+  full.max_allocation = d->total_memory;
+  snprintf(full.architecture, sizeof full.architecture, "sm_%d%d", d->cc_major, d->cc_minor);
+  full.architecture_major = d->cc_major;
+  full.architecture_minor = d->cc_minor;
+  full.simd_width = d->warp_size;
+  full.max_threads_per_compute_unit = d->max_threads_per_sm;
+  full.dlpack_device_type = HWP_DLPACK_CUDA;
+  full.dlpack_device_id = d->ordinal;
+  hwps_copy_sized(props, &full, sizeof full);
   return HWP_OK;
 }
 

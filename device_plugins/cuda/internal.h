@@ -1,7 +1,8 @@
 /* hwport CUDA plugin — declarations shared by the plugin's source files (not part of any ABI).
  *
  * One hwport device per CUDA device the runtime enumerates. A buffer is a device pointer from
- * cudaMalloc (never managed memory); positions inside it are (buffer, byte offset). A stream is
+ * cudaMalloc (never managed memory), or device memory another framework allocated and the host
+ * wrapped (wrap_device_memory); positions inside it are (buffer, byte offset). A stream is
  * a non-blocking CUDA stream; an event a CUDA event without timing. Every call first makes its
  * device current on the calling thread (cudaSetDevice is cheap when it already is).
  *
@@ -51,12 +52,15 @@ int cu_error_is_sticky(cudaError_t err);
 /* ---- device.c ------------------------------------------------------------------------------ */
 
 typedef struct cu_device {
+  int ordinal; /* the CUDA device ordinal (cudaSetDevice, DLPack's device id): the plugin's
+                * index differs when cu_enumerate skipped a device it could not query */
   char name[256];
   int cc_major, cc_minor;
   uint64_t total_memory;
   int sm_count;
   int max_threads_per_block;
   int warp_size;
+  int max_threads_per_sm;
   int has_fp16; /* arithmetic in half precision (cc >= 5.3) */
   int has_bf16; /* native bfloat16 arithmetic (cc >= 8.0); storage works everywhere */
   int memory_pools; /* cudaMallocAsync supported */
@@ -74,7 +78,8 @@ extern cu_config g_cu;
 void cu_config_init(void); /* idempotent: the first call enumerates the devices */
 extern const HWP_DeviceTable cu_device_table;
 
-/* Validates `device` and makes it current on the calling thread. */
+/* Validates `device` and makes its CUDA device (g_cu.devices[device].ordinal) current on the
+ * calling thread. */
 HWP_Status cu_enter(int32_t device, const char *fn);
 
 /* ---- memory.c ------------------------------------------------------------------------------ */

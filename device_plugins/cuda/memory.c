@@ -5,6 +5,15 @@
  * and the stats know each buffer's size and device, and a buffer that this plugin did not hand
  * out (or already freed) is an INVALID_ARGUMENT, never a cudaFree of a stray pointer.
  *
+ * Device memory of another framework (DLPack imports) joins the registry through
+ * wrap_device_memory as a wrapped entry: copies and device_address accept it, the stats do not
+ * count it, deallocate refuses it and release_device_buffer removes it (never a cudaFree). A
+ * buffer is its device pointer, so wrapping one address twice (two imports of the same array,
+ * or of this plugin's own buffer coming back from another framework) cannot give two handles:
+ * the entry counts its wraps instead, each release_device_buffer drops one, and a wrapped-only
+ * entry leaves with the last. Its size is the largest wrap's; an own buffer keeps its size and
+ * must cover the wrap, and deallocate refuses it while wraps remain.
+ *
  * Synchronous copies wait for the device (cudaDeviceSynchronize: streams are non-blocking, so
  * the legacy default stream does not order them) and return with the copy complete. Async
  * copies are cudaMemcpyAsync on the stream: the ABI keeps the host memory alive and unchanged
@@ -20,6 +29,8 @@ typedef struct cu_alloc {
   void *ptr; /* NULL: empty slot; CU_TOMB: deleted */
   uint64_t size;
   int32_t device;
+  int32_t owned; /* allocated here (cudaMalloc'd, counted in the stats) */
+  uint32_t wraps; /* live wrap_device_memory calls on this address */
 } cu_alloc;
 
 #define CU_TOMB ((void *)1)
@@ -71,6 +82,14 @@ static cu_alloc *reg_find(const void *p) {
   }
 }
 
+/* Inserts `a` (its pointer not in the table); the caller holds g_mu and reserved room. */
+static void reg_insert(cu_alloc a) {
+  size_t s = slot_of(a.ptr, g_cap);
+  while (g_tab[s].ptr != NULL && g_tab[s].ptr != CU_TOMB) s = (s + 1) & (g_cap - 1);
+  if (g_tab[s].ptr == NULL) ++g_used;
+  g_tab[s] = a;
+}
+
 static HWP_Status cu_allocate(int32_t device, uint64_t nbytes, HWP_Buffer *out) {
   HWP_Status st = cu_enter(device, "allocate");
   if (st != HWP_OK) return st;
@@ -97,10 +116,13 @@ static HWP_Status cu_allocate(int32_t device, uint64_t nbytes, HWP_Buffer *out) 
   }
   pthread_mutex_lock(&g_mu);
   (void)reg_reserve(); /* reserved above; another thread may have used the room */
-  size_t s = slot_of(p, g_cap);
-  while (g_tab[s].ptr != NULL && g_tab[s].ptr != CU_TOMB) s = (s + 1) & (g_cap - 1);
-  if (g_tab[s].ptr == NULL) ++g_used;
-  g_tab[s] = (cu_alloc){p, nbytes, device};
+  cu_alloc *stale = reg_find(p);
+  if (stale != NULL) { /* only a wrap whose owner freed the memory before releasing it */
+    cu_log(HWP_LOG_WARNING, "cuda: allocate: %p was still wrapped; its owner freed it first",
+           p);
+    stale->ptr = CU_TOMB;
+  }
+  reg_insert((cu_alloc){p, nbytes, device, 1, 0});
   cu_stats *S = &g_stats[device];
   S->in_use += nbytes;
   if (S->in_use > S->peak) S->peak = S->in_use;
@@ -116,11 +138,20 @@ static HWP_Status cu_deallocate(int32_t device, HWP_Buffer buffer) {
   if (st != HWP_OK) return st;
   pthread_mutex_lock(&g_mu);
   cu_alloc *a = reg_find(buffer);
-  if (a == NULL || a->device != device) {
+  if (a == NULL || a->device != device || !a->owned || a->wraps != 0) {
+    const int mine = a != NULL && a->device == device;
+    const int owned = mine && a->owned;
+    const unsigned wraps = mine ? a->wraps : 0;
     pthread_mutex_unlock(&g_mu);
+    if (owned)
+      return cu_error(HWP_ERROR_INVALID_ARGUMENT,
+                      "deallocate: %p of device %d is still wrapped %u time(s) (release it "
+                      "with release_device_buffer first)", (void *)buffer, (int)device, wraps);
     return cu_error(HWP_ERROR_INVALID_ARGUMENT,
-                    "deallocate: %p is not a live buffer of device %d", (void *)buffer,
-                    (int)device);
+                    mine ? "deallocate: %p of device %d is wrapped device memory, never freed "
+                           "here (release it with release_device_buffer)"
+                         : "deallocate: %p is not a live buffer of device %d",
+                    (void *)buffer, (int)device);
   }
   cu_stats *S = &g_stats[device];
   S->in_use -= a->size;
@@ -255,11 +286,97 @@ static HWP_Status cu_get_memory_stats(int32_t device, HWP_MemoryStats *stats) {
   return HWP_OK;
 }
 
+/* ---- ABI 1.1: DLPack exchange ---------------------------------------------------------- */
+
+static HWP_Status cu_device_address(int32_t device, HWP_Buffer buffer, uint64_t offset,
+                                    void **out) {
+  HWP_Status st = cu_enter(device, "device_address");
+  if (st != HWP_OK) return st;
+  if (out == NULL) return cu_error(HWP_ERROR_INVALID_ARGUMENT, "device_address: out is NULL");
+  if ((st = check_range(device, buffer, offset, 0, "device_address", "buffer")) != HWP_OK)
+    return st;
+  *out = cu_addr(buffer, offset);
+  return HWP_OK;
+}
+
+/* Whether `address` is device memory (not managed, not host) of CUDA device `ordinal`. */
+static HWP_Status check_foreign(const void *address, int ordinal) {
+  struct cudaPointerAttributes at;
+  cudaError_t err = cudaPointerGetAttributes(&at, address);
+  if (err != cudaSuccess)
+    return cu_cuda_error(err, "wrap_device_memory", "cudaPointerGetAttributes");
+  if (at.type != cudaMemoryTypeDevice || at.device != ordinal)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT,
+                    "wrap_device_memory: %p is not device memory of CUDA device %d (it is %s "
+                    "memory of device %d); managed, host and other devices' memory is not "
+                    "wrapped", address, ordinal,
+                    at.type == cudaMemoryTypeManaged ? "managed"
+                    : at.type == cudaMemoryTypeHost  ? "host"
+                    : at.type == cudaMemoryTypeDevice ? "device"
+                                                      : "unregistered",
+                    at.device);
+  return HWP_OK;
+}
+
+static HWP_Status cu_wrap_device_memory(int32_t device, void *address, uint64_t nbytes,
+                                        HWP_Buffer *out) {
+  HWP_Status st = cu_enter(device, "wrap_device_memory");
+  if (st != HWP_OK) return st;
+  if (out == NULL || address == NULL || nbytes == 0)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT, "wrap_device_memory: %s",
+                    out == NULL ? "out is NULL" : address == NULL ? "address is NULL"
+                                                                  : "nbytes is 0");
+  /* Only the start is checked: the CUDA runtime API has no allocation-range query. */
+  if ((st = check_foreign(address, g_cu.devices[device].ordinal)) != HWP_OK) return st;
+  pthread_mutex_lock(&g_mu);
+  cu_alloc *a = reg_find(address);
+  if (a != NULL && a->device != device) {
+    st = cu_error(HWP_ERROR_INVALID_ARGUMENT,
+                  "wrap_device_memory: %p is a buffer of device %d, not %d", address,
+                  (int)a->device, (int)device);
+  } else if (a != NULL && a->owned && nbytes > a->size) {
+    st = cu_error(HWP_ERROR_INVALID_ARGUMENT,
+                  "wrap_device_memory: %llu bytes at %p exceed this plugin's %llu-byte buffer "
+                  "there", (unsigned long long)nbytes, address, (unsigned long long)a->size);
+  } else if (a != NULL) {
+    ++a->wraps;
+    if (nbytes > a->size) a->size = nbytes;
+  } else if (!reg_reserve()) {
+    st = cu_error(HWP_ERROR_OUT_OF_MEMORY,
+                  "wrap_device_memory: no host memory for the registry");
+  } else {
+    reg_insert((cu_alloc){address, nbytes, device, 0, 1});
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (st == HWP_OK) *out = (HWP_Buffer)address;
+  return st;
+}
+
+static HWP_Status cu_release_device_buffer(int32_t device, HWP_Buffer buffer) {
+  HWP_Status st = cu_enter(device, "release_device_buffer");
+  if (st != HWP_OK) return st;
+  pthread_mutex_lock(&g_mu);
+  cu_alloc *a = buffer != NULL ? reg_find(buffer) : NULL;
+  if (a == NULL || a->device != device || a->wraps == 0) {
+    const int owned = a != NULL && a->device == device && a->owned;
+    pthread_mutex_unlock(&g_mu);
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT,
+                    owned ? "release_device_buffer: %p of device %d was allocated, not wrapped "
+                            "(free it with deallocate)"
+                          : "release_device_buffer: %p is not a wrapped buffer of device %d",
+                    (void *)buffer, (int)device);
+  }
+  if (--a->wraps == 0 && !a->owned) a->ptr = CU_TOMB;
+  pthread_mutex_unlock(&g_mu);
+  return HWP_OK;
+}
+
 void cu_memory_shutdown(void) {
   pthread_mutex_lock(&g_mu);
   for (size_t i = 0; i < g_cap; ++i) {
     if (g_tab[i].ptr == NULL || g_tab[i].ptr == CU_TOMB) continue;
-    if (cudaSetDevice(g_tab[i].device) == cudaSuccess) (void)cudaFree(g_tab[i].ptr);
+    if (g_tab[i].owned && cudaSetDevice(g_cu.devices[g_tab[i].device].ordinal) == cudaSuccess)
+      (void)cudaFree(g_tab[i].ptr);
     g_tab[i].ptr = CU_TOMB;
   }
   pthread_mutex_unlock(&g_mu);
@@ -280,4 +397,7 @@ const HWP_MemoryTable cu_memory_table = {
     .host_address = NULL,
     .wrap_host_memory = NULL,
     .release_host_buffer = NULL,
+    .device_address = cu_device_address,
+    .wrap_device_memory = cu_wrap_device_memory,
+    .release_device_buffer = cu_release_device_buffer,
 };

@@ -181,6 +181,48 @@ static HWP_Status cu_stream_wait_event(int32_t device, HWP_Stream stream, HWP_Ev
   return HWP_OK;
 }
 
+/* ---- ABI 1.1: native streams as DLPack names them ----------------------------------------- */
+
+/* The NULL stream's work runs on the legacy default stream (then waits for the device). */
+static HWP_Status cu_native_stream(int32_t device, HWP_Stream stream, uintptr_t *out) {
+  HWP_Status st = cu_enter(device, "native_stream");
+  cudaStream_t s = 0;
+  if (st == HWP_OK) st = cu_stream_get(device, stream, &s, "native_stream");
+  if (st != HWP_OK) return st;
+  if (out == NULL) return cu_error(HWP_ERROR_INVALID_ARGUMENT, "native_stream: out is NULL");
+  *out = stream == NULL ? (uintptr_t)1 : (uintptr_t)s;
+  return HWP_OK;
+}
+
+/* `native` is DLPack's: 1 the legacy default stream, 2 the per-thread default stream, another
+ * value a cudaStream_t of this device that the caller keeps alive (it cannot be validated);
+ * 0 is ambiguous and refused. The event is destroyed at once: CUDA keeps it until the wait
+ * has been resolved. */
+static HWP_Status cu_native_stream_wait(int32_t device, uintptr_t native, HWP_Stream stream) {
+  HWP_Status st = cu_enter(device, "native_stream_wait");
+  cudaStream_t s = 0;
+  if (st == HWP_OK) st = cu_stream_get(device, stream, &s, "native_stream_wait");
+  if (st != HWP_OK) return st;
+  if (native == 0)
+    return cu_error(HWP_ERROR_INVALID_ARGUMENT,
+                    "native_stream_wait: native stream 0 is ambiguous in DLPack (use 1 for the "
+                    "legacy default stream, 2 for the per-thread one)");
+  cudaStream_t theirs = native == 1   ? cudaStreamLegacy
+                        : native == 2 ? cudaStreamPerThread
+                                      : (cudaStream_t)native;
+  cudaEvent_t ev;
+  CU_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "native_stream_wait",
+         "cudaEventCreateWithFlags");
+  cudaError_t err = cudaEventRecord(ev, s);
+  const char *call = "cudaEventRecord";
+  if (err == cudaSuccess) {
+    err = cudaStreamWaitEvent(theirs, ev, 0);
+    call = "cudaStreamWaitEvent";
+  }
+  (void)cudaEventDestroy(ev);
+  return err == cudaSuccess ? HWP_OK : cu_cuda_error(err, "native_stream_wait", call);
+}
+
 const HWP_StreamTable cu_stream_table = {
     .struct_size = sizeof(HWP_StreamTable),
     .create_stream = cu_create_stream,
@@ -193,4 +235,6 @@ const HWP_StreamTable cu_stream_table = {
     .synchronize_event = cu_synchronize_event,
     .query_event = cu_query_event,
     .stream_wait_event = cu_stream_wait_event,
+    .native_stream = cu_native_stream,
+    .native_stream_wait = cu_native_stream_wait,
 };

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <CL/cl_ext.h>
+
 #include "internal.h"
 
 ocl_config g_ocl = {.context_mu = PTHREAD_MUTEX_INITIALIZER};
@@ -55,6 +57,34 @@ static void info_string(cl_device_id dev, cl_device_info what, char *dst, size_t
   dst[n - 1] = '\0';
   size_t len = strlen(dst);
   while (len > 0 && isspace((unsigned char)dst[len - 1])) dst[--len] = '\0';
+}
+
+int ocl_device_has_extension(cl_device_id id, const char *name) {
+  char ext[8192] = "";
+  if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL) != CL_SUCCESS)
+    return 0;
+  size_t n = strlen(name);
+  for (const char *p = ext; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == ext || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+  return 0;
+}
+
+/* The architecture property. Core OpenCL has no query for the instruction-set generation: the
+ * device and OpenCL C versions are API levels, and PoCL's "HSTR:" build key is free text, so
+ * none of them is reported as one. NVIDIA's cl_nv_device_attribute_query gives the compute
+ * capability, reported as CUDA names it ("sm_90", 9.0); every other device reports "", 0.0. */
+static void arch_of(ocl_device *d) {
+  cl_uint major = 0, minor = 0;
+  if (ocl_device_has_extension(d->id, "cl_nv_device_attribute_query") &&
+      clGetDeviceInfo(d->id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major,
+                      NULL) == CL_SUCCESS &&
+      clGetDeviceInfo(d->id, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor,
+                      NULL) == CL_SUCCESS &&
+      major < 100 && minor < 10) {
+    snprintf(d->architecture, sizeof d->architecture, "sm_%u%u", major, minor);
+    d->arch_major = (int32_t)major;
+    d->arch_minor = (int32_t)minor;
+  }
 }
 
 static void config_init_once(void) {
@@ -143,6 +173,8 @@ static void config_init_once(void) {
       d->compute_units = (int32_t)(cu > INT32_MAX ? INT32_MAX : cu);
       d->max_work_group_size = (int32_t)(wg > INT32_MAX ? INT32_MAX : wg);
       d->memory_limit = limit_env != 0 ? limit_env : gmem;
+      d->has_fp16 = ocl_device_has_extension(ids[i], "cl_khr_fp16");
+      arch_of(d);
     }
     free(ids);
   }
@@ -230,13 +262,6 @@ static HWP_Status ocl_synchronize_device_fn(int32_t device) {
   return ocl_synchronize_device(device, "synchronize_device");
 }
 
-/* Copies the part of `src` that fits in the first `size` bytes of the host's struct. */
-#define OCL_COPY_FIELD(dst, src, size, type, field)                                            \
-  do {                                                                                         \
-    if ((size) >= offsetof(type, field) + sizeof(((type *)0)->field))                          \
-      memcpy(&(dst)->field, &(src)->field, sizeof(((type *)0)->field));                        \
-  } while (0)
-
 static HWP_Status ocl_get_properties(int32_t device, HWP_DeviceProperties *props) {
   HWP_Status st = ocl_check_device(device, "get_properties");
   if (st != HWP_OK) return st;
@@ -252,18 +277,23 @@ static HWP_Status ocl_get_properties(int32_t device, HWP_DeviceProperties *props
   snprintf(p.vendor, sizeof p.vendor, "%s", d->vendor);
   snprintf(p.driver_version, sizeof p.driver_version, "%s", d->driver_version);
   p.total_memory = d->memory_limit < d->global_memory ? d->memory_limit : d->global_memory;
+  p.max_allocation = d->max_alloc < p.total_memory ? d->max_alloc : p.total_memory;
   p.memory_alignment = d->alignment;
   p.compute_units = d->compute_units;
   p.max_work_group_size = d->max_work_group_size;
-  p.flags = 0; /* buffers are cl_mem objects, not host memory */
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, name);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, vendor);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, driver_version);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, total_memory);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, memory_alignment);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, compute_units);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, max_work_group_size);
-  OCL_COPY_FIELD(props, &p, size, HWP_DeviceProperties, flags);
+  /* Buffers are cl_mem objects, not host memory. float16 is stored everywhere and computed in
+   * float; the flag says the device itself has half arithmetic. OpenCL has no bfloat16. */
+  p.flags = d->has_fp16 ? HWP_DEVICE_FLOAT16_ARITHMETIC : 0;
+  snprintf(p.architecture, sizeof p.architecture, "%s", d->architecture);
+  p.architecture_major = d->arch_major;
+  p.architecture_minor = d->arch_minor;
+  p.simd_width = ocl_ew_preferred_multiple(device);
+  p.max_threads_per_compute_unit = 0; /* core OpenCL does not say */
+  /* No DLPack device: a cl_mem is an opaque handle, not an address another framework can use,
+   * so memory.device_address / wrap_device_memory and the native-stream calls stay NULL (the
+   * host copies through host memory instead). */
+  p.dlpack_device_type = HWP_DLPACK_NONE;
+  hwps_copy_sized(props, &p, sizeof p);
   return HWP_OK;
 }
 

@@ -73,6 +73,11 @@ typedef struct ocl_device {
   int32_t compute_units;
   int32_t max_work_group_size;
   uint64_t memory_limit; /* the plugin's cap on bytes in use */
+  int has_fp16;          /* cl_khr_fp16: the device computes in half (the plugin need not) */
+  /* The architecture property: OpenCL itself names none, so these stay "" and 0.0 unless a
+   * vendor extension gives one (device.c: arch_of). */
+  char architecture[64];
+  int32_t arch_major, arch_minor;
 
   /* Guarded by mu. */
   pthread_mutex_t mu;
@@ -94,6 +99,11 @@ typedef struct ocl_config {
 extern ocl_config g_ocl;
 
 void ocl_config_init(void); /* idempotent: the first call discovers the devices */
+/* Whether `name` is one of the device's CL_DEVICE_EXTENSIONS (a whole token). */
+int ocl_device_has_extension(cl_device_id id, const char *name);
+/* kernels_elementwise.c: CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE of the float32 `add`
+ * kernel (built on first call, then remembered); 1 when it cannot be built. */
+int32_t ocl_ew_preferred_multiple(int32_t device);
 extern const HWP_DeviceTable ocl_device_table;
 
 static inline HWP_Status ocl_check_device(int32_t device, const char *fn) {

@@ -198,6 +198,29 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   return ocl_launch_done(ctx, q, fn);
 }
 
+/* The work-items a device runs in lockstep, as OpenCL puts it for the kernel most work goes
+ * through (float32 kc_add, built anyway on first use): queried once per device. */
+int32_t ocl_ew_preferred_multiple(int32_t dev) {
+  static int32_t known[OCL_MAX_DEVICES]; /* 0: not yet */
+  int32_t v = __atomic_load_n(&known[dev], __ATOMIC_RELAXED);
+  if (v != 0) return v;
+  cl_program prog;
+  cl_kernel k = NULL;
+  size_t m = 0;
+  if (ocl_program_get(dev, HWP_DTYPE_FLOAT32, ocl_ew_program_source[HWP_DTYPE_FLOAT32],
+                      g_options[dev], &prog, "get_properties") == HWP_OK &&
+      ocl_kernel_make(prog, "kc_add", NULL, 0, &k, "get_properties") == HWP_OK) {
+    if (clGetKernelWorkGroupInfo(k, g_ocl.devices[dev].id,
+                                 CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof m, &m,
+                                 NULL) != CL_SUCCESS)
+      m = 0;
+    clReleaseKernel(k);
+  }
+  v = m > 0 && m <= INT32_MAX ? (int32_t)m : 1;
+  __atomic_store_n(&known[dev], v, __ATOMIC_RELAXED);
+  return v;
+}
+
 /* ---- registration --------------------------------------------------------------------------- */
 
 

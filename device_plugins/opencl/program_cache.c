@@ -226,9 +226,7 @@ int ocl_device_has_fp64(cl_device_id id) {
   if (clGetDeviceInfo(id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof cfg, &cfg, NULL) == CL_SUCCESS &&
       cfg != 0)
     return 1;
-  char ext[8192] = "";
-  clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
-  return strstr(ext, "cl_khr_fp64") != NULL;
+  return ocl_device_has_extension(id, "cl_khr_fp64");
 }
 
 HWP_Status ocl_launch_done(const HWP_KernelContext *ctx, cl_command_queue q, const char *fn) {

@@ -4,6 +4,8 @@ init and configuration, memory, copies, every kernel x dtype against numpy, stre
 from __future__ import annotations
 
 import os
+import platform
+import shlex
 import shutil
 import subprocess
 import threading
@@ -206,6 +208,45 @@ def test_properties_honour_struct_size(cpu):
     assert ffi.string(props.name) == b"hwport virtual CPU 0"
     assert bytes(ffi.buffer(props.vendor)) == b"\xab" * 128
     assert props.flags == 0xABABABAB
+    # A 1.0 host: the 1.1 fields past its struct are never written.
+    ffi.memmove(props, b"\xab" * ffi.sizeof(props[0]), ffi.sizeof(props[0]))
+    props.struct_size = ffi.offsetof("HWP_DeviceProperties", "max_allocation")
+    cpu.check(cpu.dev.get_properties(0, props), "get_properties")
+    assert props.flags == 1 and props.max_work_group_size == 1
+    assert props.max_allocation == 0xABABABABABABABAB and props.dlpack_device_id == -0x54545455
+
+
+def _compiler_simd_width() -> int:
+    """float32 lanes of the plugin's vector target per the compiler's own predefined macros,
+    with the compiler and CFLAGS the plugin is built with (no -march flags by default)."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to ask for its target macros")
+    proc = subprocess.run([cc, *shlex.split(os.environ.get("CFLAGS", "")), "-dM", "-E", "-x",
+                           "c", os.devnull], capture_output=True, text=True, check=True)
+    macros = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("#define")}
+    for macro, lanes in (("__AVX512F__", 16), ("__AVX__", 8), ("__SSE2__", 4),
+                         ("__ARM_NEON", 4)):
+        if macro in macros:
+            return lanes
+    return 1
+
+
+def test_abi_1_1_properties(cpu, load_cpu):
+    p = cpu.properties(0)
+    assert ffi.string(p.architecture).decode() == platform.machine()
+    assert (p.architecture_major, p.architecture_minor) == (0, 0)
+    assert p.simd_width == _compiler_simd_width()
+    assert p.max_threads_per_compute_unit == 1
+    assert p.max_allocation == p.total_memory == cpu.stats(0)["bytes_limit"]
+    assert p.flags == cpu.lib.HWP_DEVICE_HOST_MEMORY  # float16/bfloat16 computed in float
+    assert (p.dlpack_device_type, p.dlpack_device_id) == (cpu.lib.HWP_DLPACK_NONE, 0)
+    # With a memory limit, one allocation may take all of it and no more.
+    h = load_cpu(HWPORT_CPU_MEMORY_LIMIT="3M")
+    assert h.properties().max_allocation == 3 << 20
+    out = ffi.new("HWP_Buffer *")
+    h.expect_error(h.mem.allocate(0, (3 << 20) + 1, out), OUT_OF_MEMORY, "allocate")
+    h.free(h.alloc(3 << 20))
 
 
 @pytest.mark.parametrize("value, expected", [

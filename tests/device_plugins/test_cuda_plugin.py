@@ -159,6 +159,7 @@ def test_every_table_call_on_a_missing_device_is_an_error(h, device):
     props.struct_size = ffi.sizeof("HWP_DeviceProperties")
     stats = ffi.new("HWP_MemoryStats *")
     stats.struct_size = ffi.sizeof("HWP_MemoryStats")
+    addr, native = ffi.new("void **"), ffi.new("uintptr_t *")
     d, m, s = h.dev, h.mem, h.streams
     calls = {
         "synchronize_device": lambda: d.synchronize_device(device),
@@ -180,6 +181,13 @@ def test_every_table_call_on_a_missing_device_is_an_error(h, device):
         "synchronize_stream": lambda: s.synchronize_stream(device, NULL),
         "query_stream": lambda: s.query_stream(device, NULL),
         "create_event": lambda: s.create_event(device, ffi.new("HWP_Event *")),
+        # ABI 1.1
+        "device_address": lambda: m.device_address(device, fake, 0, addr),
+        "wrap_device_memory": lambda: m.wrap_device_memory(device, ffi.cast("void *", 0x1000),
+                                                           64, ffi.new("HWP_Buffer *")),
+        "release_device_buffer": lambda: m.release_device_buffer(device, fake),
+        "native_stream": lambda: s.native_stream(device, NULL, native),
+        "native_stream_wait": lambda: s.native_stream_wait(device, 1, NULL),
     }
     for name, call in calls.items():
         h.expect_error(call(), dh.INVALID_ARGUMENT, "out of range")
@@ -191,6 +199,18 @@ def test_every_table_call_on_a_missing_device_is_an_error(h, device):
     assert s.destroy_event(device, NULL) == dh.OK
     assert m.deallocate(device, NULL) == dh.OK
     assert props.name[0] == b"\0"  # out parameters untouched on error
+    assert addr[0] == NULL and native[0] == 0
+
+
+def test_the_abi_1_1_functions_are_present(h):
+    """A CUDA device exchanges its memory and streams with other frameworks (DLPack kDLCUDA):
+    the plugin fills every 1.1 function (the host-memory ones stay NULL)."""
+    for name in ("device_address", "wrap_device_memory", "release_device_buffer"):
+        assert getattr(h.mem, name) != dh.NULL, name
+    for name in ("native_stream", "native_stream_wait"):
+        assert getattr(h.streams, name) != dh.NULL, name
+    for name in ("host_address", "wrap_host_memory", "release_host_buffer"):
+        assert getattr(h.mem, name) == dh.NULL, name
 
 
 def _inputs_of(op: str) -> int:
@@ -461,7 +481,8 @@ def test_gpu_device_properties_and_memory_accounting(h):
     props = h.properties(0)
     assert dh.ffi.string(props.vendor) == b"NVIDIA"
     assert props.total_memory > 1 << 30 and props.compute_units > 0
-    assert b"sm_" in dh.ffi.string(props.driver_version)
+    assert dh.ffi.string(props.driver_version).startswith(b"driver ")
+    assert dh.ffi.string(props.architecture).startswith(b"sm_")
     base = h.stats(0)
     a = dh.DeviceArray(h, np.arange(1000, dtype=np.float32))
     assert h.stats(0)["bytes_in_use"] == base["bytes_in_use"] + 4000
@@ -529,27 +550,262 @@ def test_gpu_cupy_cross_check():
                                (e / e.sum(axis=1, keepdims=True)).get(), rtol=1e-5, atol=1e-7)
 
 
-DLPACK_REASON = ("the runtime exchanges only host memory through DLPack "
-                 "(runtime/src/dlpack.cpp): kDLCUDA needs a device-pointer query in the ABI")
+# ---- ABI 1.1: DLPack exchange with CuPy -----------------------------------------------------
+
+def _ptr(cdata) -> int:
+    return int(dh.ffi.cast("uintptr_t", cdata))
 
 
 @gpu
 @needs_gpu
-@pytest.mark.xfail(reason=DLPACK_REASON, strict=False)
+def test_gpu_abi_1_1_properties_match_cupy(h):
+    cp = pytest.importorskip("cupy")
+    ffi, lib = dh.ffi, h.lib
+    ordinal = 0  # the plugin's device 0 is CUDA device 0 (no device was skipped)
+    dev = cp.cuda.Device(ordinal)
+    attrs = dev.attributes
+    cuda_props = cp.cuda.runtime.getDeviceProperties(ordinal)
+    major, minor = cuda_props["major"], cuda_props["minor"]
+    assert dev.compute_capability == f"{major}{minor}"
+    p = h.properties(0)
+    assert ffi.string(p.architecture).decode() == f"sm_{major}{minor}"
+    assert (p.architecture_major, p.architecture_minor) == (major, minor)
+    assert p.simd_width == attrs["WarpSize"] == 32
+    assert p.compute_units == attrs["MultiProcessorCount"]
+    assert p.max_threads_per_compute_unit == attrs["MaxThreadsPerMultiProcessor"]
+    assert p.max_work_group_size == attrs["MaxThreadsPerBlock"]
+    assert p.max_allocation == p.total_memory == cuda_props["totalGlobalMem"]
+    assert bool(p.flags & lib.HWP_DEVICE_FLOAT16_ARITHMETIC) == (major * 10 + minor >= 53)
+    assert bool(p.flags & lib.HWP_DEVICE_BFLOAT16_ARITHMETIC) == (major >= 8)
+    assert not p.flags & lib.HWP_DEVICE_HOST_MEMORY
+    assert (p.dlpack_device_type, p.dlpack_device_id) == (lib.HWP_DLPACK_CUDA, ordinal)
+
+
+def _wrap(h, address: int, nbytes: int):
+    out = dh.ffi.new("HWP_Buffer *")
+    h.check(h.mem.wrap_device_memory(0, dh.ffi.cast("void *", address), nbytes, out),
+            "wrap_device_memory")
+    return out[0]
+
+
+@gpu
+@needs_gpu
+def test_gpu_wrap_device_memory_round_trip(h):
+    cp = pytest.importorskip("cupy")
+    ffi, INVALID = dh.ffi, dh.INVALID_ARGUMENT
+    x = cp.arange(1000, dtype=cp.float32) * 3
+    y = cp.zeros(1000, dtype=cp.float32)
+    counted = ("bytes_in_use", "num_allocs", "num_frees")
+    base = {k: h.stats(0)[k] for k in counted}
+    xb, yb = _wrap(h, x.data.ptr, x.nbytes), _wrap(h, y.data.ptr, y.nbytes)
+    assert _ptr(xb) == x.data.ptr
+    assert {k: h.stats(0)[k] for k in counted} == base  # wrapped memory is not the plugin's
+    np.testing.assert_array_equal(h.read(xb, np.float32, (1000,)), x.get())
+    addr = ffi.new("void **")
+    h.check(h.mem.device_address(0, xb, 40, addr), "device_address")
+    assert _ptr(addr[0]) == x.data.ptr + 40
+    h.check(h.mem.device_address(0, xb, x.nbytes, addr), "device_address")  # one past the end
+    h.expect_error(h.mem.device_address(0, xb, x.nbytes + 1, addr), INVALID, "exceeds")
+    # A kernel reads and writes wrapped memory; CuPy sees the result in place.
+    xv = dh.View(xb, 0, DT["float32"], (1000,), None)
+    yv = dh.View(yb, 0, DT["float32"], (1000,), None)
+    assert h.call_kernel("add", DT["float32"], [xv, xv], [yv]) == dh.OK
+    np.testing.assert_array_equal(y.get(), 2 * x.get())
+    h.expect_error(h.mem.copy_h2d(0, xb, 3996, ffi.from_buffer(bytes(8)), 8), INVALID,
+                   "exceeds")
+    # Never freed here; released once per wrap.
+    h.expect_error(h.mem.deallocate(0, xb), INVALID, "release_device_buffer")
+    again = _wrap(h, x.data.ptr, 400)  # the same address twice: counted
+    assert _ptr(again) == _ptr(xb)
+    h.check(h.mem.release_device_buffer(0, xb), "release_device_buffer")
+    np.testing.assert_array_equal(h.read(xb, np.float32, (1000,)), x.get())  # one wrap left
+    h.check(h.mem.release_device_buffer(0, xb), "release_device_buffer")
+    h.expect_error(h.mem.release_device_buffer(0, xb), INVALID, "not a wrapped buffer")
+    h.expect_error(h.mem.copy_d2h(0, ffi.from_buffer(bytearray(4)), xb, 0, 4), INVALID,
+                   "not a live buffer")
+    h.check(h.mem.release_device_buffer(0, yb), "release_device_buffer")
+    # The plugin's own buffer coming back (exported, re-imported): counted on the same entry.
+    a = dh.DeviceArray(h, np.arange(10, dtype=np.float32))
+    h.expect_error(h.mem.release_device_buffer(0, a.buffer), INVALID, "allocated, not wrapped")
+    h.check(h.mem.device_address(0, a.buffer, 0, addr), "device_address")
+    h.expect_error(h.mem.wrap_device_memory(0, addr[0], 44, ffi.new("HWP_Buffer *")), INVALID,
+                   "exceed")
+    assert _ptr(_wrap(h, _ptr(addr[0]), 40)) == _ptr(a.buffer)
+    h.expect_error(h.mem.deallocate(0, a.buffer), INVALID, "still wrapped")
+    h.check(h.mem.release_device_buffer(0, a.buffer), "release_device_buffer")
+    a.free()
+    # Host, managed and NULL memory are refused.
+    host = np.zeros(16, np.float32)
+    out = ffi.new("HWP_Buffer *")
+    h.expect_error(h.mem.wrap_device_memory(0, ffi.cast("void *", host.ctypes.data), 64, out),
+                   INVALID, "not device memory")
+    managed = cp.cuda.malloc_managed(1024)
+    h.expect_error(h.mem.wrap_device_memory(0, ffi.cast("void *", managed.ptr), 1024, out),
+                   INVALID, "managed")
+    h.expect_error(h.mem.wrap_device_memory(0, dh.NULL, 64, out), INVALID, "NULL")
+    h.expect_error(h.mem.wrap_device_memory(0, ffi.cast("void *", x.data.ptr), 0, out),
+                   INVALID, "nbytes")
+    assert out[0] == dh.NULL
+    assert h.stats(0)["bytes_in_use"] == base["bytes_in_use"]
+
+
+@gpu
+@needs_gpu
+def test_gpu_native_stream_wait_orders_cupy_after_hwport(h):
+    cp = pytest.importorskip("cupy")
+    ffi = dh.ffi
+    native = ffi.new("uintptr_t *")
+    h.check(h.streams.native_stream(0, dh.NULL, native), "native_stream")
+    assert native[0] == 1  # the NULL stream's work runs on the legacy default stream
+    s = h.create_stream()
+    h.check(h.streams.native_stream(0, s, native), "native_stream")
+    assert native[0] not in (0, 1, 2)
+    h.expect_error(h.streams.native_stream_wait(0, 0, s), dh.INVALID_ARGUMENT, "ambiguous")
+    n, rounds = 1 << 24, 64
+    x = (np.arange(n) % 7 / 7).astype(np.float32)
+    a = dh.DeviceArray(h, x)
+    y = cp.zeros(n, dtype=cp.float32)
+    yb = _wrap(h, y.data.ptr, y.nbytes)
+    yv = dh.View(yb, 0, DT["float32"], (n,), None)
+    # Long work on the hwport stream: y = exp(x) * 2**rounds, one pass at a time.
+    assert h.call_kernel("exp", DT["float32"], [a.view()], [yv], stream=s) == dh.OK
+    for _ in range(rounds):
+        assert h.call_kernel("add", DT["float32"], [yv, yv], [yv], stream=s) == dh.OK
+    theirs = cp.cuda.Stream(non_blocking=True)
+    h.check(h.streams.native_stream_wait(0, theirs.ptr, s), "native_stream_wait")
+    with theirs:
+        z = y * 1  # runs on `theirs`, after the hwport stream's work
+    theirs.synchronize()
+    np.testing.assert_allclose(z.get(), np.exp(x) * np.float32(2.0**rounds), rtol=1e-5)
+    h.check(h.streams.native_stream_wait(0, 2, s), "native_stream_wait")  # per-thread default
+    h.check(h.streams.native_stream_wait(0, 1, dh.NULL), "native_stream_wait")
+    h.sync_stream(s)
+    h.check(h.mem.release_device_buffer(0, yb), "release_device_buffer")
+    h.destroy_stream(s)
+    a.free()
+
+
+# ---- DLPack through the Python API (hwport.from_dlpack / __dlpack__) --------------------------
+
+def _capsule_data(t) -> tuple[int, int, int]:
+    """(data + byte_offset, dtype code, dtype bits) of the unversioned DLPack capsule t exports."""
+    import ctypes
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                    ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16), ("shape", ctypes.c_void_p),
+                    ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    capsule = t.__dlpack__()
+    dl = DLTensor.from_address(get(capsule, b"dltensor"))
+    return (dl.data or 0) + dl.byte_offset, dl.code, dl.bits
+
+
+@gpu
+@needs_gpu
+def test_gpu_dlpack_device_properties():
+    cp = pytest.importorskip("cupy")
+    props = hwport.device.get_device_properties(P)
+    major, minor = (int(v) for v in divmod(int(cp.cuda.Device(0).compute_capability), 10))
+    assert props["dlpack_device"] == (2, 0)
+    assert props["architecture"] == f"sm_{major}{minor}"
+    assert props["architecture_version"] == (major, minor)
+    assert props["simd_width"] == 32
+    assert props["max_allocation"] == props["total_memory"]
+    assert props["bfloat16_arithmetic"] == (major >= 8)
+
+
+@gpu
+@needs_gpu
 def test_gpu_dlpack_from_cupy():
     cp = pytest.importorskip("cupy")
     c = cp.arange(12, dtype=cp.float32).reshape(3, 4)
-    t = hwport.from_dlpack(c, place=P)
+    t = hwport.from_dlpack(c)
+    assert str(t.place).startswith(P)
     np.testing.assert_array_equal(t.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4))
+    same = hwport.from_dlpack(c, place=P)  # the producer's device: still zero-copy
+    copied = hwport.from_dlpack(c, place="cpu")  # another device: a copy
+    c[1, 2] = 100
+    cp.cuda.get_current_stream().synchronize()
+    assert t.numpy()[1, 2] == 100 and same.numpy()[1, 2] == 100
+    assert copied.numpy()[1, 2] == 6
+    assert np.array_equal(hwport.add(t, t).numpy(), 2 * c.get())
+    # Strided views of CuPy arrays import with their strides.
+    m = cp.arange(35, dtype=cp.int64).reshape(5, 7)
+    for view in (m.T, m[:, ::2], m[1:, 3]):
+        np.testing.assert_array_equal(hwport.from_dlpack(view).numpy(), view.get())
 
 
 @gpu
 @needs_gpu
-@pytest.mark.xfail(reason=DLPACK_REASON, strict=False)
 def test_gpu_dlpack_to_cupy():
     cp = pytest.importorskip("cupy")
     t = hwport.to_tensor(np.arange(6, dtype=np.float32), place=P)
-    np.testing.assert_array_equal(cp.from_dlpack(t).get(), np.arange(6, dtype=np.float32))
+    assert t.__dlpack_device__() == (2, 0)
+    c = cp.from_dlpack(t)
+    np.testing.assert_array_equal(c.get(), np.arange(6, dtype=np.float32))
+    assert c.data.ptr == _capsule_data(t)[0]  # shared, not copied
+    c[3] = 42
+    cp.cuda.get_current_stream().synchronize()
+    assert t.numpy()[3] == 42
+    m = np.arange(35, dtype=np.float32).reshape(5, 7)
+    tm = hwport.to_tensor(m, place=P)
+    for got, want in ((tm.T, m.T), (tm[:, ::2], m[:, ::2]), (tm[2:, 1:4], m[2:, 1:4])):
+        np.testing.assert_array_equal(cp.from_dlpack(got).get(), want)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "bool"])
+def test_gpu_dlpack_dtypes(dtype):
+    cp = pytest.importorskip("cupy")
+    x = _sample(dtype, (4, 9), 11)
+    t = hwport.to_tensor(x, place=P)
+    code, bits = {"float16": (2, 16), "bfloat16": (4, 16), "bool": (6, 8)}[dtype]
+    assert _capsule_data(t)[1:] == (code, bits)
+    back = hwport.from_dlpack(t)  # hwport's own export comes back zero-copy
+    assert back.dtype == t.dtype
+    np.testing.assert_array_equal(back.numpy(), x)
+    if dtype == "bfloat16":
+        return  # CuPy has no bfloat16
+    c = cp.from_dlpack(t.T)
+    np.testing.assert_array_equal(c.get(), x.T)
+    np.testing.assert_array_equal(hwport.from_dlpack(cp.asarray(x)[:, ::3]).numpy(), x[:, ::3])
+
+
+@gpu
+@needs_gpu
+def test_gpu_dlpack_streams_with_pending_work():
+    """The protocol orders the consumer after the producer's pending work on either side:
+    a CuPy producer busy on a non-blocking stream, and an hwport producer busy on an hwport
+    stream read by CuPy on another non-blocking stream."""
+    cp = pytest.importorskip("cupy")
+    from hwport.device import Stream, stream_guard
+
+    n, rounds = 1 << 24, 50
+    busy = cp.cuda.Stream(non_blocking=True)
+    with busy:
+        c = cp.zeros(n, dtype=cp.float32)
+        for _ in range(rounds):
+            c += 1
+        hs = Stream(P)
+        with stream_guard(hs):
+            t = hwport.from_dlpack(c)
+            u = hwport.add(t, t)  # on the hwport stream: must see all `rounds` additions
+    np.testing.assert_array_equal(u.numpy(), np.full(n, 2.0 * rounds, np.float32))
+    reader = cp.cuda.Stream(non_blocking=True)
+    with stream_guard(hs):  # exported from the stream that produced it (as torch does)
+        v = hwport.exp(hwport.to_tensor(np.zeros(n, np.float32), place=P))
+        for _ in range(rounds):
+            v = hwport.add(v, v)
+        with reader:
+            got = cp.from_dlpack(v) * 1
+    reader.synchronize()
+    np.testing.assert_array_equal(got.get(), np.full(n, 2.0**rounds, np.float32))
 
 
 def test_gpu_marker_is_registered():

@@ -387,6 +387,67 @@ def test_direct_api_shape(ocl):
     assert ocl.properties(0).flags == 0
 
 
+def _plugin_add_program_source() -> str:
+    """The float32 elementwise program's `add` kernels exactly as the plugin's generator writes
+    them (phi_ops/codegen/gen_opencl_elementwise.py, around the same preludes)."""
+    from tests.conftest import REPO_ROOT
+
+    sys.path.insert(0, str(REPO_ROOT / "phi_ops" / "codegen"))
+    try:
+        import gen_opencl_elementwise as gen
+    finally:
+        sys.path.pop(0)
+    ops = {op["name"]: op for op in gen.collect(gen.load(REPO_ROOT / "phi_ops" / "ops.yaml"))}
+    ocl_dir = REPO_ROOT / "device_plugins" / "opencl"
+    prelude = "\n".join((ocl_dir / f).read_text() for f in ("elementwise_prelude.cl", "expf.cl"))
+    body = gen.kernel_source(ops["add"], "float32")
+    return (f"#define DT_{gen.OCL_DTYPES['float32'][1]} 1\n{prelude}\n{body}"
+            + gen.contiguous_variant(ops["add"], "float32", body))
+
+
+def test_direct_abi_1_1_properties_match_pyopencl(ocl):
+    """max_allocation, the float16 flag, the architecture and simd_width against pyopencl's view
+    of the same device; no DLPack device (a cl_mem is no address) and no 1.1 functions."""
+    cl = pytest.importorskip("pyopencl")
+    from hwport.conformance.direct_host import NULL, DirectHost, ffi
+
+    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    if len(devices) != ocl.device_count():
+        pytest.skip(f"HWPORT_OPENCL_DEVICES selects {ocl.device_count()} of {len(devices)}")
+    lib = ocl.lib
+    source = _plugin_add_program_source()
+    for i, d in enumerate(devices):
+        p = ocl.properties(i)
+        assert ffi.string(p.name).decode() == d.name.strip()
+        assert p.max_allocation == min(d.max_mem_alloc_size, d.global_mem_size)
+        extensions = d.extensions.split()
+        assert bool(p.flags & lib.HWP_DEVICE_FLOAT16_ARITHMETIC) == ("cl_khr_fp16" in extensions)
+        assert not p.flags & (lib.HWP_DEVICE_BFLOAT16_ARITHMETIC | lib.HWP_DEVICE_HOST_MEMORY)
+        if "cl_nv_device_attribute_query" in extensions:
+            cc = (d.compute_capability_major_nv, d.compute_capability_minor_nv)
+            assert ffi.string(p.architecture).decode() == f"sm_{cc[0]}{cc[1]}"
+            assert (p.architecture_major, p.architecture_minor) == cc
+        else:  # core OpenCL names no instruction-set generation
+            assert ffi.string(p.architecture) == b""
+            assert (p.architecture_major, p.architecture_minor) == (0, 0)
+        ctx = cl.Context([d])
+        options = ["-DHAS_FP64=1"] if d.double_fp_config else []
+        kc_add = cl.Program(ctx, source).build(options=options).kc_add
+        want = kc_add.get_work_group_info(
+            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, d)
+        assert p.simd_width == want >= 1
+        assert p.max_threads_per_compute_unit == 0
+        assert (p.dlpack_device_type, p.dlpack_device_id) == (lib.HWP_DLPACK_NONE, 0)
+    for name in ("device_address", "wrap_device_memory", "release_device_buffer"):
+        assert getattr(ocl.mem, name) == NULL, name
+    for name in ("native_stream", "native_stream_wait"):
+        assert getattr(ocl.streams, name) == NULL, name
+    # The limit caps total_memory and so the largest single allocation.
+    h = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_MEMORY_LIMIT": "1M",
+                                   "HWPORT_OPENCL_DEVICES": None})
+    assert h.properties(0).max_allocation == min(1 << 20, devices[0].max_mem_alloc_size)
+
+
 def test_direct_error_paths(ocl):
     from hwport.conformance.direct_host import INVALID_ARGUMENT, NULL, ffi
 
