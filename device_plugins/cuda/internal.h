@@ -92,6 +92,17 @@ static inline void *cu_addr(HWP_Buffer buffer, uint64_t offset) {
 /* Releases every buffer still live (at shutdown). */
 void cu_memory_shutdown(void);
 
+/* ---- pinned_staging.c ---------------------------------------------------------------------- */
+
+/* Stream-ordered host copies through pinned staging chunks (`device` is current, `s` one of its
+ * streams); without a chunk, a plain cudaMemcpyAsync. The CUDA error of the enqueueing. */
+cudaError_t cu_staged_copy_h2d(int32_t device, void *dst, const void *src, size_t nbytes,
+                               cudaStream_t s);
+cudaError_t cu_staged_copy_d2h(int32_t device, void *dst, const void *src, size_t nbytes,
+                               cudaStream_t s);
+/* Waits for and frees every staging chunk (at shutdown). */
+void cu_staging_shutdown(void);
+
 /* ---- stream.c ------------------------------------------------------------------------------ */
 
 extern const HWP_StreamTable cu_stream_table;

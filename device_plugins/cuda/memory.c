@@ -16,9 +16,8 @@
  *
  * Synchronous copies wait for the device (cudaDeviceSynchronize: streams are non-blocking, so
  * the legacy default stream does not order them) and return with the copy complete. Async
- * copies are cudaMemcpyAsync on the stream: the ABI keeps the host memory alive and unchanged
- * until the stream passes the copy, so no pinned staging copy is needed; for pageable memory the
- * CUDA runtime stages through its own pinned buffers. */
+ * host copies go through pinned staging chunks (pinned_staging.c), which makes them stream work
+ * that returns at once; device-to-device ones are cudaMemcpyAsync on the stream. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,7 +204,9 @@ static HWP_Status cu_copy(int32_t device, int stream_given, HWP_Stream stream, c
   cudaStream_t s = 0;
   if (stream_given && stream != NULL) {
     if ((st = cu_stream_get(device, stream, &s, fn)) != HWP_OK) return st;
-    cudaError_t err = cudaMemcpyAsync(dst, src, (size_t)nbytes, kind, s);
+    cudaError_t err = dir == CU_H2D   ? cu_staged_copy_h2d(device, dst, src, (size_t)nbytes, s)
+                      : dir == CU_D2H ? cu_staged_copy_d2h(device, dst, src, (size_t)nbytes, s)
+                                      : cudaMemcpyAsync(dst, src, (size_t)nbytes, kind, s);
     return err == cudaSuccess ? HWP_OK : cu_cuda_error(err, fn, "cudaMemcpyAsync");
   }
   cudaError_t err = cudaDeviceSynchronize();

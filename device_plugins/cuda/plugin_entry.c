@@ -10,6 +10,7 @@
 static void cu_shutdown(void) {
   for (int32_t d = 0; d < g_cu.num_devices; ++d) (void)cu_synchronize_device(d, "shutdown");
   cu_cublas_shutdown();
+  cu_staging_shutdown();
   cu_memory_shutdown();
 }
 
