@@ -235,25 +235,37 @@ def query_vs_synchronize(h, case: Case) -> dict[str, Any]:
     return {"not_ready_polls": not_ready}
 
 
+def _chain_seen_across(h, st: Streams, rng: np.random.Generator, wait, what: str) -> tuple:
+    """Streams A and B: a chain of writes on A, then wait(A, B) (what must hold B back until
+    A's work so far is done), then B copies A's result and reads it back; only B is
+    synchronized, so B must see all of A's chain. Returns (A, B)."""
+    a, b = st.stream(), st.stream()
+    x, y = st.alloc(CHAIN_BYTES), st.alloc(CHAIN_BYTES)
+    h.h2d(x, np.zeros(CHAIN_BYTES, np.uint8))
+    h.h2d(y, np.zeros(CHAIN_BYTES, np.uint8))
+    want = _chain(h, st, a, x, rng, CHAIN_BYTES)
+    wait(a, b)
+    h.d2d_async(y, x, CHAIN_BYTES, 0, 0, b)
+    got = _read_back(h, st, b, y, CHAIN_BYTES)
+    _same(got.copy(), want, f"stream B's copy after {what} (the wait did not hold B back, or "
+          f"A ran out of order)")
+    h.sync_stream(a)
+    return a, b
+
+
 def cross_stream_event(h, case: Case) -> dict[str, Any]:
     """Stream B waits for an event recorded on stream A after a chain of writes, then copies
     and reads the result; only B is synchronized. B must see all of A's chain."""
     _needs(h, "create_event", "record_event", "stream_wait_event", "copy_d2d_async")
-    rng = np.random.default_rng(case.seed)
-    with Streams(h) as st:
-        a, b = st.stream(), st.stream()
-        x, y = st.alloc(CHAIN_BYTES), st.alloc(CHAIN_BYTES)
-        h.h2d(x, np.zeros(CHAIN_BYTES, np.uint8))
-        h.h2d(y, np.zeros(CHAIN_BYTES, np.uint8))
+
+    def wait(a, b) -> None:
         e = st.event()
-        want = _chain(h, st, a, x, rng, CHAIN_BYTES)
         h.record_event(a, e)
         h.wait_event(b, e)
-        h.d2d_async(y, x, CHAIN_BYTES, 0, 0, b)
-        got = _read_back(h, st, b, y, CHAIN_BYTES)
-        _same(got.copy(), want, "stream B's copy after waiting for stream A's event (the wait "
-              "did not hold B back, or A ran out of order)")
-        h.sync_stream(a)
+
+    with Streams(h) as st:
+        _chain_seen_across(h, st, np.random.default_rng(case.seed), wait,
+                           "waiting for stream A's event")
     return {"nbytes": CHAIN_BYTES}
 
 
@@ -377,25 +389,18 @@ def native_stream_wait(h, case: Case) -> dict[str, Any]:
     from ..direct_host import INVALID_ARGUMENT, NULL
 
     _needs(h, "native_stream", "native_stream_wait", "copy_d2d_async")
-    wait = h.require("stream", "native_stream_wait")
-    rng = np.random.default_rng(case.seed)
+    fn = h.require("stream", "native_stream_wait")
+
+    def wait(a, b) -> None:
+        h.check(fn(0, _native(h, b), a), "native_stream_wait(native_stream(B), A)")
+
     with Streams(h) as st:
-        a, b = st.stream(), st.stream()
-        x, y = st.alloc(CHAIN_BYTES), st.alloc(CHAIN_BYTES)
-        h.h2d(x, np.zeros(CHAIN_BYTES, np.uint8))
-        h.h2d(y, np.zeros(CHAIN_BYTES, np.uint8))
-        native_b = _native(h, b)
-        want = _chain(h, st, a, x, rng, CHAIN_BYTES)
-        h.check(wait(0, native_b, a), "native_stream_wait(native_stream(B), A)")
-        h.d2d_async(y, x, CHAIN_BYTES, 0, 0, b)
-        got = _read_back(h, st, b, y, CHAIN_BYTES)
-        _same(got.copy(), want, "stream B's copy after native_stream_wait(native_stream(B), A) "
-              "(the wait did not hold B back, or A ran out of order)")
-        h.sync_stream(a)
-        expect_error(h, wait(0, 0, a), "native_stream_wait(native 0, A)", INVALID_ARGUMENT)
-        expect_error(h, wait(h.device_count(), native_b, a),
+        a, b = _chain_seen_across(h, st, np.random.default_rng(case.seed), wait,
+                                  "native_stream_wait(native_stream(B), A)")
+        expect_error(h, fn(0, 0, a), "native_stream_wait(native 0, A)", INVALID_ARGUMENT)
+        expect_error(h, fn(h.device_count(), _native(h, b), a),
                      "native_stream_wait(bad device index)", INVALID_ARGUMENT)
-        h.check(wait(0, native_b, NULL), "native_stream_wait(native_stream(B), NULL stream)")
+        h.check(fn(0, _native(h, b), NULL), "native_stream_wait(native_stream(B), NULL stream)")
     return {"nbytes": CHAIN_BYTES}
 
 

@@ -40,6 +40,24 @@ def patch(h: DirectHost, table: str, **fields) -> None:
     setattr(h, attr, copy)
 
 
+def replace(h: DirectHost, table: str, name: str, make) -> DirectHost:
+    """Replaces one function of the plugin's `table` with make(the real function), as a C
+    callback of the same type (HWP_ERROR_INTERNAL should the Python side raise); returns h."""
+    real = getattr(getattr(h, TABLES[table][0]), name)
+    patch(h, table, **{name: ffi.callback(ffi.typeof(real), make(real), error=8)})
+    return h
+
+
+def after(real, adjust):
+    """A stand-in that calls the real function, then adjust(args) when it succeeded."""
+    def fn(*args):
+        status = real(*args)
+        if status == 0:
+            adjust(*args)
+        return status
+    return fn
+
+
 def run(h: DirectHost, case_id: str) -> Result:
     suite, name = case_id.split("::")
     return run_case(zoo_target("dlpack"), Case(suite, name), {suite: {"host": h}})
@@ -76,23 +94,21 @@ def test_a_plugin_of_minor_0_is_not_asked_for_them(case_id):
         assert "declares ABI 1.0" in result.message
 
 
+def _set(**fields):
+    """A get_properties stand-in that overrides `fields` (a value, or a function of the
+    real value)."""
+    def adjust(_device, props):
+        for name, value in fields.items():
+            setattr(props, name, value(getattr(props, name)) if callable(value) else value)
+    return lambda real: after(real, adjust)
+
+
 def test_properties_every_problem_of_every_device_is_named():
-    h = dlpack_host()
-    real = h.dev.get_properties
-
-    @ffi.callback("HWP_Status(int32_t, HWP_DeviceProperties *)")
-    def wrong(device, props):
-        status = real(device, props)
-        props.simd_width = 0
-        props.architecture_minor = -1
-        props.max_threads_per_compute_unit = -2
-        props.max_allocation = props.total_memory + 1
-        props.flags |= 1 << 7
-        props.dlpack_device_type = 3  # not a HWP_DLPackDeviceType value
-        ffi.memmove(props.architecture, b"\xff\xfe\0", 3)
-        return status
-
-    patch(h, "device", get_properties=wrong)
+    h = replace(dlpack_host(), "device", "get_properties", _set(
+        simd_width=0, architecture_minor=-1, max_threads_per_compute_unit=-2,
+        max_allocation=lambda _: (1 << 32) + 1, flags=lambda f: f | 1 << 7,
+        dlpack_device_type=3,  # not an HWP_DLPackDeviceType value
+        architecture=b"\xff\xfe"))
     result = assert_fails(h, "device::properties_1_1")
     for d in (0, 1):
         for needle in ("simd_width 0 < 1", "architecture_minor -1 < 0",
@@ -105,17 +121,8 @@ def test_properties_every_problem_of_every_device_is_named():
 
 
 def test_properties_dlpack_device_rules():
-    h = dlpack_host()
-    real = h.dev.get_properties
-
-    @ffi.callback("HWP_Status(int32_t, HWP_DeviceProperties *)")
-    def shared(device, props):
-        status = real(device, props)
-        props.flags |= 1  # HWP_DEVICE_HOST_MEMORY
-        props.dlpack_device_id = 7  # both devices
-        return status
-
-    patch(h, "device", get_properties=shared)
+    h = replace(dlpack_host(), "device", "get_properties",
+                _set(flags=lambda f: f | 1, dlpack_device_id=7))  # HOST_MEMORY; one id for both
     patch(h, "memory", wrap_device_memory=NULL)
     result = assert_fails(h, "device::properties_1_1")
     assert "device 1: DLPack device (12, 7) is also device 0's" in result.message
@@ -127,36 +134,18 @@ def test_properties_dlpack_device_rules():
             in result.message
 
 
-def _capped_properties(h: DirectHost, cap: int):
-    real = h.dev.get_properties
-
-    @ffi.callback("HWP_Status(int32_t, HWP_DeviceProperties *)")
-    def capped(device, props):
-        status = real(device, props)
-        props.max_allocation = cap
-        return status
-
-    return capped
-
-
 def test_an_allocation_past_max_allocation_must_be_refused():
     cap = 1 << 20
-    granting = dlpack_host()  # the zoo's allocate grants up to its 4 GiB total
-    patch(granting, "device", get_properties=_capped_properties(granting, cap))
+    # the zoo's allocate grants up to its 4 GiB total
+    granting = replace(dlpack_host(), "device", "get_properties", _set(max_allocation=cap))
     before = granting.stats()
     assert_fails(granting, "device::properties_1_1",
                  f"device 0: allocate({cap + 1} bytes, max_allocation + 1) returned HWP_OK")
     assert granting.stats()["bytes_in_use"] == before["bytes_in_use"]  # freed again
 
-    refusing = dlpack_host()
-    real_alloc = refusing.mem.allocate
-
-    @ffi.callback("HWP_Status(int32_t, uint64_t, HWP_Buffer *)")
-    def capped_alloc(device, nbytes, out):  # the zoo's own out-of-memory error and message
-        return real_alloc(device, 1 << 62 if nbytes > cap else nbytes, out)
-
-    patch(refusing, "device", get_properties=_capped_properties(refusing, cap))
-    patch(refusing, "memory", allocate=capped_alloc)
+    refusing = replace(dlpack_host(), "device", "get_properties", _set(max_allocation=cap))
+    replace(refusing, "memory", "allocate",  # the zoo's own out-of-memory error and message
+            lambda real: lambda d, n, out: real(d, 1 << 62 if n > cap else n, out))
     result = run(refusing, "device::properties_1_1")
     assert str(result.status) == "PASS", result.message
     assert set(result.details["over_max_allocation_refused"]) == {0, 1}
@@ -166,14 +155,8 @@ def test_an_allocation_past_max_allocation_must_be_refused():
 
 
 def test_device_address_that_ignores_the_offset_fails_only_its_case():
-    h = dlpack_host()
-    real = h.mem.device_address
-
-    @ffi.callback("HWP_Status(int32_t, HWP_Buffer, uint64_t, void **)")
-    def ignores_offset(device, buf, offset, out):
-        return real(device, buf, 0, out)
-
-    patch(h, "memory", device_address=ignores_offset)
+    h = replace(dlpack_host(), "memory", "device_address",
+                lambda real: lambda d, buf, _off, out: real(d, buf, 0, out))
     result = assert_fails(h, "memory::device_address",
                           "is not device_address(buffer, 0) + offset at offsets 1 (got base +0)")
     assert result.details["wrong"] == {str(o): 0 for o in (1, 3, 64, 1000, 2049, 4098)}
@@ -182,54 +165,39 @@ def test_device_address_that_ignores_the_offset_fails_only_its_case():
 
 
 def test_device_address_must_refuse_an_offset_past_the_end():
-    h = dlpack_host()
-    real = h.mem.device_address
+    def unchecked(real):
+        def fn(d, buf, offset, out):
+            status = real(d, buf, 0, out)
+            if status == 0:
+                out[0] = ffi.cast("char *", out[0]) + offset
+            return status
+        return fn
 
-    @ffi.callback("HWP_Status(int32_t, HWP_Buffer, uint64_t, void **)")
-    def unchecked(device, buf, offset, out):
-        status = real(device, buf, 0, out)
-        if status == 0 and out != NULL:
-            out[0] = ffi.cast("char *", out[0]) + offset
-        return status
-
-    patch(h, "memory", device_address=unchecked)
-    assert_fails(h, "memory::device_address",
+    assert_fails(replace(dlpack_host(), "memory", "device_address", unchecked),
+                 "memory::device_address",
                  "device_address(buffer, 4100) of a 4099-byte buffer returned HWP_OK")
 
 
 def test_a_wrap_that_copies_fails():
     h = dlpack_host()
-    real_alloc, real_free = h.mem.allocate, h.mem.deallocate
+    real_alloc = h.mem.allocate
 
-    @ffi.callback("HWP_Status(int32_t, void *, uint64_t, HWP_Buffer *)")
-    def copying_wrap(device, address, nbytes, out):
-        status = real_alloc(device, nbytes, out)
-        if status == 0:  # the zoo's buffers are host memory: a copy of what is there now
-            ffi.memmove(out[0], address, nbytes)
-        return status
+    def copy_in(_d, address, nbytes, out):  # the zoo's buffers are host memory
+        ffi.memmove(out[0], address, nbytes)
 
-    patch(h, "memory", wrap_device_memory=copying_wrap, release_device_buffer=real_free)
+    replace(h, "memory", "wrap_device_memory",
+            lambda _real: after(lambda d, _a, n, out: real_alloc(d, n, out), copy_in))
+    patch(h, "memory", release_device_buffer=h.mem.deallocate)
     assert_fails(h, "memory::wrap_device_memory", "the write did not reach the memory")
 
 
 def test_a_wrap_counted_in_the_stats_fails():
-    h = dlpack_host()
-    real_wrap, real_stats = h.mem.wrap_device_memory, h.mem.get_memory_stats
-
-    @ffi.callback("HWP_Status(int32_t, HWP_MemoryStats *)")
-    def counting(device, stats):
-        status = real_stats(device, stats)
-        stats.bytes_in_use += counted[0]
-        return status
-
-    @ffi.callback("HWP_Status(int32_t, void *, uint64_t, HWP_Buffer *)")
-    def wrap(device, address, nbytes, out):
-        status = real_wrap(device, address, nbytes, out)
-        counted[0] += nbytes if status == 0 else 0
-        return status
-
     counted = [0]
-    patch(h, "memory", wrap_device_memory=wrap, get_memory_stats=counting)
+    h = replace(dlpack_host(), "memory", "wrap_device_memory",
+                lambda real: after(real, lambda _d, _a, n, _o: counted.append(n)))
+    replace(h, "memory", "get_memory_stats", lambda real: after(
+        real, lambda _d, stats: setattr(stats, "bytes_in_use", stats.bytes_in_use
+                                        + sum(counted))))
     result = assert_fails(h, "memory::wrap_device_memory",
                           "wrap_device_memory changed the memory stats")
     assert (result.details["after"]["bytes_in_use"] - result.details["before"]["bytes_in_use"]
@@ -237,68 +205,41 @@ def test_a_wrap_counted_in_the_stats_fails():
 
 
 def test_releasing_one_wrap_must_not_release_the_other():
-    h = dlpack_host()
-    real = h.mem.release_device_buffer
+    def releases_all(real):
+        def fn(d, buf):
+            status = real(d, buf)
+            while status == 0 and real(d, buf) == 0:  # every import of the address at once
+                pass
+            return status
+        return fn
 
-    @ffi.callback("HWP_Status(int32_t, HWP_Buffer)")
-    def releases_all(device, buf):
-        status = real(device, buf)
-        while status == 0 and real(device, buf) == 0:  # every import of the address
-            pass
-        return status
-
-    patch(h, "memory", release_device_buffer=releases_all)
+    h = replace(dlpack_host(), "memory", "release_device_buffer", releases_all)
     assert_fails(h, "memory::wrap_device_memory",
                  "a second wrap of the same address after the first was released: copy_d2h")
 
 
 def test_wrap_must_refuse_null_and_empty_memory():
-    h = dlpack_host()
-    real = h.mem.wrap_device_memory
-
-    @ffi.callback("HWP_Status(int32_t, void *, uint64_t, HWP_Buffer *)")
-    def lax(device, address, nbytes, out):
-        return real(device, address, max(nbytes, 1), out)
-
-    patch(h, "memory", wrap_device_memory=lax)
+    h = replace(dlpack_host(), "memory", "wrap_device_memory",
+                lambda real: lambda d, address, n, out: real(d, address, max(n, 1), out))
     assert_fails(h, "memory::wrap_device_memory", "wrap_device_memory(0 bytes) returned HWP_OK")
 
 
-def _native_stream_patched(make) -> DirectHost:
-    """The dlpack plugin with native_stream replaced by make(the real one)."""
-    h = dlpack_host()
-    patch(h, "stream", native_stream=ffi.callback("HWP_Status(int32_t, HWP_Stream, uintptr_t *)",
-                                                  make(h.streams.native_stream)))
-    return h
-
-
 def test_native_stream_handles_must_be_distinct_and_non_zero():
-    def one_queue(real):
-        return lambda device, stream, out: real(device, NULL, out)
+    one_queue = replace(dlpack_host(), "stream", "native_stream",
+                        lambda real: lambda d, _s, out: real(d, NULL, out))
+    assert_fails(one_queue, "stream::native_stream", "gave the same handle to different streams")
 
-    assert_fails(_native_stream_patched(one_queue), "stream::native_stream",
-                 "gave the same handle to different streams")
+    def zero_for_null(_d, stream, out):
+        if stream == NULL:
+            out[0] = 0
 
-    def zero_for_null(real):
-        def fn(device, stream, out):
-            status = real(device, stream, out)
-            if status == 0 and stream == NULL:
-                out[0] = 0
-            return status
-        return fn
-
-    assert_fails(_native_stream_patched(zero_for_null), "stream::native_stream",
-                 "native_stream gave 0 for the NULL stream")
+    zero = replace(dlpack_host(), "stream", "native_stream",
+                   lambda real: after(real, zero_for_null))
+    assert_fails(zero, "stream::native_stream", "native_stream gave 0 for the NULL stream")
 
 
 def test_native_stream_wait_must_refuse_native_zero():
-    h = dlpack_host()
-    real = h.streams.native_stream_wait
-
-    @ffi.callback("HWP_Status(int32_t, uintptr_t, HWP_Stream)")
-    def zero_is_sync(device, native, stream):
-        return real(device, native or 1, stream)
-
-    patch(h, "stream", native_stream_wait=zero_is_sync)
-    assert_fails(h, "stream::native_stream_wait", "native_stream_wait(native 0, A) returned "
-                 "HWP_OK")
+    h = replace(dlpack_host(), "stream", "native_stream_wait",
+                lambda real: lambda d, native, s: real(d, native or 1, s))
+    assert_fails(h, "stream::native_stream_wait",
+                 "native_stream_wait(native 0, A) returned HWP_OK")
