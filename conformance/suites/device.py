@@ -1,8 +1,9 @@
 """The device suite: the device table, driven directly through the C ABI (device.h).
 
-Cases: device_count, bad_device_index, properties, init_device, set_device, synchronize,
-multi_device, concurrent_threads. An optional function the plugin lacks gives NOT_SUPPORTED;
-a plugin that does not load gives one FAIL, device::plugin-loads (see direct_common).
+Cases: device_count, bad_device_index, properties, properties_1_1 (the ABI 1.1 fields),
+init_device, set_device, synchronize, multi_device, concurrent_threads. An optional function
+the plugin lacks gives NOT_SUPPORTED; a plugin that does not load gives one FAIL,
+device::plugin-loads (see direct_common).
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..model import Case, CheckFailed, NotSupported, Result, Target
-from . import direct_common
+from . import abi11_common, direct_common
 from .direct_common import expect_error, require
 
 NAME = "device"
-
-KNOWN_FLAGS = 1  # HWP_DEVICE_HOST_MEMORY
 
 
 def collect(target: Target, options: dict[str, Any]) -> list[Case]:
@@ -88,11 +87,103 @@ def properties(h, case: Case) -> dict[str, Any]:
         require(p.compute_units >= 1, f"device {d}: compute_units {p.compute_units} < 1")
         require(p.max_work_group_size >= 1,
                 f"device {d}: max_work_group_size {p.max_work_group_size} < 1")
-        require(p.flags & ~KNOWN_FLAGS == 0, f"device {d}: unknown flag bits {p.flags:#x}")
+        unknown = p.flags & ~abi11_common.known_flags()
+        require(unknown == 0, f"device {d}: unknown flag bits {unknown:#x}")
         seen.append({"name": name, "vendor": vendor, "driver_version": driver,
                      "total_memory": p.total_memory, "memory_alignment": align,
                      "compute_units": p.compute_units, "flags": p.flags})
     return {"devices": seen}
+
+
+# memory functions a device that names a DLPack device must have (device.h, ABI 1.1)
+DLPACK_MEMORY = ("device_address", "wrap_device_memory", "release_device_buffer")
+
+
+def _problems_1_1(h, d: int, p, names: dict[tuple[int, int], int]) -> list[str]:
+    """What is wrong with device d's ABI 1.1 properties (device.h's comments are the rules)."""
+    from ..direct_host import ffi
+
+    raw = bytes(ffi.buffer(p.architecture))
+    problems = []
+    if b"\0" not in raw:
+        problems.append("architecture is not NUL-terminated")
+    else:
+        try:
+            raw.split(b"\0", 1)[0].decode("utf-8")
+        except UnicodeDecodeError as e:
+            problems.append(f"architecture is not UTF-8 ({e})")
+    for field, least, why in (
+            ("architecture_major", 0, "0 if none"), ("architecture_minor", 0, "0 if none"),
+            ("simd_width", 1, "1 if none"), ("max_threads_per_compute_unit", 0, "0 if unknown")):
+        if getattr(p, field) < least:
+            problems.append(f"{field} {getattr(p, field)} < {least} (device.h: {why})")
+    if p.max_allocation > p.total_memory:
+        problems.append(f"max_allocation {p.max_allocation} > total_memory {p.total_memory}")
+    unknown = p.flags & ~abi11_common.known_flags()
+    if unknown:
+        problems.append(f"unknown flag bits {unknown:#x}")
+    kind, dl_id = int(p.dlpack_device_type), int(p.dlpack_device_id)
+    if kind not in abi11_common.dlpack_types():
+        problems.append(f"dlpack_device_type {kind} is not an HWP_DLPackDeviceType value")
+    elif kind:
+        missing = [f for f in DLPACK_MEMORY if h.optional("memory", f) is None]
+        if missing:
+            problems.append(f"names DLPack device ({kind}, {dl_id}) but has no memory."
+                            + ", memory.".join(missing))
+        if p.flags & 1:  # HWP_DEVICE_HOST_MEMORY: such devices exchange as kDLCPU
+            problems.append("names a DLPack device but also sets HWP_DEVICE_HOST_MEMORY "
+                            "(host-memory devices exchange as kDLCPU; set dlpack_device_type 0)")
+        if (kind, dl_id) in names:
+            problems.append(f"DLPack device ({kind}, {dl_id}) is also device "
+                            f"{names[kind, dl_id]}'s")
+        names.setdefault((kind, dl_id), d)
+    return [f"device {d}: {m}" for m in problems]
+
+
+def _refuses_over_max_allocation(h, d: int, p) -> str | None:
+    """An allocation of max_allocation + 1 bytes is refused (only asked where max_allocation
+    is below total_memory; if the plugin grants it, it is freed at once). Returns the refusal's
+    message, or None when there is nothing to ask."""
+    from ..direct_host import INVALID_ARGUMENT, OK, OUT_OF_MEMORY, STATUS_NAMES, ffi
+
+    if not 0 < p.max_allocation < p.total_memory:
+        return None
+    nbytes = int(p.max_allocation) + 1
+    out = ffi.new("HWP_Buffer *")
+    status = h.mem.allocate(d, nbytes, out)
+    if status == OK:
+        h.mem.deallocate(d, out[0])
+    what = f"device {d}: allocate({nbytes} bytes, max_allocation + 1)"
+    msg = expect_error(h, status, what)
+    require(status in (OUT_OF_MEMORY, INVALID_ARGUMENT), f"{what} returned "
+            f"{STATUS_NAMES.get(status, status)}, expected HWP_ERROR_OUT_OF_MEMORY or "
+            f"HWP_ERROR_INVALID_ARGUMENT ({msg})")
+    return msg
+
+
+def properties_1_1(h, case: Case) -> dict[str, Any]:
+    """The ABI 1.1 device properties are filled as device.h says (every problem of every device
+    is reported at once), and max_allocation is enforced."""
+    from ..direct_host import ffi
+
+    abi11_common.require_abi_1_1(h)
+    problems: list[str] = []
+    names: dict[tuple[int, int], int] = {}
+    seen = []
+    for d in range(h.device_count()):
+        p = h.properties(d)
+        problems += _problems_1_1(h, d, p, names)
+        arch = bytes(ffi.buffer(p.architecture)).split(b"\0", 1)[0]
+        seen.append({"architecture": arch.decode("utf-8", errors="replace"),
+                     "architecture_version": [p.architecture_major, p.architecture_minor],
+                     "max_allocation": p.max_allocation, "simd_width": p.simd_width,
+                     "max_threads_per_compute_unit": p.max_threads_per_compute_unit,
+                     "dlpack_device": [p.dlpack_device_type, p.dlpack_device_id],
+                     "flags": p.flags})
+    require(not problems, "; ".join(problems), devices=seen)
+    refused = {d: m for d in range(h.device_count())
+               if (m := _refuses_over_max_allocation(h, d, h.properties(d))) is not None}
+    return {"devices": seen, "over_max_allocation_refused": refused}
 
 
 def init_device(h, case: Case) -> dict[str, Any]:
@@ -217,6 +308,7 @@ CHECKS = {
     "device_count": device_count,
     "bad_device_index": bad_device_index,
     "properties": properties,
+    "properties_1_1": properties_1_1,
     "init_device": init_device,
     "set_device": set_device,
     "synchronize": synchronize,

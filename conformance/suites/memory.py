@@ -6,8 +6,10 @@ the optional memset_async and async copies on the NULL (synchronous) stream, the
 (stats_track_allocations: what is allocated is counted; leak_check: back to the baseline after
 freeing, else a leak), out_of_memory (an error, never a crash; with a small limit through the
 plugin's memory-limit variable where hwcheck knows it: HWPORT_CPU_MEMORY_LIMIT,
-HWPORT_OPENCL_MEMORY_LIMIT) and deallocate_null. An optional function the plugin lacks gives
-NOT_SUPPORTED; a plugin that does not load gives one FAIL, memory::plugin-loads.
+HWPORT_OPENCL_MEMORY_LIMIT), deallocate_null, and the ABI 1.1 DLPack exchange of device
+memory (device_address, wrap_device_memory: NOT_SUPPORTED where the plugin names no DLPack
+device). An optional function the plugin lacks gives NOT_SUPPORTED; a plugin that does not load
+gives one FAIL, memory::plugin-loads.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Case, NotSupported, Result, Target
-from . import direct_common
+from . import abi11_common, direct_common
 from .direct_common import expect_error, require
 
 NAME = "memory"
@@ -406,6 +408,161 @@ def deallocate_null(h, case: Case) -> dict[str, Any]:
     return None
 
 
+# Offsets into a DLPACK_BYTES buffer whose device addresses are checked: odd, aligned, the last
+# byte. DLPack consumers reach byte k of a tensor as its data pointer + k.
+DLPACK_BYTES = 4099
+ADDRESS_OFFSETS = (0, 1, 3, 64, 1000, 2049, DLPACK_BYTES - 1)
+
+
+def _out_untouched(what: str, out, sentinel) -> None:
+    require(out[0] == sentinel, f"{what} failed but wrote its out parameter")
+
+
+def device_address(h, case: Case) -> dict[str, Any]:
+    """device_address(buf, off) is device_address(buf, 0) + off (DLPack consumers do that
+    pointer arithmetic), stable, and disjoint between live buffers; a NULL buffer, an offset
+    past the end, a NULL out or a bad device index are errors that leave out untouched."""
+    from ..direct_host import INVALID_ARGUMENT, NULL, ffi
+
+    abi11_common.dlpack_device(h)
+    fn = h.require("memory", "device_address")
+    rng = np.random.default_rng(case.seed)
+    with Buffers(h) as b:
+        buf, other = b.alloc(DLPACK_BYTES), b.alloc(DLPACK_BYTES)
+        h.h2d(buf, rng.integers(0, 256, DLPACK_BYTES, dtype=np.uint8))
+        base = abi11_common.address(h, buf)
+        require(base != 0, "device_address(buffer, 0) is NULL")
+        wrong = {off: got for off in ADDRESS_OFFSETS
+                 if (got := abi11_common.address(h, buf, off)) != base + off}
+        require(not wrong, "device_address(buffer, offset) is not device_address(buffer, 0) + "
+                "offset at offsets " + ", ".join(f"{off} (got base {got - base:+d})"
+                                                 for off, got in wrong.items()),
+                wrong={str(k): v - base for k, v in wrong.items()})
+        require(abi11_common.address(h, buf) == base, "device_address(buffer, 0) changed "
+                "between calls")
+        second = abi11_common.address(h, other)
+        require(second + DLPACK_BYTES <= base or base + DLPACK_BYTES <= second,
+                f"two live {DLPACK_BYTES}-byte buffers overlap: device addresses {base:#x} and "
+                f"{second:#x}")
+        out = ffi.new("void **")
+        sentinel = ffi.cast("void *", 0x5A5A)
+        for args, what in (((0, NULL, 0, out), "device_address(NULL buffer)"),
+                           ((0, buf, DLPACK_BYTES + 1, out),
+                            f"device_address(buffer, {DLPACK_BYTES + 1}) of a "
+                            f"{DLPACK_BYTES}-byte buffer"),
+                           ((0, buf, 1 << 62, out), "device_address(buffer, 2**62)"),
+                           ((h.device_count(), buf, 0, out), "device_address(bad device index)")):
+            out[0] = sentinel
+            expect_error(h, fn(*args), what, INVALID_ARGUMENT)
+            _out_untouched(what, out, sentinel)
+        expect_error(h, fn(0, buf, 0, NULL), "device_address(out NULL)", INVALID_ARGUMENT)
+    return {"offsets": list(ADDRESS_OFFSETS)}
+
+
+class Wraps:
+    """Buffers from wrap_device_memory, released (release_device_buffer) on exit."""
+
+    def __init__(self, h, device: int = 0):
+        self.h, self.device, self.live = h, device, []
+        self.wrap = h.require("memory", "wrap_device_memory")
+        self.release_fn = h.require("memory", "release_device_buffer")
+
+    def __call__(self, address: int, nbytes: int):
+        from ..direct_host import ffi
+
+        out = ffi.new("HWP_Buffer *")
+        self.h.check(self.wrap(self.device, ffi.cast("void *", address), nbytes, out),
+                     f"wrap_device_memory({address:#x}, {nbytes})")
+        self.live.append(out[0])
+        return out[0]
+
+    def release(self, buf) -> None:
+        self.live.remove(buf)
+        self.h.check(self.release_fn(self.device, buf), "release_device_buffer")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for buf in reversed(self.live):
+            self.release_fn(self.device, buf)
+        self.live.clear()
+
+
+def _stats_or_none(h) -> dict[str, int] | None:
+    return h.stats() if h.optional("memory", "get_memory_stats") is not None else None
+
+
+def _wrap_errors(h, wraps: Wraps, address: int) -> None:
+    from ..direct_host import INVALID_ARGUMENT, NULL, ffi
+
+    out = ffi.new("HWP_Buffer *")
+    sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
+    for args, what in (((0, NULL, 64, out), "wrap_device_memory(NULL address)"),
+                       ((0, ffi.cast("void *", address), 0, out),
+                        "wrap_device_memory(0 bytes)"),
+                       ((h.device_count(), ffi.cast("void *", address), 64, out),
+                        "wrap_device_memory(bad device index)")):
+        out[0] = sentinel
+        expect_error(h, wraps.wrap(*args), what, INVALID_ARGUMENT)
+        _out_untouched(what, out, sentinel)
+    expect_error(h, wraps.wrap(0, ffi.cast("void *", address), 64, NULL),
+                 "wrap_device_memory(out NULL)", INVALID_ARGUMENT)
+
+
+def wrap_device_memory(h, case: Case) -> dict[str, Any]:
+    """Memory of a buffer, addressed as a DLPack consumer does (device_address(buf, 0) + off),
+    wrapped without a copy: reads through the wrap see the buffer's bytes, writes through it
+    show in the buffer, copies between wraps and buffers work, the stats do not count it, the
+    same address wrapped twice gives two buffers that are released one by one (the first
+    release leaves the second usable), and NULL / zero-size arguments are errors."""
+    from ..direct_host import PluginError
+
+    abi11_common.dlpack_device(h)
+    rng = np.random.default_rng(case.seed)
+    model = rng.integers(0, 256, DLPACK_BYTES, dtype=np.uint8)
+    off, n = 1000, 2048
+    with Buffers(h) as b, Wraps(h) as wraps:
+        buf, copy = b.alloc(DLPACK_BYTES), b.alloc(n)
+        h.h2d(buf, model)
+        address = abi11_common.address(h, buf) + off
+        before = _stats_or_none(h)
+        w = wraps(address, n)
+        _same(_read(h, w, n), model[off:off + n], f"copy_d2h of the {n} bytes wrapped at byte "
+              f"{off} of a buffer")
+        _same(_read(h, w, 17, 5), model[off + 5:off + 22], "copy_d2h of 17 bytes at offset 5 "
+              "of the wrapped buffer")
+        chunk = rng.integers(0, 256, 100, dtype=np.uint8)
+        h.h2d(w, chunk, offset=10)
+        model[off + 10:off + 110] = chunk
+        _same(_read(h, buf, DLPACK_BYTES), model, "the buffer after copy_h2d of 100 bytes at "
+              "offset 10 of a wrap of its memory (the write did not reach the memory)")
+        h.d2d(copy, w, n)
+        _same(_read(h, copy, n), model[off:off + n], "copy_d2d from the wrapped buffer")
+        during = _stats_or_none(h)
+        if before is not None:
+            require(during["bytes_in_use"] == before["bytes_in_use"]
+                    and during["num_allocs"] == before["num_allocs"],
+                    "wrap_device_memory changed the memory stats (device.h: wrapped memory is "
+                    "not counted)", before=before, after=during)
+        again = wraps(address, n)
+        wraps.release(w)
+        what = "a second wrap of the same address after the first was released"
+        try:
+            _same(_read(h, again, n), model[off:off + n], what)
+        except PluginError as e:
+            raise direct_common.CheckFailed(f"{what}: {e}", status=e.status) from None
+        wraps.release(again)
+        _same(_read(h, buf, DLPACK_BYTES), model, "the buffer after its wraps were released")
+        _wrap_errors(h, wraps, address)
+        after = _stats_or_none(h)
+        if before is not None:
+            require(after["bytes_in_use"] == before["bytes_in_use"]
+                    and after["num_frees"] == before["num_frees"],
+                    "release_device_buffer changed the memory stats", before=before, after=after)
+    return {"offset": off, "nbytes": n, "stats_checked": before is not None}
+
+
 CHECKS = {
     "alloc_zero_size": alloc_zero_size,
     "alloc_tiny": alloc_tiny,
@@ -420,4 +577,6 @@ CHECKS = {
     "leak_check": leak_check,
     "out_of_memory": out_of_memory,
     "deallocate_null": deallocate_null,
+    "device_address": device_address,
+    "wrap_device_memory": wrap_device_memory,
 }

@@ -6,7 +6,9 @@ for, FAILs: long chains of overlapping memsets/copies on one stream whose result
 order (in_order_chain, async_copies_in_order), a stream that waits for another's event
 (cross_stream_event), and host-visible results read the moment query/event/destroy/sync copies
 say the work is done (query_vs_synchronize, event_semantics, sync_copy_waits_for_streams,
-destroy_waits). Each expected result is computed with numpy. A plugin without a stream table
+destroy_waits), and, for the ABI 1.1 exchange with other frameworks, a native stream made to
+wait for one of the plugin's streams (native_stream_wait) and the native handles themselves
+(native_stream). Each expected result is computed with numpy. A plugin without a stream table
 (the host then uses one implicit in-order stream) gives NOT_SUPPORTED, as does one that lacks
 the optional functions a case needs; a plugin that does not load gives one FAIL,
 stream::plugin-loads.
@@ -233,25 +235,37 @@ def query_vs_synchronize(h, case: Case) -> dict[str, Any]:
     return {"not_ready_polls": not_ready}
 
 
+def _chain_seen_across(h, st: Streams, rng: np.random.Generator, wait, what: str) -> tuple:
+    """Streams A and B: a chain of writes on A, then wait(A, B) (what must hold B back until
+    A's work so far is done), then B copies A's result and reads it back; only B is
+    synchronized, so B must see all of A's chain. Returns (A, B)."""
+    a, b = st.stream(), st.stream()
+    x, y = st.alloc(CHAIN_BYTES), st.alloc(CHAIN_BYTES)
+    h.h2d(x, np.zeros(CHAIN_BYTES, np.uint8))
+    h.h2d(y, np.zeros(CHAIN_BYTES, np.uint8))
+    want = _chain(h, st, a, x, rng, CHAIN_BYTES)
+    wait(a, b)
+    h.d2d_async(y, x, CHAIN_BYTES, 0, 0, b)
+    got = _read_back(h, st, b, y, CHAIN_BYTES)
+    _same(got.copy(), want, f"stream B's copy after {what} (the wait did not hold B back, or "
+          f"A ran out of order)")
+    h.sync_stream(a)
+    return a, b
+
+
 def cross_stream_event(h, case: Case) -> dict[str, Any]:
     """Stream B waits for an event recorded on stream A after a chain of writes, then copies
     and reads the result; only B is synchronized. B must see all of A's chain."""
     _needs(h, "create_event", "record_event", "stream_wait_event", "copy_d2d_async")
-    rng = np.random.default_rng(case.seed)
-    with Streams(h) as st:
-        a, b = st.stream(), st.stream()
-        x, y = st.alloc(CHAIN_BYTES), st.alloc(CHAIN_BYTES)
-        h.h2d(x, np.zeros(CHAIN_BYTES, np.uint8))
-        h.h2d(y, np.zeros(CHAIN_BYTES, np.uint8))
+
+    def wait(a, b) -> None:
         e = st.event()
-        want = _chain(h, st, a, x, rng, CHAIN_BYTES)
         h.record_event(a, e)
         h.wait_event(b, e)
-        h.d2d_async(y, x, CHAIN_BYTES, 0, 0, b)
-        got = _read_back(h, st, b, y, CHAIN_BYTES)
-        _same(got.copy(), want, "stream B's copy after waiting for stream A's event (the wait "
-              "did not hold B back, or A ran out of order)")
-        h.sync_stream(a)
+
+    with Streams(h) as st:
+        _chain_seen_across(h, st, np.random.default_rng(case.seed), wait,
+                           "waiting for stream A's event")
     return {"nbytes": CHAIN_BYTES}
 
 
@@ -326,6 +340,70 @@ def destroy_waits(h, case: Case) -> dict[str, Any]:
     return None
 
 
+def _native(h, stream, device: int = 0) -> int:
+    from ..direct_host import ffi
+
+    out = ffi.new("uintptr_t *")
+    h.check(h.require("stream", "native_stream")(device, stream, out), "native_stream")
+    return int(out[0])
+
+
+def native_stream(h, case: Case) -> dict[str, Any]:
+    """native_stream gives each stream (and the NULL stream's synchronous queue) a non-zero
+    handle, distinct between streams and the same on every call; a NULL out, a bad device
+    index and another device's stream are errors that leave out untouched."""
+    from ..direct_host import INVALID_ARGUMENT, NULL, ffi
+
+    _needs(h, "native_stream")
+    fn = h.require("stream", "native_stream")
+    with Streams(h) as st:
+        streams = [st.stream() for _ in range(4)]
+        handles = [_native(h, s) for s in [NULL, *streams]]
+        names = ["the NULL stream", *(f"stream {i}" for i in range(len(streams)))]
+        zero = [n for n, v in zip(names, handles, strict=True) if v == 0]
+        require(not zero, f"native_stream gave 0 for {', '.join(zero)} (0 is no stream "
+                f"in DLPack)")
+        require(len(set(handles)) == len(handles), "native_stream gave the same handle to "
+                f"different streams: {dict(zip(names, map(hex, handles), strict=True))}")
+        again = [_native(h, s) for s in [NULL, *streams]]
+        require(again == handles, "native_stream changed between calls")
+        out = ffi.new("uintptr_t *")
+        bad = [((0, streams[0], NULL), "native_stream(out NULL)", INVALID_ARGUMENT),
+               ((h.device_count(), streams[0], out), "native_stream(bad device index)",
+                INVALID_ARGUMENT)]
+        if h.device_count() > 1:
+            bad.append(((1, streams[0], out), "native_stream(device 1, a stream of device 0)",
+                        None))
+        for args, what, expected in bad:
+            out[0] = 0x5A5A
+            expect_error(h, fn(*args), what, expected)
+            require(out[0] == 0x5A5A, f"{what} failed but wrote its out parameter")
+    return {"streams": len(streams), "null_stream_handle_distinct": True}
+
+
+def native_stream_wait(h, case: Case) -> dict[str, Any]:
+    """The native handle of stream B, made to wait (native_stream_wait) for stream A after a
+    chain of writes, then B copies and reads the result; only B is synchronized. B must see
+    all of A's chain, as in cross_stream_event. Native stream 0 is INVALID_ARGUMENT (DLPack
+    forbids it); a wait for the NULL stream (whose work is complete) is HWP_OK."""
+    from ..direct_host import INVALID_ARGUMENT, NULL
+
+    _needs(h, "native_stream", "native_stream_wait", "copy_d2d_async")
+    fn = h.require("stream", "native_stream_wait")
+
+    def wait(a, b) -> None:
+        h.check(fn(0, _native(h, b), a), "native_stream_wait(native_stream(B), A)")
+
+    with Streams(h) as st:
+        a, b = _chain_seen_across(h, st, np.random.default_rng(case.seed), wait,
+                                  "native_stream_wait(native_stream(B), A)")
+        expect_error(h, fn(0, 0, a), "native_stream_wait(native 0, A)", INVALID_ARGUMENT)
+        expect_error(h, fn(h.device_count(), _native(h, b), a),
+                     "native_stream_wait(bad device index)", INVALID_ARGUMENT)
+        h.check(fn(0, _native(h, b), NULL), "native_stream_wait(native_stream(B), NULL stream)")
+    return {"nbytes": CHAIN_BYTES}
+
+
 CHECKS = {
     "lifecycle": lifecycle,
     "in_order_chain": in_order_chain,
@@ -335,4 +413,6 @@ CHECKS = {
     "event_semantics": event_semantics,
     "sync_copy_waits_for_streams": sync_copy_waits_for_streams,
     "destroy_waits": destroy_waits,
+    "native_stream": native_stream,
+    "native_stream_wait": native_stream_wait,
 }

@@ -14,6 +14,10 @@ from tests.conftest import zoo_plugin_path
 from .direct_run import run_direct, statuses, zoo_target
 
 ALL_STREAM_CASES = {f"stream::{name}" for name in stream.CHECKS}
+# The ABI 1.1 DLPack cases, NOT_SUPPORTED where the plugin names no DLPack device / has no
+# native streams.
+DLPACK_CASES = {"memory::device_address", "memory::wrap_device_memory", "stream::native_stream",
+                "stream::native_stream_wait"}
 GATES = ("load", "entry", "init", "abi_major", "struct_sizes", "required_functions")
 
 
@@ -23,9 +27,10 @@ def expected_ids() -> set[str]:
             | ALL_STREAM_CASES)
 
 
-def assert_passes(results, not_supported: set[str]) -> None:
+def assert_passes(results, not_supported: set[str], judged_apart: frozenset = frozenset()) -> None:
     got = statuses(results)
     assert set(got) == expected_ids()
+    got = {cid: s for cid, s in got.items() if cid not in judged_apart}
     bad = {cid: (s, results[cid].message) for cid, s in got.items()
            if s not in ("PASS", "NOT_SUPPORTED")}
     assert not bad, bad
@@ -43,11 +48,41 @@ def loaded_plugin(device_type: str) -> dict:
     return found[0]
 
 
+PROPERTIES_1_1 = frozenset({"device::properties_1_1"})
+
+
+def assert_properties_1_1_verdict(results, device_type: str) -> None:
+    """The reference plugins' device::properties_1_1 is judged against what they report (the
+    raw fields, read here through the C ABI): it PASSes exactly when every device's simd_width
+    is >= 1 and the other numeric 1.1 fields are in range, and a FAIL names each bad field.
+    (While a reference plugin still leaves the 1.1 fields zero, simd_width 0 FAILs.)"""
+    from hwport.conformance.direct_host import DirectHost
+
+    h = DirectHost(direct_common.plugin_file(Target(device_type)))
+    bad = []
+    for d in range(h.device_count()):
+        p = h.properties(d)
+        bad += [f"device {d}: {f} {getattr(p, f)} < {least}"
+                for f, least in (("simd_width", 1), ("architecture_major", 0),
+                                 ("architecture_minor", 0),
+                                 ("max_threads_per_compute_unit", 0)) if getattr(p, f) < least]
+        if p.max_allocation > p.total_memory:
+            bad.append(f"device {d}: max_allocation")
+        assert p.dlpack_device_type == 0, "a reference plugin names a DLPack device"
+    result = results["device::properties_1_1"]
+    assert str(result.status) == ("FAIL" if bad else "PASS"), (bad, result.message)
+    for needle in bad:
+        assert needle in result.message
+
+
 def test_cpu_plugin_passes():
     # tests/conftest.py sets HWPORT_CPU_DEVICES=2, so multi-device cases run too.
     loaded_plugin("cpu")
     results = run_direct(Target("cpu"))
-    assert_passes(results, set())
+    assert_passes(results, DLPACK_CASES, PROPERTIES_1_1)
+    assert_properties_1_1_verdict(results, "cpu")
+    assert "names no DLPack device" in results["memory::device_address"].message
+    assert "no stream.native_stream" in results["stream::native_stream_wait"].message
     assert results["device::multi_device"].details["devices"] == 2
     assert results["memory::out_of_memory"].details["limit_env"] == "HWPORT_CPU_MEMORY_LIMIT"
     assert "limited" in results["memory::out_of_memory"].details
@@ -58,7 +93,8 @@ def test_opencl_plugin_passes():
     info = loaded_plugin("opencl")
     results = run_direct(Target("opencl"))
     single = {"device::multi_device"} if info["device_count"] == 1 else set()
-    assert_passes(results, single)
+    assert_passes(results, single | DLPACK_CASES, PROPERTIES_1_1)
+    assert_properties_1_1_verdict(results, "opencl")
     assert (results["memory::out_of_memory"].details["limit_env"]
             == "HWPORT_OPENCL_MEMORY_LIMIT")
 
@@ -66,15 +102,25 @@ def test_opencl_plugin_passes():
 def test_zoo_good_passes_with_optional_parts_not_supported():
     results = run_direct(zoo_target("good"))
     assert_passes(results, {"device::init_device", "device::set_device", "memory::memset",
-                            "memory::async_copies"} | ALL_STREAM_CASES)
+                            "memory::async_copies"} | ALL_STREAM_CASES | DLPACK_CASES)
     assert "stream table" in results["stream::in_order_chain"].message
+    assert results["device::properties_1_1"].details["devices"][0]["simd_width"] == 1
     assert results["abi::required_functions"].details == {"kernels": 1, "optional": []}
 
 
 def test_zoo_good_streams_passes_every_stream_case():
     results = run_direct(zoo_target("good_streams"))
-    assert_passes(results, {"device::init_device", "device::set_device"})
+    assert_passes(results, {"device::init_device", "device::set_device"} | DLPACK_CASES)
     assert results["abi::required_functions"].details["optional"] == ["stream"]
+    assert "no stream.native_stream" in results["stream::native_stream"].message
+
+
+def test_zoo_dlpack_passes_every_case_with_its_dlpack_devices():
+    results = run_direct(zoo_target("dlpack"))
+    assert_passes(results, {"device::init_device", "device::set_device"})
+    devices = results["device::properties_1_1"].details["devices"]
+    assert [d["dlpack_device"] for d in devices] == [[12, 100], [12, 101]]  # kDLExtDev
+    assert results["memory::wrap_device_memory"].details["stats_checked"] is True
 
 
 @pytest.mark.parametrize("variant", ["newer_minor", "older_minor"])
@@ -83,9 +129,10 @@ def test_other_minor_versions_pass(variant):
     # (the process would abort).
     results = run_direct(zoo_target(variant))
     optional = {"device::init_device", "device::set_device", "memory::memset",
-                "memory::async_copies"} | ALL_STREAM_CASES
+                "memory::async_copies"} | ALL_STREAM_CASES | DLPACK_CASES
     if variant == "older_minor":  # no get_properties / get_memory_stats either
-        optional |= {"device::properties", "memory::alignment", "memory::stats_track_allocations",
+        optional |= {"device::properties", "device::properties_1_1", "memory::alignment",
+                     "memory::stats_track_allocations",
                      "memory::leak_check", "abi::properties_struct_size",
                      "abi::stats_struct_size"}
     assert_passes(results, optional)

@@ -41,6 +41,10 @@
  *                    (so a host that never used the device can still shut down).
  *   leak             deallocate neither frees nor gives the bytes back in the memory stats.
  *   false_stats      get_memory_stats reports bytes_in_use 0 whatever is allocated.
+ *   lazy_native_wait dlpack whose native_stream_wait returns HWP_OK without making the foreign
+ *                    stream wait. Its streams run their work only when the host waits for them
+ *                    (in order, oldest first: valid in itself), so the missing wait shows every
+ *                    time rather than only when the streams happen to race.
  *
  * And one more valid variant:
  *
@@ -77,6 +81,7 @@
 #define TP_ID_leak 20
 #define TP_ID_false_stats 21
 #define TP_ID_dlpack 22
+#define TP_ID_lazy_native_wait 23
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -88,15 +93,19 @@
 #define TP_VARIANT TP_CAT(TP_ID_, HWP_TEST_VARIANT)
 #define TP_VARIANT_NAME TP_STR(HWP_TEST_VARIANT)
 #define TP_IS(v) (TP_VARIANT == TP_ID_##v)
-#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_dlpack
+#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_lazy_native_wait
 #error "unknown HWP_TEST_VARIANT"
 #endif
 
-#if TP_IS(good_streams) || TP_IS(stream_order) || TP_IS(dlpack)
+#if TP_IS(good_streams) || TP_IS(stream_order) || TP_IS(dlpack) || TP_IS(lazy_native_wait)
 #define TR_WITH_STREAMS 1
 #endif
-#if TP_IS(dlpack)
+#if TP_IS(dlpack) || TP_IS(lazy_native_wait)
 #define TR_WITH_DLPACK 1
+#endif
+#if TP_IS(lazy_native_wait)
+#define TR_STREAMS_DEFERRED 1
+#define TR_LAZY_NATIVE_WAIT 1
 #endif
 #if TP_IS(stream_order)
 #define TR_STREAMS_OUT_OF_ORDER 1

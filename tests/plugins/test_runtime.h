@@ -11,13 +11,19 @@
  * really is asynchronous (query may say NOT_READY) and must be ordered by the runtime. With
  * TR_STREAMS_OUT_OF_ORDER as well, streams have no worker: their operations run only when the
  * host synchronizes or queries, newest first (a plugin that ignores stream order).
+ * With TR_STREAMS_DEFERRED instead, streams also have no worker but keep submission order: their
+ * operations run, oldest first, only when the host waits for them (synchronize, query, an
+ * event, a synchronous copy), and a stream's wait for an event runs the other stream first
+ * (valid, and what makes a missing cross-stream wait show every time).
  * With TR_LEAK_ON_FREE, deallocate counts the free but neither frees nor gives the bytes back
  * in the stats (a leaking plugin).
  * With TR_WITH_DLPACK (needs TR_WITH_STREAMS), the ABI 1.1 exchange of device memory: the
  * devices call their memory DLPack device (kDLExtDev, 100 + index) (not host memory, as far
  * as the host knows), device_address gives the buffer address plus offset, wrap_device_memory
  * registers foreign memory (refcounted per address; not in the stats), and native streams are
- * the stream handles themselves (1 = the synchronous NULL-stream queue).
+ * the stream handles themselves (1 = the synchronous NULL-stream queue). With
+ * TR_LAZY_NATIVE_WAIT as well, native_stream_wait checks its arguments and returns HWP_OK
+ * without ordering anything (a plugin that forgets the foreign stream).
  *
  * Included by exactly one translation unit (test_plugin.c); everything is static. */
 #ifndef HWPORT_TEST_RUNTIME_H
@@ -380,14 +386,25 @@ static void tr_run_op(tr_op *op) {
   }
 }
 
-#ifdef TR_STREAMS_OUT_OF_ORDER
+#if defined(TR_STREAMS_OUT_OF_ORDER) || defined(TR_STREAMS_DEFERRED)
+#define TR_STREAMS_NO_WORKER 1
+#endif
+
+#ifdef TR_STREAMS_NO_WORKER
 static void tr_flush_locked(tr_stream *s);
-/* Runs everything pending on `s`, newest first, in the calling thread. Caller holds tr_lock. */
+/* Runs everything pending on `s` in the calling thread: newest first (out of order), or oldest
+ * first (deferred). Caller holds tr_lock. */
 static void tr_flush_locked(tr_stream *s) {
   while (s->tail != NULL) {
+#ifdef TR_STREAMS_OUT_OF_ORDER
     tr_op *op = s->tail;
     s->tail = op->prev;
     if (s->tail) s->tail->next = NULL; else s->head = NULL;
+#else
+    tr_op *op = s->head;
+    s->head = op->next;
+    if (s->head) s->head->prev = NULL; else s->tail = NULL;
+#endif
     if (op->kind == TR_OP_WAIT && op->wait_slot >= 0 &&
         tr_streams[op->wait_slot].generation == op->wait_generation)
       tr_flush_locked(&tr_streams[op->wait_slot]); /* "waits" by running the other stream */
@@ -490,7 +507,7 @@ static HWP_Status tr_create_stream(int32_t device, HWP_Stream *out) {
     s->slot = i;
     s->generation = generation;
     s->live = 1;
-#ifndef TR_STREAMS_OUT_OF_ORDER
+#ifndef TR_STREAMS_NO_WORKER
     if (pthread_create(&s->worker, NULL, tr_worker, s) != 0) {
       s->live = 0;
       pthread_mutex_unlock(&tr_lock);
@@ -513,7 +530,7 @@ static HWP_Status tr_destroy_stream(int32_t device, HWP_Stream stream) {
   s->stop = 1;
   pthread_cond_broadcast(&tr_stream_cond);
   pthread_mutex_unlock(&tr_lock);
-#ifndef TR_STREAMS_OUT_OF_ORDER
+#ifndef TR_STREAMS_NO_WORKER
   pthread_join(s->worker, NULL);
 #endif
   pthread_mutex_lock(&tr_lock);
@@ -822,6 +839,9 @@ static HWP_Status tr_native_stream_wait(int32_t device, uintptr_t native, HWP_St
         (st = tr_stream_of(device, stream, "native_stream_wait", &s)) != HWP_OK)
       return st;
   }
+#ifdef TR_LAZY_NATIVE_WAIT
+  return HWP_OK; /* the bug: the foreign stream is not made to wait */
+#endif
   if ((st = tr_create_event(device, &ev)) != HWP_OK) return st;
   st = tr_record_event(device, stream, ev);
   if (st == HWP_OK) st = tr_stream_wait_event(device, (HWP_Stream)native, ev);
