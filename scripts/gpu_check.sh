@@ -91,7 +91,7 @@ if [[ -n "${HWPORT_GPU_CHECK_ONLINE:-}" ]]; then
 else
   HWPORT_SETUP_OFFLINE=1 HWPORT_BUILD_VERBOSE=1 run setup setup.log 240 bash scripts/setup.sh
 fi
-grep -hE "hwport: (CUDA|OpenCL) plugin|requirements MISSING|^ *built in [0-9]+ s" \
+grep -hE "hwport: (CUDA|OpenCL) plugin|apt skipped; not|requirements not inst|^ *built in [0-9]+ s" \
   "$LOG/setup.log" | sed 's/^ *//' | tee -a "$SUMMARY"
 
 # cuBLAS: the nvidia-cublas wheel of the interpreter (or .venv) first, then the system's.

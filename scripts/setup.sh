@@ -138,21 +138,27 @@ step "2/3 virtual environment ($VENV) and requirements"
 # adds them after its own, as `venv --system-site-packages` does for a plain interpreter; that
 # option would miss them when HWPORT_PYTHON is itself a venv (the GPU machine's python3 is).
 link_base_site() {
-  local dirs
-  dirs="$("$PYTHON" - <<'EOF'
-import os, site, sysconfig
+  local base
+  base="$("$PYTHON" - <<'EOF'
+import json, os, site, sysconfig
 paths = sysconfig.get_paths()
-cands = [paths["purelib"], paths["platlib"], *getattr(site, "getsitepackages", list)()]
-print("\n".join(dict.fromkeys(d for d in cands if os.path.isdir(d))))
+dirs = [paths["purelib"], paths["platlib"], *getattr(site, "getsitepackages", list)()]
+print(json.dumps({"dirs": list(dict.fromkeys(d for d in dirs if os.path.isdir(d))),
+                  "prefixes": getattr(site, "PREFIXES", [])}))
 EOF
 )"
-  "$VPY" - "$dirs" <<'EOF'
-import pathlib, sys, sysconfig
+  "$VPY" - "$base" <<'EOF'
+import json, pathlib, sys, sysconfig
+base = json.loads(sys.argv[1])
 own = pathlib.Path(sysconfig.get_paths()["purelib"])
-dirs = [d for d in sys.argv[1].splitlines() if d and pathlib.Path(d) != own]
-# addsitedir (not a bare path line) so that the .pth files in those folders are processed too.
-(own / "hwport-base-site.pth").write_text(
-    "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs))
+dirs = [d for d in base["dirs"] if pathlib.Path(d) != own]
+# addsitedir (not a bare path line), so that the .pth files in those folders run too; and their
+# prefixes in site.PREFIXES, so that site.getsitepackages() lists them as well (CUDA's
+# cuda-pathfinder, which CuPy uses, looks there for the nvidia-* wheels' libraries).
+lines = [f"import site; site.addsitedir({d!r})" for d in dirs]
+lines.append("import site; site.PREFIXES[:] = dict.fromkeys(site.PREFIXES + %r)"
+             % base["prefixes"])
+(own / "hwport-base-site.pth").write_text("\n".join(lines) + "\n")
 print("    the venv sees (hwport-base-site.pth): " + (", ".join(dirs) or "nothing"))
 EOF
 }
@@ -257,8 +263,8 @@ for line in sys.argv[1:]:
         missing.append(f"{line} (has {version})")
 print("    requirements present: " + (", ".join(have) or "none"))
 if missing:
-    print("    requirements MISSING (offline: pip is not run; carry them as wheels in .whl/, see "
-          "scripts/gpu_wheels.sh): " + ", ".join(missing))
+    print("    requirements not installed (offline, pip is not run; carry the ones needed as "
+          "wheels in .whl/, see scripts/gpu_wheels.sh): " + ", ".join(missing))
 EOF
 elif [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" ]]; then
   note "requirements up to date (stamp $(basename "$STAMP") matches); pip skipped"
