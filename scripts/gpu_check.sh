@@ -59,10 +59,10 @@ run() {
   local t0=$SECONDS rc
   printf '\n==> [gpu_check] %s (limit %ss, at %ss)\n' "$name" "$limit" "$((SECONDS - START))" |
     tee -a "$LOG/$file"
-  timeout --kill-after=10 "$limit" "$@" >"$WORK/step.log" 2>&1
+  # Straight into $OUT: what a step printed comes back even when the whole call is stopped.
+  timeout --kill-after=10 "$limit" "$@" >>"$LOG/$file" 2>&1
   rc=$?
-  cat "$WORK/step.log" >>"$LOG/$file"
-  tail -n 15 "$WORK/step.log"
+  tail -n 15 "$LOG/$file"
   local verdict=ok
   if [[ $rc -ne 0 ]]; then
     verdict="FAILED (rc $rc$([[ $rc -eq 124 || $rc -eq 137 ]] && echo ', timed out'))"
