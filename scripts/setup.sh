@@ -6,6 +6,13 @@
 # Works from any directory. Environment knobs:
 #   HWPORT_PYTHON=python3.12  interpreter used to create .venv (default: python3 on PATH; >= 3.11)
 #   HWPORT_BUILD_VERBOSE=1    show the CMake/compiler output (default on when CI is set)
+#   HWPORT_SETUP_OFFLINE=1    a machine without network whose interpreter already holds the
+#                             requirements (the GPU machine of scripts/gpu_check.sh): no apt
+#                             (a missing system package is a note; a missing C/C++ compiler or
+#                             Python.h still an error), a .venv that sees HWPORT_PYTHON's packages
+#                             (a .pth file), no pip install of the requirements (the missing ones
+#                             are listed) but of the wheels in .whl/ if any (--no-index), then the
+#                             same build
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +29,12 @@ APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev
 # these, so a dependency added there is picked up here without editing this file.
 REQUIREMENTS=(scikit-build-core pybind11 numpy ml_dtypes pytest hypothesis cffi ruff
               "cmake>=3.18" ninja pyopencl)
+
+case "${HWPORT_SETUP_OFFLINE:-}" in
+  "" | 0 | false | no) OFFLINE=0 ;;
+  *) OFFLINE=1 ;;
+esac
+WHEELS="$ROOT/.whl" # offline: wheels carried to the machine (scripts/gpu_wheels.sh)
 
 START=$SECONDS
 step() { printf '\n==> [setup] %s\n' "$*"; }
@@ -59,8 +72,10 @@ missing_prereqs() {
     echo "$PYTHON"
     return
   fi
-  # Only a venv still to be created needs the interpreter's venv/ensurepip support.
-  if [[ ! -x "$VPY" ]] && ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  # Only a venv still to be created needs the interpreter's venv/ensurepip support (offline,
+  # the venv is made without pip and uses the interpreter's).
+  if [[ ! -x "$VPY" ]] && ! "$PYTHON" -c "import venv$( ((OFFLINE)) || echo ', ensurepip')" \
+       >/dev/null 2>&1; then
     echo "venv/ensurepip support of $PYTHON"
   fi
   if ! "$PYTHON" - >/dev/null 2>&1 <<'EOF'
@@ -76,6 +91,18 @@ missing="$(missing_prereqs)"
 if [[ -z "$missing" ]]; then
   note "all present (C/C++ compiler, make, git, OpenBLAS, OpenCL/PoCL, $PYTHON with venv and headers);" \
        "apt skipped"
+elif ((OFFLINE)); then
+  # No apt without network: build with what is there. The build skips OpenBLAS and OpenCL when
+  # they are missing (and says so); without a compiler or the interpreter it cannot start.
+  note "offline (HWPORT_SETUP_OFFLINE): apt skipped; not on this machine:" \
+       "$(echo "$missing" | paste -sd, - | sed 's/,/, /g')"
+  fatal=()
+  while IFS= read -r item; do
+    case "$item" in
+      cc | c++ | "$PYTHON" | Python.h* | venv*) fatal+=("$item") ;;
+    esac
+  done <<<"$missing"
+  ((${#fatal[@]} == 0)) || die "offline, and these are missing: ${fatal[*]}"
 else
   note "missing: $(echo "$missing" | paste -sd, - | sed 's/,/, /g')"
   if [[ "$(id -u)" -ne 0 ]]; then
@@ -107,7 +134,51 @@ fi
 # ---- 2. virtual environment and requirements ----------------------------------------------
 step "2/3 virtual environment ($VENV) and requirements"
 
-if [[ -x "$VPY" ]] && "$VPY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 \
+# Offline: the venv sees the interpreter's site-packages (its pip too) through a .pth file that
+# adds them after its own, as `venv --system-site-packages` does for a plain interpreter; that
+# option would miss them when HWPORT_PYTHON is itself a venv (the GPU machine's python3 is).
+link_base_site() {
+  local base
+  base="$("$PYTHON" - <<'EOF'
+import json, os, site, sysconfig
+paths = sysconfig.get_paths()
+dirs = [paths["purelib"], paths["platlib"], *getattr(site, "getsitepackages", list)()]
+print(json.dumps({"dirs": list(dict.fromkeys(d for d in dirs if os.path.isdir(d))),
+                  "prefixes": getattr(site, "PREFIXES", [])}))
+EOF
+)"
+  "$VPY" - "$base" <<'EOF'
+import json, pathlib, sys, sysconfig
+base = json.loads(sys.argv[1])
+own = pathlib.Path(sysconfig.get_paths()["purelib"])
+dirs = [d for d in base["dirs"] if pathlib.Path(d) != own]
+# addsitedir (not a bare path line), so that the .pth files in those folders run too; and their
+# prefixes in site.PREFIXES, so that site.getsitepackages() lists them as well (CUDA's
+# cuda-pathfinder, which CuPy uses, looks there for the nvidia-* wheels' libraries).
+lines = [f"import site; site.addsitedir({d!r})" for d in dirs]
+lines.append("import site; site.PREFIXES[:] = dict.fromkeys(site.PREFIXES + %r)"
+             % base["prefixes"])
+(own / "hwport-base-site.pth").write_text("\n".join(lines) + "\n")
+print("    the venv sees (hwport-base-site.pth): " + (", ".join(dirs) or "nothing"))
+EOF
+}
+
+if ((OFFLINE)); then
+  if [[ -x "$VPY" ]] && "$VPY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1
+  then
+    note "exists: $("$VPY" -c 'import sys; print(sys.version.split()[0])')"
+  else
+    note "creating without pip (it uses $PYTHON's) with" \
+         "$("$PYTHON" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+    "$PYTHON" -m venv --clear --without-pip "$VENV"
+  fi
+  link_base_site
+  if ! "$VPY" -m pip --version >/dev/null 2>&1; then
+    note "$PYTHON has no pip either: ensurepip (offline, from the bundled wheel)"
+    "$VPY" -m ensurepip -q
+  fi
+  export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 # fail at once instead of waiting on a network
+elif [[ -x "$VPY" ]] && "$VPY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 \
    && "$VPY" -m pip --version >/dev/null 2>&1; then
   note "exists: $("$VPY" -c 'import sys; print(sys.version.split()[0])')"
 else
@@ -125,6 +196,7 @@ import pip
 sys.exit(tuple(int(p) for p in pip.__version__.split(".")[:2] if p.isdigit()) < (22, 0))
 EOF
 then
+  ((OFFLINE)) && die "offline, and the pip that $VENV uses is older than 22.0 (needed for PEP 660 editables)"
   note "upgrading the venv's old pip"
   "$VPY" -m pip install -q --upgrade pip
 fi
@@ -156,7 +228,45 @@ EOF
 KEY="${REQ_LINES[0]}"
 REQS=("${REQ_LINES[@]:1}")
 
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" ]]; then
+if ((OFFLINE)); then
+  # No pip from an index: the carried wheels, then a list of what is still missing (the build
+  # or the tests that need it will fail, and say so). No stamp: an online run installs all.
+  shopt -s nullglob
+  wheels=("$WHEELS"/*.whl)
+  shopt -u nullglob
+  if ((${#wheels[@]})); then
+    note "installing the carried wheels: $(printf '%s ' "${wheels[@]##*/}")"
+    "$VPY" -m pip install -q --no-index --no-deps --no-compile "${wheels[@]}"
+  else
+    note "no wheels in $WHEELS"
+  fi
+  "$VPY" - "${REQS[@]}" <<'EOF'
+import importlib.metadata as md
+import sys
+
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # pip's own copy
+    from pip._vendor.packaging.requirements import Requirement
+
+have, missing = [], []
+for line in sys.argv[1:]:
+    req = Requirement(line)
+    try:
+        version = md.version(req.name)
+    except md.PackageNotFoundError:
+        missing.append(f"{line} (not installed)")
+        continue
+    if req.specifier.contains(version, prereleases=True):
+        have.append(f"{req.name} {version}")
+    else:
+        missing.append(f"{line} (has {version})")
+print("    requirements present: " + (", ".join(have) or "none"))
+if missing:
+    print("    requirements not installed (offline, pip is not run; carry the ones needed as "
+          "wheels in .whl/, see scripts/gpu_wheels.sh): " + ", ".join(missing))
+EOF
+elif [[ -f "$STAMP" && "$(cat "$STAMP")" == "$KEY" ]]; then
   note "requirements up to date (stamp $(basename "$STAMP") matches); pip skipped"
 else
   note "installing: ${REQS[*]}"
@@ -168,8 +278,11 @@ fi
 # ---- 3. build and install hwport (editable, incremental) ----------------------------------
 step "3/3 build hwport (pip install --no-build-isolation -e .; incremental in build/)"
 
-# The venv's cmake and ninja must be the ones the build finds.
+# The venv's cmake and ninja must be the ones the build finds (offline: the interpreter's).
 export PATH="$VENV/bin:$PATH"
+if ((OFFLINE)); then
+  PATH="$VENV/bin:$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["scripts"])'):${PATH#*:}"
+fi
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
 PIP_BUILD_ARGS=(--no-build-isolation --no-deps -e .)
 case "${HWPORT_BUILD_VERBOSE:-${CI:-}}" in
