@@ -9,6 +9,8 @@
     CuPy is present (target >= 0.9x)
   - per-op launch overhead: a tiny add, many times, async then one synchronize, against
     PyTorch on CUDA when it is present
+  - DLPack exchange with CuPy of 256 MiB each way (zero-copy: the time must not grow with the
+    size), against CuPy copying the same array on the device
 
 Without a CUDA device it prints why and exits 0.
 Run: .venv/bin/python benchmarks/bench_cuda.py"""
@@ -140,6 +142,21 @@ def launch_overhead() -> None:
     line("", "launch overhead add[16] f32", text)
 
 
+def dlpack_exchange(cp) -> None:
+    if cp is None:
+        return
+    n = 64 * 1024 * 1024  # float32: 256 MiB
+    c = cp.ones(n, cp.float32)
+    t_copy = best_of(lambda: c.copy(), sync_fn=cp.cuda.Device().synchronize)
+    t_in = best_of(lambda: hwport.from_dlpack(c))
+    x = hwport.from_dlpack(c)
+    t_out = best_of(lambda: cp.from_dlpack(x))
+    for name, t in (("from_dlpack(cupy) 256 MiB", t_in), ("cupy.from_dlpack(t) 256 MiB", t_out)):
+        line("ok" if t_copy / t >= 10 else "LOW", name,
+             f"{t * 1e6:8.2f} us  CuPy device copy {t_copy * 1e6:8.1f} us  ratio "
+             f"{t_copy / t:7.1f}x (zero-copy: target >= 10)")
+
+
 def main() -> int:
     count, note = cuda_devices()
     if count == 0:
@@ -156,6 +173,7 @@ def main() -> int:
     bandwidth_checks(copy_bw)
     matmul_checks(cp)
     launch_overhead()
+    dlpack_exchange(cp)
     fallbacks = {k: v for k, v in rt.fallback_stats().items() if k[1] == "cuda"}
     print(f"CPU fallbacks during the benchmark: {fallbacks or 'none'}")
     return 0
