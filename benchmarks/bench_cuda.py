@@ -147,7 +147,7 @@ def dlpack_exchange(cp) -> None:
         return
     n = 64 * 1024 * 1024  # float32: 256 MiB
     c = cp.ones(n, cp.float32)
-    t_copy = best_of(lambda: c.copy(), sync_fn=cp.cuda.Device().synchronize)
+    t_copy = best_of(c.copy, sync_fn=cp.cuda.Device().synchronize)
     t_in = best_of(lambda: hwport.from_dlpack(c))
     x = hwport.from_dlpack(c)
     t_out = best_of(lambda: cp.from_dlpack(x))
