@@ -29,6 +29,19 @@ HWP_Status cu_kernel_end(const cu_kctx *k, const char *op);
 /* Blocks for a grid-stride loop over `nwork` items with `block` threads each. */
 unsigned cu_grid(const cu_kctx *k, uint64_t nwork, unsigned block);
 
+/* Device scratch memory for one kernel call. The host's workspace (allocate_workspace) when it
+ * gives one; it may not (the runtime's caching allocator hands out only blocks that start a
+ * buffer), so otherwise stream-ordered memory of the CUDA device's pool (cudaMallocAsync on
+ * k->stream), or a cudaMalloc'd block where the device has no pools. cu_scratch_free after the
+ * launches that use it (stream-ordered, or after waiting for the stream). */
+typedef struct cu_scratch {
+  void *ptr;
+  int own; /* 1: cudaMallocAsync'd, 2: cudaMalloc'd; 0: the host's workspace (or none) */
+} cu_scratch;
+HWP_Status cu_scratch_alloc(const HWP_KernelContext *ctx, const cu_kctx *k, const char *op,
+                            uint64_t nbytes, cu_scratch *s);
+HWP_Status cu_scratch_free(const cu_kctx *k, const char *op, cu_scratch *s);
+
 /* Element count of a view (1 for a scalar). */
 int64_t cu_view_numel(const HWP_TensorView *v);
 /* The device address of a view's first element. */

@@ -25,6 +25,11 @@ HWP_Status cu_kernel_begin(const HWP_KernelContext *ctx, const char *op, int nin
   k->sync = ctx->stream == NULL;
   k->sm_count = g_cu.devices[ctx->device].sm_count;
   if ((st = cu_stream_get(ctx->device, ctx->stream, &k->stream, op)) != HWP_OK) return st;
+  /* cu_kernel_end reads the launches' errors with cudaGetLastError, which also returns a
+   * non-sticky error an earlier runtime call left on this thread (a cudaEventQuery that found
+   * work pending leaves cudaErrorNotReady): clear it so that only this op's launches count
+   * (the CUDA programming guide's advice; a sticky error is not cleared and still reported). */
+  (void)cudaGetLastError();
   if (k->sync) return cu_synchronize_device(ctx->device, op);
   return HWP_OK;
 }
@@ -41,6 +46,43 @@ unsigned cu_grid(const cu_kctx *k, uint64_t nwork, unsigned block) {
   const uint64_t cap = (uint64_t)(k->sm_count > 0 ? k->sm_count : 1) * 32;
   if (blocks > cap) blocks = cap;
   return blocks == 0 ? 1u : (unsigned)blocks;
+}
+
+HWP_Status cu_scratch_alloc(const HWP_KernelContext *ctx, const cu_kctx *k, const char *op,
+                            uint64_t nbytes, cu_scratch *s) {
+  s->ptr = NULL;
+  s->own = 0;
+  HWP_Buffer ws = NULL;
+  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, allocate_workspace) &&
+      ctx->allocate_workspace != NULL && ctx->allocate_workspace(ctx, nbytes, &ws) == HWP_OK &&
+      ws != NULL) {
+    s->ptr = cu_addr(ws, 0);
+    return HWP_OK;
+  }
+  const int pools = g_cu.devices[k->device].memory_pools;
+  cudaError_t err = pools ? cudaMallocAsync(&s->ptr, (size_t)nbytes, k->stream)
+                          : cudaMalloc(&s->ptr, (size_t)nbytes);
+  if (err != cudaSuccess) {
+    s->ptr = NULL;
+    (void)cudaGetLastError(); /* an allocation failure is not sticky */
+    return cu_cuda_error(err, op, pools ? "cudaMallocAsync (scratch)" : "cudaMalloc (scratch)");
+  }
+  s->own = pools ? 1 : 2;
+  return HWP_OK;
+}
+
+HWP_Status cu_scratch_free(const cu_kctx *k, const char *op, cu_scratch *s) {
+  cudaError_t err = cudaSuccess;
+  if (s->own == 1) {
+    err = cudaFreeAsync(s->ptr, k->stream);
+  } else if (s->own == 2) {
+    err = cudaStreamSynchronize(k->stream); /* the launches still use it */
+    cudaError_t err2 = cudaFree(s->ptr);
+    if (err == cudaSuccess) err = err2;
+  }
+  s->ptr = NULL;
+  s->own = 0;
+  return err == cudaSuccess ? HWP_OK : cu_cuda_error(err, op, "freeing the scratch memory");
 }
 
 int64_t cu_view_numel(const HWP_TensorView *v) {

@@ -308,6 +308,7 @@ HWP_Status red_kernel(const HWP_KernelContext *ctx) {
   p.al = cu_view_aligned(x) && cu_view_aligned(y);
   if (p.nout == 0) return cu_kernel_end(&k, name);
   p.chunks = 1;
+  cu_scratch ws = {nullptr, 0}; /* the chunks' partial accumulators, when split */
   if (p.R <= 32) {
     p.group = 1;
     while (p.group < p.R) p.group <<= 1;
@@ -317,19 +318,19 @@ HWP_Status red_kernel(const HWP_KernelContext *ctx) {
     if (p.nout < want && p.R >= 8192) {
       long long chunks = (want + p.nout - 1) / p.nout;
       if (chunks > p.R / 4096) chunks = p.R / 4096;
-      HWP_Buffer ws = nullptr;
-      if (chunks > 1 && HWP_HAS_FIELD(ctx, HWP_KernelContext, allocate_workspace) &&
-          ctx->allocate_workspace != nullptr &&
-          ctx->allocate_workspace(ctx, (uint64_t)(p.nout * chunks) * acc_size(op, x->dtype),
-                                  &ws) == HWP_OK) {
+      if (chunks > 1 && cu_scratch_alloc(ctx, &k, name,
+                                         (uint64_t)(p.nout * chunks) * acc_size(op, x->dtype),
+                                         &ws) == HWP_OK) {
         p.chunks = chunks;
-        p.ws = cu_addr(ws, 0);
+        p.ws = ws.ptr;
       }
     }
   }
   p.chunk = (p.R + p.chunks - 1) / p.chunks;
   fn(p, k);
-  return cu_kernel_end(&k, name);
+  st = cu_kernel_end(&k, name);
+  const HWP_Status freed = cu_scratch_free(&k, name, &ws);
+  return st != HWP_OK ? st : freed;
 }
 
 }  // namespace

@@ -136,13 +136,9 @@ HWP_Status argsort_kernel(const HWP_KernelContext *ctx) {
   p.desc = (int)desc;
   const long long n = p.rows * p.L;
   if (n == 0) return cu_kernel_end(&k, op);
-  HWP_Buffer ws = nullptr;
-  if (!HWP_HAS_FIELD(ctx, HWP_KernelContext, allocate_workspace) ||
-      ctx->allocate_workspace == nullptr ||
-      (st = ctx->allocate_workspace(ctx, (uint64_t)n * 16, &ws)) != HWP_OK)
-    return cu_error(st == HWP_OK ? HWP_ERROR_NOT_SUPPORTED : st,
-                    "%s: no workspace for %lld positions", op, n);
-  long long *a = static_cast<long long *>(cu_addr(ws, 0)), *bb = a + n;
+  cu_scratch ws;
+  if ((st = cu_scratch_alloc(ctx, &k, op, (uint64_t)n * 16, &ws)) != HWP_OK) return st;
+  long long *a = static_cast<long long *>(ws.ptr), *bb = a + n;
   const unsigned grid = cu_grid(&k, (uint64_t)n, 256);
   k_iota<<<grid, 256, 0, k.stream>>>(a, n, p.L);
   for (long long w = 1; w < p.L; w *= 2) {
@@ -153,7 +149,9 @@ HWP_Status argsort_kernel(const HWP_KernelContext *ctx) {
   }
   k_sort_out<<<grid, 256, 0, k.stream>>>(a, cu_view_ptr(y), p.rows, p.L, p.inner,
                                          cu_view_aligned(y));
-  return cu_kernel_end(&k, op);
+  st = cu_kernel_end(&k, op);
+  const HWP_Status freed = cu_scratch_free(&k, op, &ws);
+  return st != HWP_OK ? st : freed;
 }
 
 }  // namespace

@@ -212,7 +212,10 @@ static HWP_Status cu_copy(int32_t device, int stream_given, HWP_Stream stream, c
   cudaError_t err = cudaDeviceSynchronize();
   if (err != cudaSuccess) return cu_cuda_error(err, fn, "cudaDeviceSynchronize");
   err = cudaMemcpy(dst, src, (size_t)nbytes, kind);
-  if (err == cudaSuccess && dir == CU_D2D) err = cudaDeviceSynchronize();
+  /* cudaMemcpy returns before the copy has landed for device-to-device copies and for
+   * host-to-device ones from pageable memory (once the driver has staged the data); the legacy
+   * stream it used does not order the non-blocking streams, so wait for it here. */
+  if (err == cudaSuccess && dir != CU_D2H) err = cudaDeviceSynchronize();
   return err == cudaSuccess ? HWP_OK : cu_cuda_error(err, fn, "cudaMemcpy");
 }
 
@@ -257,6 +260,9 @@ static HWP_Status cu_memset_async(int32_t device, HWP_Stream stream, HWP_Buffer 
   cudaStream_t s = 0;
   if ((st = cu_stream_get(device, stream, &s, "memset_async")) != HWP_OK) return st;
   if (nbytes == 0) return HWP_OK;
+  /* The NULL stream is synchronous, as for kernels: the device's earlier work (on non-blocking
+   * streams, which the legacy stream does not wait for) first, then the memset. */
+  if (stream == NULL && (st = cu_synchronize_device(device, "memset_async")) != HWP_OK) return st;
   cudaError_t err = cudaMemsetAsync(cu_addr(dst, dst_offset), value, (size_t)nbytes, s);
   if (err == cudaSuccess && stream == NULL) err = cudaStreamSynchronize(s);
   return err == cudaSuccess ? HWP_OK : cu_cuda_error(err, "memset_async", "cudaMemsetAsync");

@@ -515,6 +515,99 @@ def test_gpu_streams_and_events_order_work(h):
         arr.free()
 
 
+def _busy_stream(h, a, b, stream, launches: int = 40) -> None:
+    """Keeps `stream` busy: `launches` exp kernels a -> b (float32) enqueued back to back."""
+    for _ in range(launches):
+        assert h.call_kernel("exp", DT["float32"], [a.view()], [b.view()], stream=stream) == 0
+
+
+@gpu
+@needs_gpu
+def test_gpu_a_kernel_after_a_not_ready_query_succeeds(h):
+    """A query that finds work pending (cudaErrorNotReady) must not make the next kernel on
+    that thread report a launch error (the kernels read launch errors with cudaGetLastError)."""
+    x = np.full(1 << 24, 0.5, np.float32)
+    a, b, c = (dh.DeviceArray(h, x) for _ in range(3))
+    s = h.create_stream()
+    ev = h.create_event()
+    seen_not_ready = False
+    for _ in range(5):
+        _busy_stream(h, a, b, s)
+        h.record_event(s, ev)
+        ready = h.query_stream(s), h.query_event(ev)
+        seen_not_ready |= dh.NOT_READY in ready
+        for stream in (s, dh.NULL):
+            status = h.call_kernel("add", DT["float32"], [a.view(), a.view()], [c.view()],
+                                   stream=stream)
+            assert status == dh.OK, h.last_error()
+        h.sync_stream(s)
+        if seen_not_ready:
+            break
+    assert seen_not_ready, "40 kernels over 64 MiB never left the stream busy"
+    np.testing.assert_array_equal(c.read(), x + x)
+    h.destroy_event(ev)
+    h.destroy_stream(s)
+    for arr in (a, b, c):
+        arr.free()
+
+
+@gpu
+@needs_gpu
+def test_gpu_synchronous_copies_and_memset_order_against_streams(h):
+    """The NULL stream is synchronous: a copy_h2d from pageable memory has landed when it
+    returns (a kernel on a non-blocking stream sees all of it), and a memset on the NULL stream
+    runs after the work already enqueued on the device's streams."""
+    n = 1 << 24
+    s = h.create_stream()
+    src = dh.DeviceArray(h, np.full(n, 0.5, np.float32))
+    dst = dh.DeviceArray.empty(h, (n,), np.float32)
+    for k in range(3):
+        x = (np.arange(n, dtype=np.float32) + k) % 1000
+        h.h2d(src.buffer, x)
+        assert h.call_kernel("copy", DT["float32"], [src.view()], [dst.view()], stream=s) == 0
+        h.sync_stream(s)
+        np.testing.assert_array_equal(dst.read(), x)
+        _busy_stream(h, src, dst, s)
+        h.memset(dst.buffer, 0, n * 4)
+        got = dst.read()
+        assert not got.any(), f"{np.count_nonzero(got)} elements written after the memset"
+    h.destroy_stream(s)
+    src.free()
+    dst.free()
+
+
+@gpu
+@needs_gpu
+def test_gpu_argsort_and_split_reductions_without_host_workspace(h):
+    """The direct host gives no workspace (nor does the runtime for a block inside a segment):
+    argsort and the chunked reductions take stream-ordered scratch memory instead."""
+    rng = np.random.default_rng(12)
+    x = np.round(rng.standard_normal((3, 5000)) * 4).astype(np.float32)  # many ties
+    a, out = dh.DeviceArray(h, x), dh.DeviceArray.empty(h, x.shape, np.int64)
+    s = h.create_stream()
+    for stream in (dh.NULL, s):
+        for desc in (0, 1):
+            status = h.call_kernel("argsort", DT["float32"], [a.view()], [out.view()],
+                                   {"axis": 1, "descending": bool(desc)}, stream=stream)
+            assert status == dh.OK, h.last_error()
+            h.sync_stream(s)
+            want = np.argsort(-x if desc else x, axis=1, kind="stable")
+            np.testing.assert_array_equal(out.read(), want)
+    v = rng.standard_normal(1 << 22).astype(np.float32)  # one output, a long row: chunks
+    av, sv = dh.DeviceArray(h, v), dh.DeviceArray.empty(h, (), np.float32)
+    im = dh.DeviceArray.empty(h, (), np.int64)
+    assert h.call_kernel("sum", DT["float32"], [av.view()], [sv.view()], {"axis": [0]},
+                         stream=s) == dh.OK, h.last_error()
+    assert h.call_kernel("argmax", DT["float32"], [av.view()], [im.view()], {"axis": 0},
+                         stream=s) == dh.OK, h.last_error()
+    h.sync_stream(s)
+    np.testing.assert_allclose(sv.read(), v.astype(np.float64).sum(), rtol=1e-6, atol=1e-3)
+    assert im.read() == np.argmax(v)
+    h.destroy_stream(s)
+    for arr in (a, out, av, sv, im):
+        arr.free()
+
+
 @gpu
 @needs_gpu
 def test_gpu_tiled_matmul_matches_numpy():
