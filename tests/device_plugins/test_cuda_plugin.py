@@ -526,7 +526,7 @@ def _busy_stream(h, a, b, stream, launches: int = 40) -> None:
 def test_gpu_a_kernel_after_a_not_ready_query_succeeds(h):
     """A query that finds work pending (cudaErrorNotReady) must not make the next kernel on
     that thread report a launch error (the kernels read launch errors with cudaGetLastError)."""
-    x = np.full(1 << 24, 0.5, np.float32)
+    x = np.full(1 << 26, 0.5, np.float32)  # each exp moves 512 MiB: longer than a launch
     a, b, c = (dh.DeviceArray(h, x) for _ in range(3))
     s = h.create_stream()
     ev = h.create_event()
@@ -543,7 +543,7 @@ def test_gpu_a_kernel_after_a_not_ready_query_succeeds(h):
         h.sync_stream(s)
         if seen_not_ready:
             break
-    assert seen_not_ready, "40 kernels over 64 MiB never left the stream busy"
+    assert seen_not_ready, "40 kernels over 256 MiB never left the stream busy"
     np.testing.assert_array_equal(c.read(), x + x)
     h.destroy_event(ev)
     h.destroy_stream(s)
