@@ -28,11 +28,15 @@ uint64_t CachingAllocator::round_size(uint64_t nbytes) {
 }
 
 Block* CachingAllocator::find_free(std::set<Block*, BySize>& pool, uint64_t size,
-                                   HWP_Stream stream) {
+                                   HWP_Stream stream, bool segment_start) {
   Block key;
   key.stream = stream;
   key.size = size;
   auto it = pool.lower_bound(&key);
+  // The smallest fitting block (of this stream), or with segment_start the smallest that
+  // begins its segment.
+  while (it != pool.end() && (*it)->stream == stream && segment_start && (*it)->offset != 0)
+    ++it;
   if (it == pool.end() || (*it)->stream != stream) return nullptr;
   Block* block = *it;
   pool.erase(it);
@@ -64,14 +68,14 @@ Block* CachingAllocator::new_segment(uint64_t segment_size, HWP_Stream stream,
   return block;
 }
 
-Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream) {
+Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream, bool segment_start) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty()) process_pending_locked(false);
   const uint64_t size = round_size(nbytes);
   const bool small = size <= kSmallSize;
   auto& pool = small ? small_pool_ : large_pool_;
 
-  Block* block = find_free(pool, size, stream);
+  Block* block = find_free(pool, size, stream, segment_start);
   if (!block) {
     uint64_t segment = small ? kSmallSegment
                              : (size < kMediumSegment / 2

@@ -61,8 +61,9 @@ class CachingAllocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // Throws hwport::Error(OutOfMemory) with the device's stats when even a retry after
-  // releasing the cache fails.
-  Block* allocate(uint64_t nbytes, HWP_Stream stream);
+  // releasing the cache fails. segment_start: the block begins its segment (offset 0), for
+  // memory handed to a plugin as a bare buffer (kernel workspace).
+  Block* allocate(uint64_t nbytes, HWP_Stream stream, bool segment_start = false);
   void free(Block* block);
   // Marks that `stream` (not the allocation stream) uses `block`: its reuse waits for it.
   void record_stream(Block* block, HWP_Stream stream);
@@ -80,7 +81,8 @@ class CachingAllocator {
     std::vector<HWP_Event> events;
   };
   static uint64_t round_size(uint64_t nbytes);
-  Block* find_free(std::set<Block*, BySize>& pool, uint64_t size, HWP_Stream stream);
+  Block* find_free(std::set<Block*, BySize>& pool, uint64_t size, HWP_Stream stream,
+                   bool segment_start);
   Block* new_block();
   Block* new_segment(uint64_t segment_size, HWP_Stream stream, bool small);
   void insert_free(Block* block);

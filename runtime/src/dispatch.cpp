@@ -98,12 +98,8 @@ HWP_Status host_allocate_workspace(const HWP_KernelContext* ctx, uint64_t nbytes
   if (!ctx || !out || nbytes == 0) return HWP_ERROR_INVALID_ARGUMENT;
   auto* call = static_cast<KernelCall*>(ctx->host_context);
   try {
-    auto storage = Storage::allocate(call->device, nbytes);
-    if (storage->base_offset() != 0) {
-      // Workspace must start at a buffer's beginning: the ABI hands out a bare buffer.
-      storage.reset();
-      return HWP_ERROR_NOT_SUPPORTED;
-    }
+    // The ABI hands out a bare buffer, so the block must begin its segment.
+    auto storage = Storage::allocate(call->device, nbytes, /*segment_start=*/true);
     *out = storage->buffer();
     call->workspaces.push_back(std::move(storage));
     return HWP_OK;

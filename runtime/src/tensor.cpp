@@ -4,12 +4,12 @@
 
 namespace hwport {
 
-std::shared_ptr<Storage> Storage::allocate(Device* device, uint64_t nbytes) {
+std::shared_ptr<Storage> Storage::allocate(Device* device, uint64_t nbytes, bool segment_start) {
   auto s = std::make_shared<Storage>(Key{});
   s->device_ = device;
   s->nbytes_ = nbytes;
   if (nbytes == 0) return s;
-  s->block_ = device->allocator->allocate(nbytes, device->current_stream());
+  s->block_ = device->allocator->allocate(nbytes, device->current_stream(), segment_start);
   s->buffer_ = s->block_->segment;
   s->base_offset_ = s->block_->offset;
   return s;

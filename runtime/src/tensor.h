@@ -21,8 +21,10 @@ class Storage {
 
  public:
   explicit Storage(Key) {}  // use allocate() or wrap()
-  // Memory from the device's caching allocator, on the device's current stream.
-  static std::shared_ptr<Storage> allocate(Device* device, uint64_t nbytes);
+  // Memory from the device's caching allocator, on the device's current stream;
+  // segment_start: at offset 0 of its plugin buffer (base_offset() == 0).
+  static std::shared_ptr<Storage> allocate(Device* device, uint64_t nbytes,
+                                           bool segment_start = false);
   // Memory owned elsewhere, wrapped by the plugin without copying: host memory
   // (memory.wrap_host_memory, HWP_DEVICE_HOST_MEMORY devices) or memory of this device that
   // another framework allocated, at the address memory.device_address would give
