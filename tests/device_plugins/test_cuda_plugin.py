@@ -901,6 +901,29 @@ def test_gpu_dlpack_streams_with_pending_work():
     np.testing.assert_array_equal(got.get(), np.full(n, 2.0**rounds, np.float32))
 
 
+@gpu
+@needs_gpu
+def test_gpu_dlpack_with_torch():
+    """The same protocol with PyTorch on CUDA, both ways: shared memory, strides kept."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    a = torch.arange(20, dtype=torch.float32, device="cuda").reshape(4, 5)
+    t = hwport.from_dlpack(a.T)
+    assert t.shape == (5, 4) and t.strides == (1, 5)
+    a[2, 3] = -1
+    torch.cuda.synchronize()
+    assert t.numpy()[3, 2] == -1  # shared
+    u = hwport.to_tensor(np.arange(12, dtype=np.float32).reshape(3, 4), place=P)
+    b = torch.from_dlpack(u[:, 1:])
+    assert b.device.type == "cuda" and tuple(b.shape) == (3, 3) and b.stride() == (4, 1)
+    np.testing.assert_array_equal(b.cpu().numpy(), np.arange(12, dtype=np.float32).reshape(
+        3, 4)[:, 1:])
+    b.mul_(2)
+    torch.cuda.synchronize()
+    assert u.numpy()[2, 3] == 22  # torch wrote into hwport's memory
+
+
 def test_gpu_marker_is_registered():
     import tomllib
 
