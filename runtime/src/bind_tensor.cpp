@@ -99,15 +99,34 @@ void delete_unconsumed(PyObject* capsule, const char* name) {
 // for one with max_version, the pre-1.0 capsule otherwise.
 py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_version,
                            py::handle dl_device, py::handle copy) {
-  if (!copy.is_none() && copy.cast<bool>())
-    raise(ErrorKind::Value, "__dlpack__: copy=True is not supported; export shares memory");
+  // copy: True = always a copy, False = never, None = only if the requested device needs one.
+  std::optional<bool> want_copy;
+  if (!copy.is_none()) want_copy = copy.cast<bool>();
+  Tensor src = t;
   const DLDevice own = dlpack_device_of(*t.device());
   if (!dl_device.is_none()) {
     auto dev = dl_device.cast<std::pair<int, int>>();
-    if (dev.first != own.device_type || dev.second != own.device_id)
-      raise(ErrorKind::Value, "__dlpack__: can only export to the tensor's own DLPack device " +
-                                  dlpack_device_str(own) + ", not " +
-                                  dlpack_device_str({dev.first, dev.second}));
+    Device* cpu = DeviceManager::instance().cpu();
+    const bool other = dev.first != own.device_type || dev.second != own.device_id;
+    if (other && dev.first == kDLCPU && dev.second == 0 && want_copy != false && cpu) {
+      py::gil_scoped_release nogil;
+      src = to_device(t, cpu);  // a host copy, as the consumer asked
+      want_copy = false;
+    } else if (other) {
+      const Device& d = *t.device();
+      const bool exchanges = d.host_memory || d.dlpack_type != 0;
+      raise(ErrorKind::Value, "__dlpack__: " + d.name + " can export only to " +
+                                  (exchanges ? "its own DLPack device " + dlpack_device_str(own) +
+                                                   " or "
+                                             : std::string()) +
+                                  "(1, 0) kDLCPU as a copy (copy=None or True), not to " +
+                                  dlpack_device_str({dev.first, dev.second}) +
+                                  (want_copy == false ? " with copy=False" : ""));
+    }
+  }
+  if (want_copy == true) {
+    py::gil_scoped_release nogil;
+    src = clone(t);
   }
   std::optional<int64_t> consumer_stream;
   if (!stream.is_none()) {
@@ -122,7 +141,7 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
     DLManagedTensorVersioned* managed;
     {
       py::gil_scoped_release nogil;
-      managed = to_dlpack_versioned(t, consumer_stream);
+      managed = to_dlpack_versioned(src, consumer_stream);
     }
     return py::capsule(managed, "dltensor_versioned", [](PyObject* capsule) {
       delete_unconsumed<DLManagedTensorVersioned>(capsule, "dltensor_versioned");
@@ -131,7 +150,7 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
   DLManagedTensor* managed;
   {
     py::gil_scoped_release nogil;
-    managed = to_dlpack(t, consumer_stream);
+    managed = to_dlpack(src, consumer_stream);
   }
   return py::capsule(managed, "dltensor", [](PyObject* capsule) {
     delete_unconsumed<DLManagedTensor>(capsule, "dltensor");

@@ -88,7 +88,9 @@ std::unique_ptr<ExportContext> export_tensor(const Tensor& t, DLTensor* dl,
   if (!host && (dev->dlpack_type == 0 || !p.memory.device_address))
     raise(ErrorKind::Runtime, "__dlpack__: " + dev->name + " memory is neither host-addressable "
                               "nor exchanged by its plugin (properties.dlpack_device_type and "
-                              "memory.device_address); copy it first with .to('cpu')");
+                              "memory.device_address); ask for a host copy (dl_device=(1, 0), "
+                              "e.g. np.from_dlpack(t, device='cpu')) or copy it first with "
+                              ".to('cpu')");
   if (host)
     dev->synchronize();  // the consumer reads at once; it shares no stream with us
   else

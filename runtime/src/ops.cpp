@@ -36,9 +36,11 @@ Tensor broadcast_to(const Tensor& t, const Shape& shape) {
   return v;
 }
 
-Tensor contiguous(const Tensor& t) {
-  if (t.is_contiguous()) return t;
+Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
+
+Tensor clone(const Tensor& t) {
   Tensor out = Tensor::empty(t.shape, t.dtype, t.device());
+  if (out.numel() == 0) return out;
   const Tensor* in[] = {&t};
   Tensor* outs[] = {&out};
   run_kernel(core_ops().copy, t.dtype, t.device(), in, 1, outs, 1, Attrs{});

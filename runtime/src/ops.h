@@ -15,6 +15,8 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 Tensor broadcast_to(const Tensor& t, const Shape& shape);
 
 Tensor contiguous(const Tensor& t);
+// A contiguous copy in fresh memory on the same device (even when t is contiguous).
+Tensor clone(const Tensor& t);
 Tensor cast(const Tensor& t, DType dtype);
 Tensor full(const Shape& shape, const AttrValue& value, DType dtype, Device* device);
 // Elementwise binary op with numpy broadcasting and type promotion.

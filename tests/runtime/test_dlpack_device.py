@@ -93,8 +93,10 @@ with pytest.raises(ValueError, match="stream must be -1, None or a stream handle
     t.__dlpack__(stream=-2)
 with pytest.raises(TypeError, match="stream must be an int or None"):
     t.__dlpack__(stream="s")
-with pytest.raises(ValueError, match=r"own DLPack device \\(12, 100\\).*not \\(1, 0\\)"):
-    t.__dlpack__(dl_device=(1, 0))
+with pytest.raises(ValueError, match=r"own DLPack device \\(12, 100\\).*not to \\(2, 0\\)"):
+    t.__dlpack__(dl_device=(2, 0))
+with pytest.raises(ValueError, match=r"not to \\(1, 0\\) kDLCPU with copy=False"):
+    t.__dlpack__(dl_device=(1, 0), copy=False)
 np.testing.assert_array_equal(t.numpy(), np.ones(1000, np.float32))  # nothing corrupted
 """)
 
@@ -203,3 +205,42 @@ def test_host_memory_devices_still_exchange_as_cpu(place):
     assert t.__dlpack_device__() == (1, 0)
     assert hwport.device.get_device_properties(place)["dlpack_device"] == (1, 0)
     np.testing.assert_array_equal(np.from_dlpack(t), np.arange(5, dtype=np.float32))
+
+
+def test_export_copies_when_asked():
+    run("""
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+t = hwport.to_tensor(x, place=P1)
+shared = consume(t.__dlpack__())
+# A host copy for a consumer that asks for kDLCPU (np.from_dlpack(t, device="cpu")).
+host = consume(t.T.__dlpack__(dl_device=(1, 0), max_version=(1, 0)))
+assert host.device == (1, 0) and host.data != shared.data
+np.testing.assert_array_equal(host.read(np.float32), x.T)
+# copy=True: fresh memory on the same device, contiguous.
+mine = consume(t.T.__dlpack__(copy=True))
+assert mine.device == (EXT, 101) and mine.data != shared.data and mine.strides == (3, 1)
+np.testing.assert_array_equal(mine.read(np.float32), x.T)
+""")
+
+
+@pytest.mark.parametrize("place", ["cpu", "custom:opencl"])
+def test_numpy_asks_for_copies_through_the_protocol(place):
+    import numpy as np
+
+    import hwport
+
+    if place == "custom:opencl" and "opencl" not in hwport.device.get_all_custom_device_type():
+        pytest.skip("no OpenCL plugin")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = hwport.to_tensor(x, place=place)
+    if place == "cpu":
+        shared, copied = np.from_dlpack(t), np.from_dlpack(t, copy=True)
+        assert shared.ctypes.data != copied.ctypes.data
+        np.testing.assert_array_equal(copied, x)
+    else:  # memory no one else can address: only a host copy leaves
+        with pytest.raises(RuntimeError, match=r"np.from_dlpack\(t, device='cpu'\)"):
+            np.from_dlpack(t)
+        np.testing.assert_array_equal(np.from_dlpack(t.T, device="cpu"), x.T)
+        with pytest.raises(ValueError, match="custom:opencl:0 can export only to \\(1, 0\\) "
+                           "kDLCPU as a copy.*copy=False"):
+            np.from_dlpack(t, device="cpu", copy=False)
