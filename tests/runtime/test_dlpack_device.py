@@ -241,6 +241,6 @@ def test_numpy_asks_for_copies_through_the_protocol(place):
         with pytest.raises(RuntimeError, match=r"np.from_dlpack\(t, device='cpu'\)"):
             np.from_dlpack(t)
         np.testing.assert_array_equal(np.from_dlpack(t.T, device="cpu"), x.T)
-        with pytest.raises(ValueError, match="custom:opencl:0 can export only to \\(1, 0\\) "
-                           "kDLCPU as a copy.*copy=False"):
+        with pytest.raises(ValueError, match=r"custom:opencl:0 can export only to \(1, 0\) "
+                           r"kDLCPU as a copy.*copy=False"):
             np.from_dlpack(t, device="cpu", copy=False)
