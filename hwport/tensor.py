@@ -81,17 +81,35 @@ def from_dlpack(data: Any, place: Any = None) -> Tensor:
     when that device is host-memory, else copied. Device memory (e.g. a CuPy array) lands on
     the device that holds it (the plugin whose properties name that DLPack device), shared, its
     producer's pending work ordered before hwport's through DLPack's stream exchange; with a
-    `place` on another device it is then copied there."""
+    `place` on another device it is then copied there. Device memory that no device here can
+    take is asked of the producer as a host copy (DLPack's dl_device), then treated as host
+    memory."""
     if not hasattr(data, "__dlpack__"):
         return _import_host(data, place)
     dl_type, dl_id = data.__dlpack_device__() if hasattr(data, "__dlpack_device__") else (1, 0)
     if dl_type in (_DL_CPU, _DL_CUDA_HOST):
         return _import_host(_capsule(data, None), place)
-    source = _core.dlpack_place(int(dl_type), int(dl_id))
+    try:
+        source = _core.dlpack_place(int(dl_type), int(dl_id))
+    except ValueError:
+        # No device here takes that memory: ask the producer for a host copy (the array API's
+        # dl_device/copy), as numpy does; a producer that cannot make one leaves our error.
+        host = _host_copy(data)
+        if host is None:
+            raise
+        return _import_host(host, place)
     tensor = _core.from_dlpack_capsule(_capsule(data, _core.dlpack_stream(source)), source)
     if place is None or _core.resolve_place(place) == source:
         return tensor
     return tensor.to(place)
+
+
+def _host_copy(data: Any) -> Any:
+    """The producer's capsule of a host copy of `data`, or None when it cannot give one."""
+    try:
+        return data.__dlpack__(max_version=(1, 0), dl_device=(_DL_CPU, 0), copy=True)
+    except (TypeError, ValueError, BufferError, NotImplementedError, RuntimeError):
+        return None
 
 
 def _import_host(capsule: Any, place: Any) -> Tensor:

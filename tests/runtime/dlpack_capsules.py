@@ -77,14 +77,19 @@ class ForeignArray:
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, **_: Any) -> Any:
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
         self.streams.append(stream)
         a = self.array
+        dev = self.capsule_device or self.device
+        if dl_device is not None and tuple(dl_device) != dev:
+            if tuple(dl_device) != (1, 0) or copy is False:
+                raise BufferError(f"cannot export to {dl_device}")
+            a, dev = a.copy(), (1, 0)  # a host copy, as the consumer asked
         shape = (C.c_int64 * max(a.ndim, 1))(*a.shape)
         strides = (C.c_int64 * max(a.ndim, 1))(*(s // a.itemsize for s in a.strides))
         managed = DLManagedTensorVersioned()
         managed.version = DLPackVersion(1, 0)
-        dev = self.capsule_device or self.device
         managed.dl_tensor = DLTensor(
             a.ctypes.data, DLDevice(*dev), a.ndim,
             DLDataType(_DL_CODES[a.dtype.kind], a.itemsize * 8, 1),

@@ -157,11 +157,17 @@ assert same.numpy()[1] == 43  # place = the holder: still shared
 def test_import_errors_name_the_device_and_release_the_capsule():
     run("""
 base = np.arange(6, dtype=np.float32)
+class NoHostCopy(ForeignArray):
+    def __dlpack__(self, *, dl_device=None, **kw):
+        if dl_device is not None:
+            raise BufferError("no host copies here")
+        return super().__dlpack__(**kw)
+
 with pytest.raises(ValueError, match=r"no device imports memory of DLPack device \\(12, 999\\)"
                    r".*test_dlpack:0 \\(12, 100\\)"):
-    hwport.from_dlpack(ForeignArray(base, (EXT, 999)))
+    hwport.from_dlpack(NoHostCopy(base, (EXT, 999)))
 with pytest.raises(ValueError, match=r"\\(2, 0\\) kDLCUDA"):
-    hwport.from_dlpack(ForeignArray(base, (2, 0)))
+    hwport.from_dlpack(NoHostCopy(base, (2, 0)))
 liar = ForeignArray(base, (EXT, 101), capsule_device=(EXT, 100))
 with pytest.raises(ValueError, match=r"test_dlpack:1 cannot take memory of DLPack device "
                    r"\\(12, 100\\)"):
@@ -244,3 +250,16 @@ def test_numpy_asks_for_copies_through_the_protocol(place):
         with pytest.raises(ValueError, match=r"custom:opencl:0 can export only to \(1, 0\) "
                            r"kDLCPU as a copy.*copy=False"):
             np.from_dlpack(t, device="cpu", copy=False)
+
+
+def test_memory_no_device_takes_comes_as_the_producers_host_copy():
+    run("""
+base = np.arange(6, dtype=np.float32)
+f = ForeignArray(base, (2, 0))  # kDLCUDA, and no CUDA device in this process
+t = hwport.from_dlpack(f)
+assert t.place == "custom:cpu:0" and f.streams == [None]
+base[0] = 9
+np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.float32))  # a copy
+u = hwport.from_dlpack(ForeignArray(base, (EXT, 999)), place=P1)  # then onto the place
+assert u.place == P1 and u.numpy()[0] == 9
+""")
