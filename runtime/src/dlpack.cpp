@@ -129,13 +129,14 @@ DLDevice dlpack_device_of(const Device& d) {
 }
 
 std::string dlpack_device_str(DLDevice d) {
-  const char* name = d.device_type == kDLCPU        ? "kDLCPU"
-                     : d.device_type == kDLCUDA     ? "kDLCUDA"
-                     : d.device_type == kDLCUDAHost ? "kDLCUDAHost"
-                     : d.device_type == kDLOpenCL   ? "kDLOpenCL"
-                     : d.device_type == kDLROCM     ? "kDLROCM"
-                     : d.device_type == kDLExtDev   ? "kDLExtDev"
-                                                    : nullptr;
+  // DLPack's DLDeviceType names, indexed by value.
+  static const char* const kNames[] = {
+      nullptr,       "kDLCPU",     "kDLCUDA",    "kDLCUDAHost", "kDLOpenCL",
+      nullptr,       nullptr,      "kDLVulkan",  "kDLMetal",    "kDLVPI",
+      "kDLROCM",     "kDLROCMHost", "kDLExtDev", "kDLCUDAManaged", "kDLOneAPI",
+      "kDLWebGPU",   "kDLHexagon", "kDLMAIA"};
+  const int32_t n = static_cast<int32_t>(sizeof kNames / sizeof kNames[0]);
+  const char* name = d.device_type >= 0 && d.device_type < n ? kNames[d.device_type] : nullptr;
   return "(" + std::to_string(d.device_type) + ", " + std::to_string(d.device_id) + ")" +
          (name ? std::string(" ") + name : "");
 }

@@ -30,17 +30,22 @@ enum HWP_DeviceFlag {
   HWP_DEVICE_BFLOAT16_ARITHMETIC = 1u << 2
 };
 
-/* DLPack device types (DLDeviceType of dlpack.h) that HWP_DeviceProperties.dlpack_device_type
- * may name; the values are DLPack's. */
+/* DLPack device types (DLDeviceType of dlpack.h 1.x) that HWP_DeviceProperties.dlpack_device_type
+ * may name: the device-memory kinds (host, pinned-host and managed memory exchange as kDLCPU
+ * through HWP_DEVICE_HOST_MEMORY instead). The values are DLPack's. */
 enum HWP_DLPackDeviceType {
   HWP_DLPACK_NONE = 0, /* device memory is not exchanged zero-copy */
   HWP_DLPACK_CUDA = 2,
   HWP_DLPACK_OPENCL = 4,
   HWP_DLPACK_VULKAN = 7,
   HWP_DLPACK_METAL = 8,
+  HWP_DLPACK_VPI = 9,
   HWP_DLPACK_ROCM = 10,
   HWP_DLPACK_EXT_DEV = 12, /* a vendor's own device memory */
-  HWP_DLPACK_ONEAPI = 14
+  HWP_DLPACK_ONEAPI = 14,
+  HWP_DLPACK_WEBGPU = 15,
+  HWP_DLPACK_HEXAGON = 16,
+  HWP_DLPACK_MAIA = 17
 };
 
 typedef struct HWP_DeviceProperties {
