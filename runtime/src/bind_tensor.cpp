@@ -114,9 +114,8 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
       want_copy = false;
     } else if (other) {
       const Device& d = *t.device();
-      const bool exchanges = d.host_memory || d.dlpack_type != 0;
       raise(ErrorKind::Value, "__dlpack__: " + d.name + " can export only to " +
-                                  (exchanges ? "its own DLPack device " + dlpack_device_str(own) +
+                                  (exchanges_memory(d) ? "its own DLPack device " + dlpack_device_str(own) +
                                                    " or "
                                              : std::string()) +
                                   "(1, 0) kDLCPU as a copy (copy=None or True), not to " +

@@ -100,8 +100,10 @@ void DeviceManager::load_plugins(const std::vector<Candidate>& candidates,
         if (plugin->device.get_properties(i, &props) == HWP_OK) {
           dev->host_memory = (props.flags & HWP_DEVICE_HOST_MEMORY) != 0 &&
                              plugin->memory.host_address != nullptr;
-          // A plugin older than 1.1 leaves the field zero (the host zero-filled the struct).
-          if (!dev->host_memory && props.dlpack_device_type != HWP_DLPACK_NONE) {
+          // A plugin older than 1.1 leaves the field zero (the host zero-filled the struct);
+          // a DLPack device counts only with the address to export.
+          if (!dev->host_memory && props.dlpack_device_type != HWP_DLPACK_NONE &&
+              plugin->memory.device_address) {
             dev->dlpack_type = props.dlpack_device_type;
             dev->dlpack_id = props.dlpack_device_id;
           }

@@ -19,7 +19,8 @@ struct Device {
   std::string name;       // "custom:<type>:<index>"
   bool host_memory = false;
   // The DLPack device (type, id) under which other frameworks address this device's memory
-  // (properties.dlpack_device_type; 0 when the plugin exchanges none: ABI 1.1).
+  // (properties.dlpack_device_type, with memory.device_address; 0 when the plugin exchanges
+  // none: ABI 1.1).
   int32_t dlpack_type = 0;
   int32_t dlpack_id = 0;
   std::unique_ptr<CachingAllocator> allocator;

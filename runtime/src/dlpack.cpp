@@ -85,7 +85,7 @@ std::unique_ptr<ExportContext> export_tensor(const Tensor& t, DLTensor* dl,
   Device* dev = t.device();
   const Plugin& p = *dev->plugin;
   const bool host = dev->host_memory;
-  if (!host && (dev->dlpack_type == 0 || !p.memory.device_address))
+  if (!exchanges_memory(*dev))
     raise(ErrorKind::Runtime, "__dlpack__: " + dev->name + " memory is neither host-addressable "
                               "nor exchanged by its plugin (properties.dlpack_device_type and "
                               "memory.device_address); ask for a host copy (dl_device=(1, 0), "

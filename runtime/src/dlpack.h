@@ -59,6 +59,8 @@ struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 };
 
+// Whether tensors of `d` export zero-copy: host memory, or a DLPack device its plugin names.
+inline bool exchanges_memory(const Device& d) { return d.host_memory || d.dlpack_type != 0; }
 // The DLPack device a tensor of `d` exports as: (kDLCPU, 0) for host memory, the plugin's
 // (type, id) for exchanging devices, else (kDLExtDev, index) (and export fails).
 DLDevice dlpack_device_of(const Device& d);

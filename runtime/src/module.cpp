@@ -71,9 +71,8 @@ py::dict properties(py::handle place) {
     out["float16_arithmetic"] = (props.flags & HWP_DEVICE_FLOAT16_ARITHMETIC) != 0;
     out["bfloat16_arithmetic"] = (props.flags & HWP_DEVICE_BFLOAT16_ARITHMETIC) != 0;
   }
-  const bool exchanges = d->host_memory || (d->dlpack_type != 0 && p.memory.device_address);
   const DLDevice dl = dlpack_device_of(*d);
-  out["dlpack_device"] = exchanges ? py::object(py::make_tuple(dl.device_type, dl.device_id))
+  out["dlpack_device"] = exchanges_memory(*d) ? py::object(py::make_tuple(dl.device_type, dl.device_id))
                                    : py::object(py::none());
   return out;
 }
