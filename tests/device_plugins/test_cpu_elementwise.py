@@ -31,6 +31,7 @@ from hwport.conformance.direct_host import (
     ffi,
     np_dtype,
 )
+from tests.seeds import rng_for
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 HALF = ("float16", "bfloat16")
@@ -343,7 +344,7 @@ def test_op_matches_numpy(cpu, stream, op, name):
     """Every op x dtype it registers: contiguous, broadcast (stride 0), negative strides,
     transposed, 0-d, zero-size, odd sizes and big launches (thread pool), on the synchronous
     NULL stream and on a stream."""
-    rng = np.random.default_rng(abs(hash((op, name))) % (1 << 32))
+    rng = rng_for(op, name)
     dts = input_dtypes(op, name)
     before = cpu.stats()["bytes_in_use"]
     for case, operands, out_shape in LAYOUTS[len(dts)]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import zlib
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from hwport.conformance.direct_host import (
     DirectHost,
     np_dtype,
 )
+from tests.seeds import rng_for
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 INTS = ("int8", "uint8", "int16", "int32", "int64")
@@ -101,11 +101,6 @@ def mmh(request, rh):
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-def rng_for(*parts) -> np.random.Generator:
-    """A generator seeded by the test's parameters (stable across runs, unlike hash())."""
-    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
-
 
 def dtype_of(name: str) -> np.dtype:
     if name == "bfloat16":

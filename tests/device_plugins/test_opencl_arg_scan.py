@@ -19,6 +19,7 @@ from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
 from tests.device_plugins import ocl_families as fam
 from tests.device_plugins.ocl_families import P, dev, np_dtype
+from tests.seeds import rng_for
 
 LINE = fam.require_family("argmax/argmin/cumsum/cumprod")
 REGISTERED = fam.registered(LINE, fam.ALL)
@@ -83,7 +84,7 @@ def test_registered_set():
 
 @pytest.mark.parametrize("op,name", OP_DTYPES, ids=IDS)
 def test_matches_numpy(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 1))) % (1 << 32))
+    rng = rng_for(op, name, 1)
     for shape in ((7,), (3, 5), (4, 1, 6), (2, 3, 5, 7)):
         a = values(op, name, shape, rng)
         t = dev(a)
@@ -105,7 +106,7 @@ def test_matches_numpy(op, name):
 
 @pytest.mark.parametrize("op,name", OP_DTYPES, ids=IDS)
 def test_strided_views(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 2))) % (1 << 32))
+    rng = rng_for(op, name, 2)
     a = values(op, name, (6, 9, 5), rng)
     t = dev(a)
     for a_c, t_view in fam.strided_views(a, t):

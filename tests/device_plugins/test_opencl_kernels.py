@@ -24,6 +24,7 @@ from hwport.device import Stream, stream_guard
 from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
 from tests.conftest import INSTALL_ROOT, REPO_ROOT, run_isolated
+from tests.seeds import rng_for
 
 PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
 P = "custom:opencl"
@@ -193,7 +194,7 @@ CAST_TARGETS = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "
 
 @pytest.mark.parametrize("op,name", OP_DTYPES, ids=[f"{o}-{d}" for o, d in OP_DTYPES])
 def test_op_matches_numpy(op, name):
-    rng = np.random.default_rng(abs(hash((op, name))) % (1 << 32))
+    rng = rng_for(op, name)
     if op == "fill":
         for shape in ([3, 5], [], [0, 4]):
             for value in (0, 1, -3, 2.5, 1e10):

@@ -22,6 +22,7 @@ from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
 from tests.device_plugins import ocl_families as fam
 from tests.device_plugins.ocl_families import P, dev, np_dtype
+from tests.seeds import rng_for
 
 LINE = fam.require_family("fused nn")
 REGISTERED = fam.registered(LINE, fam.FLOATS)
@@ -76,7 +77,7 @@ def test_registered_set():
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("name", REGISTERED)
 def test_softmax_matches_numpy(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 1))) % (1 << 32))
+    rng = rng_for(op, name, 1)
     for shape in ((7,), (3, 5), (2, 3, 4), (4, 1, 6)):
         a = values(name, shape, rng)
         t = dev(a)
@@ -96,7 +97,7 @@ def test_softmax_matches_numpy(op, name):
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("name", REGISTERED)
 def test_softmax_strided_and_special(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 2))) % (1 << 32))
+    rng = rng_for(op, name, 2)
     a = values(name, (6, 9, 5), rng)
     t = dev(a)
     for a_c, t_view in fam.strided_views(a, t):
@@ -129,7 +130,7 @@ def test_softmax_against_torch(name):
 @pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
 @pytest.mark.parametrize("name", REGISTERED)
 def test_norms_match_numpy(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 3))) % (1 << 32))
+    rng = rng_for(op, name, 3)
     for shape, nd in (((7,), 1), ((3, 5), 1), ((2, 3, 4), 2), ((2, 3, 4), 3), ((4, 1, 6), 2),
                       ((257, 3), 1), ((3, 1000), 1), ((2, 100003), 1), ((5, 1), 1)):
         a = values(name, shape, rng, shift=1.5)
@@ -148,7 +149,7 @@ def test_norms_match_numpy(op, name):
 @pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
 @pytest.mark.parametrize("name", REGISTERED)
 def test_norms_strided_and_large(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 4))) % (1 << 32))
+    rng = rng_for(op, name, 4)
     a = values(name, (6, 9, 5), rng)
     w = values(name, (5, 9), rng, scale=1.0)
     b = values(name, (5, 9), rng, scale=1.0)
@@ -205,7 +206,7 @@ def test_contiguous_rows(name, local, monkeypatch):
     row offset, many short rows, NaN/Inf and large values inside the vector part of a row."""
     if local is not None:
         monkeypatch.setenv("HWPORT_OPENCL_NN_LOCAL", local)
-    rng = np.random.default_rng(abs(hash((name, local, 7))) % (1 << 32))
+    rng = rng_for(name, local, 7)
     for n in (1, 3, 4, 16, 21, 64, 100, 2048):
         a = values(name, (5, n), rng, shift=0.5)
         w, b = values(name, (n,), rng, scale=1.0), values(name, (n,), rng, scale=1.0)
@@ -251,7 +252,7 @@ def test_softmax_unit_stride_columns(name):
     lanes are neighbouring columns, the last block column by column): inner sizes around the
     vector widths, an outer dim, a column slice (axis stride wider than the inner size), NaN/Inf
     inside the vector lanes."""
-    rng = np.random.default_rng(abs(hash((name, 8))) % (1 << 32))
+    rng = rng_for(name, 8)
     for shape, axis in (((7, 16), 0), ((5, 40), 0), ((3, 9, 33), 1), ((2, 1, 70), 1),
                         ((4, 300, 17), 1)):
         a = values(name, shape, rng)

@@ -20,6 +20,7 @@ from phi_ops.reference import reference
 from phi_ops.tolerance import assert_close
 from tests.conftest import INSTALL_ROOT
 from tests.device_plugins.ocl_families import check_on_stream, strided_views
+from tests.seeds import rng_for
 
 PLUGIN_SO = INSTALL_ROOT / "device_plugins" / "opencl" / "libhwport_opencl.so"
 P = "custom:opencl"
@@ -112,7 +113,7 @@ def test_registered_set():
 
 @pytest.mark.parametrize("op,name", OP_DTYPES, ids=[f"{o}-{d}" for o, d in OP_DTYPES])
 def test_matches_numpy(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 1))) % (1 << 32))
+    rng = rng_for(op, name, 1)
     for shape, axes in AXIS_SETS.items():
         a = values(op, name, shape, rng)
         t = dev(a)
@@ -131,7 +132,7 @@ def test_matches_numpy(op, name):
 
 @pytest.mark.parametrize("op,name", OP_DTYPES, ids=[f"{o}-{d}" for o, d in OP_DTYPES])
 def test_strided_views(op, name):
-    rng = np.random.default_rng(abs(hash((op, name, 2))) % (1 << 32))
+    rng = rng_for(op, name, 2)
     a = values(op, name, (6, 9, 5), rng)
     t = dev(a)
     for a_c, t_view in strided_views(a, t):

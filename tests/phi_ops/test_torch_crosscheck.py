@@ -15,18 +15,13 @@ import pytest
 import hwport
 from hwport.phi_ops.sample_inputs import sample
 from hwport.phi_ops.tolerance import assert_close
+from tests.seeds import rng_for
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 PLACE = "custom:cpu"
 FLOAT_DTYPES = ["float32", "float64"]
-
-
-def _rng(*key) -> np.random.Generator:
-    import zlib
-
-    return np.random.default_rng(zlib.crc32("/".join(map(str, key)).encode()))
 
 
 def T(a: np.ndarray):
@@ -56,7 +51,7 @@ def check(op: str, dtype: str, got, want, what: str = "") -> None:
 
 
 def S(dtype: str, shape, key, domain: str = "any") -> np.ndarray:
-    return sample(dtype, shape, _rng(*key), domain)
+    return sample(dtype, shape, rng_for(*key), domain)
 
 
 # ---- activations ------------------------------------------------------------------------------
@@ -387,7 +382,7 @@ def test_take_along_axis(dtype, axis):
     x = S(dtype, (4, 5, 3), ("take", dtype))
     shape = list(x.shape)
     shape[axis] = 6
-    idx = _rng("take-i", dtype, axis).integers(0, x.shape[axis], shape).astype(np.int64)
+    idx = rng_for("take-i", dtype, axis).integers(0, x.shape[axis], shape).astype(np.int64)
     check("take_along_axis", dtype, hwport.take_along_axis(T(x), T(idx), axis=axis),
           torch.take_along_dim(P(x), P(idx), dim=axis))
 
