@@ -50,10 +50,11 @@ def check_huge(name: str, a: np.ndarray, b: np.ndarray) -> None:
     ones within the dot-product rounding bound 2·k·eps·(|x| @ |y|). A relative tolerance on the
     result alone fails whenever the sum cancels (1e31-sized terms adding up to 1e27), which
     depends only on the summation order."""
-    got = hwport.matmul(dev(a), dev(b)).numpy().astype(np.float64)
+    wide = np.longdouble  # the reference's own rounding stays far below float64's bound
+    got = hwport.matmul(dev(a), dev(b)).numpy().astype(wide)
     with np.errstate(invalid="ignore", over="ignore"):
-        want = a.astype(np.float64) @ b.astype(np.float64)
-        scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+        want = a.astype(wide) @ b.astype(wide)
+        scale = np.abs(a.astype(wide)) @ np.abs(b.astype(wide))
     finite = np.isfinite(want)
     np.testing.assert_array_equal(got[~finite], want[~finite])
     bound = 2 * a.shape[-1] * np.finfo(np_dtype(name)).eps * scale[finite]
