@@ -73,6 +73,10 @@ void DeviceManager::load_plugins(const std::vector<Candidate>& candidates,
     std::vector<std::string> taken;
     for (const auto& p : plugins_) taken.push_back(p->device_type);
     std::string reason;
+    if (!is_loadable_file(path, &reason)) {
+      errors_.push_back({path, reason});
+      continue;
+    }
     if (candidate.probe && !probe_exe.empty() &&
         !probe_plugin(probe_exe, path, probe_timeout_s, &reason)) {
       errors_.push_back({path, reason});

@@ -58,6 +58,20 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
 
 std::vector<PluginLogEntry> plugin_log();
 
+// Reading a string a plugin returned, which may point anywhere: at most `max` characters,
+// never faulting (Unreadable instead). `out` holds what was read (the first `max` when TooLong).
+enum class StringRead { Ok, Null, TooLong, Unreadable };
+StringRead read_plugin_string(const char* s, size_t max, std::string* out);
+
+// The plugin's message for its last failed call, read as above ("" when there is none; a note
+// saying so when it returned an unreadable pointer).
+std::string plugin_last_error(const char* (*get_last_error)(void));
+
+// False, with `reason`, for a path that exists but is no regular file (a FIFO, socket, device,
+// directory): it is never opened, since opening a FIFO blocks. A missing path passes (dlopen
+// then says what is wrong).
+bool is_loadable_file(const std::string& path, std::string* reason);
+
 // Runs `probe_exe path` (hwport_probe) in a child process with a time limit. False, with
 // `reason`, when the plugin's init or device count crashed or hung there.
 bool probe_plugin(const std::string& probe_exe, const std::string& path, double timeout_s,

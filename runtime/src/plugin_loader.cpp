@@ -1,12 +1,119 @@
 #include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
 #include "errors.h"
 #include "plugin.h"
+#include "probe_protocol.h"
 
 namespace hwport {
+
+namespace {
+
+// ---- reading plugin memory without trusting the pointer ----------------------------------
+// process_vm_readv on our own pid fails with EFAULT on unmapped memory instead of faulting, so
+// a garbage pointer from a plugin becomes a reason, not a crash (even without the probe).
+// Where the kernel refuses the call (a seccomp filter), it falls back to a plain copy: the
+// isolated probe has read the same bytes first.
+
+size_t page_size() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Copies n bytes that lie within one page; false when they cannot be read.
+bool read_chunk(uintptr_t at, size_t n, void* dst) {
+  iovec local{dst, n};
+  iovec remote{reinterpret_cast<void*>(at), n};
+  const ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  if (got == static_cast<ssize_t>(n)) return true;
+  if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
+    std::memcpy(dst, reinterpret_cast<const void*>(at), n);
+    return true;
+  }
+  return false;
+}
+
+// Calls fn(chunk, n) for the page-bounded pieces of [src, src + n) until it returns false;
+// false when a piece cannot be read.
+template <typename Fn>
+bool read_pieces(const void* src, size_t n, char* buf, Fn&& fn) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(src);
+  if (!src || start + n < start) return false;
+  for (size_t done = 0; done < n;) {
+    const uintptr_t at = start + done;
+    const size_t chunk = std::min(n - done, page_size() - at % page_size());
+    if (!read_chunk(at, chunk, buf + done)) return false;
+    if (!fn(buf + done, chunk)) return true;
+    done += chunk;
+  }
+  return true;
+}
+
+bool read_plugin_memory(const void* src, size_t n, void* dst) {
+  return read_pieces(src, n, static_cast<char*>(dst), [](const char*, size_t) { return true; });
+}
+
+std::string hex_pointer(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+}  // namespace
+
+StringRead read_plugin_string(const char* s, size_t max, std::string* out) {
+  out->clear();
+  if (!s) return StringRead::Null;
+  std::string buf(max + 1, '\0');
+  size_t length = max + 1;
+  size_t seen = 0;
+  const bool readable = read_pieces(s, max + 1, buf.data(), [&](const char* piece, size_t n) {
+    const void* nul = std::memchr(piece, 0, n);
+    if (nul) length = seen + static_cast<size_t>(static_cast<const char*>(nul) - piece);
+    seen += n;
+    return nul == nullptr;  // stop at the terminator: the page after it may be unmapped
+  });
+  if (!readable) return StringRead::Unreadable;
+  out->assign(buf.data(), std::min(length, max));
+  if (length > max) return StringRead::TooLong;
+  return StringRead::Ok;
+}
+
+std::string plugin_last_error(const char* (*get_last_error)(void)) {
+  if (!get_last_error) return "";
+  const char* msg = get_last_error();
+  std::string text;
+  switch (read_plugin_string(msg, kMaxPluginMessageLength, &text)) {
+    case StringRead::Ok: return text;
+    case StringRead::Null: return "";
+    case StringRead::TooLong: return text + "...";
+    case StringRead::Unreadable: break;
+  }
+  return "(get_last_error returned an unreadable pointer " + hex_pointer(msg) + ")";
+}
+
+bool is_loadable_file(const std::string& path, std::string* reason) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return true;  // dlopen reports a missing file precisely
+  if (S_ISREG(st.st_mode)) return true;
+  const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                     : S_ISDIR(st.st_mode) ? "a directory"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISCHR(st.st_mode) ? "a character device"
+                     : S_ISBLK(st.st_mode) ? "a block device"
+                                           : "not a plain file";
+  // Opening a FIFO blocks until a writer comes: the path is never opened, by us or the probe.
+  *reason = std::string("not a regular file (") + kind + "); not opened, not loaded";
+  return false;
+}
 
 const char* status_name(HWP_Status status) {
   switch (status) {
@@ -26,8 +133,8 @@ const char* status_name(HWP_Status status) {
 std::string Plugin::describe(const char* call, HWP_Status status) const {
   std::string msg = device_type + ": " + call + " failed with " + status_name(status) +
                     " (" + std::to_string(status) + ")";
-  const char* detail = get_last_error_fn ? get_last_error_fn() : nullptr;
-  if (detail && *detail) msg += std::string(": ") + detail;
+  const std::string detail = plugin_last_error(get_last_error_fn);
+  if (!detail.empty()) msg += ": " + detail;
   return msg;
 }
 
@@ -81,22 +188,29 @@ void host_log(void* host_context, HWP_LogLevel level, const char* message) {
 
 void host_trace_event(void*, const char*, int32_t, uint64_t, uint64_t) {}
 
-// Copies a plugin table of `plugin_size` bytes into a host-sized zeroed struct: fields beyond
-// what the plugin declares stay NULL, fields the host does not know are ignored.
+// Copies a plugin struct through read_plugin_memory: its struct_size first, then as many bytes
+// as both the plugin declares and the host knows; fields beyond what the plugin declares stay
+// NULL. The copy keeps the declared struct_size (HWP_HAS_FIELD works on it). False, with
+// `reason`, when the pointer does not point to readable memory.
 template <typename Table>
-void copy_table(const Table* src, Table* dst) {
-  std::memset(dst, 0, sizeof(Table));
-  size_t n = src->struct_size < sizeof(Table) ? src->struct_size : sizeof(Table);
-  std::memcpy(static_cast<void*>(dst), src, n);
-  dst->struct_size = sizeof(Table);
+bool read_struct(const Table* src, const char* what, Table* dst, std::string* reason) {
+  std::memset(static_cast<void*>(dst), 0, sizeof(Table));
+  size_t declared = 0;
+  if (!read_plugin_memory(src, sizeof(declared), &declared) ||
+      !read_plugin_memory(src, std::min(declared, sizeof(Table)), dst)) {
+    *reason = std::string(what) + " at " + hex_pointer(src) + " is not readable memory";
+    return false;
+  }
+  dst->struct_size = declared;
+  return true;
 }
 
 #define END_OF(type, field) (offsetof(type, field) + sizeof(((type*)nullptr)->field))
 
-bool valid_device_type(const char* t) {
-  if (!t || !*t) return false;
-  for (const char* p = t; *p; ++p)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return false;
+bool valid_device_type(const std::string& t) {
+  if (t.empty()) return false;
+  for (char c : t)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   return true;
 }
 
@@ -150,19 +264,22 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   host->log = host_log;
   host->trace_event = host_trace_event;
 
-  const HWP_PluginApi* api = nullptr;
-  HWP_Status status = init(host, &api);
+  const HWP_PluginApi* out = nullptr;
+  HWP_Status status = init(host, &out);
   state->accepting_kernels = false;
 
+  // Everything the plugin returned is read through read_struct / read_plugin_string: nothing
+  // it points to is trusted to be readable or terminated.
+  HWP_PluginApi copy{};
+  const HWP_PluginApi* api = &copy;
+  std::string unreadable;
+  const bool api_readable = out && read_struct(out, "the HWP_PluginApi", &copy, &unreadable);
   auto init_messages = [&]() {
-    std::string out;
-    if (api && api->struct_size >= END_OF(HWP_PluginApi, get_last_error) &&
-        api->get_last_error) {
-      const char* msg = api->get_last_error();
-      if (msg && *msg) out += msg;
-    }
-    for (const auto& line : state->init_log) out += (out.empty() ? "" : "; ") + line;
-    return out;
+    std::string text = api_readable && HWP_HAS_FIELD(api, HWP_PluginApi, get_last_error)
+                           ? plugin_last_error(api->get_last_error)
+                           : std::string();
+    for (const auto& line : state->init_log) text += (text.empty() ? "" : "; ") + line;
+    return text;
   };
 
   if (status != HWP_OK) {
@@ -171,8 +288,12 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
               (detail.empty() ? "" : ": " + detail);
     return nullptr;
   }
-  if (!api) {
+  if (!out) {
     *reason = "hwport_plugin_init returned no HWP_PluginApi (out pointer left NULL)";
+    return nullptr;
+  }
+  if (!api_readable) {
+    *reason = "hwport_plugin_init returned " + unreadable;
     return nullptr;
   }
   if (api->struct_size < END_OF(HWP_PluginApi, abi_minor)) {
@@ -194,16 +315,41 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
               " bytes that ABI 1.0 requires";
     return nullptr;
   }
-  if (!valid_device_type(api->device_type)) {
-    *reason = std::string("device type '") + (api->device_type ? api->device_type : "(null)") +
+  std::string device_type;
+  switch (read_plugin_string(api->device_type, kMaxDeviceTypeLength, &device_type)) {
+    case StringRead::Ok: break;
+    case StringRead::Null:
+      *reason = "device type is NULL: HWP_PluginApi.device_type must match [a-z0-9_]+";
+      return nullptr;
+    case StringRead::TooLong:
+      *reason = "device type '" + device_type + "...' is longer than " +
+                std::to_string(kMaxDeviceTypeLength) + " characters";
+      return nullptr;
+    case StringRead::Unreadable:
+      *reason = "HWP_PluginApi.device_type " + hex_pointer(api->device_type) +
+                " does not point to a readable NUL-terminated string";
+      return nullptr;
+  }
+  if (!valid_device_type(device_type)) {
+    *reason = "device type '" + device_type +
               "' is invalid: it must be non-empty and match [a-z0-9_]+";
     return nullptr;
   }
   for (const auto& t : taken_types) {
-    if (t == api->device_type) {
+    if (t == device_type) {
       *reason = "device type '" + t + "' is already provided by another loaded plugin";
       return nullptr;
     }
+  }
+  std::string plugin_version;
+  const StringRead version_read =
+      read_plugin_string(api->plugin_version, kMaxPluginVersionLength, &plugin_version);
+  if (version_read == StringRead::Unreadable || version_read == StringRead::TooLong) {
+    *reason = "HWP_PluginApi.plugin_version " + hex_pointer(api->plugin_version) +
+              (version_read == StringRead::TooLong
+                   ? " is longer than " + std::to_string(kMaxPluginVersionLength) + " characters"
+                   : " does not point to a readable NUL-terminated string");
+    return nullptr;
   }
   if (!api->device) {
     *reason = "required table HWP_PluginApi.device is NULL";
@@ -213,37 +359,61 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
     *reason = "required table HWP_PluginApi.memory is NULL";
     return nullptr;
   }
+  HWP_DeviceTable device{};
+  HWP_MemoryTable memory{};
+  HWP_StreamTable stream{};
+  const bool has_stream_table = HWP_HAS_FIELD(api, HWP_PluginApi, stream) && api->stream;
+  if (!read_struct(api->device, "HWP_PluginApi.device (the HWP_DeviceTable)", &device, reason) ||
+      !read_struct(api->memory, "HWP_PluginApi.memory (the HWP_MemoryTable)", &memory, reason) ||
+      (has_stream_table &&
+       !read_struct(api->stream, "HWP_PluginApi.stream (the HWP_StreamTable)", &stream, reason)))
+    return nullptr;
   const size_t device_required = END_OF(HWP_DeviceTable, synchronize_device);
-  if (api->device->struct_size < device_required) {
-    *reason = "HWP_DeviceTable.struct_size " + std::to_string(api->device->struct_size) +
+  if (device.struct_size < device_required) {
+    *reason = "HWP_DeviceTable.struct_size " + std::to_string(device.struct_size) +
               " is smaller than the " + std::to_string(device_required) +
               " bytes of its required functions";
     return nullptr;
   }
   const size_t memory_required = END_OF(HWP_MemoryTable, copy_d2d);
-  if (api->memory->struct_size < memory_required) {
-    *reason = "HWP_MemoryTable.struct_size " + std::to_string(api->memory->struct_size) +
+  if (memory.struct_size < memory_required) {
+    *reason = "HWP_MemoryTable.struct_size " + std::to_string(memory.struct_size) +
               " is smaller than the " + std::to_string(memory_required) +
               " bytes of its required functions";
     return nullptr;
+  }
+  // Checked as the probe does: a plugin whose messages cannot be read is not loaded (every
+  // error the host reports would read them).
+  if (api->get_last_error) {
+    const char* msg = api->get_last_error();
+    std::string text;
+    if (read_plugin_string(msg, kMaxPluginMessageLength, &text) == StringRead::Unreadable) {
+      *reason = "HWP_PluginApi.get_last_error returned " + hex_pointer(msg) +
+                ", which does not point to a readable NUL-terminated string";
+      return nullptr;
+    }
   }
 
   auto plugin = std::make_unique<Plugin>();
   plugin->path = path;
   plugin->handle = handle;
-  plugin->device_type = api->device_type;
-  plugin->plugin_version = api->plugin_version ? api->plugin_version : "";
+  plugin->device_type = device_type;
+  plugin->plugin_version = plugin_version;
   plugin->abi_major = api->abi_major;
   plugin->abi_minor = api->abi_minor;
   plugin->get_last_error_fn = api->get_last_error;
-  copy_table(api->device, &plugin->device);
-  copy_table(api->memory, &plugin->memory);
+  // The host reads every field it knows: those beyond the declared size are zero (NULL).
+  device.struct_size = sizeof(device);
+  memory.struct_size = sizeof(memory);
+  plugin->device = device;
+  plugin->memory = memory;
   if (HWP_HAS_FIELD(api, HWP_PluginApi, shutdown)) plugin->shutdown = api->shutdown;
   plugin->has_ccl = HWP_HAS_FIELD(api, HWP_PluginApi, ccl) && api->ccl;
   plugin->has_codegen = HWP_HAS_FIELD(api, HWP_PluginApi, codegen) && api->codegen;
   plugin->has_profiler = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) && api->profiler;
-  if (HWP_HAS_FIELD(api, HWP_PluginApi, stream) && api->stream) {
-    copy_table(api->stream, &plugin->stream);
+  if (has_stream_table) {
+    stream.struct_size = sizeof(stream);
+    plugin->stream = stream;
     const HWP_StreamTable& s = plugin->stream;
     // Streams are usable only as a whole; a partial table falls back to the implicit stream.
     plugin->has_streams = s.create_stream && s.destroy_stream && s.synchronize_stream &&
@@ -282,10 +452,7 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
     return nullptr;
   }
   plugin->device_count = count;
-  if (count == 0) {
-    const char* note = plugin->get_last_error_fn();
-    plugin->device_count_note = note ? note : "";
-  }
+  if (count == 0) plugin->device_count_note = plugin_last_error(plugin->get_last_error_fn);
   for (const auto& k : state->kernels)
     plugin->kernels.add(op_id(k.op), static_cast<DType>(k.dtype), k.entry);
   if (!state->registration_problems.empty()) {

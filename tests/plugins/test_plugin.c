@@ -25,8 +25,15 @@
  *   crash_init       dereferences NULL inside hwport_plugin_init (SIGSEGV).
  *   abort_init       calls abort() inside hwport_plugin_init (SIGABRT).
  *   hang_init        never returns from hwport_plugin_init.
- *                    These three must be caught by the host's isolated probe, never reach the
- *                    host process itself.
+ *   exit_constructor calls exit(0) in a constructor (__attribute__((constructor))), i.e. while
+ *                    dlopen runs: before the host could call anything.
+ *   exit0_init       calls exit(0) inside hwport_plugin_init.
+ *   exit3_init       calls exit(3) inside hwport_plugin_init.
+ *   garbage_device_type  HWP_PluginApi.device_type points to unmapped memory (0xbad0).
+ *   garbage_last_error   get_last_error returns a pointer to unmapped memory (0xbad8).
+ *                    These eight must be caught by the host's isolated probe, never reach the
+ *                    host process itself (the last two are also caught by the host's
+ *                    fault-free reads when the probe is off).
  *
  * Variants that load fine but misbehave at run time (what hwcheck must catch, each with the
  * right status on the right cases):
@@ -82,6 +89,11 @@
 #define TP_ID_false_stats 21
 #define TP_ID_dlpack 22
 #define TP_ID_lazy_native_wait 23
+#define TP_ID_exit_constructor 24
+#define TP_ID_exit0_init 25
+#define TP_ID_exit3_init 26
+#define TP_ID_garbage_device_type 27
+#define TP_ID_garbage_last_error 28
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -93,7 +105,7 @@
 #define TP_VARIANT TP_CAT(TP_ID_, HWP_TEST_VARIANT)
 #define TP_VARIANT_NAME TP_STR(HWP_TEST_VARIANT)
 #define TP_IS(v) (TP_VARIANT == TP_ID_##v)
-#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_lazy_native_wait
+#if TP_VARIANT < TP_ID_good || TP_VARIANT > TP_ID_garbage_last_error
 #error "unknown HWP_TEST_VARIANT"
 #endif
 
@@ -115,8 +127,12 @@
 #endif
 #include "test_runtime.h"
 
+/* Garbage pointers: below mmap_min_addr (64 KiB on Linux), so never mapped. */
+#define TP_GARBAGE_POINTER(address) ((const char *)(uintptr_t)(address))
 #if TP_IS(bad_device_type)
 #define TP_DEVICE_TYPE "Bad Type!"
+#elif TP_IS(garbage_device_type)
+#define TP_DEVICE_TYPE TP_GARBAGE_POINTER(0xbad0)
 #else
 #define TP_DEVICE_TYPE "test_" TP_VARIANT_NAME
 #endif
@@ -456,9 +472,21 @@ static const HWP_MemoryTable tp_memory_table = {
 #define TP_ABI_MAJOR HWP_ABI_VERSION_MAJOR
 #endif
 
+#if TP_IS(garbage_last_error)
+static const char *tp_garbage_last_error(void) { return TP_GARBAGE_POINTER(0xbad8); }
+#define TP_GET_LAST_ERROR tp_garbage_last_error
+#else
+#define TP_GET_LAST_ERROR tr_get_last_error
+#endif
+
+#if TP_IS(exit_constructor)
+/* Runs inside dlopen, before the host can call anything. */
+__attribute__((constructor)) static void tp_exit_on_load(void) { exit(0); }
+#endif
+
 #define TP_API_FIELDS                                                                  \
   TP_PLUGIN_API_SIZE, TP_ABI_MAJOR, TP_ABI_MINOR, TP_DEVICE_TYPE, "1.0.0", &tp_device_table, \
-      &tp_memory_table, tr_get_last_error, TP_OPTIONAL_TABLES
+      &tp_memory_table, TP_GET_LAST_ERROR, TP_OPTIONAL_TABLES
 
 /* Not const: newer_minor records in plugin_version whether it found the next-minor host
  * field. */
@@ -518,6 +546,10 @@ static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
   abort();
 #elif TP_IS(hang_init)
   for (;;) sleep(1);
+#elif TP_IS(exit0_init)
+  exit(0);
+#elif TP_IS(exit3_init)
+  exit(3);
 #endif
 
 #if TP_IS(init_error)
