@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import ABI_INCLUDE_DIR, REPO_ROOT
+from tests.conftest import ABI_INCLUDE_DIR, INSTALL_ROOT, REPO_ROOT
 from tests.conftest import zoo_plugin_path as plugin_path
 
 GOOD_VARIANTS = ["good", "newer_minor", "older_minor"]
@@ -44,6 +44,19 @@ BAD_VARIANTS = {
     "crash_init": ["crashed with signal 11", "isolated probe process"],
     "abort_init": ["crashed with signal 6", "isolated probe process"],
     "hang_init": ["did not return within 3.0 s", "isolated probe process"],
+    # the probe counts only when it ran to its end: exit() anywhere in loading is a failure
+    "exit_constructor": ["exited with status 0", "constructor", "isolated probe process"],
+    "exit0_init": ["exited with status 0", "during hwport_plugin_init", "isolated probe process"],
+    "exit3_init": ["exited with status 3", "during hwport_plugin_init", "isolated probe process"],
+    # the probe reads what the host would read, so a garbage pointer crashes it, not the host
+    "garbage_device_type": ["crashed with signal 11", "device_type", "isolated probe process"],
+    "garbage_last_error": ["crashed with signal 11", "get_last_error", "isolated probe process"],
+}
+
+# Without the probe (HWPORT_PLUGIN_PROBE=0) the host's own fault-free reads catch these.
+UNPROBED_VARIANTS = {
+    "garbage_device_type": ["HWP_PluginApi.device_type 0xbad0", "readable"],
+    "garbage_last_error": ["HWP_PluginApi.get_last_error returned 0xbad8", "readable"],
 }
 
 MULTIPLY_NAMES = ("multiply", "mul")
@@ -184,6 +197,112 @@ def test_bad_plugin_is_skipped_with_reason(variant, tmp_path):
     assert f"test_{variant}" not in types and "Bad Type!" not in types, types
     assert not any(same_path(p["path"], bad) for p in info["plugins"] if p.get("path")), info
     check_good_workload(res)
+
+
+@pytest.mark.parametrize("variant", sorted(UNPROBED_VARIANTS))
+def test_garbage_pointers_are_reasons_without_the_probe(variant, tmp_path):
+    bad, good = plugin_path(variant), plugin_path("good")
+    res = run_hwport(WORKLOAD_ON_GOOD, tmp_path, plugin_path_entries=[bad, good],
+                     env={"HWPORT_PLUGIN_PROBE": "0"})
+    errs = errors_for(res["info"], bad)
+    assert len(errs) == 1, res["info"]["errors"]
+    for needle in UNPROBED_VARIANTS[variant]:
+        assert needle in errs[0]["reason"], (needle, errs[0]["reason"])
+    assert "probe" not in errs[0]["reason"], errs[0]["reason"]
+    assert f"test_{variant}" not in [p["device_type"] for p in res["info"]["plugins"]]
+    check_good_workload(res)
+
+
+@pytest.mark.parametrize("probe", ["1", "0"])
+def test_non_regular_files_are_never_opened(probe, tmp_path):
+    """A FIFO blocks whoever opens it until a writer comes: it (and a socket, a directory
+    named *.so) is rejected from its stat() before anything opens it, listed on its own or
+    found in a folder, with or without the probe. The subprocess timeout only turns a hang
+    into a failure."""
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    fifo = tmp_path / "libhwport_fifo.so"
+    os.mkfifo(fifo)
+    os.mkfifo(folder / "libhwport_fifo_in_folder.so")
+    (folder / "libhwport_dir.so").mkdir()
+    shutil.copy2(plugin_path("good"), folder / plugin_path("good").name)
+    res = run_hwport(WORKLOAD_ON_GOOD, tmp_path, plugin_path_entries=[fifo, folder],
+                     env={"HWPORT_PLUGIN_PROBE": probe}, timeout=120)
+    info = res["info"]
+    expected = {fifo: "a FIFO", folder / "libhwport_fifo_in_folder.so": "a FIFO",
+                folder / "libhwport_dir.so": "a directory"}
+    for path, kind in expected.items():
+        errs = errors_for(info, path)
+        assert len(errs) == 1, (path, info["errors"])
+        assert f"not a regular file ({kind}); not opened" in errs[0]["reason"], errs[0]
+    assert len(info["errors"]) == len(expected), info["errors"]
+    check_good_workload(res)
+
+
+def test_probe_decides_by_its_report_when_sigchld_is_ignored(tmp_path):
+    """With SIGCHLD ignored the probe's exit status cannot be collected (it is reaped on exit):
+    its report alone decides, so an exit in init is still caught and a good plugin loads."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWPORT_")}
+    bad, good = plugin_path("exit3_init"), plugin_path("good")
+    env["HWPORT_PLUGIN_PATH"] = os.pathsep.join([str(bad), str(good)])
+    code = textwrap.dedent("""
+        import json, signal
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        import hwport
+        print(json.dumps({"types": [p["device_type"] for p in hwport.runtime.plugins()],
+                          "errors": hwport.runtime.plugin_errors()}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    info = json.loads(proc.stdout.splitlines()[-1])
+    assert "test_good" in info["types"] and "test_exit3_init" not in info["types"], info
+    errs = errors_for(info, bad)
+    assert len(errs) == 1, info["errors"]
+    assert "during hwport_plugin_init" in errs[0]["reason"], errs[0]
+    assert "exit status could not be collected" in errs[0]["reason"], errs[0]
+
+
+# ---- the probe's own report -------------------------------------------------------------------
+
+PROBE_EXE = INSTALL_ROOT / "runtime" / "hwport_probe"
+PROBE_OK_EXIT = 86  # runtime/src/probe_protocol.h
+
+# variant -> (exit status, the probe's last record): where each loading case ends the probe
+PROBE_ENDS = {
+    "good": (PROBE_OK_EXIT, "done"),
+    "missing_entry": (PROBE_OK_EXIT, "done"),  # the host reports it (no crash to isolate)
+    "init_error": (PROBE_OK_EXIT, "done"),
+    "exit_constructor": (0, "stage load"),
+    "exit0_init": (0, "stage init"),
+    "exit3_init": (3, "stage init"),
+    "crash_init": (-signal.SIGSEGV, "stage init"),
+    "garbage_device_type": (-signal.SIGSEGV, "stage device_type"),
+    "garbage_last_error": (-signal.SIGSEGV, "stage get_last_error"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(PROBE_ENDS))
+def test_probe_reports_where_it_ended(variant):
+    """hwport_probe run by hand with a pipe on fd 3: its stage records and exit status are what
+    the host turns into reasons above (success is 'done' plus exit 86, never a bare exit 0)."""
+    read_fd, write_fd = os.pipe()
+    # A small launcher puts the pipe on fd 3 and execs the probe (its signal is our status).
+    launch = "import os, sys; os.dup2(int(sys.argv[1]), 3); os.execv(sys.argv[2], sys.argv[2:])"
+    proc = subprocess.run([sys.executable, "-c", launch, str(write_fd), str(PROBE_EXE),
+                           str(plugin_path(variant))], pass_fds=(write_fd,),
+                          capture_output=True, timeout=60)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "r") as report:
+        records = report.read().splitlines()
+    status, last = PROBE_ENDS[variant]
+    assert proc.returncode == status, (proc.returncode, records)
+    assert records and records[0] == "stage load", records
+    assert records[-1] == last, records
+    if variant == "good":  # it ran everything the host runs at load, in the host's order
+        stages = [r.split()[1] for r in records if r.startswith("stage ")]
+        assert stages[:4] == ["load", "init", "api", "device_type"], stages
+        assert {"tables", "get_last_error", "get_device_count", "get_properties"} <= set(stages)
 
 
 def test_without_the_probe_a_crashing_init_takes_the_process_down(tmp_path):
@@ -514,7 +633,7 @@ def test_zoo_older_minor_traps_a_host_that_ignores_struct_size(zoo_host_check):
     assert "HWP_DeviceTable.get_properties" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("variant", sorted(ZOO_FACTS))
+@pytest.mark.parametrize("variant", sorted({*ZOO_FACTS, *PROBE_ENDS}))
 def test_zoo_exports_one_symbol(variant):
     nm = shutil.which("nm")
     if nm is None:

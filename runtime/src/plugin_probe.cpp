@@ -106,8 +106,15 @@ bool probe_plugin(const std::string& probe_exe, const std::string& path, double 
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) break;
     if (done < 0 && errno != EINTR) {
+      // No status to collect (SIGCHLD ignored: the probe was reaped on exit); its report is
+      // complete by then and alone decides.
+      report.drain(fds[0]);
       close(fds[0]);
-      return true;
+      if (report.done) return true;
+      *reason = "ended " + report.activity() +
+                ", before the isolated probe process finished (its exit status could not be "
+                "collected); not loaded";
+      return false;
     }
     if (now_s() > deadline) {
       kill(pid, SIGKILL);

@@ -61,10 +61,10 @@ Table read_table(const Table* src) {
   return copy;
 }
 
-void last_error(const HWP_PluginApi& api) {
-  if (!HWP_HAS_FIELD(&api, HWP_PluginApi, get_last_error) || !api.get_last_error) return;
+void last_error(const HWP_PluginApi* api) {
+  if (!HWP_HAS_FIELD(api, HWP_PluginApi, get_last_error) || !api->get_last_error) return;
   stage("get_last_error");
-  touch_string(api.get_last_error(), hwport::kMaxPluginMessageLength);
+  touch_string(api->get_last_error(), hwport::kMaxPluginMessageLength);
 }
 }  // namespace
 
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   const HWP_PluginApi api = read_table(out);
   if (status != HWP_OK || !HWP_HAS_FIELD(&api, HWP_PluginApi, abi_minor) ||
       api.abi_major != HWP_ABI_VERSION_MAJOR) {
-    last_error(api);  // all the host reads of a plugin it rejects
+    last_error(&api);  // all the host reads of a plugin it rejects
     finish();
   }
   if (HWP_HAS_FIELD(&api, HWP_PluginApi, device_type)) {
@@ -110,12 +110,12 @@ int main(int argc, char** argv) {
       HWP_HAS_FIELD(&api, HWP_PluginApi, device) ? read_table(api.device) : HWP_DeviceTable{};
   if (HWP_HAS_FIELD(&api, HWP_PluginApi, memory)) read_table(api.memory);
   if (HWP_HAS_FIELD(&api, HWP_PluginApi, stream)) read_table(api.stream);
-  last_error(api);
+  last_error(&api);
   if (!device.get_device_count) finish();
   stage("get_device_count");
   int32_t count = 0;
   if (device.get_device_count(&count) != HWP_OK) count = 0;
-  last_error(api);
+  last_error(&api);
   if (!device.get_properties) finish();
   for (int32_t i = 0; i < count && i < hwport::kProbePropertiesDevices; ++i) {
     stage("get_properties");
