@@ -109,7 +109,7 @@ bool is_loadable_file(const std::string& path, std::string* reason) {
                      : S_ISSOCK(st.st_mode) ? "a socket"
                      : S_ISCHR(st.st_mode) ? "a character device"
                      : S_ISBLK(st.st_mode) ? "a block device"
-                                           : "not a plain file";
+                                           : "an unknown file type";
   // Opening a FIFO blocks until a writer comes: the path is never opened, by us or the probe.
   *reason = std::string("not a regular file (") + kind + "); not opened, not loaded";
   return false;
