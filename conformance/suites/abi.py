@@ -37,6 +37,8 @@ def collect(target: Target, options: dict[str, Any]) -> list[Case]:
     from ..direct_host import LOAD_STAGES
 
     stage = direct_common.probe(target, options)["stage"]
+    if stage == direct_common.AFTER_LOAD_STAGE:  # loads, then dies reading its device type
+        return [Case(NAME, s) for s in (*LOAD_STAGES, stage)]
     if stage != "ok":
         return [Case(NAME, s) for s in LOAD_STAGES[:LOAD_STAGES.index(stage) + 1]]
     return [Case(NAME, s) for s in LOAD_STAGES] + [Case(NAME, name) for name in CHECKS]

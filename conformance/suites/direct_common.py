@@ -97,8 +97,15 @@ def _probe(path: str, env_items: tuple[tuple[str, str], ...], timeout: float) ->
     how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
            else f"exited with status {proc.returncode}")
     err = "\n".join(err_tail).strip()[-500:]
-    return _unfinished("\n".join(out), f"crashed: the probe process {how}"
+    # exit() in a plugin's constructor or init ends the probe without a report: not a pass,
+    # whatever the status (0 included).
+    verdict = "crashed" if proc.returncode < 0 else "ended before reporting"
+    return _unfinished("\n".join(out), f"{verdict}: the probe process {how}"
                                         + (f"; stderr: {err}" if err else ""))
+
+
+# The stage _unfinished names when the probe died after every load check passed.
+AFTER_LOAD_STAGE = "device_type"
 
 
 def _pump(stream: Any, put: Callable[[Any], None]) -> None:
@@ -114,6 +121,11 @@ def _unfinished(stdout: str, why: str) -> dict[str, Any]:
     passed = [json.loads(line[len(PROBE_MARK):])["passed"] for line in stdout.splitlines()
               if line.startswith(PROBE_MARK) and '"passed"' in line]
     at = LOAD_STAGES.index(passed[-1]) + 1 if passed else 0
+    if at == len(LOAD_STAGES):
+        # Every acceptance check passed; what killed it was the probe's read of the device type
+        # (a garbage HWP_PluginApi.device_type pointer): the abi suite's device_type check.
+        return {"stage": AFTER_LOAD_STAGE, "message": f"{why} while reading "
+                "HWP_PluginApi.device_type, after every load check had passed"}
     return {"stage": LOAD_STAGES[at], "message": why}
 
 

@@ -132,3 +132,48 @@ def test_crashing_and_hanging_plugins_through_the_runner(tmp_path, base):
                                                                    **{"abi::init": status})
         assert needle in got["abi::init"]["message"], got["abi::init"]["message"]
         assert "abi::init failed" in got["device::plugin-loads"]["message"]
+
+
+def test_plugins_that_exit_or_hand_out_garbage_pointers_fail(tmp_path, base):
+    """exit() in a constructor or in init (status 0 included) is a failing status on the check
+    it happened in, never a pass; a garbage device_type or get_last_error pointer CRASHes the
+    case that reads it (and the other suites say the plugin did not load, or crash where they
+    read the error string), and the run goes on."""
+    variants = ["exit_constructor", "exit0_init", "exit3_init", "garbage_device_type",
+                "garbage_last_error"]
+    args = ["run", "--suite", ",".join(DIRECT_SUITES), "--timeout", "10", "--jobs", "2",
+            "--json", "run.json"]
+    for v in variants:
+        args += ["--plugin", str(zoo_plugin_path(v))]
+    proc = hwcheck(*args, cwd=tmp_path, env={"HWPORT_PLUGIN_PROBE_TIMEOUT": "10"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    by_plugin: dict[str, dict[str, dict]] = {}
+    for r in json.loads((tmp_path / "run.json").read_text())["results"]:
+        by_plugin.setdefault(r["plugin"], {})[r["id"]] = r
+
+    def got(variant: str) -> dict[str, dict]:
+        return by_plugin[f"libhwport_test_{variant}.so"]
+
+    not_loaded = {f"{s}::plugin-loads": "FAIL" for s in DIRECT_SUITES[1:]}
+    for variant, stage, status in (("exit_constructor", "load", "exited with status 0"),
+                                   ("exit0_init", "init", "exited with status 0"),
+                                   ("exit3_init", "init", "exited with status 3")):
+        results = got(variant)
+        at = GATES.index(stage)
+        want = {f"abi::{g}": "PASS" for g in GATES[:at]}
+        want[f"abi::{stage}"] = "CRASH"
+        assert {cid: r["status"] for cid, r in results.items()} == dict(want, **not_loaded)
+        assert status in results[f"abi::{stage}"]["message"]
+        assert status in results["device::plugin-loads"]["message"]
+        assert "ended before reporting" in results["device::plugin-loads"]["message"]
+
+    garbage_type = got("garbage_device_type")
+    assert garbage_type["abi::device_type"]["status"] == "CRASH"
+    assert {cid: r["status"] for cid, r in garbage_type.items() if cid in not_loaded} == not_loaded
+    assert "HWP_PluginApi.device_type" in garbage_type["device::plugin-loads"]["message"]
+    assert all(r["status"] == "PASS" for cid, r in garbage_type.items()
+               if cid.startswith("abi::") and cid != "abi::device_type")
+
+    garbage_error = got("garbage_last_error")
+    assert garbage_error["abi::last_error"]["status"] == "CRASH"
+    assert "SIGSEGV" in garbage_error["abi::last_error"]["message"]
