@@ -259,3 +259,90 @@ def test_check_size_in_infer_meta_is_exact_at_the_limit():
     with pytest.raises(hwport.OutOfMemoryError):
         hwport.ones([2**62])
     assert hwport.device.memory_stats()["allocated_bytes"] == before
+
+
+# ---- plugins, driven directly through the C ABI ---------------------------------------------
+# A plugin must not trust a view's sizes either (the ABI can be called without this runtime):
+# each kernel below gets a view whose element count, byte strides or byte extent overflow int64
+# over a real 64-byte buffer, and must answer HWP_ERROR_INVALID_ARGUMENT naming the operand;
+# unchecked, the kernel's prologue overflows (UBSan) and the kernel writes or reads far outside
+# the buffer. A valid call afterwards still computes numpy's result.
+
+F32 = "float32"
+# (case id, op, [input (shape, strides)], output (shape, strides), attrs, operand named)
+DIRECT_CASES: list[tuple[str, str, list, tuple, dict, str]] = [
+    ("fill_extent", "fill", [], ((2**61, 2), None), {"value": 1.0}, "output 0"),
+    ("fill_numel", "fill", [], ((2**62, 4), None), {"value": 1.0}, "output 0"),
+    ("copy_stride_bytes", "copy", [((3,), (2**62,))], ((3,), None), {}, "input 0"),
+    ("add_extent_span", "add", [((2, 2), (2**60, -(2**60))), ((2, 2), None)], ((2, 2), None),
+     {}, "input 0"),
+    ("add_size1_stride", "add", [((1, 2), (2**62, 1)), ((1, 2), None)], ((1, 2), None), {},
+     "input 0"),
+    ("sum_numel", "sum", [((2**40, 2**40), (0, 0))], ((2**40,), None), {"axis": [1]}, "input 0"),
+    ("max_extent", "max", [((3, 4), (2**60, 1))], ((3,), None), {"axis": [1]}, "input 0"),
+    ("concat_extent", "concat", [((3,), (2**61,)), ((1,), None)], ((4,), None), {"axis": 0},
+     "input"),
+]
+
+DIRECT_CHILD = """
+import json, sys
+import numpy as np
+from hwport.conformance.direct_host import DTYPE_CODE, DeviceArray, DirectHost, View
+from tests.runtime.test_sizes import DIRECT_CASES
+
+h = DirectHost(sys.argv[1], env=json.loads(sys.argv[2]))
+assert h.init_status == 0, h.init_status
+f32 = DTYPE_CODE["float32"]
+base = h.stats(0)["bytes_in_use"]
+buf = h.alloc(64)
+for name, op, ins, out, attrs, _ in DIRECT_CASES:
+    if (op, f32) not in h.registrations:
+        print(json.dumps({"name": name, "status": "unregistered"}), flush=True)
+        continue
+    views = [View(buf, 0, f32, shape, strides) for shape, strides in ins]
+    st = h.call_kernel(op, f32, views, [View(buf, 0, f32, *out)], attrs=attrs)
+    h.sync_device(0)
+    print(json.dumps({"name": name, "status": st, "msg": h.last_error()}), flush=True)
+x = DeviceArray(h, np.arange(6, dtype=np.float32).reshape(2, 3))
+y = DeviceArray(h, np.full((2, 3), 10, np.float32))
+o = DeviceArray.empty(h, (2, 3), np.float32)
+st = h.call_kernel("add", f32, [x.view(), y.view()], [o.view()])
+h.check(st, "add")
+after = o.read().tolist()
+for a in (x, y, o):
+    a.free()
+h.free(buf)
+print(json.dumps({"name": "after", "value": after,
+                  "leaked": h.stats(0)["bytes_in_use"] - base}), flush=True)
+"""
+
+
+def check_direct(plugin_so, env: dict[str, str | None]) -> None:
+    proc = subprocess.run([sys.executable, "-c", DIRECT_CHILD, str(plugin_so), json.dumps(env)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    results = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            results[r["name"]] = r
+    from hwport.conformance.direct_host import INVALID_ARGUMENT
+
+    for name, op, _, _, _, operand in DIRECT_CASES:
+        assert name in results, (f"{name} ({op}) ended the process (exit {proc.returncode}):\n"
+                                 f"{proc.stderr[-3000:]}")
+        r = results[name]
+        if r["status"] == "unregistered":
+            continue
+        assert r["status"] == INVALID_ARGUMENT, f"{name}: {r}"
+        assert op in r["msg"] and operand in r["msg"] and "int64" in r["msg"], f"{name}: {r}"
+    assert "after" in results, proc.stderr[-3000:]
+    expected = np.arange(6, dtype=np.float32).reshape(2, 3) + 10
+    assert results["after"]["value"] == expected.tolist(), results["after"]
+    assert results["after"]["leaked"] == 0, results["after"]
+
+
+def test_cpu_plugin_rejects_views_whose_sizes_overflow():
+    from tests.conftest import installed_plugin
+
+    check_direct(installed_plugin("device_plugins/cpu/libhwport_cpu.so"),
+                 {"HWPORT_CPU_DEVICES": "1", "HWPORT_CPU_MEMORY_LIMIT": None})
