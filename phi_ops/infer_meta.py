@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .promotion import out_dtype, result_type
+from .promotion import itemsize, out_dtype, result_type
 from .schema import OpDef
 
 
@@ -633,7 +633,11 @@ def arange(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step)):
         n = len(range(start, end, step))  # exact for huge ints
     else:
-        n = max(0, math.ceil((end - start) / step))
+        count = (end - start) / step
+        if not math.isfinite(count):
+            raise ValueError(f"arange: start={start}, end={end}, step={step} give a count of "
+                             f"{count}, expected a finite number of elements")
+        n = max(0, math.ceil(count))
     return Plan([Meta((n,), out)], dict(attrs, start=start, end=end, dtype=out))
 
 
@@ -641,6 +645,7 @@ def linspace(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if attrs["num"] < 0:
         raise ValueError(f"linspace: num must be >= 0, got {attrs['num']}")
     out = _out(op, [], attrs)
+    check_size(op.name, Meta((attrs["num"],), "float64"))  # its decomposition computes in float64
     return Plan([Meta((attrs["num"],), out)], dict(attrs, dtype=out))
 
 
@@ -665,6 +670,39 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
 }
 
 
+# Byte offsets and byte strides cross the kernel ABI as int64: no tensor may span more.
+MAX_TENSOR_BYTES = 2**63 - 1
+
+
+def check_size(op: str, m: Meta) -> None:
+    """A tensor `op` makes must be representable: dims >= 0 and its contiguous size in bytes
+    (zero dims counted as 1, as its strides are) at most MAX_TENSOR_BYTES. Else ValueError, or
+    hwport.OutOfMemoryError for a valid tensor larger than any device can hold. The runtime
+    checks again; checking here names the public op before anything is allocated or run."""
+    span = 1
+    for d in m.shape:
+        if d < 0:
+            raise ValueError(f"{op}: shape {shape_str(m.shape)} has a negative size")
+        span *= d or 1
+    size = itemsize(m.dtype)
+    if span * size <= MAX_TENSOR_BYTES:
+        return
+    described = (f"a tensor of shape {shape_str(m.shape)} and dtype {m.dtype} ({m.numel} "
+                 f"elements of {size} bytes)")
+    if span > MAX_TENSOR_BYTES:
+        raise ValueError(f"{op}: {described} has more elements than an int64 can count")
+    if m.numel == 0:
+        raise ValueError(f"{op}: the strides of {described} overflow int64 bytes")
+    from hwport.runtime._core import OutOfMemoryError  # here: infer_meta itself is pure
+
+    raise OutOfMemoryError(f"{op}: {described} is larger than any device can hold (at most "
+                           f"{MAX_TENSOR_BYTES} bytes)")
+
+
 def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
-    """The plan for one call of `op` (raises on bad input, naming op and argument)."""
-    return RULES[op.infer_meta](op, inputs, attrs)
+    """The plan for one call of `op` (raises on bad input, naming op and argument); every
+    output passes check_size."""
+    plan = RULES[op.infer_meta](op, inputs, attrs)
+    for m in plan.outputs:
+        check_size(op.name, m)
+    return plan

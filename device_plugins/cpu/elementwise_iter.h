@@ -71,14 +71,15 @@ static inline void cpu_ew_iter_range(const cpu_ew_iter *it, int64_t begin, int64
 
 static inline void cpu_ew_iter_chunk(void *ctx, int64_t begin, int64_t end) {
   const cpu_ew_iter *it = (const cpu_ew_iter *)ctx;
-  int64_t e = end * CPU_EW_BLOCK;
+  /* end * CPU_EW_BLOCK may pass INT64_MAX in the last block: compare before multiplying. */
+  int64_t e = end > it->total / CPU_EW_BLOCK ? it->total : end * CPU_EW_BLOCK;
   cpu_ew_iter_range(it, begin * CPU_EW_BLOCK, e < it->total ? e : it->total);
 }
 
 /* Runs the whole launch: on the thread pool when it is big enough, else here. */
 static inline void cpu_ew_iter_run(const cpu_ew_iter *it) {
   if (it->total >= CPU_EW_PARALLEL_MIN) {
-    int64_t blocks = (it->total + CPU_EW_BLOCK - 1) / CPU_EW_BLOCK;
+    int64_t blocks = it->total / CPU_EW_BLOCK + (it->total % CPU_EW_BLOCK != 0);
     cpu_parallel_for(blocks, CPU_EW_GRAIN_BLOCKS, cpu_ew_iter_chunk, (void *)it);
   } else {
     cpu_ew_iter_range(it, 0, it->total);

@@ -171,7 +171,7 @@ static inline void cpu_nd_for(int ndim, const int64_t *shape, int64_t block, int
     return;
   }
   int64_t len = shape[ndim - 1];
-  job.nblk = (len + block - 1) / block;
+  job.nblk = len / block + (len % block != 0); /* len + block - 1 may overflow */
   int64_t per_unit = len < block ? len : block;
   int64_t g = grain / per_unit;
   cpu_parallel_for(rows * job.nblk, g < 1 ? 1 : g, cpu_nd_chunk, &job);

@@ -64,6 +64,10 @@ HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *
                        "%s: %s has ndim %d but the output has %d (inputs arrive broadcast to "
                        "the output's rank)",
                        op, operand_name(i), (int)v->ndim, (int)views[0]->ndim);
+    int64_t numel = 0; /* bounds every offset and product below */
+    const char *bad = hwp_view_size_error(v, &numel);
+    if (CPU_UNLIKELY(bad != NULL))
+      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has %s", op, operand_name(i), bad);
   }
 
   const int ndim = views[0]->ndim;
@@ -81,8 +85,7 @@ HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *
                          "%s: %s has shape[%d] = %lld, expected %lld (or 1 to broadcast)", op,
                          operand_name(i), k, (long long)m, (long long)n);
     }
-    if (CPU_UNLIKELY(__builtin_mul_overflow(nelems, (uint64_t)n, &nelems)))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output 0 element count overflows", op);
+    nelems *= (uint64_t)n; /* checked above */
   }
   *nelems_out = nelems;
   if (nelems == 0) return HWP_OK;

@@ -342,7 +342,8 @@ typedef struct rd_plan {
 
 static inline int64_t rd_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t rd_max(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t rd_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b > 0 (a + b - 1 would overflow for a huge input view) */
+static inline int64_t rd_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /* Walks the reduced elements [r0, r1) (flat C order of the reduced dims) from `base`, one
  * stretch along the innermost reduced dim at a time: with cnt == 0, acc op= each stretch

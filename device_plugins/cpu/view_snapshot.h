@@ -37,26 +37,20 @@ static inline HWP_Status cpu_view_load(const char *op, const char *what,
   if (CPU_UNLIKELY(v->ndim > 0 && v->shape == NULL))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has ndim %d but shape is NULL", op,
                      what, (int)v->ndim);
+  int64_t numel = 0;
+  const char *bad = hwp_view_size_error(v, &numel);
+  if (CPU_UNLIKELY(bad != NULL))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has %s", op, what, bad);
   out->dtype = v->dtype;
   out->ndim = v->ndim;
   out->itemsize = (int64_t)itemsize;
-  uint64_t numel = 1;
-  for (int k = 0; k < v->ndim; ++k) {
-    int64_t n = v->shape[k];
-    if (CPU_UNLIKELY(n < 0))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has shape[%d] = %lld", op, what, k,
-                       (long long)n);
-    if (CPU_UNLIKELY(__builtin_mul_overflow(numel, (uint64_t)n, &numel) ||
-                     numel > (uint64_t)INT64_MAX))
-      return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s element count overflows", op, what);
-    out->shape[k] = n;
-  }
-  int64_t acc = 1;
+  int64_t acc = 1; /* bounded: the checked product of the dims, zeros counted as 1 */
   for (int k = v->ndim - 1; k >= 0; --k) {
+    out->shape[k] = v->shape[k];
     out->strides[k] = v->strides != NULL ? v->strides[k] : acc;
     acc *= out->shape[k] > 0 ? out->shape[k] : 1;
   }
-  out->numel = (int64_t)numel;
+  out->numel = numel;
   if (numel > 0 && CPU_UNLIKELY(v->buffer == NULL))
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL", op, what);
   out->base = v->buffer == NULL ? NULL : (char *)v->buffer + v->byte_offset;

@@ -18,6 +18,11 @@ HWP_Status cu_kernel_begin(const HWP_KernelContext *ctx, const char *op, int nin
         hwp_dtype_size(v->dtype) == 0)
       return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has a bad rank, shape or dtype",
                       op, i < nin ? "input" : "output", i < nin ? i : i - nin);
+    int64_t numel = 0; /* bounds every element count and byte offset formed from the view */
+    const char *bad = hwp_view_size_error(v, &numel);
+    if (bad != NULL)
+      return cu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has %s", op,
+                      i < nin ? "input" : "output", i < nin ? i : i - nin, bad);
   }
   HWP_Status st = cu_enter(ctx->device, op);
   if (st != HWP_OK) return st;

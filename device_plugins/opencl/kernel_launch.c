@@ -202,17 +202,39 @@ int ocl_view_aligned(const HWP_TensorView *v) {
   return isz > 0 && v->byte_offset % isz == 0;
 }
 
-static HWP_Status check_view(const HWP_TensorView *v, const char *what, int i, const char *fn) {
+HWP_Status ocl_check_view_sizes(const HWP_TensorView *v, const char *what, int i, const char *fn) {
+  char name[64];
+  if (i >= 0)
+    snprintf(name, sizeof name, "%s %d", what, i);
+  else
+    snprintf(name, sizeof name, "%s", what);
   if (v->dtype < 0 || v->dtype >= HWP_DTYPE_COUNT)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has an unknown dtype %d", fn, what,
-                     i, (int)v->dtype);
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has an unknown dtype %d", fn, name,
+                     (int)v->dtype);
   if (v->ndim < 0 || v->ndim > HWP_MAX_NDIM)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has rank %d (expected 0..%d)", fn,
-                     what, i, (int)v->ndim, HWP_MAX_NDIM);
-  for (int k = 0; k < v->ndim; ++k)
-    if (v->shape[k] < 0)
-      return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has a negative dim %d", fn, what,
-                       i, k);
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has rank %d (expected 0..%d)", fn,
+                     name, (int)v->ndim, HWP_MAX_NDIM);
+  if (v->ndim > 0 && v->shape == NULL)
+    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has rank %d but no shape", fn, name,
+                     (int)v->ndim);
+  int64_t numel = 0;
+  const char *bad = hwp_view_size_error(v, &numel);
+  if (bad != NULL) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has %s", fn, name, bad);
+  return HWP_OK;
+}
+
+HWP_Status ocl_check_context_sizes(const HWP_KernelContext *ctx, const char *fn) {
+  HWP_Status st = HWP_OK;
+  for (int i = 0; i < ctx->num_inputs && st == HWP_OK; ++i)
+    st = ocl_check_view_sizes(&ctx->inputs[i], "input", i, fn);
+  for (int i = 0; i < ctx->num_outputs && st == HWP_OK; ++i)
+    st = ocl_check_view_sizes(&ctx->outputs[i], "output", i, fn);
+  return st;
+}
+
+static HWP_Status check_view(const HWP_TensorView *v, const char *what, int i, const char *fn) {
+  HWP_Status st = ocl_check_view_sizes(v, what, i, fn);
+  if (st != HWP_OK) return st;
   if (v->buffer == NULL && ocl_numel(v) > 0)
     return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s %d has a NULL buffer", fn, what, i);
   return HWP_OK;

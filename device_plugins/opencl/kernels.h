@@ -88,7 +88,7 @@ HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, c
                              cl_uint dims, const size_t *offset, const size_t *global,
                              const size_t *local, const char *fn);
 /* Checks the kernel context (device, counts, get_attr) and that every view has a known dtype,
- * a rank <= HWP_MAX_NDIM, non-negative dims and a buffer unless it is empty. */
+ * a rank <= HWP_MAX_NDIM, sizes that pass ocl_check_view_sizes and a buffer unless empty. */
 HWP_Status ocl_check_views(const HWP_KernelContext *ctx, int min_inputs, int max_inputs,
                            const char *fn);
 /* Splits rows of `len` into chunks (each a work-group of `local`) when `nout` rows are too few
@@ -97,7 +97,13 @@ HWP_Status ocl_check_views(const HWP_KernelContext *ctx, int min_inputs, int max
  * pay or no workspace is to be had. */
 void ocl_split_rows(const HWP_KernelContext *ctx, uint64_t nout, uint64_t len, size_t local,
                     size_t part_bytes, uint64_t *chunks, uint64_t *chunk, HWP_Buffer *ws);
-/* Element count of a view. */
+/* Checks view `v` (named `what` `i`, or `what` alone for i < 0, in messages): known dtype, rank 0..HWP_MAX_NDIM, a shape
+ * when ndim > 0, and hwp_view_size_error's size checks (so that no offset or product a kernel
+ * forms from it overflows int64). */
+HWP_Status ocl_check_view_sizes(const HWP_TensorView *v, const char *what, int i, const char *fn);
+/* ocl_check_view_sizes over every input and output of the context (counts already checked). */
+HWP_Status ocl_check_context_sizes(const HWP_KernelContext *ctx, const char *fn);
+/* Element count of a view (checked by ocl_check_view_sizes first). */
 uint64_t ocl_numel(const HWP_TensorView *v);
 /* Whether the view's byte offset is a multiple of its itemsize (strides count elements). */
 int ocl_view_aligned(const HWP_TensorView *v);

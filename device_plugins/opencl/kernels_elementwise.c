@@ -77,8 +77,7 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   int dev = ctx->device;
   if ((key == HWP_DTYPE_FLOAT64 || o->dtype == HWP_DTYPE_FLOAT64) && !g_fp64[dev])
     return ocl_error(HWP_ERROR_NOT_SUPPORTED, "%s: device %d has no cl_khr_fp64", fn, dev);
-  if (o->ndim < 0 || o->ndim > HWP_MAX_NDIM)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad ndim %d", fn, (int)o->ndim);
+  if ((st = ocl_check_context_sizes(ctx, fn)) != HWP_OK) return st;
   for (int i = 0; i < nin; ++i) {
     const HWP_TensorView *v = &ctx->inputs[i];
     HWP_DType want = (op->kind == OCL_EW_WHERE && i == 0) ? HWP_DTYPE_BOOL

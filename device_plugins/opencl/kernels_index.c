@@ -65,9 +65,8 @@ static HWP_Status view_load(const char *op, const char *what, const HWP_TensorVi
                             ix_view *out) {
   memset(out, 0, sizeof *out);
   size_t isz = hwp_dtype_size(v->dtype);
-  if (isz == 0 || v->ndim < 0 || v->ndim > HWP_MAX_NDIM || (v->ndim > 0 && v->shape == NULL))
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: %s has dtype %d and ndim %d", op, what,
-                     (int)v->dtype, (int)v->ndim);
+  HWP_Status st = ocl_check_view_sizes(v, what, -1, op);
+  if (st != HWP_OK) return st;
   out->buf = (cl_mem)v->buffer;
   out->off = v->byte_offset;
   out->dtype = v->dtype;

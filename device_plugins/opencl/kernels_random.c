@@ -50,8 +50,7 @@ static HWP_Status ocl_kernel_uniform(const HWP_KernelContext *ctx) {
   if (o->dtype < HWP_DTYPE_FLOAT16 || o->dtype > HWP_DTYPE_FLOAT64)
     return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output dtype %d is not a float dtype", op,
                      (int)o->dtype);
-  if (o->ndim < 0 || o->ndim > HWP_MAX_NDIM)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad output ndim %d", op, (int)o->ndim);
+  if ((st = ocl_check_context_sizes(ctx, op)) != HWP_OK) return st;
   if (!ocl_device_has_fp64(g_ocl.devices[ctx->device].id))
     return ocl_error(HWP_ERROR_NOT_SUPPORTED, "%s: device %d has no double precision", op,
                      (int)ctx->device);

@@ -229,8 +229,7 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
                      (int)odt);
   if ((dt == HWP_DTYPE_FLOAT64 || odt == HWP_DTYPE_FLOAT64) && !g_red_fp64[dev])
     return ocl_error(HWP_ERROR_NOT_SUPPORTED, "%s: device %d has no cl_khr_fp64", fn, dev);
-  if (x->ndim < 0 || x->ndim > HWP_MAX_NDIM || o->ndim < 0 || o->ndim > HWP_MAX_NDIM)
-    return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: bad ndim", fn);
+  if ((st = ocl_check_context_sizes(ctx, fn)) != HWP_OK) return st;
   if (ctx->get_attr == NULL)
     return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the kernel context has no get_attr", fn);
   const int64_t *axis = NULL;

@@ -22,9 +22,14 @@ CachingAllocator::~CachingAllocator() {
   }
 }
 
+uint64_t CachingAllocator::round_up(uint64_t nbytes, uint64_t multiple) {
+  // Callers bound nbytes by kMaxAllocation first, so this cannot wrap.
+  return (nbytes + multiple - 1) / multiple * multiple;
+}
+
 uint64_t CachingAllocator::round_size(uint64_t nbytes) {
   if (nbytes < kMinBlock) return kMinBlock;
-  return (nbytes + kMinBlock - 1) / kMinBlock * kMinBlock;
+  return round_up(nbytes, kMinBlock);
 }
 
 Block* CachingAllocator::find_free(std::set<Block*, BySize>& pool, uint64_t size,
@@ -70,6 +75,13 @@ Block* CachingAllocator::new_segment(uint64_t segment_size, HWP_Stream stream,
 
 Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream, bool segment_start) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (nbytes > kMaxAllocation) {  // no device holds it; rounding it up would wrap
+    ++stats_.num_ooms;
+    raise(ErrorKind::OutOfMemory, "out of memory on " + device_->name + ": tried to allocate " +
+                                      std::to_string(nbytes) + " bytes, more than any device " +
+                                      "can hold (at most " + std::to_string(kMaxAllocation) +
+                                      " bytes)");
+  }
   if (!pending_.empty()) process_pending_locked(false);
   const uint64_t size = round_size(nbytes);
   const bool small = size <= kSmallSize;
@@ -80,7 +92,7 @@ Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream, bool segme
     uint64_t segment = small ? kSmallSegment
                              : (size < kMediumSegment / 2
                                     ? kMediumSegment
-                                    : (size + kLargeRound - 1) / kLargeRound * kLargeRound);
+                                    : round_up(size, kLargeRound));
     block = new_segment(segment, stream, small);
     if (!block && segment != size) block = new_segment(size, stream, small);
     if (!block) {

@@ -54,6 +54,9 @@ class CachingAllocator {
   static constexpr uint64_t kSmallSegment = 2 << 20;      // small blocks come from 2 MiB segments
   static constexpr uint64_t kMediumSegment = 20 << 20;    // 1..10 MiB requests: 20 MiB segments
   static constexpr uint64_t kLargeRound = 2 << 20;
+  // Larger requests fail as out of memory before any rounding (INT64_MAX: byte offsets cross
+  // the ABI as int64; a multiple of kLargeRound below it keeps round_up from wrapping).
+  static constexpr uint64_t kMaxAllocation = (uint64_t{1} << 63) - kLargeRound;
 
   explicit CachingAllocator(Device* device) : device_(device) {}
   ~CachingAllocator();
@@ -80,6 +83,7 @@ class CachingAllocator {
     Block* block;
     std::vector<HWP_Event> events;
   };
+  static uint64_t round_up(uint64_t nbytes, uint64_t multiple);
   static uint64_t round_size(uint64_t nbytes);
   Block* find_free(std::set<Block*, BySize>& pool, uint64_t size, HWP_Stream stream,
                    bool segment_start);

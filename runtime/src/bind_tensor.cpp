@@ -57,8 +57,8 @@ py::tuple to_tuple(const Shape& s) {
 
 py::array to_numpy(const Tensor& t) {
   py::dtype dt = numpy_dtype(t.dtype);
+  const uint64_t nbytes = tensor_nbytes(t.shape, t.dtype, "numpy");
   py::array out(dt, t.shape);
-  const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * itemsize(t.dtype);
   if (nbytes == 0) return out;
   Device* dev = t.device();
   const Plugin& p = *dev->plugin;
@@ -161,16 +161,16 @@ Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int6
     raise(ErrorKind::Value, "_view: shape " + shape_str(shape) + " and strides " +
                                 shape_str(strides) + " must have the same length (at most " +
                                 std::to_string(HWP_MAX_NDIM) + ")");
-  int64_t lo = offset, hi = offset;
-  bool empty = false;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0) raise(ErrorKind::Value, "_view: negative dimension in " + shape_str(shape));
-    if (shape[i] == 0) empty = true;
-    const int64_t extent = (shape[i] - 1) * strides[i];
-    if (extent < 0) lo += extent; else hi += extent;
-  }
+  const std::string what = "_view";
+  check_shape(shape, what);
+  tensor_nbytes(shape, t.dtype, what);  // every tensor, a view too, fits the byte limit
+  if (offset < 0)
+    raise(ErrorKind::Value, "_view: offset must be >= 0, got " + std::to_string(offset));
+  int64_t lo = 0, hi = 0;
+  const bool empty = !view_extent(shape, strides, t.dtype, what, &lo, &hi);
   const int64_t capacity = static_cast<int64_t>(t.storage->nbytes() / itemsize(t.dtype));
-  if (!empty && (lo < 0 || hi >= capacity))
+  // offset + lo >= 0 and offset + hi < capacity, without forming either sum (it may overflow).
+  if (!empty && (lo < -offset || hi >= capacity - offset))
     raise(ErrorKind::Value, "_view: shape " + shape_str(shape) + ", strides " +
                                 shape_str(strides) + ", offset " + std::to_string(offset) +
                                 " reach outside the storage of " + std::to_string(capacity) +
@@ -233,7 +233,7 @@ Tensor tensor_from_numpy(py::array array, Device* device) {
   // numpy arrays here are C-contiguous (to_tensor makes sure of it).
   Shape shape(array.shape(), array.shape() + array.ndim());
   Tensor t = Tensor::empty(shape, dtype, device);
-  const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * itemsize(dtype);
+  const uint64_t nbytes = tensor_nbytes(shape, dtype, "to_tensor");
   if (nbytes == 0) return t;
   const void* src = array.data();
   const Plugin& p = *device->plugin;

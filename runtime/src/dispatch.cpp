@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "errors.h"
 #include "ops.h"
@@ -105,6 +106,10 @@ HWP_Status host_allocate_workspace(const HWP_KernelContext* ctx, uint64_t nbytes
     return HWP_OK;
   } catch (const Error& e) {
     return e.kind() == ErrorKind::OutOfMemory ? HWP_ERROR_OUT_OF_MEMORY : HWP_ERROR_INTERNAL;
+  } catch (const std::bad_alloc&) {  // nothing may unwind into the plugin
+    return HWP_ERROR_OUT_OF_MEMORY;
+  } catch (...) {
+    return HWP_ERROR_INTERNAL;
   }
 }
 
@@ -152,7 +157,7 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
   for (int i = 0; i < num_outputs; ++i) {
     Tensor moved = transfer(cpu_out[i], device);
     const Plugin& p = *device->plugin;
-    uint64_t nbytes = static_cast<uint64_t>(outputs[i]->numel()) * itemsize(outputs[i]->dtype);
+    const uint64_t nbytes = tensor_nbytes(outputs[i]->shape, outputs[i]->dtype, name);
     if (nbytes == 0) continue;
     p.check(p.memory.copy_d2d(device->index, outputs[i]->storage->buffer(),
                               outputs[i]->byte_offset(), moved.storage->buffer(),

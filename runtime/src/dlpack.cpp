@@ -222,15 +222,25 @@ Tensor wrap_dltensor(const DLTensor& dl, Device* device, const std::function<voi
   }
   Tensor t;
   t.dtype = dtype;
-  t.shape.assign(dl.shape, dl.shape + dl.ndim);
-  t.strides = dl.strides ? Shape(dl.strides, dl.strides + dl.ndim) : contiguous_strides(t.shape);
   const int64_t size = static_cast<int64_t>(itemsize(dtype));
   int64_t lo = 0, hi = 0;  // element extents relative to the first element
   bool empty = false;
-  for (int i = 0; i < dl.ndim; ++i) {
-    if (t.shape[i] == 0) empty = true;
-    int64_t extent = (t.shape[i] - 1) * t.strides[i];
-    if (extent < 0) lo += extent; else hi += extent;
+  try {  // the producer's shape and strides are untrusted: checked like any view
+    if (dl.ndim < 0 || dl.ndim > HWP_MAX_NDIM)
+      raise(ErrorKind::Value, "from_dlpack: ndim " + std::to_string(dl.ndim) +
+                                  " is out of range (expected 0.." +
+                                  std::to_string(HWP_MAX_NDIM) + ")");
+    if (dl.ndim > 0 && !dl.shape)
+      raise(ErrorKind::Value, "from_dlpack: the DLTensor has ndim " + std::to_string(dl.ndim) +
+                                  " but a NULL shape");
+    t.shape.assign(dl.shape, dl.shape + dl.ndim);
+    check_shape(t.shape, "from_dlpack");
+    tensor_nbytes(t.shape, dtype, "from_dlpack");
+    t.strides = dl.strides ? Shape(dl.strides, dl.strides + dl.ndim) : contiguous_strides(t.shape);
+    empty = !view_extent(t.shape, t.strides, dtype, "from_dlpack", &lo, &hi);
+  } catch (...) {
+    release();
+    throw;
   }
   char* first = static_cast<char*>(dl.data) + dl.byte_offset;
   uint64_t nbytes = empty ? 0 : static_cast<uint64_t>((hi - lo + 1) * size);

@@ -209,7 +209,11 @@ void launch_py(const std::string& op, py::handle dtype, const std::vector<Tensor
 }
 
 void register_exceptions(py::module_& m) {
-  static py::exception<Error> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
+  // A MemoryError (as PyTorch's and numpy's are), so generic handlers catch it; still a
+  // RuntimeError, as before.
+  static py::exception<Error> oom(
+      m, "OutOfMemoryError",
+      py::make_tuple(py::handle(PyExc_RuntimeError), py::handle(PyExc_MemoryError)));
   static py::exception<Error> fallback(m, "FallbackError", PyExc_RuntimeError);
   static py::exception<Error> unsupported(m, "NotSupportedError", PyExc_NotImplementedError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -355,9 +359,12 @@ PYBIND11_MODULE(_core, m) {
     else v = AttrValue::of_float(value.cast<double>());
     return full(shape, v, dt, device_from_py(place));
   }, py::arg("shape"), py::arg("value"), py::arg("dtype"), py::arg("place") = py::none());
-  m.def("empty", [](const std::vector<int64_t>& shape, py::handle dtype, py::handle place) {
-    return Tensor::empty(shape, dtype_from_py(dtype, "empty", "dtype"), device_from_py(place));
-  }, py::arg("shape"), py::arg("dtype"), py::arg("place") = py::none());
+  m.def("empty", [](const std::vector<int64_t>& shape, py::handle dtype, py::handle place,
+                    const std::string& op) {
+    return Tensor::empty(shape, dtype_from_py(dtype, op.c_str(), "dtype"), device_from_py(place),
+                         op.c_str());
+  }, py::arg("shape"), py::arg("dtype"), py::arg("place") = py::none(), py::arg("op") = "empty",
+     "Uninitialized contiguous memory; size errors name `op` (the op asking for it).");
   m.def("has_kernel", [](const std::string& op, py::handle place, py::handle dtype) {
     Device* d = device_from_py(place);
     return d->plugin->kernels.find(op_id(op), dtype_from_py(dtype, "has_kernel", "dtype")) !=

@@ -39,7 +39,7 @@ Tensor broadcast_to(const Tensor& t, const Shape& shape) {
 Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
 Tensor clone(const Tensor& t) {
-  Tensor out = Tensor::empty(t.shape, t.dtype, t.device());
+  Tensor out = Tensor::empty(t.shape, t.dtype, t.device(), "copy");
   if (out.numel() == 0) return out;
   const Tensor* in[] = {&t};
   Tensor* outs[] = {&out};
@@ -49,7 +49,7 @@ Tensor clone(const Tensor& t) {
 
 Tensor cast(const Tensor& t, DType dtype) {
   if (t.dtype == dtype) return t;
-  Tensor out = Tensor::empty(t.shape, dtype, t.device());
+  Tensor out = Tensor::empty(t.shape, dtype, t.device(), "cast");
   if (out.numel() == 0) return out;
   const Tensor* in[] = {&t};
   Tensor* outs[] = {&out};
@@ -58,7 +58,7 @@ Tensor cast(const Tensor& t, DType dtype) {
 }
 
 Tensor full(const Shape& shape, const AttrValue& value, DType dtype, Device* device) {
-  Tensor out = Tensor::empty(shape, dtype, device);
+  Tensor out = Tensor::empty(shape, dtype, device, "full");
   if (out.numel() == 0) return out;
   Tensor* outs[] = {&out};
   run_kernel(core_ops().fill, dtype, device, nullptr, 0, outs, 1, Attrs{{"value", value}});
@@ -73,7 +73,7 @@ Tensor binary(int op, const Tensor& a, const Tensor& b) {
   const DType dtype = promote_types(a.dtype, b.dtype);
   const Shape shape =
       a.shape == b.shape ? a.shape : broadcast_shapes(op_name(op).c_str(), a.shape, b.shape);
-  Tensor out = Tensor::empty(shape, dtype, a.device());
+  Tensor out = Tensor::empty(shape, dtype, a.device(), op_name(op).c_str());
   if (out.numel() == 0) return out;
   const Tensor ac = a.dtype == dtype ? broadcast_to(a, shape) : broadcast_to(cast(a, dtype), shape);
   const Tensor bc = b.dtype == dtype ? broadcast_to(b, shape) : broadcast_to(cast(b, dtype), shape);

@@ -54,19 +54,82 @@ Storage::~Storage() {
   release_();
 }
 
+namespace {
+
+[[noreturn]] void shape_overflow(const Shape& shape, const std::string& what) {
+  raise(ErrorKind::Value, what + ": shape " + shape_str(shape) +
+                              " has more elements than an int64 can count");
+}
+
+}  // namespace
+
+void check_shape(const Shape& shape, const std::string& what) {
+  int64_t span = 1;
+  for (int64_t d : shape) {
+    if (d < 0) raise(ErrorKind::Value, what + ": negative dimension in shape " + shape_str(shape));
+    if (__builtin_mul_overflow(span, d > 0 ? d : 1, &span)) shape_overflow(shape, what);
+  }
+}
+
+uint64_t tensor_nbytes(const Shape& shape, DType dtype, const std::string& what) {
+  // The contiguous strides in bytes (zero dims counted as 1) must fit too: plugins form them.
+  int64_t span = 1, bytes = 0;
+  for (int64_t d : shape) span *= d > 0 ? d : 1;  // fits: check_shape
+  const int64_t n = numel(shape);
+  if (__builtin_mul_overflow(span, static_cast<int64_t>(itemsize(dtype)), &bytes)) {
+    const std::string described = "a tensor of shape " + shape_str(shape) + " and dtype " +
+                                  dtype_name(dtype) + " (" + std::to_string(n) +
+                                  " elements of " + std::to_string(itemsize(dtype)) + " bytes)";
+    if (n == 0)
+      raise(ErrorKind::Value, what + ": the strides of " + described + " overflow int64 bytes");
+    raise(ErrorKind::OutOfMemory, what + ": " + described +
+                                      " is larger than any device can hold (at most " +
+                                      std::to_string(kMaxTensorBytes) + " bytes)");
+  }
+  return static_cast<uint64_t>(n) * itemsize(dtype);
+}
+
+bool view_extent(const Shape& shape, const Shape& strides, DType dtype, const std::string& what,
+                 int64_t* lo, int64_t* hi) {
+  *lo = *hi = 0;
+  const int64_t size = static_cast<int64_t>(itemsize(dtype));
+  bool empty = false, overflow = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t extent = 0, bytes = 0;
+    // Plugins scale every stride to bytes, a size-1 dim's too.
+    overflow |= __builtin_mul_overflow(strides[i], size, &bytes);
+    if (shape[i] == 0) empty = true;
+    if (empty || overflow) continue;
+    overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &extent) ||
+                __builtin_add_overflow(extent < 0 ? *lo : *hi, extent, extent < 0 ? lo : hi);
+  }
+  // The byte extents must be representable too: (hi - lo + 1) elements of `size` bytes.
+  int64_t span = 0;
+  overflow |= !empty && (__builtin_sub_overflow(*hi, *lo, &span) ||
+                         __builtin_add_overflow(span, 1, &span) ||
+                         __builtin_mul_overflow(span, size, &span));
+  if (overflow)
+    raise(ErrorKind::Value, what + ": a view of shape " + shape_str(shape) + " and strides " +
+                                shape_str(strides) + " spans more bytes than an int64 can count");
+  if (empty) *lo = *hi = 0;
+  return !empty;
+}
+
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s))
+      shape_overflow(shape, "contiguous strides");
   }
   return strides;
 }
 
 int64_t numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) shape_overflow(shape, "numel");
   return n;
 }
 
@@ -77,40 +140,45 @@ std::string shape_str(const Shape& shape) {
 }
 
 bool Tensor::is_contiguous() const {
-  int64_t expected = 1;
+  for (int64_t d : shape)
+    if (d == 0) return true;
+  int64_t expected = 1;  // bounded by numel: no dim is 0
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;
-    if (shape[i] == 0) return true;
     if (strides[i] != expected) return false;
     expected *= shape[i];
   }
   return true;
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device* device) {
-  for (int64_t d : shape)
-    if (d < 0) raise(ErrorKind::Value, "negative dimension in shape " + shape_str(shape));
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device* device, const char* what) {
+  check_shape(shape, what);
+  const uint64_t nbytes = tensor_nbytes(shape, dtype, what);
   Tensor t;
   t.shape = shape;
   t.strides = contiguous_strides(shape);
   t.dtype = dtype;
-  t.storage = Storage::allocate(device, static_cast<uint64_t>(hwport::numel(shape)) * itemsize(dtype));
+  try {
+    t.storage = Storage::allocate(device, nbytes);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::OutOfMemory) throw;
+    raise(ErrorKind::OutOfMemory, std::string(what) + ": cannot allocate a tensor of shape " +
+                                      shape_str(shape) + " and dtype " + dtype_name(dtype) +
+                                      ": " + e.what());
+  }
   return t;
 }
 
 void Tensor::byte_span(uint64_t* lo, uint64_t* hi) const {
-  int64_t min_e = offset, max_e = offset;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) {
-      *lo = *hi = byte_offset();
-      return;
-    }
-    int64_t extent = (shape[i] - 1) * strides[i];
-    if (extent < 0) min_e += extent; else max_e += extent;
+  int64_t min_e = 0, max_e = 0;
+  if (!view_extent(shape, strides, dtype, "byte_span", &min_e, &max_e)) {
+    *lo = *hi = byte_offset();
+    return;
   }
+  // Views are checked against their storage when made, so these stay inside it.
   const uint64_t size = itemsize(dtype);
-  *lo = storage->base_offset() + static_cast<uint64_t>(min_e) * size;
-  *hi = storage->base_offset() + static_cast<uint64_t>(max_e + 1) * size;
+  *lo = storage->base_offset() + static_cast<uint64_t>(offset + min_e) * size;
+  *hi = storage->base_offset() + static_cast<uint64_t>(offset + max_e + 1) * size;
 }
 
 }  // namespace hwport

@@ -55,8 +55,27 @@ class Storage {
   std::function<void()> release_;
 };
 
-Shape contiguous_strides(const Shape& shape);
-int64_t numel(const Shape& shape);
+// ---- checked size arithmetic ------------------------------------------------------------
+// Every element count, byte count and view extent of the runtime goes through these, so none
+// wraps around. The limit: byte offsets and byte strides cross the ABI as int64, so no tensor
+// (view or allocation) may span more than INT64_MAX bytes.
+constexpr uint64_t kMaxTensorBytes = static_cast<uint64_t>(INT64_MAX);
+
+// Throws ValueError (prefixed `what`) unless every dim is >= 0 and the product of the dims,
+// zeros counted as 1 (the largest contiguous stride), fits in int64.
+void check_shape(const Shape& shape, const std::string& what);
+// Bytes of a contiguous tensor of a checked shape: throws OutOfMemoryError (prefixed `what`,
+// naming shape and dtype) above kMaxTensorBytes; ValueError for an empty tensor whose
+// contiguous strides in bytes (zero dims counted as 1) would overflow int64.
+uint64_t tensor_nbytes(const Shape& shape, DType dtype, const std::string& what);
+// Element extents [*lo, *hi] of a view relative to its first element; false (extents 0) for an
+// empty view. Throws ValueError (prefixed `what`) when an extent, or any stride in bytes,
+// overflows int64. The shape must be checked (check_shape).
+bool view_extent(const Shape& shape, const Shape& strides, DType dtype, const std::string& what,
+                 int64_t* lo, int64_t* hi);
+
+Shape contiguous_strides(const Shape& shape);  // shape checked (throws ValueError otherwise)
+int64_t numel(const Shape& shape);             // shape checked (throws ValueError otherwise)
 std::string shape_str(const Shape& shape);
 
 struct Tensor {
@@ -73,8 +92,10 @@ struct Tensor {
   uint64_t byte_offset() const {
     return storage->base_offset() + static_cast<uint64_t>(offset) * itemsize(dtype);
   }
-  // A fresh contiguous tensor on `device` (uninitialized memory).
-  static Tensor empty(const Shape& shape, DType dtype, Device* device);
+  // A fresh contiguous tensor on `device` (uninitialized memory). Size errors (ValueError,
+  // OutOfMemoryError) name `what`, the op asking for it.
+  static Tensor empty(const Shape& shape, DType dtype, Device* device,
+                      const char* what = "empty");
   // Byte range [lo, hi) of the storage that the view touches (for span copies).
   void byte_span(uint64_t* lo, uint64_t* hi) const;
 };
