@@ -15,7 +15,7 @@ from hwport.runtime._core import DType, Tensor
 
 from . import infer_meta
 from .infer_meta import Meta, Plan
-from .promotion import scalar_dtype
+from .promotion import check_scalar_fits, scalar_dtype
 from .schema import REQUIRED, OpDef, load_ops
 
 _OPS = load_ops()
@@ -30,48 +30,87 @@ def op_def(name: str) -> OpDef:
 
 # ---- arguments --------------------------------------------------------------------------
 
+_INT64 = (-(2**63), 2**63 - 1)
+_EXPECTED = {"int": "an int", "ints": "an int or a list of ints", "float": "a number",
+             "floats": "a list of numbers", "bool": "a bool", "str": "a str", "dtype": "a dtype"}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _int64(op: OpDef, name: str, v: Any) -> int:
+    """An int attribute crosses the kernel ABI as int64: a larger one is refused here."""
+    v = int(v)
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise ValueError(f"{op.name}: {name}={v} does not fit in int64 (range "
+                         f"[{_INT64[0]}, {_INT64[1]}])")
+    return v
+
+
+def _number(op: OpDef, name: str, v: Any) -> bool | int | float:
+    """A float attribute: bools stay bools, ints stay exact while they fit int64 (the kernel
+    reads them as INT64 where it matters), larger ints become the nearest float."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if _is_int(v):
+        v = int(v)
+        if _INT64[0] <= v <= _INT64[1]:
+            return v
+        try:
+            return float(v)
+        except OverflowError:
+            raise ValueError(f"{op.name}: {name}={v} is too large for any float dtype "
+                             "(at most about 1.8e308)") from None
+    return float(v)
+
+
 def _attr(op: OpDef, name: str, kind: str, value: Any) -> Any:
     def bad(expected: str) -> TypeError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return TypeError(f"{op.name}: {name} expected {expected}, got "
-                         f"{type(value).__name__} {value!r}")
+                         f"{type(value).__name__} {shown}")
 
     if value is None:
-        if op.attr_map[name].required:
+        spec = op.attr_map[name]
+        if spec.required:
             raise TypeError(f"{op.name}: {name} is required and cannot be None")
+        if spec.default is not None and not (kind == "ints" and spec.default == []):
+            raise bad(f"{_EXPECTED[kind]} (None is not allowed; default {spec.default!r})")
         return None
     if kind == "ints":
         if isinstance(value, Tensor):
             value = value.tolist()
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            return [int(value)]
-        if isinstance(value, (list, tuple)) and all(
-                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
-            return [int(v) for v in value]
-        raise bad("an int or a list of ints")
+        if _is_int(value):
+            return [_int64(op, name, value)]
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                if not _is_int(v):
+                    raise bad(f"a list of ints ({name}[{i}] is {type(v).__name__} {v!r})")
+            return [_int64(op, f"{name}[{i}]", v) for i, v in enumerate(value)]
+        raise bad(_EXPECTED[kind])
     if kind == "int":
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            return int(value)
-        raise bad("an int")
+        if _is_int(value):
+            return _int64(op, name, value)
+        raise bad(_EXPECTED[kind])
     if kind == "float":
-        if isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        if isinstance(value, (int, np.integer)):
-            return int(value)  # kept exact: the kernel reads it as INT64 where it matters
-        if isinstance(value, (float, np.floating)):
-            return float(value)
-        raise bad("a number")
+        if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return _number(op, name, value)
+        raise bad(_EXPECTED[kind])
     if kind == "floats":
-        if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
-            return [float(v) for v in value]
-        raise bad("a list of numbers")
+        if isinstance(value, (list, tuple)) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return [float(_number(op, f"{name}[{i}]", v)) for i, v in enumerate(value)]
+        raise bad(_EXPECTED[kind])
     if kind == "bool":
         if isinstance(value, (bool, np.bool_)):
             return bool(value)
-        raise bad("a bool")
+        raise bad(_EXPECTED[kind])
     if kind == "str":
         if isinstance(value, str):
             return value
-        raise bad("a str")
+        raise bad(_EXPECTED[kind])
     if kind == "dtype":  # validated by the core; carried as its name (the oracle's currency)
         return str(_core.parse_dtype(value, op.name, name))
     raise AssertionError(kind)
@@ -102,12 +141,13 @@ def _as_tensor(op: OpDef, name: str, value: Any, like: Tensor | None, place: Any
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _SCALARS):
-        dtype = scalar_dtype(value.item() if isinstance(value, np.generic) else value,
-                             str(like.dtype) if like is not None else None)
+        value = value.item() if isinstance(value, np.generic) else value
+        dtype = scalar_dtype(value, str(like.dtype) if like is not None else None)
+        check_scalar_fits(op.name, name, value, dtype)  # int8 tensor + 1000 raises (numpy 2)
         target = like.place if like is not None else place
-        return _core.full([], value.item() if isinstance(value, np.generic) else value,
-                          dtype, target)
-    raise TypeError(f"{op.name}: {name} expected a Tensor, got {type(value).__name__}")
+        return _core.full([], value, dtype, target)
+    raise TypeError(f"{op.name}: {name} expected a Tensor or a Python scalar, got "
+                    f"{type(value).__name__}")
 
 
 def _inputs(op: OpDef, args: Sequence[Any], place: Any) -> list[Any]:
@@ -227,9 +267,29 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
         _check_index(op, "index", index, plan.attrs["_bound"])
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
+    if "_nonnegative" in plan.attrs:
+        i = plan.attrs["_nonnegative"]
+        _check_nonnegative(op, op.inputs[i].name, args[i] if i < len(args) else None,
+                           inputs[i], plan.casts.get(i, key_dtype))
     if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
         return _decompose(op, inputs, plan, target)
     return _launch(op, inputs, plan, key_dtype, target)
+
+
+def _check_nonnegative(op: OpDef, name: str, given: Any, t: Tensor, dtype: str) -> None:
+    """Integer pow: a negative exponent is an error (numpy: "Integers to negative integer
+    powers are not allowed"); a Python scalar is checked as given, a tensor by reading its
+    minimum back (a synchronizing read, as the index check does)."""
+    if isinstance(given, _SCALARS) and not isinstance(given, (bool, np.bool_)):
+        lo = given
+    elif t.size == 0:
+        return
+    else:
+        lo = call("min", (t,), {}).item()
+    if lo < 0:
+        raise ValueError(f"{op.name}: {name} holds {lo}: integers to negative integer powers "
+                         f"are not allowed ({op.name} computes in {dtype}; use a float x for "
+                         "negative exponents)")
 
 
 def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any) -> bool:
@@ -285,6 +345,21 @@ def _check_dtype(op: OpDef, dtype: str, metas: list[Any], key_index: int | None)
 
 
 def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
+    try:
+        return _run_decomposition(op, inputs, plan, target)
+    except (TypeError, ValueError, IndexError) as exc:
+        # infer-meta validates a composite fully; should an inner op still refuse, the error
+        # names the public op the user called, not only the inner one.
+        if str(exc).startswith(f"{op.name}:"):
+            raise
+        try:
+            renamed = type(exc)(f"{op.name}: {exc}")
+        except TypeError:
+            raise exc from None
+        raise renamed from exc
+
+
+def _run_decomposition(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
     from . import decompositions
 
     fn = getattr(decompositions, op.decompose)

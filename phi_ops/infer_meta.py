@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .promotion import out_dtype, result_type
+from .promotion import check_scalar_fits, out_dtype, result_type
 from .schema import OpDef
 
 
@@ -154,6 +154,12 @@ def _check_roll(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
         raise ValueError(f"roll: without axis, shifts must be one value, got {shifts}")
 
 
+def _check_softplus(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
+    beta = attrs["beta"]
+    if beta == 0 or beta != beta:
+        raise ValueError(f"softplus: beta must be a nonzero number (it divides), got {beta}")
+
+
 def _check_cast(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
     if attrs.get("dtype") is None:
         raise TypeError("cast: dtype is required")
@@ -166,6 +172,7 @@ _UNARY_CHECKS: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], None]] = {
     "dropout": _check_dropout,
     "roll": _check_roll,
     "cast": _check_cast,
+    "softplus": _check_softplus,
 }
 
 
@@ -178,7 +185,10 @@ def binary(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
                         f"support; supported: {', '.join(op.dtypes)}")
     out = _out(op, [common, common], attrs)
     compute = out if op.out_dtype == "float" else common
-    return Plan([Meta(shape, out)], dict(attrs), casts={0: compute, 1: compute},
+    attrs = dict(attrs)
+    if op.name == "pow" and compute in INTEGER_DTYPES:
+        attrs["_nonnegative"] = 1  # the dispatcher checks y's values (numpy raises too)
+    return Plan([Meta(shape, out)], attrs, casts={0: compute, 1: compute},
                 broadcast=shape)
 
 
@@ -352,6 +362,8 @@ def transpose(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 def flatten(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x = inputs[0]
+    start = normalize_axis(op.name, "start_axis", attrs["start_axis"], x.ndim)
+    normalize_axis(op.name, "stop_axis", attrs["stop_axis"], x.ndim)
     if x.ndim == 0:
         return Plan([Meta((1,), x.dtype)], dict(attrs, start_axis=0, stop_axis=0))
     start = normalize_axis(op.name, "start_axis", attrs["start_axis"], x.ndim)
@@ -392,11 +404,12 @@ def expand(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
         src = x.shape[i - lead] if i >= lead else None
         if d == -1:
             if src is None:
-                raise ValueError(f"expand: -1 is not allowed for the new leading dim {i}")
+                raise ValueError(f"expand: shape {attrs['shape']}: -1 is not allowed for the new "
+                                 f"leading dim {i} of x {shape_str(x.shape)}")
             target[i] = src
         elif d < 0 or (src is not None and src not in (1, d)):
             raise ValueError(f"expand: cannot expand x of shape {shape_str(x.shape)} to "
-                             f"{attrs['shape']} (dimension {i})")
+                             f"shape {attrs['shape']} (dimension {i})")
     return Plan([Meta(tuple(target), x.dtype)], dict(attrs, shape=target))
 
 
@@ -443,19 +456,20 @@ def split(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if sections.count(-1) == 1 and attrs.get("_sizes", True):  # one size inferred
         rest = sum(s for s in sections if s != -1)
         if rest > dim:
-            raise ValueError(f"split: sizes {sections} exceed dimension {axis} of size {dim}")
+            raise ValueError(f"split: sections {sections} exceed dimension {axis} of size "
+                             f"{dim}")
         sections = [dim - rest if s == -1 else s for s in sections]
     if len(sections) == 1 and not attrs.get("_sizes"):
         n = sections[0]
         if n <= 0 or dim % n:
-            raise ValueError(f"split: cannot split dimension {axis} of size {dim} into {n} "
-                             "equal parts")
+            raise ValueError(f"split: sections={n}: cannot split dimension {axis} of size "
+                             f"{dim} into {n} equal parts")
         sizes = [dim // n] * n
     else:
         sizes = sections
     if any(s < 0 for s in sizes) or sum(sizes) != dim:
-        raise ValueError(f"split: sizes {sizes} must be >= 0 and add up to {dim} (dimension "
-                         f"{axis} of x {shape_str(x.shape)})")
+        raise ValueError(f"split: sections {sizes} must be >= 0 and add up to {dim} "
+                         f"(dimension {axis} of x {shape_str(x.shape)})")
     outs = []
     for s in sizes:
         shape = list(x.shape)
@@ -478,6 +492,9 @@ def slice_(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
             raise ValueError("slice: strides must not be 0")
         a = normalize_axis(op.name, "axes", given, x.ndim)
         start, stop, step = slice(s, e, st).indices(x.shape[a])
+        if abs(step) > max(x.shape[a], 1):  # selects one element: a stride that stays small
+            step = max(x.shape[a], 1) * (1 if step > 0 else -1)
+            strides = [step if k == len(norm_axes) else v for k, v in enumerate(strides)]
         norm_axes.append(a)
         norm_starts.append(start)
         norm_ends.append(stop)
@@ -545,7 +562,8 @@ def take_along_axis(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     axis = normalize_axis(op.name, "axis", attrs["axis"], x.ndim)
     others_x = [d for i, d in enumerate(x.shape) if i != axis]
     others_i = [d for i, d in enumerate(index.shape) if i != axis]
-    common = broadcast_shapes(op.name, [others_x, others_i], ["x", "index"])
+    common = broadcast_shapes(op.name, [others_x, others_i],
+                              ["x (without axis " + str(axis) + ")", "index"])
     out = list(common)
     out.insert(axis, index.shape[axis])
     return Plan([Meta(tuple(out), x.dtype)], dict(attrs, axis=axis, _bound=x.shape[axis]))
@@ -554,6 +572,8 @@ def take_along_axis(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 def scatter(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x, index, updates = inputs
     _require_int_index(op.name, "index", index)
+    if x.ndim == 0:
+        raise ValueError("scatter: x must have at least 1 dim, got a 0-d tensor")
     if index.ndim != 1:
         raise ValueError(f"scatter: index must be 1-D, got shape {shape_str(index.shape)}")
     axis = normalize_axis(op.name, "axis", attrs["axis"], x.ndim)
@@ -665,6 +685,32 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
 }
 
 
+MAX_NDIM = 16  # HWP_MAX_NDIM (runtime/include/hwport/types.h): kernels take no more dims
+
+# Attributes whose Python scalar becomes a value of the output's dtype: it must fit it
+# (promotion.check_scalar_fits, numpy 2's rule), not wrap.
+_VALUE_ATTRS = {"fill": "value", "full": "fill_value", "full_like": "fill_value",
+                "pad": "value"}
+
+
+def _check_ndim(op: OpDef, inputs: Inputs) -> None:
+    for spec, m in zip(op.inputs, inputs, strict=False):
+        for i, one in enumerate(m if isinstance(m, list) else [m]):
+            if one is not None and one.ndim > MAX_NDIM:
+                name = f"{spec.name}[{i}]" if spec.variadic else spec.name
+                raise ValueError(f"{op.name}: {name} has {one.ndim} dims "
+                                 f"{shape_str(one.shape)}; at most {MAX_NDIM} are supported")
+
+
 def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     """The plan for one call of `op` (raises on bad input, naming op and argument)."""
-    return RULES[op.infer_meta](op, inputs, attrs)
+    _check_ndim(op, inputs)
+    plan = RULES[op.infer_meta](op, inputs, attrs)
+    for i, m in enumerate(plan.outputs):
+        if m.ndim > MAX_NDIM:
+            raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
+                             f"{shape_str(m.shape)}); at most {MAX_NDIM} are supported")
+    value = _VALUE_ATTRS.get(op.name)
+    if value is not None and plan.attrs.get(value) is not None:
+        check_scalar_fits(op.name, value, plan.attrs[value], plan.outputs[0].dtype)
+    return plan

@@ -16,6 +16,7 @@ Independent of the runtime: the conformance oracle is built on this module.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -139,6 +140,29 @@ def scalar_dtype(value: Any, tensor_dtype: str | None) -> str:
     if isinstance(value, numbers.Real):
         return tensor_dtype if tensor_dtype in FLOATING else "float32"
     raise TypeError(f"unsupported scalar {value!r} of type {type(value).__name__}")
+
+
+_INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in INTEGER}
+
+
+def check_scalar_fits(op: str, arg: str, value: Any, dtype: str) -> None:
+    """The one rule for a Python scalar that becomes a value of `dtype` (a scalar operand, a
+    fill/pad value), as numpy 2 (NEP 50) has it: an int outside an integer dtype's range is an
+    error (numpy raises OverflowError; this raises ValueError naming op, argument, value and
+    range), never a wrap; a float into an integer dtype must be finite and in range after
+    truncation toward zero; a float too large for a float dtype becomes inf (as in numpy);
+    every number fits bool. The C++ side applies the same rule (runtime/src/py_convert.cpp
+    scalar_from_py)."""
+    if isinstance(value, bool | np.bool_) or dtype not in _INT_RANGES:
+        return
+    lo, hi = _INT_RANGES[dtype]
+    if isinstance(value, numbers.Integral):
+        ok = lo <= int(value) <= hi
+    else:
+        f = float(value)
+        ok = math.isfinite(f) and lo <= math.trunc(f) <= hi
+    if not ok:
+        raise ValueError(f"{op}: {arg}={value!r} does not fit in {dtype} (range [{lo}, {hi}])")
 
 
 # ---- output dtypes from ops.yaml ----------------------------------------------------------
