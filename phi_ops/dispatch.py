@@ -267,29 +267,9 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
         _check_index(op, "index", index, plan.attrs["_bound"])
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
-    if "_nonnegative" in plan.attrs:
-        i = plan.attrs["_nonnegative"]
-        _check_nonnegative(op, op.inputs[i].name, args[i] if i < len(args) else None,
-                           inputs[i], plan.casts.get(i, key_dtype))
     if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
         return _decompose(op, inputs, plan, target)
     return _launch(op, inputs, plan, key_dtype, target)
-
-
-def _check_nonnegative(op: OpDef, name: str, given: Any, t: Tensor, dtype: str) -> None:
-    """Integer pow: a negative exponent is an error (numpy: "Integers to negative integer
-    powers are not allowed"); a Python scalar is checked as given, a tensor by reading its
-    minimum back (a synchronizing read, as the index check does)."""
-    if isinstance(given, _SCALARS) and not isinstance(given, (bool, np.bool_)):
-        lo = given
-    elif t.size == 0:
-        return
-    else:
-        lo = call("min", (t,), {}).item()
-    if lo < 0:
-        raise ValueError(f"{op.name}: {name} holds {lo}: integers to negative integer powers "
-                         f"are not allowed ({op.name} computes in {dtype}; use a float x for "
-                         "negative exponents)")
 
 
 def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any) -> bool:

@@ -185,10 +185,7 @@ def binary(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
                         f"support; supported: {', '.join(op.dtypes)}")
     out = _out(op, [common, common], attrs)
     compute = out if op.out_dtype == "float" else common
-    attrs = dict(attrs)
-    if op.name == "pow" and compute in INTEGER_DTYPES:
-        attrs["_nonnegative"] = 1  # the dispatcher checks y's values (numpy raises too)
-    return Plan([Meta(shape, out)], attrs, casts={0: compute, 1: compute},
+    return Plan([Meta(shape, out)], dict(attrs), casts={0: compute, 1: compute},
                 broadcast=shape)
 
 
