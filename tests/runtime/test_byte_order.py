@@ -12,7 +12,7 @@ import hwport
 from hwport.runtime import _core
 
 SWAPPED = ">" if np.little_endian else "<"  # the byte order this host does not use
-DTYPES = ["i2", "u1", "i4", "i8", "f2", "f4", "f8"]
+DTYPES = ["i2", "i4", "i8", "f2", "f4", "f8"]
 PLACES = ["custom:cpu:0", "custom:cpu:1"]
 
 
