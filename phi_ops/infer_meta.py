@@ -703,7 +703,7 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     """The plan for one call of `op` (raises on bad input, naming op and argument)."""
     _check_ndim(op, inputs)
     plan = RULES[op.infer_meta](op, inputs, attrs)
-    for i, m in enumerate(plan.outputs):
+    for m in plan.outputs:
         if m.ndim > MAX_NDIM:
             raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
                              f"{shape_str(m.shape)}); at most {MAX_NDIM} are supported")

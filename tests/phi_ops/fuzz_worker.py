@@ -18,8 +18,9 @@ A case is a dict:
 A verdict is a dict: status "ok" (result matches the oracle), "ok_unchecked" (a result, and
 no oracle applies), "wrong" (result differs from the oracle, or the oracle refuses the call),
 "error" (an allowed exception naming op and argument), "unclear" (another exception, or one
-that does not name them), "harness" (the worker's own checks failed), plus "leak"/"broken" when the allocator did not return to its
-baseline or a valid op on the place failed afterwards; "detail" says why.
+that does not name them), "harness" (the worker's own checks failed), plus "leak"/"broken"
+when the allocator did not return to its baseline or a valid op on the place failed
+afterwards; "detail" says why.
 """
 
 from __future__ import annotations
