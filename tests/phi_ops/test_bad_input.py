@@ -553,3 +553,14 @@ def test_slice_with_a_huge_stride_takes_one_element():
         want = reference("slice", [x], {"axes": [1], "starts": [1], "ends": [4],
                                         "strides": [step]})
         np.testing.assert_array_equal(got, want)
+
+
+def test_indexing_with_huge_steps_zero_steps_and_bools():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = _t(x)
+    for key in [slice(0, 2**70, 2**70), slice(None, None, -(2**70)), (slice(1, None, 10**30), 2)]:
+        np.testing.assert_array_equal(t[key].numpy(), x[key])
+    with pytest.raises(ValueError, match=r"Tensor index: slice step must not be 0"):
+        t[::0]
+    with pytest.raises(TypeError, match=r"Tensor index: a bool"):
+        t[True]
