@@ -386,10 +386,9 @@ def flatten(x: Tensor, *, start_axis: int = 0, stop_axis: int = -1) -> Tensor:
 
 
 def squeeze(x: Tensor, *, axis: Sequence[int] = ()) -> Tensor:
-    """Drop the size-1 dims in axis, exactly those infer-meta listed (it turns an empty axis
-    into every size-1 dim, and drops the ones that are not size 1); a view."""
+    """Drop the size-1 dims in axis (all size-1 dims when empty; others are kept); a view."""
     nd = x.ndim
-    axes = {_norm_axis(a, nd) for a in axis}
+    axes = {_norm_axis(a, nd) for a in axis} if axis else set(range(nd))
     keep = [i for i in range(nd) if not (i in axes and x.shape[i] == 1)]
     return x._view([x.shape[i] for i in keep], [x.strides[i] for i in keep], x._offset)
 

@@ -224,7 +224,8 @@ def cast(t: Tensor, dtype: str | DType) -> Tensor:
     return t.astype(dtype)
 
 
-def _check_index(op: OpDef, name: str, index: Tensor, bound: int) -> None:
+def _check_index(op: OpDef, name: str, index: Tensor, bound: int,
+                 axis: int | None = None) -> None:
     """Index values must lie in [0, bound): checked on the host before any kernel runs
     (this reads two scalars back, so it synchronizes)."""
     if index.size == 0:
@@ -234,8 +235,9 @@ def _check_index(op: OpDef, name: str, index: Tensor, bound: int) -> None:
     lo_v, hi_v = int(lo.item()), int(hi.item())
     if lo_v < 0 or hi_v >= bound:
         bad = lo_v if lo_v < 0 else hi_v
+        along = "" if axis is None else f" (axis {axis})"
         raise IndexError(f"{op.name}: {name} holds {bad}, out of bounds for a dimension of "
-                         f"size {bound} (expected 0 <= {name} < {bound})")
+                         f"size {bound}{along} (expected 0 <= {name} < {bound})")
 
 
 def _kernel_attrs(plan: Plan) -> dict[str, Any]:
@@ -264,7 +266,7 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     _check_dtype(op, key_dtype, metas, key_index)
     if "_bound" in plan.attrs:
         index = inputs[[i.name for i in op.inputs].index("index")]
-        _check_index(op, "index", index, plan.attrs["_bound"])
+        _check_index(op, "index", index, plan.attrs["_bound"], plan.attrs.get("axis"))
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
     if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):

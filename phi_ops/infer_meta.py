@@ -124,6 +124,10 @@ def _check_norm(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
         if m is not None and m.shape != trailing:
             raise ValueError(f"{op.name}: {name} has shape {shape_str(m.shape)}, expected the "
                              f"normalized shape {shape_str(trailing)} of x")
+    for name, m in zip([i.name for i in op.inputs[1:]], inputs[1:], strict=False):
+        if m is not None and m.dtype not in ("float16", "bfloat16", "float32", "float64"):
+            raise TypeError(f"{op.name}: {name} has dtype {m.dtype}; expected a floating "
+                            "dtype (float16, bfloat16, float32 or float64)")
     if attrs["epsilon"] < 0:
         raise ValueError(f"{op.name}: epsilon must be >= 0, got {attrs['epsilon']}")
     for i in range(1, len(op.inputs)):
@@ -160,6 +164,12 @@ def _check_softplus(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
         raise ValueError(f"softplus: beta must be a nonzero number (it divides), got {beta}")
 
 
+def _check_flip(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
+    if inputs[0].ndim == 0 and attrs["axis"]:
+        raise AxisError(f"flip: axis={attrs['axis']} is out of range for a 0-d x (it has no "
+                        "axes to reverse)")
+
+
 def _check_cast(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
     if attrs.get("dtype") is None:
         raise TypeError("cast: dtype is required")
@@ -173,6 +183,7 @@ _UNARY_CHECKS: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], None]] = {
     "roll": _check_roll,
     "cast": _check_cast,
     "softplus": _check_softplus,
+    "flip": _check_flip,
 }
 
 
@@ -230,7 +241,7 @@ def arg_reduce(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if attrs.get("axis") is not None and x.ndim and x.shape[
             normalize_axis(op.name, "axis", attrs["axis"], x.ndim)] == 0:
         raise ValueError(f"{op.name}: cannot reduce over the zero-size dimension "
-                         f"{attrs['axis']} of x {shape_str(x.shape)}")
+                         f"axis={attrs['axis']} of x {shape_str(x.shape)}")
     if attrs.get("axis") is None:
         shape = (1,) * x.ndim if keep else ()
         attrs["flatten"] = True
@@ -332,7 +343,8 @@ def reshape(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one dimension may be -1, got {shape}")
     if any(d < -1 for d in shape):
-        raise ValueError(f"reshape: invalid dimension in {shape} (sizes must be >= 0, or -1)")
+        raise ValueError(f"reshape: shape {shape} has an invalid dimension (sizes must be >= 0, "
+                         "or -1)")
     known = math.prod(d for d in shape if d != -1)
     if -1 in shape:
         if known == 0 or x.numel % known:
@@ -376,8 +388,10 @@ def squeeze(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     axes = attrs.get("axis") or []
     axes = normalize_axes(op.name, "axis", axes, x.ndim) if axes else [
         i for i, d in enumerate(x.shape) if d == 1]
-    axes = [a for a in axes if x.ndim and x.shape[a] == 1]
-    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    dropped = [a for a in axes if x.ndim and x.shape[a] == 1]
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in dropped)
+    # The decomposition reads an empty axis as "every size-1 dim" and keeps the listed dims
+    # that are not size 1: pass the named axes as given, not an emptied list.
     return Plan([Meta(shape, x.dtype)], dict(attrs, axis=axes))
 
 
@@ -482,6 +496,8 @@ def slice_(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if not len(axes) == len(starts) == len(ends) == len(strides):
         raise ValueError(f"slice: axes, starts, ends and strides must have equal lengths, got "
                          f"{len(axes)}, {len(starts)}, {len(ends)}, {len(strides)}")
+    if x.ndim == 0 and axes:
+        raise AxisError(f"slice: axes={axes} is out of range for a 0-d x (it has no axes)")
     shape = list(x.shape)
     norm_axes, norm_starts, norm_ends = [], [], []
     for given, s, e, st in zip(axes, starts, ends, strides, strict=True):
@@ -577,7 +593,8 @@ def scatter(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     expected = list(x.shape)
     expected[axis] = index.shape[0]
     if list(updates.shape) != expected:
-        raise ValueError(f"scatter: updates must have shape {shape_str(expected)}, got "
+        raise ValueError(f"scatter: updates must have shape {shape_str(expected)} (x's shape "
+                         f"with index's length along axis {axis}), got "
                          f"{shape_str(updates.shape)}")
     if attrs["reduce"] not in ("assign", "add"):
         raise ValueError(f"scatter: reduce must be 'assign' or 'add', got {attrs['reduce']!r}")
@@ -642,6 +659,9 @@ def like(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 def arange(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     start, end, step = attrs["start"], attrs["end"], attrs["step"]
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"arange: {name} must be finite, got {v}")
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -705,8 +725,10 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     plan = RULES[op.infer_meta](op, inputs, attrs)
     for m in plan.outputs:
         if m.ndim > MAX_NDIM:
+            given = "".join(f", {a.name}={attrs.get(a.name)}" for a in op.attrs
+                            if a.type == "ints" and attrs.get(a.name))
             raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
-                             f"{shape_str(m.shape)}); at most {MAX_NDIM} are supported")
+                             f"{shape_str(m.shape)}{given}); at most {MAX_NDIM} are supported")
     value = _VALUE_ATTRS.get(op.name)
     if value is not None and plan.attrs.get(value) is not None:
         check_scalar_fits(op.name, value, plan.attrs[value], plan.outputs[0].dtype)
