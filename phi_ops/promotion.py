@@ -16,7 +16,6 @@ Independent of the runtime: the conformance oracle is built on this module.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -149,19 +148,15 @@ def check_scalar_fits(op: str, arg: str, value: Any, dtype: str) -> None:
     """The one rule for a Python scalar that becomes a value of `dtype` (a scalar operand, a
     fill/pad value), as numpy 2 (NEP 50) has it: an int outside an integer dtype's range is an
     error (numpy raises OverflowError; this raises ValueError naming op, argument, value and
-    range), never a wrap; a float into an integer dtype must be finite and in range after
-    truncation toward zero; a float too large for a float dtype becomes inf (as in numpy);
-    every number fits bool. The C++ side applies the same rule (runtime/src/py_convert.cpp
-    scalar_from_py)."""
-    if isinstance(value, bool | np.bool_) or dtype not in _INT_RANGES:
+    range), never a wrap. A float converts as the `cast` op does (into an integer dtype:
+    truncated toward zero, saturated, NaN -> 0; numpy casts it unsafely too), and a float too
+    large for a float dtype becomes inf (as in numpy); every number fits bool. The C++ side
+    applies the same rule (runtime/src/py_convert.cpp scalar_from_py)."""
+    if dtype not in _INT_RANGES or not isinstance(value, numbers.Integral) or isinstance(
+            value, bool | np.bool_):
         return
     lo, hi = _INT_RANGES[dtype]
-    if isinstance(value, numbers.Integral):
-        ok = lo <= int(value) <= hi
-    else:
-        f = float(value)
-        ok = math.isfinite(f) and lo <= math.trunc(f) <= hi
-    if not ok:
+    if not lo <= int(value) <= hi:
         raise ValueError(f"{op}: {arg}={value!r} does not fit in {dtype} (range [{lo}, {hi}])")
 
 
