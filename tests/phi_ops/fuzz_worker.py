@@ -13,6 +13,7 @@ A case is a dict:
   attrs   keyword arguments
   place   the place creation ops get, and where the check after the call runs
   arg     the argument the fuzzer corrupted (the error message must name it)
+  entry   "hwport" | "nn" (hwport.nn.functional) | "method" (Tensor method of the first input)
   dtype   the ops.yaml dtype of the valid call the case was made from
 
 A verdict is a dict: status "ok" (result matches the oracle), "ok_unchecked" (a result, and
@@ -238,7 +239,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         kwargs = dict(case["attrs"])
         if not op.inputs:
             kwargs["place"] = case["place"]
-        result = getattr(hwport, case["op"])(*args, **kwargs)
+        result = _entry_point(case, args)(*_positional(case, args), **kwargs)
         args = []
         status, detail = _check_result(case, result)
         del result
@@ -259,6 +260,27 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     if after != base:
         verdict["leak"] = f"allocated_bytes went from {base} to {after}"
     return verdict
+
+
+def _entry_point(case: dict[str, Any], args: list[Any]) -> Any:
+    """The public function the case calls: hwport.<op>, hwport.nn.functional.<op>, or the
+    Tensor method bound to its first input (when that input is a tensor)."""
+    import hwport
+
+    entry = case.get("entry", "hwport")
+    if entry == "method" and args and isinstance(args[0], hwport.Tensor):
+        return getattr(args[0], case["op"])
+    if entry == "nn":
+        return getattr(hwport.nn.functional, case["op"])
+    return getattr(hwport, case["op"])
+
+
+def _positional(case: dict[str, Any], args: list[Any]) -> list[Any]:
+    import hwport
+
+    if case.get("entry") == "method" and args and isinstance(args[0], hwport.Tensor):
+        return args[1:]
+    return args
 
 
 def _input_places(case: dict[str, Any]) -> list[str]:

@@ -10,7 +10,8 @@ process (tests/phi_ops/fuzz_worker.py; restarted when it dies). Every call must 
 never a signal or a hang; afterwards a valid op on the same places works and the allocator's
 allocated bytes are back at their baseline.
 
-The CI slice is a fixed-seed draw (hypothesis derandomized); the `slow` test draws many more.
+Each call goes through one public entry point: hwport.<op>, hwport.nn.functional.<op> or the
+Tensor method (phi_ops/functional.py generates all three). The CI slice is a fixed-seed draw (hypothesis derandomized); the `slow` test draws many more.
 `python -m tests.phi_ops.test_fuzz_ops [--examples N] [--place P]` prints the summary counts
 (calls, crashes, hangs, wrong results, unclear messages, leaks) of a fixed-seed run.
 """
@@ -250,8 +251,10 @@ def bad_calls(draw: Callable, ops: list[str] | None = None, place: str = P0) -> 
         kind, value = draw(st.sampled_from(_attr_corruptions(op, case, which)))
         attrs[which] = value
         arg = which
+    entries = ["hwport"] + ["nn"] * op.nn + ["method"] * op.method
     return {"op": name, "dtype": case.dtype, "base": case.name, "kind": kind, "arg": arg,
-            "inputs": inputs, "attrs": attrs, "place": place}
+            "inputs": inputs, "attrs": attrs, "place": place,
+            "entry": draw(st.sampled_from(entries))}
 
 
 def _moved(entry: Any, place: str) -> Any:
@@ -275,7 +278,8 @@ def describe(case: dict[str, Any]) -> str:
 
     names = [i.name for i in OPS[case["op"]].inputs]
     ins = ", ".join(f"{n}={show(e)}" for n, e in zip(names, case["inputs"], strict=True))
-    return (f"{case['op']}({ins}; {case['attrs']}) [base {case['dtype']}/{case['base']}, "
+    return (f"{case.get('entry', 'hwport')}.{case['op']}({ins}; {case['attrs']}) "
+            f"[base {case['dtype']}/{case['base']}, "
             f"corrupted {case['arg']}: {case['kind']}]")
 
 
