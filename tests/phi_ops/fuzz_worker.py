@@ -225,7 +225,6 @@ def _after_check(places: list[str]) -> str:
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    import hwport
     from hwport.phi_ops.schema import load_ops
 
     op = load_ops()[case["op"]]
