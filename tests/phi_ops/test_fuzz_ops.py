@@ -11,7 +11,8 @@ never a signal or a hang; afterwards a valid op on the same places works and the
 allocated bytes are back at their baseline.
 
 Each call goes through one public entry point: hwport.<op>, hwport.nn.functional.<op> or the
-Tensor method (phi_ops/functional.py generates all three). The CI slice is a fixed-seed draw (hypothesis derandomized); the `slow` test draws many more.
+Tensor method (phi_ops/functional.py generates all three). The CI slice is a fixed-seed draw
+(hypothesis derandomized); the `slow` test draws many more.
 `python -m tests.phi_ops.test_fuzz_ops [--examples N] [--place P]` prints the summary counts
 (calls, crashes, hangs, wrong results, unclear messages, leaks) of a fixed-seed run.
 """
