@@ -6,7 +6,8 @@ phi_ops.sample_inputs by corrupting one argument, and runs them in a crash-isola
 process (tests/phi_ops/fuzz_worker.py; restarted when it dies). Every call must end in
   - a result equal to the numpy oracle's (phi_ops.reference, phi_ops.tolerance), or
   - a TypeError/ValueError/IndexError/MemoryError whose message names the public op and the
-    corrupted argument;
+    corrupted argument (or, when the corruption makes two arguments disagree, e.g. shapes,
+    dtypes or places, either of them);
 never a signal or a hang; afterwards a valid op on the same places works and the allocator's
 allocated bytes are back at their baseline.
 
