@@ -15,7 +15,7 @@ from hwport.runtime._core import DType, Tensor
 
 from . import infer_meta
 from .infer_meta import Meta, Plan
-from .promotion import check_scalar_fits, scalar_dtype
+from .promotion import check_scalar_fits, promotion_inputs, scalar_dtype
 from .schema import REQUIRED, OpDef, load_ops
 
 _OPS = load_ops()
@@ -49,19 +49,12 @@ def _int64(op: OpDef, name: str, v: Any) -> int:
 
 
 def _number(op: OpDef, name: str, v: Any) -> bool | int | float:
-    """A float attribute: bools stay bools, ints stay exact while they fit int64 (the kernel
-    reads them as INT64 where it matters), larger ints become the nearest float."""
+    """A float attribute: bools stay bools, ints stay exact (the kernel reads them as INT64
+    where it matters; infer-meta and the ABI conversion refuse what does not fit)."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if _is_int(v):
-        v = int(v)
-        if _INT64[0] <= v <= _INT64[1]:
-            return v
-        try:
-            return float(v)
-        except OverflowError:
-            raise ValueError(f"{op.name}: {name}={v} is too large for any float dtype "
-                             "(at most about 1.8e308)") from None
+        return int(v)
     return float(v)
 
 
@@ -101,7 +94,11 @@ def _attr(op: OpDef, name: str, kind: str, value: Any) -> Any:
     if kind == "floats":
         if isinstance(value, (list, tuple)) and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            return [float(_number(op, f"{name}[{i}]", v)) for i, v in enumerate(value)]
+            try:
+                return [float(v) for v in value]
+            except OverflowError:
+                raise ValueError(f"{op.name}: {name} holds an int too large for any float "
+                                 "dtype") from None
         raise bad(_EXPECTED[kind])
     if kind == "bool":
         if isinstance(value, (bool, np.bool_)):
@@ -154,7 +151,13 @@ def _inputs(op: OpDef, args: Sequence[Any], place: Any) -> list[Any]:
     if len(args) > len(op.inputs):
         raise TypeError(f"{op.name}: takes {len(op.inputs)} tensor input(s), got {len(args)}")
     args = list(args) + [None] * (len(op.inputs) - len(args))
-    first = next((a for a in args if isinstance(a, Tensor)), None)
+    # A Python scalar takes its dtype next to a tensor that decides the op's dtype (where's x
+    # or y, not its bool condition), as a weak scalar of NEP 50 does.
+    deciding = promotion_inputs(op)
+    first = next((a for a, spec in zip(args, op.inputs, strict=True)
+                  if isinstance(a, Tensor) and spec.name in deciding), None)
+    if first is None:
+        first = next((a for a in args if isinstance(a, Tensor)), None)
     if first is None:
         first = next((t for a in args if isinstance(a, (list, tuple)) for t in a
                       if isinstance(t, Tensor)), None)

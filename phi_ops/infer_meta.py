@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .promotion import check_scalar_fits, out_dtype, result_type
+from .promotion import out_dtype, result_type, scalar_for_dtype
 from .schema import OpDef
 
 
@@ -704,8 +704,8 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
 
 MAX_NDIM = 16  # HWP_MAX_NDIM (runtime/include/hwport/types.h): kernels take no more dims
 
-# Attributes whose Python scalar becomes a value of the output's dtype: it must fit it
-# (promotion.check_scalar_fits, numpy 2's rule), not wrap.
+# Attributes whose Python scalar becomes a value of the output's dtype: an int must fit it
+# (numpy 2's rule), not wrap; a float converts as `cast` does (promotion.scalar_for_dtype).
 _VALUE_ATTRS = {"fill": "value", "full": "fill_value", "full_like": "fill_value",
                 "pad": "value"}
 
@@ -731,5 +731,6 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
                              f"{shape_str(m.shape)}{given}); at most {MAX_NDIM} are supported")
     value = _VALUE_ATTRS.get(op.name)
     if value is not None and plan.attrs.get(value) is not None:
-        check_scalar_fits(op.name, value, plan.attrs[value], plan.outputs[0].dtype)
+        plan.attrs[value] = scalar_for_dtype(op.name, value, plan.attrs[value],
+                                             plan.outputs[0].dtype)
     return plan

@@ -160,6 +160,24 @@ def check_scalar_fits(op: str, arg: str, value: Any, dtype: str) -> None:
         raise ValueError(f"{op}: {arg}={value!r} does not fit in {dtype} (range [{lo}, {hi}])")
 
 
+def scalar_for_dtype(op: str, arg: str, value: Any, dtype: str) -> Any:
+    """check_scalar_fits, then the value as it crosses the kernel ABI: a float for an integer
+    dtype converted as `cast` does (every kernel then sees the same in-range int), an int
+    beyond int64 for a float dtype as the nearest float."""
+    check_scalar_fits(op, arg, value, dtype)
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if dtype in _INT_RANGES and not isinstance(value, numbers.Integral):
+        return int(scalar_to_dtype(value, dtype).item())
+    if isinstance(value, numbers.Integral) and not -(2**63) <= int(value) < 2**63:
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValueError(f"{op}: {arg}={value} is too large for any float dtype (at most "
+                             "about 1.8e308)") from None
+    return value
+
+
 # ---- output dtypes from ops.yaml ----------------------------------------------------------
 
 # Inputs that decide the dtype of an op whose rule is `same` / `float` / `sum` (promoted

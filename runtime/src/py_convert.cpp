@@ -141,7 +141,8 @@ AttrValue scalar_from_py(py::handle v, DType dtype, const std::string& op,
     return AttrValue::of_int(x);
   }
   if (PyFloat_Check(o)) {
-    // Into an integer dtype a float converts as the cast op does (kernels saturate).
+    // A float for an integer dtype: the kernel converts it (fill/pad values are converted
+    // as `cast` does on the host first: phi_ops.promotion.scalar_for_dtype).
     return AttrValue::of_float(PyFloat_AsDouble(o));
   }
   raise(ErrorKind::Type, op + ": " + arg + " expected a number (bool, int or float), got " +

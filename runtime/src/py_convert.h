@@ -29,9 +29,9 @@ std::string supported_dtypes();
 int64_t int64_from_py(py::handle v, const std::string& op, const std::string& arg);
 // A Python bool/int/float (or numpy scalar) as a value of `dtype`. The one rule for every
 // scalar that becomes a value of a dtype (numpy 2 / NEP 50): an int outside the dtype's range
-// is a ValueError naming op, arg, value and the range, never a wrap; a float converts as the
-// cast op does (saturating into integer dtypes; too large for a float dtype: inf, as numpy);
-// any number fits bool. TypeError for other objects.
+// is a ValueError naming op, arg, value and the range, never a wrap; a float is passed on as
+// a float (too large for a float dtype: inf, as numpy); any number fits bool. TypeError for
+// other objects.
 AttrValue scalar_from_py(py::handle v, DType dtype, const std::string& op,
                          const std::string& arg);
 

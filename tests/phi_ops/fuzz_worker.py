@@ -88,13 +88,14 @@ def _numpy_inputs(case: dict[str, Any]) -> list[Any] | None:
     """The oracle's inputs: arrays as given; a Python scalar as the 0-d array hwport makes of
     it (phi_ops.promotion.scalar_dtype next to the first tensor); None when some input is
     something else."""
-    from hwport.phi_ops.promotion import np_dtype, scalar_dtype
+    from hwport.phi_ops.promotion import np_dtype, promotion_inputs, scalar_dtype
+    from hwport.phi_ops.schema import load_ops
 
-    first = None
-    for e in case["inputs"]:
-        if e is not None and e[0] == "array":
-            first = e[1]
-            break
+    op = load_ops()[case["op"]]
+    arrays = [(spec.name, e[1]) for spec, e in zip(op.inputs, case["inputs"], strict=True)
+              if e is not None and e[0] == "array"]
+    deciding = [a for n, a in arrays if n in promotion_inputs(op)]
+    first = (deciding or [a for _, a in arrays] or [None])[0]
     like = None if first is None else _dname(first)
 
     def conv(e: Any) -> Any:

@@ -540,6 +540,19 @@ def test_scalars_that_fit_or_round_are_not_errors():
     np.testing.assert_array_equal((f32 + 2**70).numpy(), np.float32(1.0) + np.float32(2**70))
 
 
+def test_where_scalars_take_the_dtype_of_x_or_y_not_the_condition():
+    c = _t(np.array([True, False, True]))
+    i8 = _t(np.array([1, -2, 3], np.int8))
+    h = _t(np.array([0.5, 1.5, 2.5], np.float16))
+    got = hwport.where(c, i8, 7)
+    assert str(got.dtype) == "int8"
+    np.testing.assert_array_equal(got.numpy(), np.array([1, 7, 3], np.int8))
+    assert str(hwport.where(c, 7, i8).dtype) == "int8"
+    assert str(hwport.where(c, h, 1.5).dtype) == "float16"
+    with pytest.raises(ValueError, match=r"where: y=1000 does not fit in int8"):
+        hwport.where(c, i8, 1000)
+
+
 def test_squeeze_of_a_non_unit_axis_keeps_every_dim():
     x = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
     got = hwport.squeeze(_t(x), axis=[-1])
