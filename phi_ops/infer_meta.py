@@ -668,7 +668,7 @@ def arange(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
         raise ValueError("arange: step must not be 0")
     out = _out(op, [], dict(attrs, start=start, end=end))
     if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step)):
-        n = len(range(start, end, step))  # exact for huge ints
+        n = max(0, -((start - end) // step))  # ceil((end - start) / step), exact for any int
     else:
         n = max(0, math.ceil((end - start) / step))
     return Plan([Meta((n,), out)], dict(attrs, start=start, end=end, dtype=out))

@@ -27,6 +27,7 @@ afterwards; "detail" says why.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import pickle
 import re
@@ -155,7 +156,7 @@ def _check_result(case: dict[str, Any], result: Any) -> tuple[str, str]:
 def _as_dispatched(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
     """The attributes as the dispatcher documents it normalizes them (the oracle takes them
     so): None for a list attribute whose default is [] means []; an int beyond int64 for a
-    float attribute is the nearest float."""
+    float attribute is the nearest float (inf beyond the float range)."""
     from hwport.phi_ops.schema import load_ops
 
     op = load_ops()[op_name]
@@ -166,7 +167,10 @@ def _as_dispatched(op_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
             out[a.name] = []
         elif (a.type == "float" and isinstance(v, int) and not isinstance(v, bool)
               and not -(2**63) <= v < 2**63):
-            out[a.name] = float(v)
+            try:
+                out[a.name] = float(v)
+            except OverflowError:  # beyond any float: the oracle's saturating bound is inf
+                out[a.name] = math.copysign(math.inf, v)
     return out
 
 
