@@ -50,11 +50,19 @@ def _int64(op: OpDef, name: str, v: Any) -> int:
 
 def _number(op: OpDef, name: str, v: Any) -> bool | int | float:
     """A float attribute: bools stay bools, ints stay exact (the kernel reads them as INT64
-    where it matters; infer-meta and the ABI conversion refuse what does not fit)."""
+    where it matters; infer-meta and the ABI conversion refuse what does not fit) but must
+    be within the float range (every float attribute may be used as one)."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if _is_int(v):
-        return int(v)
+        v = int(v)
+        if not _INT64[0] <= v <= _INT64[1]:
+            try:
+                float(v)
+            except OverflowError:
+                raise ValueError(f"{op.name}: {name}={v} is too large for any float dtype "
+                                 "(at most about 1.8e308)") from None
+        return v
     return float(v)
 
 

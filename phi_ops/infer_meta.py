@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .promotion import out_dtype, result_type, scalar_for_dtype
+from .promotion import check_scalar_fits, out_dtype, result_type, scalar_for_dtype
 from .schema import OpDef
 
 
@@ -480,7 +480,7 @@ def split(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
         sizes = sections
     if any(s < 0 for s in sizes) or sum(sizes) != dim:
         raise ValueError(f"split: sections {sizes} must be >= 0 and add up to {dim} "
-                         f"(dimension {axis} of x {shape_str(x.shape)})")
+                         f"(the size of x {shape_str(x.shape)} along axis {axis})")
     outs = []
     for s in sizes:
         shape = list(x.shape)
@@ -633,6 +633,8 @@ def cross_entropy(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if attrs["reduction"] not in ("mean", "sum", "none"):
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{attrs['reduction']!r}")
+    # ignore_index is compared with label values: it must be one of them (numpy 2's rule)
+    check_scalar_fits(op.name, "ignore_index", attrs["ignore_index"], label.dtype)
     shape = logits.shape[:1] if attrs["reduction"] == "none" else ()
     return Plan([Meta(shape, logits.dtype)], dict(attrs))
 
