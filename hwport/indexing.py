@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hwport.runtime._core import Tensor
 
 
@@ -29,12 +31,19 @@ def getitem(t: Tensor, key: Any) -> Tensor:
             continue
         size, stride = t.shape[dim], t.strides[dim]
         if isinstance(k, slice):
+            if k.step is not None and k.step == 0:
+                raise ValueError(f"Tensor index: slice step must not be 0 (dimension {dim})")
             start, stop, step = k.indices(size)
             n = len(range(start, stop, step))
+            if abs(step) > max(size, 1):  # one element at most: keep the stride small
+                step = max(size, 1) * (1 if step > 0 else -1)
             if n:
                 offset += start * stride
             shape.append(n)
             strides.append(stride * step)
+        elif isinstance(k, (bool, np.bool_)):
+            raise TypeError(f"Tensor index: a bool ({k!r}) is not an index; use ints, slices, "
+                            "None or Ellipsis")
         elif isinstance(k, int) or hasattr(k, "__index__"):
             i = k.__index__()
             if not -size <= i < size:

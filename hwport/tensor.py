@@ -86,6 +86,14 @@ def from_dlpack(data: Any, place: Any = None) -> Tensor:
     memory."""
     if not hasattr(data, "__dlpack__"):
         return _import_host(data, place)
+    dtype = getattr(data, "dtype", None)
+    if isinstance(dtype, np.dtype) and not dtype.isnative:
+        # DLPack has no byte-order field: the producer refuses such memory (numpy says only
+        # "DLPack only supports native byte order"); say what to do instead.
+        raise BufferError(
+            f"from_dlpack: data has non-native byte order (numpy dtype {dtype.str!r}); DLPack "
+            "shares memory only in native byte order. Use hwport.to_tensor(data), which "
+            "converts it (a copy), or data.astype(data.dtype.newbyteorder('=')) first")
     dl_type, dl_id = data.__dlpack_device__() if hasattr(data, "__dlpack_device__") else (1, 0)
     if dl_type in (_DL_CPU, _DL_CUDA_HOST):
         return _import_host(_capsule(data, None), place)

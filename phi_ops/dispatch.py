@@ -15,7 +15,7 @@ from hwport.runtime._core import DType, Tensor
 
 from . import infer_meta
 from .infer_meta import Meta, Plan
-from .promotion import scalar_dtype
+from .promotion import check_scalar_fits, promotion_inputs, scalar_dtype
 from .schema import REQUIRED, OpDef, load_ops
 
 _OPS = load_ops()
@@ -30,48 +30,92 @@ def op_def(name: str) -> OpDef:
 
 # ---- arguments --------------------------------------------------------------------------
 
+_INT64 = (-(2**63), 2**63 - 1)
+_EXPECTED = {"int": "an int", "ints": "an int or a list of ints", "float": "a number",
+             "floats": "a list of numbers", "bool": "a bool", "str": "a str", "dtype": "a dtype"}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _int64(op: OpDef, name: str, v: Any) -> int:
+    """An int attribute crosses the kernel ABI as int64: a larger one is refused here."""
+    v = int(v)
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise ValueError(f"{op.name}: {name}={v} does not fit in int64 (range "
+                         f"[{_INT64[0]}, {_INT64[1]}])")
+    return v
+
+
+def _number(op: OpDef, name: str, v: Any) -> bool | int | float:
+    """A float attribute: bools stay bools, ints stay exact (the kernel reads them as INT64
+    where it matters; infer-meta and the ABI conversion refuse what does not fit) but must
+    be within the float range (every float attribute may be used as one)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if _is_int(v):
+        v = int(v)
+        if not _INT64[0] <= v <= _INT64[1]:
+            try:
+                float(v)
+            except OverflowError:
+                raise ValueError(f"{op.name}: {name}={v} is too large for any float dtype "
+                                 "(at most about 1.8e308)") from None
+        return v
+    return float(v)
+
+
 def _attr(op: OpDef, name: str, kind: str, value: Any) -> Any:
     def bad(expected: str) -> TypeError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return TypeError(f"{op.name}: {name} expected {expected}, got "
-                         f"{type(value).__name__} {value!r}")
+                         f"{type(value).__name__} {shown}")
 
     if value is None:
-        if op.attr_map[name].required:
+        spec = op.attr_map[name]
+        if spec.required:
             raise TypeError(f"{op.name}: {name} is required and cannot be None")
+        if spec.default is not None and not (kind == "ints" and spec.default == []):
+            raise bad(f"{_EXPECTED[kind]} (None is not allowed; default {spec.default!r})")
         return None
     if kind == "ints":
         if isinstance(value, Tensor):
             value = value.tolist()
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            return [int(value)]
-        if isinstance(value, (list, tuple)) and all(
-                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
-            return [int(v) for v in value]
-        raise bad("an int or a list of ints")
+        if _is_int(value):
+            return [_int64(op, name, value)]
+        if isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                if not _is_int(v):
+                    raise bad(f"a list of ints ({name}[{i}] is {type(v).__name__} {v!r})")
+            return [_int64(op, f"{name}[{i}]", v) for i, v in enumerate(value)]
+        raise bad(_EXPECTED[kind])
     if kind == "int":
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            return int(value)
-        raise bad("an int")
+        if _is_int(value):
+            return _int64(op, name, value)
+        raise bad(_EXPECTED[kind])
     if kind == "float":
-        if isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        if isinstance(value, (int, np.integer)):
-            return int(value)  # kept exact: the kernel reads it as INT64 where it matters
-        if isinstance(value, (float, np.floating)):
-            return float(value)
-        raise bad("a number")
+        if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return _number(op, name, value)
+        raise bad(_EXPECTED[kind])
     if kind == "floats":
-        if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
-            return [float(v) for v in value]
-        raise bad("a list of numbers")
+        if isinstance(value, (list, tuple)) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            try:
+                return [float(v) for v in value]
+            except OverflowError:
+                raise ValueError(f"{op.name}: {name} holds an int too large for any float "
+                                 "dtype") from None
+        raise bad(_EXPECTED[kind])
     if kind == "bool":
         if isinstance(value, (bool, np.bool_)):
             return bool(value)
-        raise bad("a bool")
+        raise bad(_EXPECTED[kind])
     if kind == "str":
         if isinstance(value, str):
             return value
-        raise bad("a str")
+        raise bad(_EXPECTED[kind])
     if kind == "dtype":  # validated by the core; carried as its name (the oracle's currency)
         return str(_core.parse_dtype(value, op.name, name))
     raise AssertionError(kind)
@@ -102,19 +146,26 @@ def _as_tensor(op: OpDef, name: str, value: Any, like: Tensor | None, place: Any
     if isinstance(value, Tensor):
         return value
     if isinstance(value, _SCALARS):
-        dtype = scalar_dtype(value.item() if isinstance(value, np.generic) else value,
-                             str(like.dtype) if like is not None else None)
+        value = value.item() if isinstance(value, np.generic) else value
+        dtype = scalar_dtype(value, str(like.dtype) if like is not None else None)
+        check_scalar_fits(op.name, name, value, dtype)  # int8 tensor + 1000 raises (numpy 2)
         target = like.place if like is not None else place
-        return _core.full([], value.item() if isinstance(value, np.generic) else value,
-                          dtype, target)
-    raise TypeError(f"{op.name}: {name} expected a Tensor, got {type(value).__name__}")
+        return _core.full([], value, dtype, target)
+    raise TypeError(f"{op.name}: {name} expected a Tensor or a Python scalar, got "
+                    f"{type(value).__name__}")
 
 
 def _inputs(op: OpDef, args: Sequence[Any], place: Any) -> list[Any]:
     if len(args) > len(op.inputs):
         raise TypeError(f"{op.name}: takes {len(op.inputs)} tensor input(s), got {len(args)}")
     args = list(args) + [None] * (len(op.inputs) - len(args))
-    first = next((a for a in args if isinstance(a, Tensor)), None)
+    # A Python scalar takes its dtype next to a tensor that decides the op's dtype (where's x
+    # or y, not its bool condition), as a weak scalar of NEP 50 does.
+    deciding = promotion_inputs(op)
+    first = next((a for a, spec in zip(args, op.inputs, strict=True)
+                  if isinstance(a, Tensor) and spec.name in deciding), None)
+    if first is None:
+        first = next((a for a in args if isinstance(a, Tensor)), None)
     if first is None:
         first = next((t for a in args if isinstance(a, (list, tuple)) for t in a
                       if isinstance(t, Tensor)), None)
@@ -184,7 +235,8 @@ def cast(t: Tensor, dtype: str | DType) -> Tensor:
     return t.astype(dtype)
 
 
-def _check_index(op: OpDef, name: str, index: Tensor, bound: int) -> None:
+def _check_index(op: OpDef, name: str, index: Tensor, bound: int,
+                 axis: int | None = None) -> None:
     """Index values must lie in [0, bound): checked on the host before any kernel runs
     (this reads two scalars back, so it synchronizes)."""
     if index.size == 0:
@@ -194,8 +246,9 @@ def _check_index(op: OpDef, name: str, index: Tensor, bound: int) -> None:
     lo_v, hi_v = int(lo.item()), int(hi.item())
     if lo_v < 0 or hi_v >= bound:
         bad = lo_v if lo_v < 0 else hi_v
+        along = "" if axis is None else f" (axis {axis})"
         raise IndexError(f"{op.name}: {name} holds {bad}, out of bounds for a dimension of "
-                         f"size {bound} (expected 0 <= {name} < {bound})")
+                         f"size {bound}{along} (expected 0 <= {name} < {bound})")
 
 
 def _kernel_attrs(plan: Plan) -> dict[str, Any]:
@@ -224,7 +277,7 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     _check_dtype(op, key_dtype, metas, key_index)
     if "_bound" in plan.attrs:
         index = inputs[[i.name for i in op.inputs].index("index")]
-        _check_index(op, "index", index, plan.attrs["_bound"])
+        _check_index(op, "index", index, plan.attrs["_bound"], plan.attrs.get("axis"))
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
     if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
@@ -285,6 +338,21 @@ def _check_dtype(op: OpDef, dtype: str, metas: list[Any], key_index: int | None)
 
 
 def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
+    try:
+        return _run_decomposition(op, inputs, plan, target)
+    except (TypeError, ValueError, IndexError) as exc:
+        # infer-meta validates a composite fully; should an inner op still refuse, the error
+        # names the public op the user called, not only the inner one.
+        if str(exc).startswith(f"{op.name}:"):
+            raise
+        try:
+            renamed = type(exc)(f"{op.name}: {exc}")
+        except TypeError:
+            raise exc from None
+        raise renamed from exc
+
+
+def _run_decomposition(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
     from . import decompositions
 
     fn = getattr(decompositions, op.decompose)
@@ -319,7 +387,7 @@ def _launch(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str, target: An
     if special is not None:
         return special(op, inputs, plan, key_dtype, target)
     tensors = _prepared_inputs(op, inputs, plan)
-    outs = [_core.empty(list(m.shape), m.dtype, target) for m in plan.outputs]
+    outs = [_core.empty(list(m.shape), m.dtype, target, op.name) for m in plan.outputs]
     if all(math.prod(m.shape) > 0 for m in plan.outputs):
         _core.launch(op.name, key_dtype, tensors, outs, _kernel_attrs(plan))
     return outs[0] if len(outs) == 1 else tuple(outs)
@@ -331,7 +399,7 @@ def _launch_reduce(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
     out_meta = plan.outputs[0]
     if not plan.attrs["axis"]:  # 0-d input: nothing to reduce
         return reshape_view(cast(x, out_meta.dtype).contiguous(), out_meta.shape)
-    out = _core.empty(list(out_meta.shape), out_meta.dtype, target)
+    out = _core.empty(list(out_meta.shape), out_meta.dtype, target, op.name)
     if math.prod(out_meta.shape) > 0:
         _core.launch(op.name, str(x.dtype), [x], [out], _kernel_attrs(plan))
     return out
@@ -348,7 +416,7 @@ def _launch_flattening(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
         shape = [d for i, d in enumerate(x.shape) if i != axis]
     else:
         shape = list(x.shape)
-    out = _core.empty(shape, plan.outputs[0].dtype, target)
+    out = _core.empty(shape, plan.outputs[0].dtype, target, op.name)
     if x.size > 0:
         _core.launch(op.name, key_dtype, [x], [out], _kernel_attrs(plan))
     return reshape_view(out, plan.outputs[0].shape)
@@ -366,7 +434,8 @@ def _launch_matmul(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
     batch = infer_meta.broadcast_shapes("matmul", [x.shape[:-2], y.shape[:-2]], ["x", "y"])
     x = broadcast_view(x, batch + tuple(x.shape[-2:]))
     y = broadcast_view(y, batch + tuple(y.shape[-2:]))
-    out = _core.empty(list(batch) + [x.shape[-2], y.shape[-1]], key_dtype, target)
+    out = _core.empty(list(batch) + [x.shape[-2], y.shape[-1]], key_dtype, target,
+                      op.name)
     if out.size > 0:
         if x.shape[-1] == 0:
             out = call("zeros_like", (out,), {})

@@ -278,7 +278,7 @@ def remainder(x: Any, y: Any) -> Any:
 
 
 def pow(x: Any, y: Any) -> Any:
-    """x ** y.
+    """x ** y; integers: wraps modulo 2**bits, and a negative y gives 1 for x=1, +-1 for x=-1, 0 otherwise (the truncated 1 / x**-y; numpy raises instead).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _call('pow', (x, y), {})

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .promotion import itemsize, out_dtype, result_type
+from .promotion import check_scalar_fits, itemsize, out_dtype, result_type, scalar_for_dtype
 from .schema import OpDef
 
 
@@ -124,6 +124,10 @@ def _check_norm(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
         if m is not None and m.shape != trailing:
             raise ValueError(f"{op.name}: {name} has shape {shape_str(m.shape)}, expected the "
                              f"normalized shape {shape_str(trailing)} of x")
+    for name, m in zip([i.name for i in op.inputs[1:]], inputs[1:], strict=False):
+        if m is not None and m.dtype not in ("float16", "bfloat16", "float32", "float64"):
+            raise TypeError(f"{op.name}: {name} has dtype {m.dtype}; expected a floating "
+                            "dtype (float16, bfloat16, float32 or float64)")
     if attrs["epsilon"] < 0:
         raise ValueError(f"{op.name}: epsilon must be >= 0, got {attrs['epsilon']}")
     for i in range(1, len(op.inputs)):
@@ -154,6 +158,18 @@ def _check_roll(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
         raise ValueError(f"roll: without axis, shifts must be one value, got {shifts}")
 
 
+def _check_softplus(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
+    beta = attrs["beta"]
+    if beta == 0 or beta != beta:
+        raise ValueError(f"softplus: beta must be a nonzero number (it divides), got {beta}")
+
+
+def _check_flip(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
+    if inputs[0].ndim == 0 and attrs["axis"]:
+        raise AxisError(f"flip: axis={attrs['axis']} is out of range for a 0-d x (it has no "
+                        "axes to reverse)")
+
+
 def _check_cast(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
     if attrs.get("dtype") is None:
         raise TypeError("cast: dtype is required")
@@ -166,6 +182,8 @@ _UNARY_CHECKS: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], None]] = {
     "dropout": _check_dropout,
     "roll": _check_roll,
     "cast": _check_cast,
+    "softplus": _check_softplus,
+    "flip": _check_flip,
 }
 
 
@@ -223,7 +241,7 @@ def arg_reduce(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if attrs.get("axis") is not None and x.ndim and x.shape[
             normalize_axis(op.name, "axis", attrs["axis"], x.ndim)] == 0:
         raise ValueError(f"{op.name}: cannot reduce over the zero-size dimension "
-                         f"{attrs['axis']} of x {shape_str(x.shape)}")
+                         f"axis={attrs['axis']} of x {shape_str(x.shape)}")
     if attrs.get("axis") is None:
         shape = (1,) * x.ndim if keep else ()
         attrs["flatten"] = True
@@ -325,7 +343,8 @@ def reshape(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if shape.count(-1) > 1:
         raise ValueError(f"reshape: at most one dimension may be -1, got {shape}")
     if any(d < -1 for d in shape):
-        raise ValueError(f"reshape: invalid dimension in {shape} (sizes must be >= 0, or -1)")
+        raise ValueError(f"reshape: shape {shape} has an invalid dimension (sizes must be >= 0, "
+                         "or -1)")
     known = math.prod(d for d in shape if d != -1)
     if -1 in shape:
         if known == 0 or x.numel % known:
@@ -352,6 +371,8 @@ def transpose(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 def flatten(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x = inputs[0]
+    start = normalize_axis(op.name, "start_axis", attrs["start_axis"], x.ndim)
+    normalize_axis(op.name, "stop_axis", attrs["stop_axis"], x.ndim)
     if x.ndim == 0:
         return Plan([Meta((1,), x.dtype)], dict(attrs, start_axis=0, stop_axis=0))
     start = normalize_axis(op.name, "start_axis", attrs["start_axis"], x.ndim)
@@ -367,8 +388,10 @@ def squeeze(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     axes = attrs.get("axis") or []
     axes = normalize_axes(op.name, "axis", axes, x.ndim) if axes else [
         i for i, d in enumerate(x.shape) if d == 1]
-    axes = [a for a in axes if x.ndim and x.shape[a] == 1]
-    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    dropped = [a for a in axes if x.ndim and x.shape[a] == 1]
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in dropped)
+    # The decomposition reads an empty axis as "every size-1 dim" and keeps the listed dims
+    # that are not size 1: pass the named axes as given, not an emptied list.
     return Plan([Meta(shape, x.dtype)], dict(attrs, axis=axes))
 
 
@@ -392,11 +415,12 @@ def expand(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
         src = x.shape[i - lead] if i >= lead else None
         if d == -1:
             if src is None:
-                raise ValueError(f"expand: -1 is not allowed for the new leading dim {i}")
+                raise ValueError(f"expand: shape {attrs['shape']}: -1 is not allowed for the new "
+                                 f"leading dim {i} of x {shape_str(x.shape)}")
             target[i] = src
         elif d < 0 or (src is not None and src not in (1, d)):
             raise ValueError(f"expand: cannot expand x of shape {shape_str(x.shape)} to "
-                             f"{attrs['shape']} (dimension {i})")
+                             f"shape {attrs['shape']} (dimension {i})")
     return Plan([Meta(tuple(target), x.dtype)], dict(attrs, shape=target))
 
 
@@ -443,19 +467,20 @@ def split(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if sections.count(-1) == 1 and attrs.get("_sizes", True):  # one size inferred
         rest = sum(s for s in sections if s != -1)
         if rest > dim:
-            raise ValueError(f"split: sizes {sections} exceed dimension {axis} of size {dim}")
+            raise ValueError(f"split: sections {sections} exceed dimension {axis} of size "
+                             f"{dim}")
         sections = [dim - rest if s == -1 else s for s in sections]
     if len(sections) == 1 and not attrs.get("_sizes"):
         n = sections[0]
         if n <= 0 or dim % n:
-            raise ValueError(f"split: cannot split dimension {axis} of size {dim} into {n} "
-                             "equal parts")
+            raise ValueError(f"split: sections={n}: cannot split dimension {axis} of size "
+                             f"{dim} into {n} equal parts")
         sizes = [dim // n] * n
     else:
         sizes = sections
     if any(s < 0 for s in sizes) or sum(sizes) != dim:
-        raise ValueError(f"split: sizes {sizes} must be >= 0 and add up to {dim} (dimension "
-                         f"{axis} of x {shape_str(x.shape)})")
+        raise ValueError(f"split: sections {sizes} must be >= 0 and add up to {dim} "
+                         f"(the size of x {shape_str(x.shape)} along axis {axis})")
     outs = []
     for s in sizes:
         shape = list(x.shape)
@@ -471,6 +496,8 @@ def slice_(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if not len(axes) == len(starts) == len(ends) == len(strides):
         raise ValueError(f"slice: axes, starts, ends and strides must have equal lengths, got "
                          f"{len(axes)}, {len(starts)}, {len(ends)}, {len(strides)}")
+    if x.ndim == 0 and axes:
+        raise AxisError(f"slice: axes={axes} is out of range for a 0-d x (it has no axes)")
     shape = list(x.shape)
     norm_axes, norm_starts, norm_ends = [], [], []
     for given, s, e, st in zip(axes, starts, ends, strides, strict=True):
@@ -478,6 +505,9 @@ def slice_(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
             raise ValueError("slice: strides must not be 0")
         a = normalize_axis(op.name, "axes", given, x.ndim)
         start, stop, step = slice(s, e, st).indices(x.shape[a])
+        if abs(step) > max(x.shape[a], 1):  # selects one element: a stride that stays small
+            step = max(x.shape[a], 1) * (1 if step > 0 else -1)
+            strides = [step if k == len(norm_axes) else v for k, v in enumerate(strides)]
         norm_axes.append(a)
         norm_starts.append(start)
         norm_ends.append(stop)
@@ -545,7 +575,8 @@ def take_along_axis(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     axis = normalize_axis(op.name, "axis", attrs["axis"], x.ndim)
     others_x = [d for i, d in enumerate(x.shape) if i != axis]
     others_i = [d for i, d in enumerate(index.shape) if i != axis]
-    common = broadcast_shapes(op.name, [others_x, others_i], ["x", "index"])
+    common = broadcast_shapes(op.name, [others_x, others_i],
+                              ["x (without axis " + str(axis) + ")", "index"])
     out = list(common)
     out.insert(axis, index.shape[axis])
     return Plan([Meta(tuple(out), x.dtype)], dict(attrs, axis=axis, _bound=x.shape[axis]))
@@ -554,13 +585,16 @@ def take_along_axis(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 def scatter(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x, index, updates = inputs
     _require_int_index(op.name, "index", index)
+    if x.ndim == 0:
+        raise ValueError("scatter: x must have at least 1 dim, got a 0-d tensor")
     if index.ndim != 1:
         raise ValueError(f"scatter: index must be 1-D, got shape {shape_str(index.shape)}")
     axis = normalize_axis(op.name, "axis", attrs["axis"], x.ndim)
     expected = list(x.shape)
     expected[axis] = index.shape[0]
     if list(updates.shape) != expected:
-        raise ValueError(f"scatter: updates must have shape {shape_str(expected)}, got "
+        raise ValueError(f"scatter: updates must have shape {shape_str(expected)} (x's shape "
+                         f"with index's length along axis {axis}), got "
                          f"{shape_str(updates.shape)}")
     if attrs["reduce"] not in ("assign", "add"):
         raise ValueError(f"scatter: reduce must be 'assign' or 'add', got {attrs['reduce']!r}")
@@ -599,6 +633,8 @@ def cross_entropy(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if attrs["reduction"] not in ("mean", "sum", "none"):
         raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
                          f"{attrs['reduction']!r}")
+    # ignore_index is compared with label values: it must be one of them (numpy 2's rule)
+    check_scalar_fits(op.name, "ignore_index", attrs["ignore_index"], label.dtype)
     shape = logits.shape[:1] if attrs["reduction"] == "none" else ()
     return Plan([Meta(shape, logits.dtype)], dict(attrs))
 
@@ -625,13 +661,16 @@ def like(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 def arange(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     start, end, step = attrs["start"], attrs["end"], attrs["step"]
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"arange: {name} must be finite, got {v}")
     if end is None:
         start, end = 0, start
     if step == 0:
         raise ValueError("arange: step must not be 0")
     out = _out(op, [], dict(attrs, start=start, end=end))
     if all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step)):
-        n = len(range(start, end, step))  # exact for huge ints
+        n = max(0, -((start - end) // step))  # ceil((end - start) / step), exact for any int
     else:
         count = (end - start) / step
         if not math.isfinite(count):
@@ -699,10 +738,37 @@ def check_size(op: str, m: Meta) -> None:
                            f"{MAX_TENSOR_BYTES} bytes)")
 
 
+MAX_NDIM = 16  # HWP_MAX_NDIM (runtime/include/hwport/types.h): kernels take no more dims
+
+# Attributes whose Python scalar becomes a value of the output's dtype: an int must fit it
+# (numpy 2's rule), not wrap; a float converts as `cast` does (promotion.scalar_for_dtype).
+_VALUE_ATTRS = {"fill": "value", "full": "fill_value", "full_like": "fill_value",
+                "pad": "value"}
+
+
+def _check_ndim(op: OpDef, inputs: Inputs) -> None:
+    for spec, m in zip(op.inputs, inputs, strict=False):
+        for i, one in enumerate(m if isinstance(m, list) else [m]):
+            if one is not None and one.ndim > MAX_NDIM:
+                name = f"{spec.name}[{i}]" if spec.variadic else spec.name
+                raise ValueError(f"{op.name}: {name} has {one.ndim} dims "
+                                 f"{shape_str(one.shape)}; at most {MAX_NDIM} are supported")
+
+
 def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     """The plan for one call of `op` (raises on bad input, naming op and argument); every
     output passes check_size."""
+    _check_ndim(op, inputs)
     plan = RULES[op.infer_meta](op, inputs, attrs)
     for m in plan.outputs:
+        if m.ndim > MAX_NDIM:
+            given = "".join(f", {a.name}={attrs.get(a.name)}" for a in op.attrs
+                            if a.type == "ints" and attrs.get(a.name))
+            raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
+                             f"{shape_str(m.shape)}{given}); at most {MAX_NDIM} are supported")
         check_size(op.name, m)
+    value = _VALUE_ATTRS.get(op.name)
+    if value is not None and plan.attrs.get(value) is not None:
+        plan.attrs[value] = scalar_for_dtype(op.name, value, plan.attrs[value],
+                                             plan.outputs[0].dtype)
     return plan

@@ -141,6 +141,43 @@ def scalar_dtype(value: Any, tensor_dtype: str | None) -> str:
     raise TypeError(f"unsupported scalar {value!r} of type {type(value).__name__}")
 
 
+_INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in INTEGER}
+
+
+def check_scalar_fits(op: str, arg: str, value: Any, dtype: str) -> None:
+    """The one rule for a Python scalar that becomes a value of `dtype` (a scalar operand, a
+    fill/pad value), as numpy 2 (NEP 50) has it: an int outside an integer dtype's range is an
+    error (numpy raises OverflowError; this raises ValueError naming op, argument, value and
+    range), never a wrap. A float converts as the `cast` op does (into an integer dtype:
+    truncated toward zero, saturated, NaN -> 0; numpy casts it unsafely too), and a float too
+    large for a float dtype becomes inf (as in numpy); every number fits bool. The C++ side
+    applies the same rule (runtime/src/py_convert.cpp scalar_from_py)."""
+    if dtype not in _INT_RANGES or not isinstance(value, numbers.Integral) or isinstance(
+            value, bool | np.bool_):
+        return
+    lo, hi = _INT_RANGES[dtype]
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{op}: {arg}={value!r} does not fit in {dtype} (range [{lo}, {hi}])")
+
+
+def scalar_for_dtype(op: str, arg: str, value: Any, dtype: str) -> Any:
+    """check_scalar_fits, then the value as it crosses the kernel ABI: a float for an integer
+    dtype converted as `cast` does (every kernel then sees the same in-range int), an int
+    beyond int64 for a float dtype as the nearest float."""
+    check_scalar_fits(op, arg, value, dtype)
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if dtype in _INT_RANGES and not isinstance(value, numbers.Integral):
+        return int(scalar_to_dtype(value, dtype).item())
+    if isinstance(value, numbers.Integral) and not -(2**63) <= int(value) < 2**63:
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValueError(f"{op}: {arg}={value} is too large for any float dtype (at most "
+                             "about 1.8e308)") from None
+    return value
+
+
 # ---- output dtypes from ops.yaml ----------------------------------------------------------
 
 # Inputs that decide the dtype of an op whose rule is `same` / `float` / `sum` (promoted

@@ -25,18 +25,6 @@ DType scalar_dtype(py::handle scalar, DType tensor_dtype, bool* ok) {
   return tensor_dtype;
 }
 
-AttrValue scalar_value(py::handle scalar) {
-  if (PyBool_Check(scalar.ptr())) return AttrValue::of_bool(scalar.ptr() == Py_True);
-  if (PyLong_Check(scalar.ptr())) {
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(scalar.ptr(), &overflow);
-    if (overflow) raise(ErrorKind::Value, "integer scalar " + std::string(py::repr(scalar)) +
-                                              " does not fit in int64");
-    return AttrValue::of_int(v);
-  }
-  return AttrValue::of_float(PyFloat_AsDouble(scalar.ptr()));
-}
-
 py::object binary_py(int op, const Tensor& self, py::handle other, bool reflected) {
   if (py::isinstance<Tensor>(other)) {
     const Tensor& o = other.cast<const Tensor&>();
@@ -45,7 +33,9 @@ py::object binary_py(int op, const Tensor& self, py::handle other, bool reflecte
   bool ok = false;
   DType dt = scalar_dtype(other, self.dtype, &ok);
   if (!ok) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-  Tensor scalar = full({}, scalar_value(other), dt, self.device());
+  // The scalar must fit the dtype it becomes (`int8_tensor + 1000` raises, as numpy 2 does).
+  const AttrValue value = scalar_from_py(other, dt, op_name(op), reflected ? "x" : "y");
+  Tensor scalar = full({}, value, dt, self.device());
   return py::cast(reflected ? binary(op, scalar, self) : binary(op, self, scalar));
 }
 
@@ -226,11 +216,16 @@ void bind_tensor(py::module_& m) {
 }
 
 Tensor tensor_from_numpy(py::array array, Device* device) {
+  // Every numpy-to-device path passes here: devices take native byte order, C-contiguous
+  // bytes, so a '>f8' array (or a strided one) is converted once, here, not copied raw.
+  const bool native = array.dtype().attr("isnative").cast<bool>();
+  if (!native || !(array.flags() & py::array::c_style))
+    array = py::array(array.attr("astype")(array.dtype().attr("newbyteorder")("="),
+                                           py::arg("order") = "C"));
   DType dtype;
   if (!dtype_from_numpy(array.dtype(), &dtype))
     raise(ErrorKind::Type, "to_tensor: numpy dtype " + std::string(py::str(array.dtype())) +
                                " is not supported; supported: " + supported_dtypes());
-  // numpy arrays here are C-contiguous (to_tensor makes sure of it).
   Shape shape(array.shape(), array.shape() + array.ndim());
   Tensor t = Tensor::empty(shape, dtype, device);
   const uint64_t nbytes = tensor_nbytes(shape, dtype, "to_tensor");

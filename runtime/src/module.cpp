@@ -157,8 +157,8 @@ py::list plugins() {
 AttrValue attr_from_py(const std::string& op, const std::string& name, py::handle v) {
   AttrValue a;
   if (PyBool_Check(v.ptr())) return AttrValue::of_bool(v.ptr() == Py_True);
-  if (PyLong_Check(v.ptr())) return AttrValue::of_int(v.cast<int64_t>());
-  if (PyFloat_Check(v.ptr())) return AttrValue::of_float(v.cast<double>());
+  if (PyLong_Check(v.ptr())) return AttrValue::of_int(int64_from_py(v, op, name));
+  if (PyFloat_Check(v.ptr())) return AttrValue::of_float(PyFloat_AsDouble(v.ptr()));
   if (py::isinstance<py::str>(v)) {
     a.type = HWP_ATTR_STRING;
     a.s = v.cast<std::string>();
@@ -172,13 +172,25 @@ AttrValue attr_from_py(const std::string& op, const std::string& name, py::handl
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
     py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
     bool all_int = true;
-    for (py::handle item : seq) all_int &= PyLong_Check(item.ptr()) != 0;
-    if (all_int) {
-      a.type = HWP_ATTR_INT64_ARRAY;
-      for (py::handle item : seq) a.ints.push_back(item.cast<int64_t>());
-    } else {
-      a.type = HWP_ATTR_FLOAT64_ARRAY;
-      for (py::handle item : seq) a.floats.push_back(item.cast<double>());
+    size_t i = 0;
+    for (py::handle item : seq) {
+      if (!PyLong_Check(item.ptr()) && !PyFloat_Check(item.ptr()))
+        raise(ErrorKind::Type, op + ": " + name + "[" + std::to_string(i) +
+                                   "] expected an int or a float, got " +
+                                   std::string(py::str(py::type::of(item).attr("__name__"))));
+      all_int &= PyLong_Check(item.ptr()) != 0;
+      ++i;
+    }
+    i = 0;
+    a.type = all_int ? HWP_ATTR_INT64_ARRAY : HWP_ATTR_FLOAT64_ARRAY;
+    for (py::handle item : seq) {
+      const std::string at = name + "[" + std::to_string(i++) + "]";
+      if (all_int) {
+        a.ints.push_back(int64_from_py(item, op, at));
+      } else {
+        const AttrValue v = scalar_from_py(item, DType::Float64, op, at);
+        a.floats.push_back(v.type == HWP_ATTR_FLOAT64 ? v.f : static_cast<double>(v.i));
+      }
     }
     return a;
   }
@@ -353,11 +365,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("full", [](const std::vector<int64_t>& shape, py::handle value, py::handle dtype,
                    py::handle place) {
     DType dt = dtype_from_py(dtype, "full", "dtype");
-    AttrValue v;
-    if (PyBool_Check(value.ptr())) v = AttrValue::of_bool(value.ptr() == Py_True);
-    else if (PyLong_Check(value.ptr())) v = AttrValue::of_int(value.cast<int64_t>());
-    else v = AttrValue::of_float(value.cast<double>());
-    return full(shape, v, dt, device_from_py(place));
+    return full(shape, scalar_from_py(value, dt, "full", "value"), dt, device_from_py(place));
   }, py::arg("shape"), py::arg("value"), py::arg("dtype"), py::arg("place") = py::none());
   m.def("empty", [](const std::vector<int64_t>& shape, py::handle dtype, py::handle place,
                     const std::string& op) {

@@ -47,6 +47,7 @@ def make_tensors() -> dict[str, Any]:
         "b": _t(rng.integers(0, 2, (3, 4)).astype(bool)),    # bool [3, 4]
         "i32": _t(rng.integers(-5, 5, (3, 4)).astype(np.int32)),
         "u8": _t(np.arange(4, dtype=np.uint8)),
+        "i8": _t(np.array([1, -2, 3], np.int8)),
         "idx_ok": _t(np.array([0, 2], np.int64)),
         "idx_big": _t(np.array([0, 3], np.int64)),           # 3 is out of range for dim 3
         "idx_neg": _t(np.array([1, -1], np.int64)),
@@ -56,6 +57,7 @@ def make_tensors() -> dict[str, Any]:
         "idx2d_neg": _t(np.array([[0], [-2], [1]], np.int64)),
         "upd24": _t(np.ones((2, 4), np.float32)),
         "lab3": _t(np.array([0, 1, 2], np.int64)),
+        "lab3_32": _t(np.array([0, 1, 2], np.int32)),
         "lab2": _t(np.array([0, 1], np.int64)),
         "lab_big": _t(np.array([0, 7, 1], np.int64)),
         "lab_neg": _t(np.array([0, -5, 1], np.int64)),
@@ -69,6 +71,8 @@ def make_tensors() -> dict[str, Any]:
         "mask": _t(np.ones((4, 6), bool)),
         "odd": _t(np.ones((2, 5), np.float32)),
         "cos5": _t(np.ones((2, 5), np.float32)),
+        "d16": _t(np.ones((1,) * 16, np.float32)),
+        "d17": _t(np.ones((1,) * 17, np.float32)),
     }
 
 
@@ -344,6 +348,71 @@ BAD: list[Bad] = [
     Bad("list-concat-not-a-list", TypeError, lambda t: hwport.concat(t["f"]),
         ("concat", "xs", "list")),
     Bad("to_tensor-str", TypeError, lambda t: hwport.to_tensor("abc"), ("to_tensor", "str")),
+    # ---- Python scalars that do not fit the dtype they become (numpy 2 raises; no wrap)
+    Bad("full-int8-128", ValueError, lambda t: hwport.full([3], 128, dtype="int8"),
+        ("full", "fill_value=128", "int8", "[-128, 127]")),
+    Bad("full-uint8-neg", ValueError, lambda t: hwport.full([3], -1, dtype="uint8"),
+        ("full", "fill_value=-1", "uint8")),
+    Bad("full-int64-2**63", ValueError, lambda t: hwport.full([3], 2**63, dtype="int64"),
+        ("full", "fill_value=9223372036854775808", "int64")),
+    Bad("full_like-int8", ValueError, lambda t: hwport.full_like(t["i8"], 300),
+        ("full_like", "fill_value=300", "int8")),
+    Bad("pad-int8-1000", ValueError, lambda t: hwport.pad(t["i8"], [1, 1], value=1000),
+        ("pad", "value=1000", "int8")),
+    Bad("operator-add-int8-1000", ValueError, lambda t: t["i8"] + 1000,
+        ("add", "y=1000", "int8", "[-128, 127]")),
+    Bad("operator-radd-int8-1000", ValueError, lambda t: 1000 + t["i8"],
+        ("add", "x=1000", "int8")),
+    Bad("operator-mul-uint8-neg", ValueError, lambda t: t["u8"] * -1,
+        ("multiply", "y=-1", "uint8")),
+    Bad("subtract-int8-1000", ValueError, lambda t: hwport.subtract(t["i8"], 1000),
+        ("subtract", "y=1000", "int8")),
+    Bad("operator-sub-int8", ValueError, lambda t: t["i8"] - (-129),
+        ("subtract", "y=-129", "int8")),
+    Bad("maximum-int32-2**40", ValueError, lambda t: hwport.maximum(t["i32"], 2**40),
+        ("maximum", "y", "int32")),
+    Bad("abs-2**70", ValueError, lambda t: hwport.abs(2**70), ("abs", "x=", "int64")),
+    Bad("add-bool-2**70", ValueError, lambda t: t["b"] + 2**70, ("add", "y=", "int64")),
+    # ---- attributes: None, NaN, bool, beyond int64 where an int is expected
+    Bad("flatten-start-None", TypeError, lambda t: hwport.flatten(t["f"], start_axis=None),
+        ("flatten", "start_axis", "int", "None")),
+    Bad("gather-axis-None", TypeError, lambda t: hwport.gather(t["f"], t["idx_ok"], axis=None),
+        ("gather", "axis", "None")),
+    Bad("sum-keepdim-None", TypeError, lambda t: hwport.sum(t["f"], keepdim=None),
+        ("sum", "keepdim", "bool", "None")),
+    Bad("tril-diagonal-nan", TypeError, lambda t: hwport.tril(t["f"], diagonal=float("nan")),
+        ("tril", "diagonal", "an int", "nan")),
+    Bad("tril-diagonal-2**70", ValueError, lambda t: hwport.tril(t["f"], diagonal=2**70),
+        ("tril", "diagonal", "int64")),
+    Bad("roll-shifts-2**70", ValueError, lambda t: hwport.roll(t["f"], shifts=[2**70]),
+        ("roll", "shifts[0]", "int64")),
+    Bad("reshape-shape-inf", TypeError, lambda t: hwport.reshape(t["f"], [float("inf")]),
+        ("reshape", "shape", "ints", "inf")),
+    Bad("topk-k-True", TypeError, lambda t: hwport.topk(t["f"], k=True), ("topk", "k", "int")),
+    Bad("softplus-beta-0", ValueError, lambda t: hwport.nn.functional.softplus(t["f"], beta=0),
+        ("softplus", "beta", "nonzero")),
+    Bad("fill-value-huge-int", ValueError,
+        lambda t: hwport.full([2], 2**1100, dtype="float32"),
+        ("full", "fill_value", "too large")),
+    Bad("flatten-0d-stop", ValueError, lambda t: hwport.flatten(t["s"], stop_axis=17),
+        ("flatten", "stop_axis=17"), axis_error=True),
+    Bad("scatter-0d", ValueError, lambda t: hwport.scatter(t["s"], t["idx_ok"], t["s"]),
+        ("scatter", "x", "0-d")),
+    Bad("cross_entropy-ignore-index-unfit", ValueError,
+        lambda t: hwport.cross_entropy(t["f"], t["lab3_32"], ignore_index=2**62),
+        ("cross_entropy", "ignore_index", "int32")),
+    Bad("normal-std-beyond-float", ValueError,
+        lambda t: hwport.normal([2], std=2**1100, seed=1), ("normal", "std", "too large")),
+    Bad("arange-start-nan", ValueError, lambda t: hwport.arange(float("nan"), 3),
+        ("arange", "start", "finite")),
+    # ---- more than HWP_MAX_NDIM (16) dims: named by the public op, not an inner cast/_view
+    Bad("add-17d", ValueError, lambda t: hwport.add(t["d17"], t["d17"]),
+        ("add", "x", "17 dims", "16")),
+    Bad("greater_than-17d", ValueError, lambda t: hwport.greater_than(t["f"], t["d17"]),
+        ("greater_than", "y", "17 dims")),
+    Bad("ones-17d", ValueError, lambda t: hwport.ones([1] * 17), ("ones", "17 dims", "shape")),
+    Bad("unsqueeze-17d", ValueError, lambda t: hwport.unsqueeze(t["d16"], axis=[0]),
+        ("unsqueeze", "17 dims", "16")),
 ]
 
 
@@ -458,3 +527,62 @@ def test_float_unary_math_promotes_integers_to_float32(op, dtype):
 
 def test_float_unary_list_covers_the_examples():
     assert {"sqrt", "exp", "log", "sin", "tanh", "erf", "sigmoid", "gelu"} <= set(FLOAT_UNARY)
+
+
+# ---- not errors: scalars that fit, floats that overflow a float dtype (inf, as numpy) -------
+
+def test_scalars_that_fit_or_round_are_not_errors():
+    i8 = _t(np.array([1, -2, 3], np.int8))
+    np.testing.assert_array_equal((i8 + 127).numpy(), np.array([-128, 125, -126], np.int8))
+    np.testing.assert_array_equal((i8 + 1.5).numpy(), np.array([2.5, -0.5, 4.5], np.float32))
+    np.testing.assert_array_equal(hwport.full([2], -128.9, dtype="int8").numpy(), [-128, -128])
+    np.testing.assert_array_equal(hwport.full([2], 1.9, dtype="uint8").numpy(), [1, 1])
+    # floats convert as `cast` does: truncated, saturated, NaN -> 0 (numpy casts unsafely)
+    np.testing.assert_array_equal(hwport.full([2], 1000.0, dtype="int8").numpy(), [127, 127])
+    np.testing.assert_array_equal(hwport.full([2], float("nan"), dtype="int32").numpy(), [0, 0])
+    half = hwport.full([2], 1e300, dtype="float16").numpy()
+    assert half.dtype == np.float16 and np.isinf(half).all()  # numpy: np.float16(1e300) = inf
+    f32 = _t(np.array([1.0, -3.0], np.float32))
+    big = hwport.clip(f32, min=2**70).numpy()  # an int beyond int64 is the nearest float
+    np.testing.assert_array_equal(big, np.full(2, float(2**70), np.float32))
+    np.testing.assert_array_equal((f32 + 2**70).numpy(), np.float32(1.0) + np.float32(2**70))
+
+
+def test_where_scalars_take_the_dtype_of_x_or_y_not_the_condition():
+    c = _t(np.array([True, False, True]))
+    i8 = _t(np.array([1, -2, 3], np.int8))
+    h = _t(np.array([0.5, 1.5, 2.5], np.float16))
+    got = hwport.where(c, i8, 7)
+    assert str(got.dtype) == "int8"
+    np.testing.assert_array_equal(got.numpy(), np.array([1, 7, 3], np.int8))
+    assert str(hwport.where(c, 7, i8).dtype) == "int8"
+    assert str(hwport.where(c, h, 1.5).dtype) == "float16"
+    with pytest.raises(ValueError, match=r"where: y=1000 does not fit in int8"):
+        hwport.where(c, i8, 1000)
+
+
+def test_squeeze_of_a_non_unit_axis_keeps_every_dim():
+    x = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
+    got = hwport.squeeze(_t(x), axis=[-1])
+    assert list(got.shape) == [2, 1, 3]
+    np.testing.assert_array_equal(got.numpy(), reference("squeeze", [x], {"axis": [-1]}))
+
+
+def test_slice_with_a_huge_stride_takes_one_element():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for step in (2**62, -(2**62), 2**63 - 1):
+        got = hwport.slice(_t(x), axes=[1], starts=[1], ends=[4], strides=[step]).numpy()
+        want = reference("slice", [x], {"axes": [1], "starts": [1], "ends": [4],
+                                        "strides": [step]})
+        np.testing.assert_array_equal(got, want)
+
+
+def test_indexing_with_huge_steps_zero_steps_and_bools():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = _t(x)
+    for key in [slice(0, 2**70, 2**70), slice(None, None, -(2**70)), (slice(1, None, 10**30), 2)]:
+        np.testing.assert_array_equal(t[key].numpy(), x[key])
+    with pytest.raises(ValueError, match=r"Tensor index: slice step must not be 0"):
+        t[::0]
+    with pytest.raises(TypeError, match=r"Tensor index: a bool"):
+        t[True]
