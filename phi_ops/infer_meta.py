@@ -684,7 +684,8 @@ def linspace(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if attrs["num"] < 0:
         raise ValueError(f"linspace: num must be >= 0, got {attrs['num']}")
     out = _out(op, [], attrs)
-    check_size(op.name, Meta((attrs["num"],), "float64"))  # its decomposition computes in float64
+    # Its decomposition computes in float64.
+    check_size(op.name, Meta((attrs["num"],), "float64"), f"num={attrs['num']}")
     return Plan([Meta((attrs["num"],), out)], dict(attrs, dtype=out))
 
 
@@ -713,11 +714,12 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
 MAX_TENSOR_BYTES = 2**63 - 1
 
 
-def check_size(op: str, m: Meta) -> None:
+def check_size(op: str, m: Meta, given: str = "") -> None:
     """A tensor `op` makes must be representable: dims >= 0 and its contiguous size in bytes
     (zero dims counted as 1, as its strides are) at most MAX_TENSOR_BYTES. Else ValueError, or
     hwport.OutOfMemoryError for a valid tensor larger than any device can hold. The runtime
-    checks again; checking here names the public op before anything is allocated or run."""
+    checks again; checking here names the public op before anything is allocated or run.
+    `given`: the arguments the shape came from, named in the message."""
     span = 1
     for d in m.shape:
         if d < 0:
@@ -727,7 +729,7 @@ def check_size(op: str, m: Meta) -> None:
     if span * size <= MAX_TENSOR_BYTES:
         return
     described = (f"a tensor of shape {shape_str(m.shape)} and dtype {m.dtype} ({m.numel} "
-                 f"elements of {size} bytes)")
+                 f"elements of {size} bytes{', from ' + given if given else ''})")
     if span > MAX_TENSOR_BYTES:
         raise ValueError(f"{op}: {described} has more elements than an int64 can count")
     if m.numel == 0:
@@ -755,6 +757,13 @@ def _check_ndim(op: OpDef, inputs: Inputs) -> None:
                                  f"{shape_str(one.shape)}; at most {MAX_NDIM} are supported")
 
 
+def _shape_args(op: OpDef, attrs: dict[str, Any]) -> str:
+    """The numeric arguments of a call, which an output's shape may come from: for messages."""
+    given = [f"{a.name}={attrs[a.name]!r}" for a in op.attrs
+             if a.type in ("ints", "int", "float") and attrs.get(a.name) is not None]
+    return ", ".join(given) or "the inputs' shapes"
+
+
 def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     """The plan for one call of `op` (raises on bad input, naming op and argument); every
     output passes check_size."""
@@ -762,11 +771,10 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     plan = RULES[op.infer_meta](op, inputs, attrs)
     for m in plan.outputs:
         if m.ndim > MAX_NDIM:
-            given = "".join(f", {a.name}={attrs.get(a.name)}" for a in op.attrs
-                            if a.type == "ints" and attrs.get(a.name))
             raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
-                             f"{shape_str(m.shape)}{given}); at most {MAX_NDIM} are supported")
-        check_size(op.name, m)
+                             f"{shape_str(m.shape)}, from {_shape_args(op, attrs)}); at most "
+                             f"{MAX_NDIM} are supported")
+        check_size(op.name, m, _shape_args(op, attrs))
     value = _VALUE_ATTRS.get(op.name)
     if value is not None and plan.attrs.get(value) is not None:
         plan.attrs[value] = scalar_for_dtype(op.name, value, plan.attrs[value],
