@@ -296,6 +296,12 @@ def test_python_scalars_are_weakly_typed(d, s, form, seed):
     sd = scalar_dtype(s, d)
     common = promote_types(d, sd)
     expr = form.replace("t", f"<{d} tensor>").replace("s", repr(s))
+    if not _fits(s, sd):  # numpy 2: an int that does not fit the dtype it takes is an error
+        with pytest.raises(ValueError) as info:
+            fn(tensor(x), s)
+        assert op in str(info.value) and repr(s) in str(info.value), f"{expr}: {info.value}"
+        assert "does not fit" in str(info.value), f"{expr}: {info.value}"
+        return
     if common not in OPS[op].dtypes:
         with pytest.raises(TypeError) as info:
             fn(tensor(x), s)
@@ -309,6 +315,15 @@ def test_python_scalars_are_weakly_typed(d, s, form, seed):
     args = [s_arr, x] if reflected else [x, s_arr]
     key = want_dtype if OPS[op].out_dtype in ("same", "float") else common
     assert_close(op, key, got.numpy(), reference(op, args, {}))
+
+
+def _fits(s: object, dtype: str) -> bool:
+    """Whether Python scalar `s` is a value of `dtype` (only ints can miss: floats convert)."""
+    if isinstance(s, bool) or not isinstance(s, int) or dtype in ("bool", "float16", "bfloat16",
+                                                                  "float32", "float64"):
+        return True
+    info = np.iinfo(dtype)
+    return info.min <= s <= info.max
 
 
 def test_scalar_examples():
@@ -326,5 +341,7 @@ def test_scalar_examples():
     assert str((h + 1).dtype) == "float16"
     assert str((h * 2.5).dtype) == "float16"
     assert str((i8 / 2).dtype) == "float32"
-    # an int scalar keeps the tensor's dtype, wrapping into it like `fill` does
-    np.testing.assert_array_equal((i8 + 300).numpy(), np.array([45, 46, 47], np.int8))
+    # an int scalar keeps the tensor's dtype and must fit it (numpy 2 raises; never a wrap)
+    np.testing.assert_array_equal((i8 + 127).numpy(), np.array([-128, -127, -126], np.int8))
+    with pytest.raises(ValueError, match=r"add: y=300 does not fit in int8 \(range \[-128, 127"):
+        i8 + 300
