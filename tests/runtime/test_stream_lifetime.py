@@ -2,10 +2,11 @@
 current-stream slot still refer to its stream (issue 11, defect 3).
 
 Each reproducer runs in a fresh process on custom:cpu and custom:opencl and checks the data and
-that allocated bytes return to the baseline; a use-after-free shows there as a crash (and as a
-report under scripts/sanitize.sh). Two checks fail without the fix even without a sanitizer: the
-test plugin's strict mode aborts on any call that names a destroyed stream, and the cached blocks
-of a dropped stream must serve the default stream (not sit under a dangling pool key)."""
+that allocated bytes return to the baseline. Without the fix, the first (freeing a tensor records
+an event on the destroyed stream) is a use-after-free that only scripts/sanitize.sh reports; the
+test plugin's strict mode turns it into an abort without a sanitizer. The others fail outright:
+a kernel on a destroyed current stream, a thread's stream gone under it, cached blocks of a
+dropped stream orphaned under a dangling pool key instead of serving the default stream."""
 
 from __future__ import annotations
 
