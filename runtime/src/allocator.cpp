@@ -173,7 +173,7 @@ void CachingAllocator::free(Block* block) {
     HWP_Event event = nullptr;
     if (plugin.has_streams && plugin.stream.create_event(device_->index, &event) == HWP_OK &&
         plugin.stream.record_event(device_->index, s, event) == HWP_OK) {
-      pending.events.push_back(event);
+      pending.events.push_back({s, event});
     } else {
       if (event) plugin.stream.destroy_event(device_->index, event);
       plugin.device.synchronize_device(device_->index);
@@ -185,11 +185,51 @@ void CachingAllocator::free(Block* block) {
 }
 
 void CachingAllocator::record_stream(Block* block, HWP_Stream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);  // forget_stream may change block->stream
   if (stream == block->stream) return;
-  std::lock_guard<std::mutex> lock(mutex_);
   for (HWP_Stream s : block->other_streams)
     if (s == stream) return;
   block->other_streams.push_back(stream);
+}
+
+void CachingAllocator::forget_stream(HWP_Stream stream, HWP_Stream replacement) {
+  if (!stream || stream == replacement) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Plugin& plugin = *device_->plugin;
+  // Events recorded on it: complete (its work is), so they go before the stream does.
+  for (auto& p : pending_) {
+    for (auto it = p.events.begin(); it != p.events.end();) {
+      if (it->stream != stream) {
+        ++it;
+        continue;
+      }
+      plugin.stream.synchronize_event(device_->index, it->event);
+      plugin.stream.destroy_event(device_->index, it->event);
+      it = p.events.erase(it);
+    }
+  }
+  // Its blocks move to `replacement`. Cached ones are re-inserted under the new key (and may
+  // coalesce with the replacement's free neighbours), one at a time so that insert_free never
+  // merges, and so deletes, a block still on the list.
+  std::vector<Block*> cached;
+  for (auto& entry : blocks_) {
+    Block* b = entry.first;
+    const bool moves = b->stream == stream;
+    auto& others = b->other_streams;
+    for (auto it = others.begin(); it != others.end();)
+      it = (*it == stream || (moves && *it == replacement)) ? others.erase(it) : it + 1;
+    if (!moves) continue;
+    if (b->allocated)
+      b->stream = replacement;  // live or pending: not in a pool
+    else
+      cached.push_back(b);
+  }
+  for (Block* b : cached) {
+    (b->small ? small_pool_ : large_pool_).erase(b);
+    b->stream = replacement;
+    insert_free(b);
+  }
+  process_pending_locked(false);  // frees that waited only on this stream are done now
 }
 
 void CachingAllocator::process_pending_locked(bool wait) {
@@ -197,7 +237,8 @@ void CachingAllocator::process_pending_locked(bool wait) {
   std::vector<PendingFree> still;
   for (auto& p : pending_) {
     bool done = true;
-    for (HWP_Event e : p.events) {
+    for (const StreamEvent& se : p.events) {
+      HWP_Event e = se.event;
       HWP_Status st = wait ? plugin.stream.synchronize_event(device_->index, e)
                            : (plugin.stream.query_event
                                   ? plugin.stream.query_event(device_->index, e)
@@ -208,7 +249,7 @@ void CachingAllocator::process_pending_locked(bool wait) {
       still.push_back(std::move(p));
       continue;
     }
-    for (HWP_Event e : p.events) plugin.stream.destroy_event(device_->index, e);
+    for (const StreamEvent& se : p.events) plugin.stream.destroy_event(device_->index, se.event);
     --stats_.pending_frees;
     insert_free(p.block);  // still marked allocated until now, so no neighbour merged it
   }

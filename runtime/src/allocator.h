@@ -1,6 +1,7 @@
 // Caching allocator for one device: best-fit over cached blocks with splitting and coalescing,
 // sizes rounded to classes, pools per stream (a block freed on a stream is reused only by that
 // stream, which orders the reuse after earlier work), cross-stream uses deferred by events.
+// Streams are raw handles here: whoever owns a stream calls forget_stream before destroying it.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ struct Block {
   uint64_t offset = 0;           // byte offset inside the segment
   uint64_t size = 0;             // rounded size
   uint64_t requested = 0;
-  HWP_Stream stream = nullptr;   // allocation stream
+  HWP_Stream stream = nullptr;   // allocation stream: the pool the block returns to
   bool allocated = false;
   bool small = false;
   Block* prev = nullptr;  // neighbours inside the same segment
@@ -70,6 +71,11 @@ class CachingAllocator {
   void free(Block* block);
   // Marks that `stream` (not the allocation stream) uses `block`: its reuse waits for it.
   void record_stream(Block* block, HWP_Stream stream);
+  // `stream` is about to be destroyed and its work has completed: its blocks (cached, pending
+  // or live) move to `replacement` (the default stream), it leaves every block's list of
+  // streams, and the events recorded on it are resolved. Afterwards the allocator holds no
+  // trace of the handle, which a new stream may reuse.
+  void forget_stream(HWP_Stream stream, HWP_Stream replacement);
   // Synchronizes the device and returns every fully free segment to the plugin.
   void empty_cache();
   AllocatorStats stats();
@@ -79,9 +85,13 @@ class CachingAllocator {
   struct BySize {
     bool operator()(const Block* a, const Block* b) const;
   };
+  struct StreamEvent {
+    HWP_Stream stream;  // where it was recorded
+    HWP_Event event;
+  };
   struct PendingFree {
     Block* block;
-    std::vector<HWP_Event> events;
+    std::vector<StreamEvent> events;
   };
   static uint64_t round_up(uint64_t nbytes, uint64_t multiple);
   static uint64_t round_size(uint64_t nbytes);

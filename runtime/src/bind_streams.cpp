@@ -9,22 +9,19 @@ namespace hwport {
 
 namespace {
 
+// A Python Stream shares its stream's handle with the threads that made it current and with
+// the events recorded on it; the last of them destroys the stream (StreamHandle).
 struct StreamObject {
-  Device* device = nullptr;
-  HWP_Stream stream = nullptr;
-  bool owned = false;
-  ~StreamObject() {
-    if (owned && stream) {
-      const Plugin& p = *device->plugin;
-      p.stream.synchronize_stream(device->index, stream);
-      p.stream.destroy_stream(device->index, stream);
-    }
-  }
+  StreamRef handle;
+  Device* device() const { return handle->device(); }
+  HWP_Stream stream() const { return handle->get(); }
 };
 
 struct EventObject {
   Device* device = nullptr;
   HWP_Event event = nullptr;
+  // The stream of the last record: it outlives the event, whatever the plugin's events need.
+  StreamRef recorded_on;
   ~EventObject() {
     if (event) device->plugin->stream.destroy_event(device->index, event);
   }
@@ -32,20 +29,13 @@ struct EventObject {
 
 std::shared_ptr<StreamObject> new_stream(py::handle place) {
   auto s = std::make_shared<StreamObject>();
-  s->device = device_from_py(place);
-  s->device->ensure_initialized();
-  const Plugin& p = *s->device->plugin;
-  if (p.has_streams) {
-    p.check(p.stream.create_stream(s->device->index, &s->stream), "create_stream");
-    s->owned = true;
-  }
+  s->handle = device_from_py(place)->create_stream();
   return s;
 }
 
 std::shared_ptr<StreamObject> current(py::handle place) {
   auto s = std::make_shared<StreamObject>();
-  s->device = device_from_py(place);
-  s->stream = s->device->current_stream();
+  s->handle = device_from_py(place)->current_stream_ref();
   return s;
 }
 
@@ -60,13 +50,17 @@ std::shared_ptr<EventObject> new_event(py::handle place) {
 
 void record(EventObject& e, const StreamObject* s) {
   Device* d = e.device;
-  HWP_Stream stream = s ? s->stream : d->current_stream();
-  if (s && s->device != d)
-    raise(ErrorKind::Value, "Event.record: the event is on " + d->name + " but the stream is on " +
-                                s->device->name);
+  if (s && s->device() != d)
+    raise(ErrorKind::Value, "Event.record: the event is on " + d->name +
+                                " but the stream is on " + s->device()->name);
+  StreamRef stream = s ? s->handle : d->current_stream_ref();
   if (!e.event) return;  // no streams: synchronize() does the work
-  py::gil_scoped_release nogil;
-  d->plugin->check(d->plugin->stream.record_event(d->index, stream, e.event), "record_event");
+  {
+    py::gil_scoped_release nogil;
+    d->plugin->check(d->plugin->stream.record_event(d->index, stream->get(), e.event),
+                     "record_event");
+  }
+  e.recorded_on = std::move(stream);  // may release the previous stream (with the GIL held)
 }
 
 }  // namespace
@@ -75,51 +69,52 @@ void bind_streams(py::module_& m) {
   py::class_<StreamObject, std::shared_ptr<StreamObject>>(m, "Stream",
       "An in-order queue of device work. Stream(place=None) creates a new one.")
       .def(py::init(&new_stream), py::arg("place") = py::none())
-      .def_property_readonly("place", [](const StreamObject& s) { return place_of(s.device); })
+      .def_property_readonly("place", [](const StreamObject& s) { return place_of(s.device()); })
       .def("synchronize", [](const StreamObject& s) {
              py::gil_scoped_release nogil;
-             s.device->synchronize_stream(s.stream);
+             s.device()->synchronize_stream(s.stream());
            })
       .def("query", [](const StreamObject& s) {
-             const Plugin& p = *s.device->plugin;
-             if (!s.stream || !p.stream.query_stream) {
+             const Plugin& p = *s.device()->plugin;
+             if (!s.stream() || !p.stream.query_stream) {
                py::gil_scoped_release nogil;
-               s.device->synchronize_stream(s.stream);
+               s.device()->synchronize_stream(s.stream());
                return true;
              }
-             HWP_Status st = p.stream.query_stream(s.device->index, s.stream);
+             HWP_Status st = p.stream.query_stream(s.device()->index, s.stream());
              if (st == HWP_ERROR_NOT_READY) return false;
              p.check(st, "query_stream");
              return true;
            }, "True when all work submitted so far has completed.")
       .def("wait_event", [](const StreamObject& s, const EventObject& e) {
-             if (e.device != s.device)
-               raise(ErrorKind::Value, "Stream.wait_event: stream on " + s.device->name +
+             if (e.device != s.device())
+               raise(ErrorKind::Value, "Stream.wait_event: stream on " + s.device()->name +
                                            ", event on " + e.device->name);
-             const Plugin& p = *s.device->plugin;
-             if (!e.event || !s.stream) {
+             const Plugin& p = *s.device()->plugin;
+             if (!e.event || !s.stream()) {
                py::gil_scoped_release nogil;
-               s.device->synchronize();
+               s.device()->synchronize();
                return;
              }
-             p.check(p.stream.stream_wait_event(s.device->index, s.stream, e.event),
+             p.check(p.stream.stream_wait_event(s.device()->index, s.stream(), e.event),
                      "stream_wait_event");
            }, py::arg("event"))
       .def("record_event", [](const std::shared_ptr<StreamObject>& s, py::object event) {
              std::shared_ptr<EventObject> e = event.is_none()
-                                                  ? new_event(py::str(place_of(s->device).str()))
+                                                  ? new_event(py::str(place_of(s->device()).str()))
                                                   : event.cast<std::shared_ptr<EventObject>>();
              record(*e, s.get());
              return e;
            }, py::arg("event") = py::none())
       .def("__eq__", [](const StreamObject& a, const StreamObject& b) {
-             return a.device == b.device && a.stream == b.stream;
+             return a.device() == b.device() && a.stream() == b.stream();
            })
       .def("__hash__", [](const StreamObject& s) {
-             return std::hash<const void*>()(s.stream) ^ static_cast<size_t>(s.device->global_id);
+             return std::hash<const void*>()(s.stream()) ^
+                    static_cast<size_t>(s.device()->global_id);
            })
       .def("__repr__", [](const StreamObject& s) {
-             return "Stream(place=" + s.device->name + (s.owned ? ")" : ", current)");
+             return "Stream(place=" + s.device()->name + (s.handle->owned() ? ")" : ", current)");
            });
 
   py::class_<EventObject, std::shared_ptr<EventObject>>(m, "Event",
@@ -150,7 +145,8 @@ void bind_streams(py::module_& m) {
            });
 
   m.def("current_stream", &current, py::arg("place") = py::none());
-  m.def("set_current_stream", [](const StreamObject& s) { s.device->set_current_stream(s.stream); },
+  m.def("set_current_stream",
+        [](const StreamObject& s) { s.device()->set_current_stream(s.handle); },
         py::arg("stream"));
 }
 

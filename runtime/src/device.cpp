@@ -5,10 +5,24 @@
 namespace hwport {
 
 namespace {
-// Current stream per device for this thread, indexed by Device::global_id; NULL = default.
-thread_local std::vector<HWP_Stream> tls_streams;
+// Current stream per device for this thread, indexed by Device::global_id; empty = default.
+// Holding the reference keeps the stream alive while it is current.
+thread_local std::vector<StreamRef> tls_streams;
 thread_local Device* tls_device = nullptr;
 }  // namespace
+
+StreamHandle::~StreamHandle() {
+  if (!owned_ || !stream_) return;
+  const Plugin& p = *device_->plugin;
+  // Its work first: then nothing still uses the blocks it touched, and the allocator can hand
+  // them to the default stream and drop the events it recorded on this one.
+  p.stream.synchronize_stream(device_->index, stream_);
+  try {
+    device_->allocator->forget_stream(stream_, device_->default_stream());
+  } catch (...) {
+  }
+  p.stream.destroy_stream(device_->index, stream_);
+}
 
 void Device::ensure_initialized() {
   std::call_once(init_once_, [this] {
@@ -26,6 +40,7 @@ void Device::ensure_initialized() {
         return;
       }
     }
+    default_ref_ = std::make_shared<StreamHandle>(this, default_stream_, false);
     init_ok_ = true;
   });
   if (!init_ok_) raise(ErrorKind::Runtime, name + " is unusable: " + init_error_);
@@ -33,14 +48,36 @@ void Device::ensure_initialized() {
 
 HWP_Stream Device::current_stream() {
   if (static_cast<size_t>(global_id) < tls_streams.size() && tls_streams[global_id])
-    return tls_streams[global_id];
+    return tls_streams[global_id]->get();
   return default_stream();
 }
 
-void Device::set_current_stream(HWP_Stream stream) {
+StreamRef Device::current_stream_ref() {
+  if (static_cast<size_t>(global_id) < tls_streams.size() && tls_streams[global_id])
+    return tls_streams[global_id];
+  ensure_initialized();
+  return default_ref_;
+}
+
+StreamRef Device::create_stream() {
+  ensure_initialized();
+  if (!plugin->has_streams) return default_ref_;
+  HWP_Stream stream = nullptr;
+  plugin->check(plugin->stream.create_stream(index, &stream), "create_stream");
+  try {
+    return std::make_shared<StreamHandle>(this, stream, true);
+  } catch (...) {
+    plugin->stream.destroy_stream(index, stream);
+    throw;
+  }
+}
+
+void Device::set_current_stream(StreamRef stream) {
   if (tls_streams.size() <= static_cast<size_t>(global_id))
-    tls_streams.resize(static_cast<size_t>(global_id) + 1, nullptr);
-  tls_streams[global_id] = stream;
+    tls_streams.resize(static_cast<size_t>(global_id) + 1);
+  // The previous stream is released after the slot changed (its last reference may destroy it).
+  StreamRef previous = std::move(tls_streams[global_id]);
+  tls_streams[global_id] = std::move(stream);
 }
 
 void Device::synchronize() {

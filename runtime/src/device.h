@@ -12,6 +12,33 @@
 
 namespace hwport {
 
+struct Device;
+
+// A stream shared by everything that may still submit work to it or wait on it: Python Stream
+// and Event objects, and the threads whose current stream it is. The allocator keeps only the
+// raw handle (as a pool key and in blocks' stream lists); the last holder destroys the stream:
+// it waits for the stream's work, makes the allocator forget the stream (its blocks go to the
+// default stream), then has the plugin destroy it. A device's default stream (owned = false)
+// lives as long as the device.
+class StreamHandle {
+ public:
+  StreamHandle(Device* device, HWP_Stream stream, bool owned)
+      : device_(device), stream_(stream), owned_(owned) {}
+  ~StreamHandle();
+  StreamHandle(const StreamHandle&) = delete;
+  StreamHandle& operator=(const StreamHandle&) = delete;
+
+  Device* device() const { return device_; }
+  HWP_Stream get() const { return stream_; }
+  bool owned() const { return owned_; }
+
+ private:
+  Device* device_;
+  HWP_Stream stream_;
+  bool owned_;
+};
+using StreamRef = std::shared_ptr<StreamHandle>;
+
 struct Device {
   Plugin* plugin = nullptr;
   int32_t index = 0;      // index within its plugin
@@ -32,9 +59,14 @@ struct Device {
     return default_stream_;
   }
   // The calling thread's current stream on this device (its default stream unless a
-  // stream guard is active). NULL for plugins without streams.
+  // stream guard is active). NULL for plugins without streams. The raw handle stays valid
+  // while the thread's current stream is not changed (the thread's slot holds a reference).
   HWP_Stream current_stream();
-  void set_current_stream(HWP_Stream stream);
+  StreamRef current_stream_ref();
+  // A new stream owned by the returned handle (the default stream's handle for plugins without
+  // streams). Throws on failure.
+  StreamRef create_stream();
+  void set_current_stream(StreamRef stream);
   void synchronize();
   void synchronize_stream(HWP_Stream stream);
 
@@ -43,6 +75,7 @@ struct Device {
   bool init_ok_ = false;
   std::string init_error_;
   HWP_Stream default_stream_ = nullptr;
+  StreamRef default_ref_;  // non-owning handle of default_stream_
 };
 
 class DeviceManager {

@@ -41,8 +41,9 @@ class Storage {
   uint64_t base_offset() const { return base_offset_; }  // bytes into buffer()
   uint64_t nbytes() const { return nbytes_; }
   // Records use on a stream other than the allocation stream (cross-stream reuse safety).
+  // The allocator compares the streams under its lock: forget_stream may re-key the block.
   void record_stream(HWP_Stream stream) {
-    if (block_ && stream != block_->stream) device_->allocator->record_stream(block_, stream);
+    if (block_) device_->allocator->record_stream(block_, stream);
   }
 
  private:

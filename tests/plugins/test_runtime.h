@@ -458,12 +458,27 @@ static void tr_device_wait(int32_t device) {
   pthread_mutex_unlock(&tr_lock);
 }
 
+/* With HWPORT_TEST_STRICT_STREAMS=1 in the environment, a call naming a destroyed stream aborts
+ * the process with a message instead of failing with an error that a host may swallow (its
+ * fallback for a failed record_event is to synchronize), so a test sees a host that keeps using
+ * a stream after destroying it. */
+static void tr_strict_stream_check(const tr_stream *s, const char *fn) {
+  const char *strict = getenv("HWPORT_TEST_STRICT_STREAMS");
+  if (s < tr_streams || s >= tr_streams + TR_MAX_STREAMS || s->live || strict == NULL ||
+      strcmp(strict, "1") != 0)
+    return;
+  fprintf(stderr, "hwport test plugin: %s on a destroyed stream (slot %d)\n", fn, (int)s->slot);
+  fflush(stderr);
+  abort();
+}
+
 static HWP_Status tr_stream_of(int32_t device, HWP_Stream stream, const char *fn,
                                tr_stream **out) {
   tr_stream *s = (tr_stream *)stream;
   HWP_Status st = tr_check_device(device, fn);
   if (st != HWP_OK) return st;
   if (s == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
+  tr_strict_stream_check(s, fn);
   if (s < tr_streams || s >= tr_streams + TR_MAX_STREAMS || s->magic != TR_STREAM_MAGIC ||
       !s->live)
     return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "%s: not a live stream of this plugin", fn);
