@@ -104,8 +104,9 @@ Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream, bool segme
     }
     if (!block) {
       ++stats_.num_ooms;
-      const char* msg = device_->plugin->get_last_error_fn();
-      raise(ErrorKind::OutOfMemory, describe_oom(nbytes, msg ? msg : ""));
+      // Bounded and fault-safe: the plugin's string is not trusted.
+      const std::string msg = plugin_last_error(device_->plugin->get_last_error_fn);
+      raise(ErrorKind::OutOfMemory, describe_oom(nbytes, msg));
     }
   }
   // Split off the remainder when it is worth keeping as its own block.

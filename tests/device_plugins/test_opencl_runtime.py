@@ -583,10 +583,12 @@ def test_direct_zero_devices_explains_why():
     h2 = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": "0"})
     assert h2.device_count() == 1
     # a substring of "platform name / device name", case-insensitive, in a comma list
-    name = ffi_string(h2.properties(0).name)
+    props = h2.properties(0)  # kept: .name points into it (cffi frees it with the object)
+    name = ffi_string(props.name)
     h3 = DirectHost(PLUGIN_SO, env={"HWPORT_OPENCL_DEVICES": f"nothing, {name.upper()}"})
     assert h3.device_count() >= 1
-    assert ffi_string(h3.properties(0).name) == name
+    props3 = h3.properties(0)
+    assert ffi_string(props3.name) == name
 
 
 def ffi_string(cdata) -> str:

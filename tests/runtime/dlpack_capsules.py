@@ -134,6 +134,11 @@ class Exported:
             first, self.shape, [s * dtype.itemsize for s in self.strides]).copy()
 
 
+# A capsule keeps the pointer to its name, not a copy: the names must outlive every capsule
+# (a temporary bytes object would leave it pointing at freed memory; ASan reports it).
+_USED_NAMES = {b"dltensor": b"used_dltensor", _VERSIONED: b"used_" + _VERSIONED}
+
+
 def consume(capsule: Any) -> Exported:
     """Decodes an exported capsule and releases it (as a consumer that finished would)."""
     versioned = _capsule_name(capsule) == _VERSIONED
@@ -146,7 +151,7 @@ def consume(capsule: Any) -> Exported:
         tuple(t.shape[i] for i in range(t.ndim)), tuple(t.strides[i] for i in range(t.ndim)),
         t.dtype.code, t.dtype.bits, t.byte_offset,
         (managed.contents.version.major, managed.contents.version.minor) if versioned else None)
-    _capsule_set_name(capsule, b"used_" + name)
+    _capsule_set_name(capsule, _USED_NAMES[name])
     managed.contents.deleter(managed)
     return out
 
