@@ -769,7 +769,7 @@ def arange(start: float | None=0, end: float | None=None, step: float | None=1, 
 
 
 def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any='float32', place: Any = None) -> Any:
-    """num evenly spaced values from start to stop inclusive.
+    """num evenly spaced values from start to stop inclusive (num=1: just start).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.linspace)"""

@@ -583,8 +583,11 @@ def _r_slice(a: _Call) -> np.ndarray:
     for ax, s, e, st in zip(_axes(a, axes, x.ndim), starts, ends, strides, strict=True):
         if st == 0:
             raise a.err("stride 0")
-        start, stop, step = slice(s, e, st).indices(x.shape[ax])  # clamped, Python rules
-        idx[ax] = slice(start, stop if stop >= 0 else None, step)
+        picked = range(*slice(s, e, st).indices(x.shape[ax]))  # clamped, Python rules
+        if not picked:  # indices() may give start -1 here, which numpy reads as the last element
+            idx[ax] = slice(0, 0)
+        else:
+            idx[ax] = slice(picked.start, picked.stop if picked.stop >= 0 else None, picked.step)
     return x[tuple(idx)].copy()
 
 
@@ -706,6 +709,14 @@ def _r_arange(a: _Call) -> np.ndarray:
     i = np.arange(n, dtype=np.int64)
     with np.errstate(over="ignore"):
         return np.int64(int(start)) + i * np.int64(int(step))  # wraps like the int64 kernel
+
+
+@_ref("linspace")
+def _r_linspace(a: _Call) -> np.ndarray:
+    start, stop, num = float(a.attrs["start"]), float(a.attrs["stop"]), a.attrs["num"]
+    if num == 1:  # just start, as Paddle and PyTorch give (numpy's 0 * (stop - start) is NaN
+        return np.array([start])  # for an infinite or NaN stop)
+    return np.linspace(start, stop, num)
 
 
 @_ref("cast")

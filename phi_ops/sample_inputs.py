@@ -751,6 +751,9 @@ def _b_slice(op: str, d: str, rng: np.random.Generator) -> list[Case]:
         C(op, d, "neg-step", [x], {"axes": [-1], "starts": [10], "ends": [0],
                                    "strides": [-2]}),
         C(op, d, "empty", [x], {"axes": [0], "starts": [3], "ends": [1]}),
+        # a negative step from below the dim selects nothing (Python: x[-10**6:-6:-1])
+        C(op, d, "neg-step-below", [x], {"axes": [0], "starts": [-10**6], "ends": [-6],
+                                         "strides": [-1]}),
         C(op, d, "empty-in", [_s(d, rng, 0, 4)], {"axes": [1], "starts": [1], "ends": [3]}),
         C(op, d, "T", [x], {"axes": [1], "starts": [1], "ends": [5], "strides": [3]}, ["T"]),
         C(op, d, "flip", [x], {"axes": [0], "starts": [-2], "ends": [-6], "strides": [-1]},
@@ -1028,6 +1031,7 @@ def _b_linspace(op: str, d: str, rng: np.random.Generator) -> list[Case]:
         C(op, d, "7", [], {"start": 0.0, "stop": 1.0, "num": 7, "dtype": d}),
         C(op, d, "desc", [], {"start": 5.0, "stop": -3.0, "num": 17, "dtype": d}),
         C(op, d, "one", [], {"start": 2.0, "stop": 9.0, "num": 1, "dtype": d}),
+        C(op, d, "one-nan-stop", [], {"start": 2.0, "stop": NAN, "num": 1, "dtype": d}),
         C(op, d, "zero", [], {"start": 2.0, "stop": 9.0, "num": 0, "dtype": d}),
         C(op, d, "int-bounds", [], {"start": -4, "stop": 4, "num": 9, "dtype": d}),
     ]

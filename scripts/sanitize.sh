@@ -28,8 +28,8 @@ AVENV="$BUILD/venv"
 LOGS="$BUILD/reports"
 
 # The op tests: one fixed slice of the oracle cases (float32 on both plugins, four layouts) and
-# every bad-input case.
-OP_SLICE=(tests/phi_ops/test_ops_oracle.py tests/phi_ops/test_bad_input.py
+# every bad-input case, and the fixed-seed fuzz slice.
+OP_SLICE=(tests/phi_ops/test_ops_oracle.py tests/phi_ops/test_bad_input.py tests/phi_ops/test_fuzz_ops.py
           -k "not test_op_matches_reference or (float32 and not cpu:1 and (step or flip or edges or odd7))")
 FULL=(tests/runtime tests/device_plugins "${OP_SLICE[@]}")
 SHORT=(tests/runtime/test_stream_lifetime.py tests/runtime/test_streams.py
