@@ -103,20 +103,26 @@ def test_leak_and_false_stats_details_show_the_numbers():
     assert false.details["allocated"]["num_allocs"] - false.details["before"]["num_allocs"] == 5
 
 
-def test_crashing_and_hanging_plugins_through_the_runner(tmp_path, base):
-    """End to end: a hanging synchronize is TIMEOUT on exactly device::synchronize; an init
-    that segfaults or hangs is CRASH/TIMEOUT on abi::init, and the other suites say the plugin
-    did not load. The run goes on after each."""
-    variants = ["hang_sync", "crash_init", "hang_init"]
-    args = ["run", "--suite", ",".join(DIRECT_SUITES), "--timeout", "3", "--jobs", "2",
+def run_through_cli(tmp_path, variants: list[str], timeout: int) -> dict[str, dict[str, dict]]:
+    """The direct suites on these zoo variants through the hwcheck CLI (which must fail):
+    {plugin: {case id: result}} from its JSON report."""
+    args = ["run", "--suite", ",".join(DIRECT_SUITES), "--timeout", str(timeout), "--jobs", "2",
             "--json", "run.json"]
     for v in variants:
         args += ["--plugin", str(zoo_plugin_path(v))]
-    proc = hwcheck(*args, cwd=tmp_path, env={"HWPORT_PLUGIN_PROBE_TIMEOUT": "3"})
+    proc = hwcheck(*args, cwd=tmp_path, env={"HWPORT_PLUGIN_PROBE_TIMEOUT": str(timeout)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     by_plugin: dict[str, dict[str, dict]] = {}
     for r in json.loads((tmp_path / "run.json").read_text())["results"]:
         by_plugin.setdefault(r["plugin"], {})[r["id"]] = r
+    return by_plugin
+
+
+def test_crashing_and_hanging_plugins_through_the_runner(tmp_path, base):
+    """End to end: a hanging synchronize is TIMEOUT on exactly device::synchronize; an init
+    that segfaults or hangs is CRASH/TIMEOUT on abi::init, and the other suites say the plugin
+    did not load. The run goes on after each."""
+    by_plugin = run_through_cli(tmp_path, ["hang_sync", "crash_init", "hang_init"], timeout=3)
 
     hang_sync = by_plugin["test_hang_sync"]
     want = dict(base["good"], **{"device::synchronize": "TIMEOUT"})
@@ -139,17 +145,9 @@ def test_plugins_that_exit_or_hand_out_garbage_pointers_fail(tmp_path, base):
     it happened in, never a pass; a garbage device_type or get_last_error pointer CRASHes the
     case that reads it (and the other suites say the plugin did not load, or crash where they
     read the error string), and the run goes on."""
-    variants = ["exit_constructor", "exit0_init", "exit3_init", "garbage_device_type",
-                "garbage_last_error"]
-    args = ["run", "--suite", ",".join(DIRECT_SUITES), "--timeout", "10", "--jobs", "2",
-            "--json", "run.json"]
-    for v in variants:
-        args += ["--plugin", str(zoo_plugin_path(v))]
-    proc = hwcheck(*args, cwd=tmp_path, env={"HWPORT_PLUGIN_PROBE_TIMEOUT": "10"})
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    by_plugin: dict[str, dict[str, dict]] = {}
-    for r in json.loads((tmp_path / "run.json").read_text())["results"]:
-        by_plugin.setdefault(r["plugin"], {})[r["id"]] = r
+    by_plugin = run_through_cli(tmp_path, ["exit_constructor", "exit0_init", "exit3_init",
+                                           "garbage_device_type", "garbage_last_error"],
+                                timeout=10)
 
     def got(variant: str) -> dict[str, dict]:
         return by_plugin[f"libhwport_test_{variant}.so"]
