@@ -340,16 +340,22 @@ def _check_dtype(op: OpDef, dtype: str, metas: list[Any], key_index: int | None)
 def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
     try:
         return _run_decomposition(op, inputs, plan, target)
-    except (TypeError, ValueError, IndexError) as exc:
-        # infer-meta validates a composite fully; should an inner op still refuse, the error
-        # names the public op the user called, not only the inner one.
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
+        # infer-meta validates a composite fully; should an inner op still refuse (or an
+        # intermediate not fit the device), the error names the public op the user called,
+        # not only the inner one.
         if str(exc).startswith(f"{op.name}:"):
             raise
         try:
             renamed = type(exc)(f"{op.name}: {exc}")
         except TypeError:
             raise exc from None
-        raise renamed from exc
+        try:
+            raise renamed from exc
+        finally:
+            # This frame's references to the errors would form a cycle with their tracebacks
+            # and keep the decomposition's tensors allocated until a garbage collection.
+            del exc, renamed
 
 
 def _run_decomposition(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:

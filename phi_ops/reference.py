@@ -89,7 +89,8 @@ Semantics decided here (the kernels and decompositions follow them)
 - matmul: numpy matmul semantics (1-D operands, broadcast batch dims); transpose_x/_y swap
   the last two dims of an operand of rank >= 2 first (ignored for 1-D). linear: x @ weight
   (+ bias), weight [in, out].
-- scaled_dot_product_attention: softmax(q k^T * scale + mask) v, scale None = 1/sqrt(E);
+- scaled_dot_product_attention: softmax(q k^T * scale + mask) v, scale None = 1/sqrt(E), a
+  scale taken at the compute precision (float64 for float64, else float32: 1e300 is inf);
   a bool mask keeps True (others -inf), a float mask is added at its own precision (it takes
   no part in promotion: the output dtype is result_type(q, k, v));
   is_causal keeps the lower triangle tril(ones(L, S)) (top-left aligned), combined with a given
@@ -831,7 +832,10 @@ def _r_sdpa(a: _Call) -> np.ndarray:
     scale = a.attrs["scale"]
     if scale is None:  # (E == 0: the scores are empty sums, 0 whatever the scale)
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
-    scale = float(scale)
+    # Applied at the compute precision, as the kernels and PyTorch do: a scale beyond float32's
+    # range is inf below float64 (scores become inf/NaN), not a finite float64 factor.
+    with np.errstate(over="ignore"):
+        scale = float(np.float64(scale) if a.outs[0] == "float64" else np.float32(scale))
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
     L, S = s.shape[-2:]
     if a.attrs["is_causal"]:

@@ -1199,6 +1199,8 @@ def _b_sdpa(op: str, d: str, rng: np.random.Generator) -> list[Case]:
                                 sample(d, (1, 4, 6), rng, "any")]),
         C(op, d, "f32-mask", [s(4, 8), s(6, 8), s(6, 8), sample("float32", (4, 6), rng)]),
         C(op, d, "scale", [s(3, 4), s(3, 4), s(3, 2), None], {"scale": 0.3}),
+        # beyond float32: inf below float64 (scores inf/NaN, as PyTorch), finite for float64
+        C(op, d, "huge-scale", [s(3, 4), s(3, 4), s(3, 2), None], {"scale": 1e300}),
         C(op, d, "batch-bcast", [s(2, 1, 4, 8), s(3, 6, 8), s(3, 6, 8), None]),
         C(op, d, "masked-row-nan", [s(4, 8), s(6, 8), s(6, 8), full_row_masked]),
         C(op, d, "views", [s(4, 8), s(6, 8), s(6, 8), None], {}, ["T", "step", "flip"]),

@@ -48,6 +48,9 @@ CASES: list[tuple[str, str, str, list[str]]] = [
      ["tile", "[9223372036854775808]"]),
     ("tile_bytes", "hwport.tile(hwport.ones([2], place=P), [2**61])", OOM,
      ["tile", "[4611686018427387904]"]),
+    # representable, but an intermediate of the decomposition is more than the device has
+    ("tile_0d_intermediate", "hwport.tile(hwport.ones([], 'int8', place=P), [2**62 + 16])",
+     OOM, ["tile:", "[4611686018427387920"]),
     ("pad", "hwport.pad(hwport.ones([2], place=P), [2**62, 0])", OOM,
      ["pad", "[4611686018427387906]"]),
     ("arange", "hwport.arange(2**62, place=P)", OOM, ["arange", "[4611686018427387904]", "int64"]),
