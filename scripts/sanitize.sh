@@ -33,7 +33,7 @@ OP_SLICE=(tests/phi_ops/test_ops_oracle.py tests/phi_ops/test_bad_input.py tests
           -k "not test_op_matches_reference or (float32 and not cpu:1 and (step or flip or edges or odd7))")
 FULL=(tests/runtime tests/device_plugins "${OP_SLICE[@]}")
 SHORT=(tests/runtime/test_stream_lifetime.py tests/runtime/test_streams.py
-       tests/runtime/test_allocator.py tests/phi_ops/test_ops_oracle.py
+       tests/runtime/test_allocator.py tests/runtime/test_sizes.py tests/phi_ops/test_ops_oracle.py
        -k "not test_op_matches_reference or (float32 and not cpu:1 and flip and (add or matmul or sum or softmax or where))")
 
 mode=full
