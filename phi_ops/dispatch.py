@@ -347,7 +347,8 @@ def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
         if str(exc).startswith(f"{op.name}:"):
             raise
         try:
-            renamed = type(exc)(f"{op.name}: {exc}")
+            renamed = type(exc)(f"{op.name}: {exc} ({op.name} was called with "
+                                f"{infer_meta.shape_args(op, plan.attrs)})")
         except TypeError:
             raise exc from None
         try:

@@ -757,7 +757,7 @@ def _check_ndim(op: OpDef, inputs: Inputs) -> None:
                                  f"{shape_str(one.shape)}; at most {MAX_NDIM} are supported")
 
 
-def _shape_args(op: OpDef, attrs: dict[str, Any]) -> str:
+def shape_args(op: OpDef, attrs: dict[str, Any]) -> str:
     """The numeric arguments of a call, which an output's shape may come from: for messages."""
     given = [f"{a.name}={attrs[a.name]!r}" for a in op.attrs
              if a.type in ("ints", "int", "float") and attrs.get(a.name) is not None]
@@ -772,9 +772,9 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     for m in plan.outputs:
         if m.ndim > MAX_NDIM:
             raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
-                             f"{shape_str(m.shape)}, from {_shape_args(op, attrs)}); at most "
+                             f"{shape_str(m.shape)}, from {shape_args(op, attrs)}); at most "
                              f"{MAX_NDIM} are supported")
-        check_size(op.name, m, _shape_args(op, attrs))
+        check_size(op.name, m, shape_args(op, attrs))
     value = _VALUE_ATTRS.get(op.name)
     if value is not None and plan.attrs.get(value) is not None:
         plan.attrs[value] = scalar_for_dtype(op.name, value, plan.attrs[value],
