@@ -280,9 +280,22 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
         _check_index(op, "index", index, plan.attrs["_bound"], plan.attrs.get("axis"))
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
-    if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
-        return _decompose(op, inputs, plan, target)
-    return _launch(op, inputs, plan, key_dtype, target)
+    try:
+        if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
+            return _decompose(op, inputs, plan, target)
+        return _launch(op, inputs, plan, key_dtype, target)
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
+        # infer-meta validates fully; should an inner op of a decomposition still refuse, or
+        # the device lack the memory, the error names the public call.
+        renamed = _for_the_call(op, plan, exc)
+        if renamed is None:
+            raise
+        try:
+            raise renamed from exc
+        finally:
+            # This frame's references to the errors would form a cycle with their tracebacks
+            # and keep the call's tensors allocated until a garbage collection.
+            del exc, renamed
 
 
 def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any) -> bool:
@@ -337,29 +350,23 @@ def _check_dtype(op: OpDef, dtype: str, metas: list[Any], key_index: int | None)
                     f"supported: {', '.join(op.dtypes)}")
 
 
-def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
+def _for_the_call(op: OpDef, plan: Plan, exc: BaseException) -> BaseException | None:
+    """An error raised while running `op` (by an inner op of its decomposition, or the device
+    out of memory) as the user's call: prefixed with the public op's name, the call's
+    arguments named. None: it already names the op (and, for MemoryError, the arguments)."""
+    msg = str(exc)
+    named = msg.startswith(f"{op.name}:")
+    given = infer_meta.shape_args(op, plan.attrs)
+    if named and (not isinstance(exc, MemoryError) or not given or "was called with" in msg):
+        return None
+    called = f" ({op.name} was called with {given})" if given else ""
     try:
-        return _run_decomposition(op, inputs, plan, target)
-    except (TypeError, ValueError, IndexError, MemoryError) as exc:
-        # infer-meta validates a composite fully; should an inner op still refuse (or an
-        # intermediate not fit the device), the error names the public op the user called,
-        # not only the inner one.
-        if str(exc).startswith(f"{op.name}:"):
-            raise
-        try:
-            renamed = type(exc)(f"{op.name}: {exc} ({op.name} was called with "
-                                f"{infer_meta.shape_args(op, plan.attrs)})")
-        except TypeError:
-            raise exc from None
-        try:
-            raise renamed from exc
-        finally:
-            # This frame's references to the errors would form a cycle with their tracebacks
-            # and keep the decomposition's tensors allocated until a garbage collection.
-            del exc, renamed
+        return type(exc)(f"{msg if named else f'{op.name}: {msg}'}{called}")
+    except TypeError:  # an exception type whose constructor takes other arguments
+        return None
 
 
-def _run_decomposition(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
+def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
     from . import decompositions
 
     fn = getattr(decompositions, op.decompose)

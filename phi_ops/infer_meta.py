@@ -467,14 +467,14 @@ def split(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if sections.count(-1) == 1 and attrs.get("_sizes", True):  # one size inferred
         rest = sum(s for s in sections if s != -1)
         if rest > dim:
-            raise ValueError(f"split: sections {sections} exceed dimension {axis} of size "
-                             f"{dim}")
+            raise ValueError(f"split: sections {sections} exceed dimension {axis} (axis="
+                             f"{attrs['axis']}) of size {dim}")
         sections = [dim - rest if s == -1 else s for s in sections]
     if len(sections) == 1 and not attrs.get("_sizes"):
         n = sections[0]
         if n <= 0 or dim % n:
-            raise ValueError(f"split: sections={n}: cannot split dimension {axis} of size "
-                             f"{dim} into {n} equal parts")
+            raise ValueError(f"split: sections={n}: cannot split dimension {axis} (axis="
+                             f"{attrs['axis']}) of size {dim} into {n} equal parts")
         sizes = [dim // n] * n
     else:
         sizes = sections
@@ -761,7 +761,7 @@ def shape_args(op: OpDef, attrs: dict[str, Any]) -> str:
     """The numeric arguments of a call, which an output's shape may come from: for messages."""
     given = [f"{a.name}={attrs[a.name]!r}" for a in op.attrs
              if a.type in ("ints", "int", "float") and attrs.get(a.name) is not None]
-    return ", ".join(given) or "the inputs' shapes"
+    return ", ".join(given)
 
 
 def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
@@ -771,9 +771,10 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     plan = RULES[op.infer_meta](op, inputs, attrs)
     for m in plan.outputs:
         if m.ndim > MAX_NDIM:
+            given = shape_args(op, attrs) or "the inputs"
             raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
-                             f"{shape_str(m.shape)}, from {shape_args(op, attrs)}); at most "
-                             f"{MAX_NDIM} are supported")
+                             f"{shape_str(m.shape)}, from {given}); at most {MAX_NDIM} are "
+                             "supported")
         check_size(op.name, m, shape_args(op, attrs))
     value = _VALUE_ATTRS.get(op.name)
     if value is not None and plan.attrs.get(value) is not None:

@@ -708,8 +708,9 @@ def _r_arange(a: _Call) -> np.ndarray:
     if dt in FLOATING:
         return float(start) + np.arange(n, dtype=np.float64) * float(step)
     i = np.arange(n, dtype=np.int64)
+    istep = int(step) if n > 1 else 0  # one element: any step (even 1e300) gives just start
     with np.errstate(over="ignore"):
-        return np.int64(int(start)) + i * np.int64(int(step))  # wraps like the int64 kernel
+        return np.int64(int(start)) + i * np.int64(istep)  # wraps like the int64 kernel
 
 
 @_ref("linspace")

@@ -63,6 +63,10 @@ class Worker:
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
         env.setdefault("HWPORT_CPU_DEVICES", "2")
+        # A corrupted size may be valid and merely huge (arange(5, 2**31, dtype='int32')):
+        # the devices' limits turn it into OutOfMemoryError, not a worker the OOM killer ends.
+        env.setdefault("HWPORT_CPU_MEMORY_LIMIT", "2G")
+        env.setdefault("HWPORT_OPENCL_MEMORY_LIMIT", "2G")
         self.log.seek(0)
         self.log.truncate()
         return subprocess.Popen([sys.executable, "-m", "tests.phi_ops.fuzz_worker"], cwd=REPO,
