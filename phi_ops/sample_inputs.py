@@ -1010,6 +1010,8 @@ def _b_arange(op: str, d: str, rng: np.random.Generator) -> list[Case]:
         C(op, d, "end-only", [], {"start": 5, "dtype": d}),
         C(op, d, "empty", [], {"start": 5, "end": 5, "dtype": d}),
         C(op, d, "backwards", [], {"start": 2, "end": 2, "step": -1, "dtype": d}),
+        # one element: the step, however large, never enters a value
+        C(op, d, "one-huge-step", [], {"start": 5, "step": 1e300, "dtype": d}),
     ]
     if d not in ("uint8",):
         cs.append(C(op, d, "negative-step", [], {"start": 10, "end": -3, "step": -2,

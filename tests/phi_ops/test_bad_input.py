@@ -303,6 +303,8 @@ BAD: list[Bad] = [
         ("stack", "xs[1]", "[2, 5]")),
     Bad("split-not-divisible", ValueError, lambda t: hwport.split(t["f"], 3, axis=1),
         ("split", "3", "4")),
+    Bad("split-not-divisible-neg-axis", ValueError, lambda t: hwport.split(t["f"], 3, axis=-1),
+        ("split", "sections=3", "axis=-1", "4")),
     Bad("split-sizes-sum", ValueError, lambda t: hwport.split(t["f"], [1, 1]),
         ("split", "[1, 1]", "3")),
     Bad("topk-k-too-large", ValueError, lambda t: hwport.topk(t["f"], 5), ("topk", "k=5", "4")),
