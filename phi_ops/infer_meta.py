@@ -606,6 +606,8 @@ def topk(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     x = inputs[0]
     axis = normalize_axis(op.name, "axis", attrs["axis"], x.ndim)
     dim = x.shape[axis] if x.ndim else 1
+    if x.ndim == 0 and attrs["k"] != 1:  # the one element, or nothing of a 0-d shape
+        raise ValueError(f"topk: k={attrs['k']} for a 0-d x, expected k=1")
     if not 0 <= attrs["k"] <= dim:
         raise ValueError(f"topk: k={attrs['k']} must be in [0, {dim}] (dimension {axis})")
     shape = list(x.shape)
@@ -662,6 +664,9 @@ def like(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 def arange(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     start, end, step = attrs["start"], attrs["end"], attrs["step"]
     for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:  # checked under the caller's names
+            raise ValueError(f"arange: {name}={v} does not fit in int64 (the bounds cross the "
+                             "kernel ABI as int64)")
         if v is not None and not math.isfinite(v):
             raise ValueError(f"arange: {name} must be finite, got {v}")
     if end is None:
