@@ -719,12 +719,13 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
 MAX_TENSOR_BYTES = 2**63 - 1
 
 
-def check_size(op: str, m: Meta, given: str = "") -> None:
+def check_size(op: str, m: Meta, given: str | Callable[[], str] = "") -> None:
     """A tensor `op` makes must be representable: dims >= 0 and its contiguous size in bytes
     (zero dims counted as 1, as its strides are) at most MAX_TENSOR_BYTES. Else ValueError, or
     hwport.OutOfMemoryError for a valid tensor larger than any device can hold. The runtime
     checks again; checking here names the public op before anything is allocated or run.
-    `given`: the arguments the shape came from, named in the message."""
+    `given`: the arguments the shape came from, named in the message (a callable is asked
+    only when the check fails: every op call passes here)."""
     span = 1
     for d in m.shape:
         if d < 0:
@@ -733,6 +734,7 @@ def check_size(op: str, m: Meta, given: str = "") -> None:
     size = itemsize(m.dtype)
     if span * size <= MAX_TENSOR_BYTES:
         return
+    given = given() if callable(given) else given
     described = (f"a tensor of shape {shape_str(m.shape)} and dtype {m.dtype} ({m.numel} "
                  f"elements of {size} bytes{', from ' + given if given else ''})")
     if span > MAX_TENSOR_BYTES:
@@ -780,7 +782,7 @@ def infer(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
             raise ValueError(f"{op.name}: the output would have {m.ndim} dims (shape "
                              f"{shape_str(m.shape)}, from {given}); at most {MAX_NDIM} are "
                              "supported")
-        check_size(op.name, m, shape_args(op, attrs))
+        check_size(op.name, m, lambda: shape_args(op, attrs))
     value = _VALUE_ATTRS.get(op.name)
     if value is not None and plan.attrs.get(value) is not None:
         plan.attrs[value] = scalar_for_dtype(op.name, value, plan.attrs[value],
