@@ -6,10 +6,11 @@ the optional memset_async and async copies on the NULL (synchronous) stream, the
 (stats_track_allocations: what is allocated is counted; leak_check: back to the baseline after
 freeing, else a leak), out_of_memory (an error, never a crash; with a small limit through the
 plugin's memory-limit variable where hwcheck knows it: HWPORT_CPU_MEMORY_LIMIT,
-HWPORT_OPENCL_MEMORY_LIMIT), deallocate_null, and the ABI 1.1 DLPack exchange of device
-memory (device_address, wrap_device_memory: NOT_SUPPORTED where the plugin names no DLPack
-device). An optional function the plugin lacks gives NOT_SUPPORTED; a plugin that does not load
-gives one FAIL, memory::plugin-loads.
+HWPORT_OPENCL_MEMORY_LIMIT), the accounting (peak_after_free, stats_after_refused_allocation,
+beyond_total_refused, oom_cycles_no_drift), deallocate_null, and the ABI 1.1 DLPack
+exchange of device memory (device_address, wrap_device_memory: NOT_SUPPORTED where the plugin
+names no DLPack device). An optional function the plugin lacks gives NOT_SUPPORTED; a plugin
+that does not load gives one FAIL, memory::plugin-loads.
 """
 
 from __future__ import annotations
@@ -362,12 +363,26 @@ def _still_works(h, what: str) -> None:
         _same(_read(h, buf, data.nbytes), data, f"a buffer allocated {what}")
 
 
+def _limited_host(h, limit: int):
+    """(a second host of the plugin under its memory-limit variable set to `limit`, the
+    variable), or None where hwcheck knows no such variable for the plugin."""
+    from ..direct_host import DirectHost, ffi, member
+
+    device_type = member(h.api, "HWP_PluginApi", "device_type")
+    env_var = MEMORY_LIMIT_ENV.get(ffi.string(device_type).decode() if device_type else "")
+    if not env_var:
+        return None
+    small = DirectHost(h.so_path, env={env_var: str(limit)})
+    require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
+            f"{small.init_message}")
+    small.init_devices()
+    return small, env_var
+
+
 def out_of_memory(h, case: Case) -> dict[str, Any]:
     """A request the device cannot satisfy returns HWP_ERROR_OUT_OF_MEMORY with a message, the
     plugin keeps working; under a small limit (the plugin's limit variable), requests succeed
     up to the limit, fail past it, and succeed again once memory is freed."""
-    from ..direct_host import DirectHost, member
-
     details: dict[str, Any] = {}
     details["absurd"] = _expect_oom(h, 1 << 62, "allocate(2**62 bytes)")
     if h.optional("memory", "get_memory_stats") is not None:
@@ -377,16 +392,10 @@ def out_of_memory(h, case: Case) -> dict[str, Any]:
             details["over_limit"] = _expect_oom(h, over, f"allocate({over} bytes, 1 byte more "
                                                          f"than bytes_limit leaves)")
     _still_works(h, "after an out-of-memory error")
-    device_type = member(h.api, "HWP_PluginApi", "device_type")
-    from ..direct_host import ffi
-
-    env_var = MEMORY_LIMIT_ENV.get(ffi.string(device_type).decode() if device_type else "")
-    if env_var:
-        limit = 1 << 20
-        small = DirectHost(h.so_path, env={env_var: str(limit)})
-        require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
-                f"{small.init_message}")
-        small.init_devices()
+    limit = 1 << 20
+    limited = _limited_host(h, limit)
+    if limited:
+        small, env_var = limited
         keep = small.alloc(limit * 3 // 4)
         details["limited"] = _expect_oom(small, limit // 2, f"allocate({limit // 2} bytes) "
                                          f"with {limit * 3 // 4} of {limit} in use "
@@ -397,6 +406,133 @@ def out_of_memory(h, case: Case) -> dict[str, Any]:
         _still_works(small, f"under {env_var} after freeing")
         details["limit_env"] = env_var
     return details
+
+
+def peak_after_free(h, case: Case) -> dict[str, Any]:
+    """peak_bytes_in_use is a high-water mark: after allocating A and B and freeing both, the
+    peak still covers A + B on top of the baseline, and bytes_in_use is back at the baseline."""
+    before = _stats_before(h)
+    sizes = [(1 << 20) + 3, 12345]
+    with Buffers(h) as b:
+        for buf in [b.alloc(n) for n in sizes]:
+            b.free(buf)
+    after = h.stats()
+    want = before["bytes_in_use"] + sum(sizes)
+    require(after["peak_bytes_in_use"] >= want,
+            f"peak_bytes_in_use is {after['peak_bytes_in_use']} after {sum(sizes)} bytes were "
+            f"live on top of {before['bytes_in_use']} and then freed (at least {want} expected: "
+            f"the peak forgot the high-water mark)", before=before, after=after)
+    require(after["bytes_in_use"] == before["bytes_in_use"],
+            f"bytes_in_use is {after['bytes_in_use']} after freeing everything, "
+            f"{before['bytes_in_use']} before", before=before, after=after)
+    return {"before": before, "after": after, "sizes": sizes}
+
+
+ACCOUNTED = ("bytes_in_use", "num_allocs", "num_frees")
+
+
+def _unchanged(h, before: dict[str, int], what: str) -> dict[str, int]:
+    after = h.stats()
+    moved = {k: after[k] - before[k] for k in ACCOUNTED if after[k] != before[k]}
+    require(not moved, f"{what} changed the memory stats: " + ", ".join(
+        f"{k} {d:+d}" for k, d in moved.items()), before=before, after=after)
+    return after
+
+
+def stats_after_refused_allocation(h, case: Case) -> dict[str, Any]:
+    """A refused allocation (out of memory: 2**62 bytes; a zero-byte request where it is
+    refused) leaves bytes_in_use, num_allocs and num_frees as they were."""
+    from ..direct_host import OK, ffi
+
+    before = _stats_before(h)
+    _expect_oom(h, 1 << 62, "allocate(2**62 bytes)")
+    mid = _unchanged(h, before, "a refused allocate(2**62 bytes)")
+    out = ffi.new("HWP_Buffer *")
+    if h.mem.allocate(0, 0, out) == OK:  # allowed (alloc_zero_size): nothing refused to check
+        h.free(out[0])
+        return {"before": before, "zero_size": "accepted"}
+    _unchanged(h, mid, "a refused allocate(0 bytes)")
+    return {"before": before, "zero_size": "refused"}
+
+
+def _advertised_limit(h) -> int:
+    """The least of total_memory (device properties) and bytes_limit (stats) that the plugin
+    advertises; 0 when it advertises neither."""
+    limits = [_device_memory(h)]
+    if h.optional("memory", "get_memory_stats") is not None:
+        limits.append(h.stats()["bytes_limit"])
+    return min((x for x in limits if x), default=0)
+
+
+def beyond_total_refused(h, case: Case) -> dict[str, Any]:
+    """One allocation of 1 byte more than the device advertises (total_memory or bytes_limit,
+    the smaller) is refused with HWP_ERROR_OUT_OF_MEMORY; the plugin keeps working."""
+    from ..direct_host import OK, OUT_OF_MEMORY, ffi
+
+    limit = _advertised_limit(h)
+    if not limit:
+        raise NotSupported("the plugin advertises neither total_memory nor bytes_limit")
+    what = f"allocate({limit + 1} bytes, 1 more than the advertised {limit})"
+    out = ffi.new("HWP_Buffer *")
+    status = h.mem.allocate(0, limit + 1, out)
+    if status == OK:
+        h.free(out[0])
+    expect_error(h, status, what, OUT_OF_MEMORY)
+    _still_works(h, "after an allocation beyond the device's memory was refused")
+    return {"advertised": limit, "requested": limit + 1}
+
+
+FILL_LIMIT = 64 << 20  # bytes_limit up to which oom_cycles_no_drift fills the device
+
+
+def _oom_cycle(g, limit: int, in_use: int) -> int:
+    """Fills the device towards its limit in odd-sized pieces until one is refused (small
+    limits) or holds a few pieces and asks for 1 byte more than the limit leaves; frees all.
+    Returns how many pieces were live when the allocation was refused."""
+    from ..direct_host import OK, OUT_OF_MEMORY, ffi
+
+    with Buffers(g) as b:
+        if limit <= FILL_LIMIT:
+            piece = limit // 7 + 13
+            out = ffi.new("HWP_Buffer *")
+            for _ in range(limit // piece + 2):
+                status = g.mem.allocate(0, piece, out)
+                if status != OK:
+                    expect_error(g, status, f"allocate({piece} bytes) with "
+                                 f"{len(b.live)} pieces live", OUT_OF_MEMORY)
+                    return len(b.live)
+                b.live.append(out[0])
+            raise direct_common.CheckFailed(f"{len(b.live)} pieces of {piece} bytes were all "
+                                            f"accepted under a bytes_limit of {limit}")
+        for _ in range(3):
+            b.alloc(4099)
+        over = limit - in_use - 3 * 4099 + 1
+        _expect_oom(g, over, f"allocate({over} bytes, 1 byte more than bytes_limit leaves)")
+        return 3
+
+
+def oom_cycles_no_drift(h, case: Case) -> dict[str, Any]:
+    """Rounds of filling the device until an allocation is refused (under a 1 MiB limit
+    through the plugin's limit variable where hwcheck knows it), then freeing all: bytes_in_use
+    is back at its baseline after each round, and the device still works."""
+    limited = _limited_host(h, 1 << 20)
+    g = limited[0] if limited else h
+    before = _stats_before(g)
+    limit = before["bytes_limit"]
+    if not limit:
+        raise NotSupported("the plugin advertises no bytes_limit to fill")
+    pieces = []
+    for r in range(5):
+        pieces.append(_oom_cycle(g, limit, before["bytes_in_use"]))
+        now = g.stats()
+        require(now["bytes_in_use"] == before["bytes_in_use"],
+                f"drift: bytes_in_use is {now['bytes_in_use']} after round {r + 1} of filling "
+                f"until out of memory and freeing all, {before['bytes_in_use']} before "
+                f"({now['bytes_in_use'] - before['bytes_in_use']:+d} bytes)",
+                before=before, after=now)
+    _still_works(g, "after rounds of out-of-memory errors")
+    return {"bytes_limit": limit, "pieces_live_at_refusal": pieces,
+            "limit_env": limited[1] if limited else None}
 
 
 def deallocate_null(h, case: Case) -> dict[str, Any]:
@@ -576,6 +712,10 @@ CHECKS = {
     "stats_track_allocations": stats_track_allocations,
     "leak_check": leak_check,
     "out_of_memory": out_of_memory,
+    "peak_after_free": peak_after_free,
+    "stats_after_refused_allocation": stats_after_refused_allocation,
+    "beyond_total_refused": beyond_total_refused,
+    "oom_cycles_no_drift": oom_cycles_no_drift,
     "deallocate_null": deallocate_null,
     "device_address": device_address,
     "wrap_device_memory": wrap_device_memory,
