@@ -345,12 +345,16 @@ def leak_check(h, case: Case) -> dict[str, Any]:
 
 
 def _expect_oom(h, nbytes: int, what: str, device: int = 0) -> str:
-    from ..direct_host import OUT_OF_MEMORY, ffi
+    from ..direct_host import OK, OUT_OF_MEMORY, ffi
 
     out = ffi.new("HWP_Buffer *")
     sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
     out[0] = sentinel
-    msg = expect_error(h, h.mem.allocate(device, nbytes, out), what, OUT_OF_MEMORY)
+    status = h.mem.allocate(device, nbytes, out)
+    if status == OK and out[0] != sentinel:  # granted: give it back before failing the check
+        h.mem.deallocate(device, out[0])
+        out[0] = sentinel
+    msg = expect_error(h, status, what, OUT_OF_MEMORY)
     require(out[0] == sentinel, f"{what} failed but wrote its out parameter")
     return msg
 
@@ -363,20 +367,47 @@ def _still_works(h, what: str) -> None:
         _same(_read(h, buf, data.nbytes), data, f"a buffer allocated {what}")
 
 
-def _limited_host(h, limit: int):
-    """(a second host of the plugin under its memory-limit variable set to `limit`, the
-    variable), or None where hwcheck knows no such variable for the plugin."""
-    from ..direct_host import DirectHost, ffi, member
+# Names a plugin's memory-limit variable for hwcheck, for plugins that do not follow the
+# HWPORT_<DEVICE TYPE>_MEMORY_LIMIT convention.
+LIMIT_ENV_OVERRIDE = "HWCHECK_MEMORY_LIMIT_ENV"
+CAP = 1 << 20  # the memory cap (bytes) under which the accounting cases fill the device
+
+
+def _limit_env_candidates(device_type: str) -> list[str]:
+    """The plugin's memory-limit variable: the one named by HWCHECK_MEMORY_LIMIT_ENV, the known
+    one of a reference plugin, else the convention HWPORT_<DEVICE TYPE>_MEMORY_LIMIT."""
+    import os
+
+    names = [os.environ.get(LIMIT_ENV_OVERRIDE, ""), MEMORY_LIMIT_ENV.get(device_type, ""),
+             f"HWPORT_{device_type.upper()}_MEMORY_LIMIT" if device_type else ""]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _device_type(h) -> str:
+    from ..direct_host import ffi, member
 
     device_type = member(h.api, "HWP_PluginApi", "device_type")
-    env_var = MEMORY_LIMIT_ENV.get(ffi.string(device_type).decode() if device_type else "")
-    if not env_var:
-        return None
-    small = DirectHost(h.so_path, env={env_var: str(limit)})
-    require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
-            f"{small.init_message}")
-    small.init_devices()
-    return small, env_var
+    return ffi.string(device_type).decode() if device_type else ""
+
+
+def _limited_host(h, limit: int):
+    """(a second host of the plugin under its memory-limit variable set to `limit`, the
+    variable), or None where no candidate variable (_limit_env_candidates) takes effect: the
+    plugin then advertises (total_memory, bytes_limit) more than `limit`."""
+    from ..direct_host import DirectHost
+
+    name = _device_type(h)
+    for env_var in _limit_env_candidates(name):
+        small = DirectHost(h.so_path, env={env_var: str(limit)})
+        require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
+                f"{small.init_message}")
+        small.init_devices()
+        if 0 < _advertised_limit(small) <= limit:
+            return small, env_var
+        require(env_var != MEMORY_LIMIT_ENV.get(name),
+                f"{env_var}={limit} did not take effect: the plugin advertises "
+                f"{_advertised_limit(small)} bytes (total_memory / bytes_limit)")
+    return None
 
 
 def out_of_memory(h, case: Case) -> dict[str, Any]:
@@ -466,81 +497,153 @@ def _advertised_limit(h) -> int:
 
 def beyond_total_refused(h, case: Case) -> dict[str, Any]:
     """One allocation of 1 byte more than the device advertises (total_memory or bytes_limit,
-    the smaller) is refused with HWP_ERROR_OUT_OF_MEMORY; the plugin keeps working."""
-    from ..direct_host import OK, OUT_OF_MEMORY, ffi
-
-    limit = _advertised_limit(h)
+    the smaller; under the 1 MiB memory cap where the plugin has a limit variable) is refused
+    with HWP_ERROR_OUT_OF_MEMORY; the plugin keeps working."""
+    limited = _limited_host(h, CAP)
+    g = limited[0] if limited else h
+    limit = _advertised_limit(g)
     if not limit:
         raise NotSupported("the plugin advertises neither total_memory nor bytes_limit")
-    what = f"allocate({limit + 1} bytes, 1 more than the advertised {limit})"
-    out = ffi.new("HWP_Buffer *")
-    status = h.mem.allocate(0, limit + 1, out)
-    if status == OK:
-        h.free(out[0])
-    expect_error(h, status, what, OUT_OF_MEMORY)
-    _still_works(h, "after an allocation beyond the device's memory was refused")
-    return {"advertised": limit, "requested": limit + 1}
-
-
-FILL_LIMIT = 64 << 20  # bytes_limit up to which oom_cycles_no_drift fills the device
-
-
-def _oom_cycle(g, limit: int, in_use: int) -> int:
-    """Fills the device towards its limit in odd-sized pieces until one is refused (small
-    limits) or holds a few pieces and asks for 1 byte more than the limit leaves; frees all.
-    Returns how many pieces were live when the allocation was refused."""
-    from ..direct_host import OK, OUT_OF_MEMORY, ffi
-
-    with Buffers(g) as b:
-        if limit <= FILL_LIMIT:
-            piece = limit // 7 + 13
-            out = ffi.new("HWP_Buffer *")
-            for _ in range(limit // piece + 2):
-                status = g.mem.allocate(0, piece, out)
-                if status != OK:
-                    expect_error(g, status, f"allocate({piece} bytes) with "
-                                 f"{len(b.live)} pieces live", OUT_OF_MEMORY)
-                    return len(b.live)
-                b.live.append(out[0])
-            raise direct_common.CheckFailed(f"{len(b.live)} pieces of {piece} bytes were all "
-                                            f"accepted under a bytes_limit of {limit}")
-        for _ in range(3):
-            b.alloc(4099)
-        over = limit - in_use - 3 * 4099 + 1
-        _expect_oom(g, over, f"allocate({over} bytes, 1 byte more than bytes_limit leaves)")
-        return 3
-
-
-def oom_cycles_no_drift(h, case: Case) -> dict[str, Any]:
-    """Rounds of filling the device until an allocation is refused (under a 1 MiB limit
-    through the plugin's limit variable where hwcheck knows it), then freeing all: bytes_in_use
-    is back at its baseline after each round, and the device still works."""
-    limited = _limited_host(h, 1 << 20)
-    g = limited[0] if limited else h
-    before = _stats_before(g)
-    limit = before["bytes_limit"]
-    if not limit:
-        raise NotSupported("the plugin advertises no bytes_limit to fill")
-    pieces = []
-    for r in range(5):
-        pieces.append(_oom_cycle(g, limit, before["bytes_in_use"]))
-        now = g.stats()
-        require(now["bytes_in_use"] == before["bytes_in_use"],
-                f"drift: bytes_in_use is {now['bytes_in_use']} after round {r + 1} of filling "
-                f"until out of memory and freeing all, {before['bytes_in_use']} before "
-                f"({now['bytes_in_use'] - before['bytes_in_use']:+d} bytes)",
-                before=before, after=now)
-    _still_works(g, "after rounds of out-of-memory errors")
-    return {"bytes_limit": limit, "pieces_live_at_refusal": pieces,
+    _expect_oom(g, limit + 1, f"allocate({limit + 1} bytes, 1 more than the advertised "
+                f"{limit})")
+    _still_works(g, "after an allocation beyond the device's memory was refused")
+    return {"advertised": limit, "requested": limit + 1,
             "limit_env": limited[1] if limited else None}
 
 
+FILL_LIMIT = 64 << 20  # an uncapped device is filled only if it advertises at most this
+
+
+def _capped(h) -> tuple[Any, int, str | None]:
+    """(the host to fill, its advertised limit, the limit variable used): under the memory cap
+    where a limit variable takes effect, else the plugin itself if it advertises at most
+    FILL_LIMIT; NotSupported (with the reason) otherwise."""
+    limited = _limited_host(h, CAP)
+    if limited:
+        return limited[0], _advertised_limit(limited[0]), limited[1]
+    limit = _advertised_limit(h)
+    if not limit:
+        raise NotSupported("the plugin advertises neither total_memory nor bytes_limit")
+    if limit > FILL_LIMIT:
+        tried = ", ".join(_limit_env_candidates(_device_type(h)))
+        raise NotSupported(
+            f"no memory-limit variable took effect (tried {tried}; name the plugin's with "
+            f"{LIMIT_ENV_OVERRIDE}) and the advertised {limit} bytes are more than hwcheck "
+            f"fills without a cap ({FILL_LIMIT})")
+    return h, limit, None
+
+
+def _fill(g, limit: int) -> tuple[list, int]:
+    """Allocates odd-sized pieces (limit/7 + 13 bytes) until one is refused, which must be a
+    clean HWP_ERROR_OUT_OF_MEMORY (out untouched) before more than `limit` bytes were
+    granted. Returns (the live pieces, the piece size); the caller frees them."""
+    from ..direct_host import OK, OUT_OF_MEMORY, ffi
+
+    piece = limit // 7 + 13
+    live: list = []
+    out = ffi.new("HWP_Buffer *")
+    sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
+    try:
+        while len(live) * piece <= limit:
+            out[0] = sentinel
+            status = g.mem.allocate(0, piece, out)
+            if status != OK:
+                what = f"allocate({piece} bytes) with {len(live)} pieces live"
+                expect_error(g, status, what, OUT_OF_MEMORY)
+                require(out[0] == sentinel, f"{what} failed but wrote its out parameter")
+                require(len(live) >= limit // piece - 1,
+                        f"{what} was refused with {len(live) * piece} of {limit} bytes granted "
+                        f"(refused early)")
+                return live, piece
+            live.append(out[0])
+    except BaseException:
+        _free_all(g, live)
+        raise
+    granted = len(live) * piece
+    _free_all(g, live)
+    raise direct_common.CheckFailed(f"{granted // piece} pieces of {piece} bytes ({granted} "
+                                    f"bytes) were all granted on a device that advertises "
+                                    f"{limit}: allocations beyond the advertised memory are "
+                                    f"not refused", granted=granted, advertised=limit)
+
+
+def _free_all(g, live: list) -> None:
+    for buf in reversed(live):
+        g.free(buf)
+    live.clear()
+
+
+def fill_to_total(h, case: Case) -> dict[str, Any]:
+    """Filling the device in pieces up to its advertised memory (under the 1 MiB cap where the
+    plugin has a limit variable, else only a device advertising at most 64 MiB) ends in a clean
+    HWP_ERROR_OUT_OF_MEMORY; after freeing, bytes_in_use is back at its baseline and the
+    device works again."""
+    g, limit, env_var = _capped(h)
+    before = _stats_or_none(g)
+    live, piece = _fill(g, limit)
+    pieces = len(live)
+    _free_all(g, live)
+    after = _stats_or_none(g)
+    if before is not None:
+        require(after["bytes_in_use"] == before["bytes_in_use"],
+                f"bytes_in_use is {after['bytes_in_use']} after filling the device until out "
+                f"of memory and freeing all, {before['bytes_in_use']} before", before=before,
+                after=after)
+    _still_works(g, "after filling the device until out of memory and freeing all")
+    return {"advertised": limit, "piece": piece, "pieces_granted": pieces, "limit_env": env_var}
+
+
+ROUNDS = 5
+
+
+def oom_cycles_no_drift(h, case: Case) -> dict[str, Any]:
+    """Rounds of filling the device until out of memory (as fill_to_total) and freeing all:
+    each round gets as many pieces as the first, num_allocs and num_frees each grow by exactly
+    the pieces granted, bytes_in_use is back at its baseline and peak_bytes_in_use equals the
+    first round's (no drift in any counter)."""
+    g, limit, env_var = _capped(h)
+    if g.optional("memory", "get_memory_stats") is None:
+        raise NotSupported("the plugin has no get_memory_stats")
+    base = g.stats()
+    counts, first, prev = [], None, base
+    for r in range(ROUNDS):
+        live, _ = _fill(g, limit)
+        counts.append(len(live))
+        _free_all(g, live)  # empties live
+        now = g.stats()
+        where = f"after round {r + 1} of filling until out of memory and freeing all"
+        details = {"baseline": base, "after": now, "pieces_per_round": counts}
+        require(now["bytes_in_use"] == base["bytes_in_use"],
+                f"drift: bytes_in_use is {now['bytes_in_use']} {where}, "
+                f"{base['bytes_in_use']} before "
+                f"({now['bytes_in_use'] - base['bytes_in_use']:+d} bytes)", **details)
+        for k in ("num_allocs", "num_frees"):
+            require(now[k] - prev[k] == counts[-1],
+                    f"drift: {k} grew by {now[k] - prev[k]} in round {r + 1}, which granted "
+                    f"{counts[-1]} pieces (a refused allocation counted?)", **details)
+        require(counts[-1] == counts[0], f"drift: round {r + 1} was granted {counts[-1]} pieces,"
+                f" round 1 {counts[0]}", **details)
+        first = first if first is not None else now["peak_bytes_in_use"]
+        require(now["peak_bytes_in_use"] == first,
+                f"drift: peak_bytes_in_use is {now['peak_bytes_in_use']} {where}, "
+                f"{first} after round 1", **details)
+        prev = now
+    _still_works(g, "after rounds of out-of-memory errors")
+    return {"advertised": limit, "pieces_per_round": counts, "limit_env": env_var}
+
+
 def deallocate_null(h, case: Case) -> dict[str, Any]:
+    """deallocate(NULL) is a no-op returning HWP_OK (device.h): the stats do not move (no
+    free is counted). A double free is the host's bug and undefined (docs/abi.md): not
+    exercised."""
     from ..direct_host import NULL, OK
 
+    before = _stats_or_none(h)
     status = h.mem.deallocate(0, NULL)
     require(status == OK, f"deallocate(NULL) returned {status}: {h.last_error()} (device.h: "
             f"NULL is a no-op)")
+    if before is not None:
+        _unchanged(h, before, "deallocate(NULL)")
     return None
 
 
@@ -715,6 +818,7 @@ CHECKS = {
     "peak_after_free": peak_after_free,
     "stats_after_refused_allocation": stats_after_refused_allocation,
     "beyond_total_refused": beyond_total_refused,
+    "fill_to_total": fill_to_total,
     "oom_cycles_no_drift": oom_cycles_no_drift,
     "deallocate_null": deallocate_null,
     "device_address": device_address,
