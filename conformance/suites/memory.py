@@ -5,9 +5,12 @@ synchronous copies with odd offsets and sizes (h2d_d2h_offsets, d2d_offsets),
 the optional memset_async and async copies on the NULL (synchronous) stream, the memory stats
 (stats_track_allocations: what is allocated is counted; leak_check: back to the baseline after
 freeing, else a leak), out_of_memory (an error, never a crash; with a small limit through the
-plugin's memory-limit variable where hwcheck knows it: HWPORT_CPU_MEMORY_LIMIT,
-HWPORT_OPENCL_MEMORY_LIMIT), the accounting (peak_after_free, stats_after_refused_allocation,
-beyond_total_refused, oom_cycles_no_drift), deallocate_null, and the ABI 1.1 DLPack
+plugin's memory-limit variable where one takes effect: HWCHECK_MEMORY_LIMIT_ENV names it, else
+HWPORT_CPU_MEMORY_LIMIT / HWPORT_OPENCL_MEMORY_LIMIT, else HWPORT_<DEVICE TYPE>_MEMORY_LIMIT),
+the accounting (peak_after_free, stats_after_refused_allocation, beyond_total_refused,
+fill_to_total and oom_cycles_no_drift: filling the device in pieces under that cap, docs/abi.md
+"Memory accounting"), deallocate_null (no stat moves; a double free is undefined and not
+exercised), and the ABI 1.1 DLPack
 exchange of device memory (device_address, wrap_device_memory: NOT_SUPPORTED where the plugin
 names no DLPack device). An optional function the plugin lacks gives NOT_SUPPORTED; a plugin
 that does not load gives one FAIL, memory::plugin-loads.
@@ -441,7 +444,7 @@ def out_of_memory(h, case: Case) -> dict[str, Any]:
 
 def peak_after_free(h, case: Case) -> dict[str, Any]:
     """peak_bytes_in_use is a high-water mark: after allocating A and B and freeing both, the
-    peak still covers A + B on top of the baseline, and bytes_in_use is back at the baseline."""
+    peak still covers A + B on top of the baseline (bytes given back: leak_check)."""
     before = _stats_before(h)
     sizes = [(1 << 20) + 3, 12345]
     with Buffers(h) as b:
@@ -453,9 +456,6 @@ def peak_after_free(h, case: Case) -> dict[str, Any]:
             f"peak_bytes_in_use is {after['peak_bytes_in_use']} after {sum(sizes)} bytes were "
             f"live on top of {before['bytes_in_use']} and then freed (at least {want} expected: "
             f"the peak forgot the high-water mark)", before=before, after=after)
-    require(after["bytes_in_use"] == before["bytes_in_use"],
-            f"bytes_in_use is {after['bytes_in_use']} after freeing everything, "
-            f"{before['bytes_in_use']} before", before=before, after=after)
     return {"before": before, "after": after, "sizes": sizes}
 
 

@@ -543,7 +543,9 @@ static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
 #endif
   if (!HWP_HAS_FIELD(host, HWP_HostApi, register_kernel) || host->register_kernel == NULL)
     return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host API has no register_kernel");
-  tr_memory_init("test_" TP_VARIANT_NAME);
+#if !TP_IS(garbage_device_type)
+  tr_memory_init(TP_DEVICE_TYPE); /* HWPORT_<DEVICE TYPE>_MEMORY_LIMIT */
+#endif
 
   memset(&reg, 0, sizeof reg);
   reg.struct_size = sizeof reg;
