@@ -46,18 +46,21 @@ def _picked(cases: list[Any]) -> list[Any]:
 def collect(target: Target, options: dict[str, Any]) -> list[Case]:
     from hwport.phi_ops import sample_inputs
 
-    failed = op_common.load_error_case(NAME, options)
-    if failed:
-        return failed
     base = int(options.get("seed", 0))
-    cases = []
-    for op_name, op in sample_inputs.OPS.items():
-        for d in op_common.claimed_dtypes(op.dtypes, options):
-            seed = op_common.group_seed(base, op_name, d)
-            for sc in _picked(sample_inputs.cases_for(op_name, d, seed)):
-                cases.append(Case(NAME, f"{op_name}/{d}/{sc.name}",
-                                  {"op": op_name, "dtype": d, "case": sc.name}, seed))
-    return cases
+    groups = [(name, d, op_common.group_seed(base, name, d))
+              for name, op in sample_inputs.OPS.items()
+              for d in op_common.claimed_dtypes(op.dtypes, options)]
+    return op_common.load_error_case(NAME, options) or [
+        Case(NAME, f"{name}/{d}/{sc.name}", {"op": name, "dtype": d, "case": sc.name}, seed)
+        for name, d, seed in groups for sc in _picked(sample_inputs.cases_for(name, d, seed))]
+
+
+def _shape_case(state: dict[str, Any], case: Case) -> Any:
+    p = case.params
+    found = op_common.sample_cases(state, p["op"], p["dtype"], case.seed).get(p["case"])
+    if found is None:
+        raise ValueError(f"no shape case {p['case']!r} for {p['op']}/{p['dtype']}")
+    return found
 
 
 class GuardedOutputs:
@@ -130,11 +133,7 @@ def run(target: Target, case: Case, state: dict[str, Any]) -> Result:
     from hwport.phi_ops.reference import reference
     from hwport.runtime import _core
 
-    op, dtype = case.params["op"], case.params["dtype"]
-    cases = op_common.sample_cases(state, op, dtype, case.seed)
-    if case.params["case"] not in cases:
-        raise ValueError(f"no shape case {case.params['case']!r} for {op}/{dtype}")
-    sc = cases[case.params["case"]]
+    op, sc = case.params["op"], _shape_case(state, case)
     where = op_common.place(target)
     key_dtype = sc.key_dtype()
     if not _core.has_kernel(op, where, key_dtype):
