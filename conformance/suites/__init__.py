@@ -6,6 +6,7 @@ import importlib
 from types import ModuleType
 
 SUITE_NAMES = ("abi", "device", "memory", "stream", "kernels", "coverage")
+SUITE_NAMES = (*SUITE_NAMES, "guards")  # writes outside kernel outputs (guards.py)
 
 
 def load_suite(name: str) -> ModuleType:

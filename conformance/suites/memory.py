@@ -5,11 +5,15 @@ synchronous copies with odd offsets and sizes (h2d_d2h_offsets, d2d_offsets),
 the optional memset_async and async copies on the NULL (synchronous) stream, the memory stats
 (stats_track_allocations: what is allocated is counted; leak_check: back to the baseline after
 freeing, else a leak), out_of_memory (an error, never a crash; with a small limit through the
-plugin's memory-limit variable where hwcheck knows it: HWPORT_CPU_MEMORY_LIMIT,
-HWPORT_OPENCL_MEMORY_LIMIT), deallocate_null, and the ABI 1.1 DLPack exchange of device
-memory (device_address, wrap_device_memory: NOT_SUPPORTED where the plugin names no DLPack
-device). An optional function the plugin lacks gives NOT_SUPPORTED; a plugin that does not load
-gives one FAIL, memory::plugin-loads.
+plugin's memory-limit variable where one takes effect: HWCHECK_MEMORY_LIMIT_ENV names it, else
+HWPORT_CPU_MEMORY_LIMIT / HWPORT_OPENCL_MEMORY_LIMIT, else HWPORT_<DEVICE TYPE>_MEMORY_LIMIT),
+the accounting (peak_after_free, stats_after_refused_allocation, beyond_total_refused,
+fill_to_total and oom_cycles_no_drift: filling the device in pieces under that cap, docs/abi.md
+"Memory accounting"), deallocate_null (no stat moves; a double free is undefined and not
+exercised), and the ABI 1.1 DLPack
+exchange of device memory (device_address, wrap_device_memory: NOT_SUPPORTED where the plugin
+names no DLPack device). An optional function the plugin lacks gives NOT_SUPPORTED; a plugin
+that does not load gives one FAIL, memory::plugin-loads.
 """
 
 from __future__ import annotations
@@ -344,12 +348,16 @@ def leak_check(h, case: Case) -> dict[str, Any]:
 
 
 def _expect_oom(h, nbytes: int, what: str, device: int = 0) -> str:
-    from ..direct_host import OUT_OF_MEMORY, ffi
+    from ..direct_host import OK, OUT_OF_MEMORY, ffi
 
     out = ffi.new("HWP_Buffer *")
     sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
     out[0] = sentinel
-    msg = expect_error(h, h.mem.allocate(device, nbytes, out), what, OUT_OF_MEMORY)
+    status = h.mem.allocate(device, nbytes, out)
+    if status == OK and out[0] != sentinel:  # granted: give it back before failing the check
+        h.mem.deallocate(device, out[0])
+        out[0] = sentinel
+    msg = expect_error(h, status, what, OUT_OF_MEMORY)
     require(out[0] == sentinel, f"{what} failed but wrote its out parameter")
     return msg
 
@@ -362,12 +370,53 @@ def _still_works(h, what: str) -> None:
         _same(_read(h, buf, data.nbytes), data, f"a buffer allocated {what}")
 
 
+# Names a plugin's memory-limit variable for hwcheck, for plugins that do not follow the
+# HWPORT_<DEVICE TYPE>_MEMORY_LIMIT convention.
+LIMIT_ENV_OVERRIDE = "HWCHECK_MEMORY_LIMIT_ENV"
+CAP = 1 << 20  # the memory cap (bytes) under which the accounting cases fill the device
+
+
+def _limit_env_candidates(device_type: str) -> list[str]:
+    """The plugin's memory-limit variable: the one named by HWCHECK_MEMORY_LIMIT_ENV, the known
+    one of a reference plugin, else the convention HWPORT_<DEVICE TYPE>_MEMORY_LIMIT."""
+    import os
+
+    names = [os.environ.get(LIMIT_ENV_OVERRIDE, ""), MEMORY_LIMIT_ENV.get(device_type, ""),
+             f"HWPORT_{device_type.upper()}_MEMORY_LIMIT" if device_type else ""]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _device_type(h) -> str:
+    from ..direct_host import ffi, member
+
+    device_type = member(h.api, "HWP_PluginApi", "device_type")
+    return ffi.string(device_type).decode() if device_type else ""
+
+
+def _limited_host(h, limit: int):
+    """(a second host of the plugin under its memory-limit variable set to `limit`, the
+    variable), or None where no candidate variable (_limit_env_candidates) takes effect: the
+    plugin then advertises (total_memory, bytes_limit) more than `limit`."""
+    from ..direct_host import DirectHost
+
+    name = _device_type(h)
+    for env_var in _limit_env_candidates(name):
+        small = DirectHost(h.so_path, env={env_var: str(limit)})
+        require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
+                f"{small.init_message}")
+        small.init_devices()
+        if 0 < _advertised_limit(small) <= limit:
+            return small, env_var
+        require(env_var != MEMORY_LIMIT_ENV.get(name),
+                f"{env_var}={limit} did not take effect: the plugin advertises "
+                f"{_advertised_limit(small)} bytes (total_memory / bytes_limit)")
+    return None
+
+
 def out_of_memory(h, case: Case) -> dict[str, Any]:
     """A request the device cannot satisfy returns HWP_ERROR_OUT_OF_MEMORY with a message, the
     plugin keeps working; under a small limit (the plugin's limit variable), requests succeed
     up to the limit, fail past it, and succeed again once memory is freed."""
-    from ..direct_host import DirectHost, member
-
     details: dict[str, Any] = {}
     details["absurd"] = _expect_oom(h, 1 << 62, "allocate(2**62 bytes)")
     if h.optional("memory", "get_memory_stats") is not None:
@@ -377,16 +426,10 @@ def out_of_memory(h, case: Case) -> dict[str, Any]:
             details["over_limit"] = _expect_oom(h, over, f"allocate({over} bytes, 1 byte more "
                                                          f"than bytes_limit leaves)")
     _still_works(h, "after an out-of-memory error")
-    device_type = member(h.api, "HWP_PluginApi", "device_type")
-    from ..direct_host import ffi
-
-    env_var = MEMORY_LIMIT_ENV.get(ffi.string(device_type).decode() if device_type else "")
-    if env_var:
-        limit = 1 << 20
-        small = DirectHost(h.so_path, env={env_var: str(limit)})
-        require(small.api is not None, f"the plugin did not load with {env_var}={limit}: "
-                f"{small.init_message}")
-        small.init_devices()
+    limit = 1 << 20
+    limited = _limited_host(h, limit)
+    if limited:
+        small, env_var = limited
         keep = small.alloc(limit * 3 // 4)
         details["limited"] = _expect_oom(small, limit // 2, f"allocate({limit // 2} bytes) "
                                          f"with {limit * 3 // 4} of {limit} in use "
@@ -399,12 +442,208 @@ def out_of_memory(h, case: Case) -> dict[str, Any]:
     return details
 
 
+def peak_after_free(h, case: Case) -> dict[str, Any]:
+    """peak_bytes_in_use is a high-water mark: after allocating A and B and freeing both, the
+    peak still covers A + B on top of the baseline (bytes given back: leak_check)."""
+    before = _stats_before(h)
+    sizes = [(1 << 20) + 3, 12345]
+    with Buffers(h) as b:
+        for buf in [b.alloc(n) for n in sizes]:
+            b.free(buf)
+    after = h.stats()
+    want = before["bytes_in_use"] + sum(sizes)
+    require(after["peak_bytes_in_use"] >= want,
+            f"peak_bytes_in_use is {after['peak_bytes_in_use']} after {sum(sizes)} bytes were "
+            f"live on top of {before['bytes_in_use']} and then freed (at least {want} expected: "
+            f"the peak forgot the high-water mark)", before=before, after=after)
+    return {"before": before, "after": after, "sizes": sizes}
+
+
+ACCOUNTED = ("bytes_in_use", "num_allocs", "num_frees")
+
+
+def _unchanged(h, before: dict[str, int], what: str) -> dict[str, int]:
+    after = h.stats()
+    moved = {k: after[k] - before[k] for k in ACCOUNTED if after[k] != before[k]}
+    require(not moved, f"{what} changed the memory stats: " + ", ".join(
+        f"{k} {d:+d}" for k, d in moved.items()), before=before, after=after)
+    return after
+
+
+def stats_after_refused_allocation(h, case: Case) -> dict[str, Any]:
+    """A refused allocation (out of memory: 2**62 bytes; a zero-byte request where it is
+    refused) leaves bytes_in_use, num_allocs and num_frees as they were."""
+    from ..direct_host import OK, ffi
+
+    before = _stats_before(h)
+    _expect_oom(h, 1 << 62, "allocate(2**62 bytes)")
+    mid = _unchanged(h, before, "a refused allocate(2**62 bytes)")
+    out = ffi.new("HWP_Buffer *")
+    if h.mem.allocate(0, 0, out) == OK:  # allowed (alloc_zero_size): nothing refused to check
+        h.free(out[0])
+        return {"before": before, "zero_size": "accepted"}
+    _unchanged(h, mid, "a refused allocate(0 bytes)")
+    return {"before": before, "zero_size": "refused"}
+
+
+def _advertised_limit(h) -> int:
+    """The least of total_memory (device properties) and bytes_limit (stats) that the plugin
+    advertises; 0 when it advertises neither."""
+    limits = [_device_memory(h)]
+    if h.optional("memory", "get_memory_stats") is not None:
+        limits.append(h.stats()["bytes_limit"])
+    return min((x for x in limits if x), default=0)
+
+
+def beyond_total_refused(h, case: Case) -> dict[str, Any]:
+    """One allocation of 1 byte more than the device advertises (total_memory or bytes_limit,
+    the smaller; under the 1 MiB memory cap where the plugin has a limit variable) is refused
+    with HWP_ERROR_OUT_OF_MEMORY; the plugin keeps working."""
+    limited = _limited_host(h, CAP)
+    g = limited[0] if limited else h
+    limit = _advertised_limit(g)
+    if not limit:
+        raise NotSupported("the plugin advertises neither total_memory nor bytes_limit")
+    _expect_oom(g, limit + 1, f"allocate({limit + 1} bytes, 1 more than the advertised "
+                f"{limit})")
+    _still_works(g, "after an allocation beyond the device's memory was refused")
+    return {"advertised": limit, "requested": limit + 1,
+            "limit_env": limited[1] if limited else None}
+
+
+FILL_LIMIT = 64 << 20  # an uncapped device is filled only if it advertises at most this
+
+
+def _capped(h) -> tuple[Any, int, str | None]:
+    """(the host to fill, its advertised limit, the limit variable used): under the memory cap
+    where a limit variable takes effect, else the plugin itself if it advertises at most
+    FILL_LIMIT; NotSupported (with the reason) otherwise."""
+    limited = _limited_host(h, CAP)
+    if limited:
+        return limited[0], _advertised_limit(limited[0]), limited[1]
+    limit = _advertised_limit(h)
+    if not limit:
+        raise NotSupported("the plugin advertises neither total_memory nor bytes_limit")
+    if limit > FILL_LIMIT:
+        tried = ", ".join(_limit_env_candidates(_device_type(h)))
+        raise NotSupported(
+            f"no memory-limit variable took effect (tried {tried}; name the plugin's with "
+            f"{LIMIT_ENV_OVERRIDE}) and the advertised {limit} bytes are more than hwcheck "
+            f"fills without a cap ({FILL_LIMIT})")
+    return h, limit, None
+
+
+def _fill(g, limit: int) -> tuple[list, int]:
+    """Allocates odd-sized pieces (limit/7 + 13 bytes) until one is refused, which must be a
+    clean HWP_ERROR_OUT_OF_MEMORY (out untouched) before more than `limit` bytes were
+    granted. Returns (the live pieces, the piece size); the caller frees them."""
+    from ..direct_host import OK, OUT_OF_MEMORY, ffi
+
+    piece = limit // 7 + 13
+    live: list = []
+    out = ffi.new("HWP_Buffer *")
+    sentinel = ffi.cast("HWP_Buffer", 0x5A5A)
+    try:
+        while len(live) * piece <= limit:
+            out[0] = sentinel
+            status = g.mem.allocate(0, piece, out)
+            if status != OK:
+                what = f"allocate({piece} bytes) with {len(live)} pieces live"
+                expect_error(g, status, what, OUT_OF_MEMORY)
+                require(out[0] == sentinel, f"{what} failed but wrote its out parameter")
+                require(len(live) >= limit // piece - 1,
+                        f"{what} was refused with {len(live) * piece} of {limit} bytes granted "
+                        f"(refused early)")
+                return live, piece
+            live.append(out[0])
+    except BaseException:
+        _free_all(g, live)
+        raise
+    granted = len(live) * piece
+    _free_all(g, live)
+    raise direct_common.CheckFailed(f"{granted // piece} pieces of {piece} bytes ({granted} "
+                                    f"bytes) were all granted on a device that advertises "
+                                    f"{limit}: allocations beyond the advertised memory are "
+                                    f"not refused", granted=granted, advertised=limit)
+
+
+def _free_all(g, live: list) -> None:
+    for buf in reversed(live):
+        g.free(buf)
+    live.clear()
+
+
+def fill_to_total(h, case: Case) -> dict[str, Any]:
+    """Filling the device in pieces up to its advertised memory (under the 1 MiB cap where the
+    plugin has a limit variable, else only a device advertising at most 64 MiB) ends in a clean
+    HWP_ERROR_OUT_OF_MEMORY; after freeing, bytes_in_use is back at its baseline and the
+    device works again."""
+    g, limit, env_var = _capped(h)
+    before = _stats_or_none(g)
+    live, piece = _fill(g, limit)
+    pieces = len(live)
+    _free_all(g, live)
+    after = _stats_or_none(g)
+    if before is not None:
+        require(after["bytes_in_use"] == before["bytes_in_use"],
+                f"bytes_in_use is {after['bytes_in_use']} after filling the device until out "
+                f"of memory and freeing all, {before['bytes_in_use']} before", before=before,
+                after=after)
+    _still_works(g, "after filling the device until out of memory and freeing all")
+    return {"advertised": limit, "piece": piece, "pieces_granted": pieces, "limit_env": env_var}
+
+
+ROUNDS = 5
+
+
+def oom_cycles_no_drift(h, case: Case) -> dict[str, Any]:
+    """Rounds of filling the device until out of memory (as fill_to_total) and freeing all:
+    each round gets as many pieces as the first, num_allocs and num_frees each grow by exactly
+    the pieces granted, bytes_in_use is back at its baseline and peak_bytes_in_use equals the
+    first round's (no drift in any counter)."""
+    g, limit, env_var = _capped(h)
+    if g.optional("memory", "get_memory_stats") is None:
+        raise NotSupported("the plugin has no get_memory_stats")
+    base = g.stats()
+    counts, first, prev = [], None, base
+    for r in range(ROUNDS):
+        live, _ = _fill(g, limit)
+        counts.append(len(live))
+        _free_all(g, live)  # empties live
+        now = g.stats()
+        where = f"after round {r + 1} of filling until out of memory and freeing all"
+        details = {"baseline": base, "after": now, "pieces_per_round": counts}
+        require(now["bytes_in_use"] == base["bytes_in_use"],
+                f"drift: bytes_in_use is {now['bytes_in_use']} {where}, "
+                f"{base['bytes_in_use']} before "
+                f"({now['bytes_in_use'] - base['bytes_in_use']:+d} bytes)", **details)
+        for k in ("num_allocs", "num_frees"):
+            require(now[k] - prev[k] == counts[-1],
+                    f"drift: {k} grew by {now[k] - prev[k]} in round {r + 1}, which granted "
+                    f"{counts[-1]} pieces (a refused allocation counted?)", **details)
+        require(counts[-1] == counts[0], f"drift: round {r + 1} was granted {counts[-1]} pieces,"
+                f" round 1 {counts[0]}", **details)
+        first = first if first is not None else now["peak_bytes_in_use"]
+        require(now["peak_bytes_in_use"] == first,
+                f"drift: peak_bytes_in_use is {now['peak_bytes_in_use']} {where}, "
+                f"{first} after round 1", **details)
+        prev = now
+    _still_works(g, "after rounds of out-of-memory errors")
+    return {"advertised": limit, "pieces_per_round": counts, "limit_env": env_var}
+
+
 def deallocate_null(h, case: Case) -> dict[str, Any]:
+    """deallocate(NULL) is a no-op returning HWP_OK (device.h): the stats do not move (no
+    free is counted). A double free is the host's bug and undefined (docs/abi.md): not
+    exercised."""
     from ..direct_host import NULL, OK
 
+    before = _stats_or_none(h)
     status = h.mem.deallocate(0, NULL)
     require(status == OK, f"deallocate(NULL) returned {status}: {h.last_error()} (device.h: "
             f"NULL is a no-op)")
+    if before is not None:
+        _unchanged(h, before, "deallocate(NULL)")
     return None
 
 
@@ -576,6 +815,11 @@ CHECKS = {
     "stats_track_allocations": stats_track_allocations,
     "leak_check": leak_check,
     "out_of_memory": out_of_memory,
+    "peak_after_free": peak_after_free,
+    "stats_after_refused_allocation": stats_after_refused_allocation,
+    "beyond_total_refused": beyond_total_refused,
+    "fill_to_total": fill_to_total,
+    "oom_cycles_no_drift": oom_cycles_no_drift,
     "deallocate_null": deallocate_null,
     "device_address": device_address,
     "wrap_device_memory": wrap_device_memory,

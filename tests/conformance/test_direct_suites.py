@@ -134,6 +134,9 @@ def test_other_minor_versions_pass(variant):
         optional |= {"device::properties", "device::properties_1_1", "memory::alignment",
                      "memory::stats_track_allocations",
                      "memory::leak_check", "abi::properties_struct_size",
+                     "memory::peak_after_free", "memory::stats_after_refused_allocation",
+                     "memory::beyond_total_refused", "memory::fill_to_total",
+                     "memory::oom_cycles_no_drift",
                      "abi::stats_struct_size"}
     assert_passes(results, optional)
     assert results["abi::abi_major"].details["abi_version"] == {

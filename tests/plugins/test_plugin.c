@@ -48,6 +48,14 @@
  *                    (so a host that never used the device can still shut down).
  *   leak             deallocate neither frees nor gives the bytes back in the memory stats.
  *   false_stats      get_memory_stats reports bytes_in_use 0 whatever is allocated.
+ *   peak_forgets     deallocate sets peak_bytes_in_use back to bytes_in_use.
+ *   refused_counts   a refused allocation is still counted in num_allocs.
+ *   no_limit         allocate never checks the device limit (total_memory / bytes_limit, from
+ *                    HWPORT_TEST_NO_LIMIT_MEMORY_LIMIT): only host malloc refuses.
+ *   oom_drift        allocate reserves the bytes before checking the limit, and a refusal
+ *                    forgets the reservation: each out-of-memory error leaks bytes_in_use.
+ *   overrun          "add" stores whole 8-lane vectors: its last store writes up to 7 floats
+ *                    past the end of the output (hidden by the host allocator's rounding).
  *   lazy_native_wait dlpack whose native_stream_wait returns HWP_OK without making the foreign
  *                    stream wait. Its streams run their work only when the host waits for them
  *                    (in order, oldest first: valid in itself), so the missing wait shows every
@@ -94,6 +102,12 @@
 #define TP_ID_exit3_init 26
 #define TP_ID_garbage_device_type 27
 #define TP_ID_garbage_last_error 28
+/* Memory accounting and guard-region bugs (ids 200-249). */
+#define TP_ID_peak_forgets 200
+#define TP_ID_refused_counts 201
+#define TP_ID_no_limit 202
+#define TP_ID_oom_drift 203
+#define TP_ID_overrun 204
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -126,6 +140,15 @@
 #endif
 #if TP_IS(leak)
 #define TR_LEAK_ON_FREE 1
+#endif
+#if TP_IS(peak_forgets)
+#define TR_PEAK_FORGETS 1
+#elif TP_IS(refused_counts)
+#define TR_REFUSED_COUNTS 1
+#elif TP_IS(no_limit)
+#define TR_NO_LIMIT 1
+#elif TP_IS(oom_drift)
+#define TR_OOM_DRIFT 1
 #endif
 #include "test_runtime.h"
 
@@ -235,6 +258,11 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
     po[oo] = pb[ob] < 0.0f ? pa[oa] - pb[ob] : pa[oa] + pb[ob]; /* the bug: a sign slip */
 #else
     po[oo] = pa[oa] + pb[ob];
+#endif
+#if TP_IS(overrun)
+    /* the bug: the last element of a partial 8-lane vector stores the whole vector */
+    if (i == numel - 1 && oo == numel - 1)
+      for (k = 1; (i + k) % 8 != 0; ++k) po[oo + k] = po[oo];
 #endif
     for (k = out->ndim - 1; k >= 0; --k) { /* odometer increment */
       if (++idx[k] < out->shape[k]) break;
@@ -515,6 +543,9 @@ static HWP_Status tp_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
 #endif
   if (!HWP_HAS_FIELD(host, HWP_HostApi, register_kernel) || host->register_kernel == NULL)
     return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host API has no register_kernel");
+#if !TP_IS(garbage_device_type)
+  tr_memory_init(TP_DEVICE_TYPE); /* HWPORT_<DEVICE TYPE>_MEMORY_LIMIT */
+#endif
 
   memset(&reg, 0, sizeof reg);
   reg.struct_size = sizeof reg;

@@ -17,6 +17,15 @@
  * (valid, and what makes a missing cross-stream wait show every time).
  * With TR_LEAK_ON_FREE, deallocate counts the free but neither frees nor gives the bytes back
  * in the stats (a leaking plugin).
+ * The memory limit of each device is TR_TOTAL_MEMORY, or the byte count in the variable
+ * HWPORT_<DEVICE TYPE>_MEMORY_LIMIT (the device type upper-cased, e.g.
+ * HWPORT_TEST_GOOD_MEMORY_LIMIT), read once by tr_memory_init, as the CPU plugin reads
+ * HWPORT_CPU_MEMORY_LIMIT; total_memory and bytes_limit report it. Accounting bugs (one each):
+ * TR_PEAK_FORGETS (deallocate sets the peak back to bytes_in_use), TR_REFUSED_COUNTS (num_allocs
+ * is counted before the allocation is known to succeed), TR_NO_LIMIT (allocate never checks
+ * the limit: only host malloc can refuse), TR_OOM_DRIFT (allocate reserves the bytes, then
+ * checks the limit, and a refusal forgets to give the reservation back; a request larger than
+ * the whole limit is refused up front, cleanly).
  * With TR_WITH_DLPACK (needs TR_WITH_STREAMS), the ABI 1.1 exchange of device memory: the
  * devices call their memory DLPack device (kDLExtDev, 100 + index) (not host memory, as far
  * as the host knows), device_address gives the buffer address plus offset, wrap_device_memory
@@ -59,6 +68,7 @@ typedef struct tr_header {
 static __thread char tr_last_error[512];
 static pthread_mutex_t tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static HWP_MemoryStats tr_stats[TR_NUM_DEVICES];
+static uint64_t tr_memory_limit = TR_TOTAL_MEMORY;
 
 /* ---- errors ---------------------------------------------------------------------------- */
 TR_MAYBE_UNUSED
@@ -95,6 +105,28 @@ static void tr_device_wait(int32_t device);
 #define tr_device_wait(device) ((void)(device))
 #endif
 
+/* Reads HWPORT_<DEVICE TYPE>_MEMORY_LIMIT (see the top of this file); an unset, empty or
+ * malformed value leaves TR_TOTAL_MEMORY. */
+TR_MAYBE_UNUSED
+static void tr_memory_init(const char *device_type) {
+  char name[96];
+  const char *value;
+  char *end = NULL;
+  unsigned long long limit;
+  size_t i, n = strlen(device_type);
+  if (n + sizeof "HWPORT__MEMORY_LIMIT" > sizeof name) return;
+  memcpy(name, "HWPORT_", 7);
+  for (i = 0; i < n; ++i) {
+    char c = device_type[i];
+    name[7 + i] = (char)(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  }
+  memcpy(name + 7 + n, "_MEMORY_LIMIT", sizeof "_MEMORY_LIMIT");
+  value = getenv(name);
+  if (value == NULL || *value == '\0') return;
+  limit = strtoull(value, &end, 10);
+  if (end != NULL && *end == '\0' && limit > 0) tr_memory_limit = (uint64_t)limit;
+}
+
 /* ---- device table ---------------------------------------------------------------------- */
 TR_MAYBE_UNUSED
 static HWP_Status tr_get_device_count(int32_t *count) {
@@ -122,12 +154,12 @@ static HWP_Status tr_get_properties(int32_t device, HWP_DeviceProperties *props)
   snprintf(p.name, sizeof p.name, "hwport test device %d", (int)device);
   snprintf(p.vendor, sizeof p.vendor, "hwport tests");
   snprintf(p.driver_version, sizeof p.driver_version, "1.0");
-  p.total_memory = TR_TOTAL_MEMORY;
+  p.total_memory = tr_memory_limit;
   p.memory_alignment = TR_ALIGNMENT;
   p.compute_units = 1;
   p.max_work_group_size = 1;
   p.flags = 0;
-  p.max_allocation = TR_TOTAL_MEMORY;
+  p.max_allocation = tr_memory_limit;
   snprintf(p.architecture, sizeof p.architecture, "hwport-test-1");
   p.architecture_major = 1;
   p.simd_width = 1;
@@ -219,12 +251,33 @@ static HWP_Status tr_allocate(int32_t device, uint64_t nbytes, HWP_Buffer *out) 
   if (nbytes == 0) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "allocate: nbytes must be > 0");
   s = &tr_stats[device];
   pthread_mutex_lock(&tr_lock);
-  if (nbytes > TR_TOTAL_MEMORY - s->bytes_in_use) {
+#ifdef TR_REFUSED_COUNTS
+  s->num_allocs += 1; /* the bug: counted before the allocation is known to succeed */
+#endif
+#if defined(TR_OOM_DRIFT)
+  if (nbytes > tr_memory_limit) {
     pthread_mutex_unlock(&tr_lock);
     return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "allocate: %llu bytes exceed the device limit",
                    (unsigned long long)nbytes);
   }
-  if (posix_memalign(&p, TR_ALIGNMENT, (size_t)(TR_HEADER_BYTES + nbytes)) != 0 || p == NULL) {
+  s->bytes_in_use += nbytes; /* reserved first; the refusal below forgets to give it back */
+  if (s->bytes_in_use > tr_memory_limit) {
+    pthread_mutex_unlock(&tr_lock);
+    return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "allocate: %llu bytes exceed the device limit",
+                   (unsigned long long)nbytes);
+  }
+#elif !defined(TR_NO_LIMIT) /* TR_NO_LIMIT: only host malloc below can refuse */
+  if (s->bytes_in_use > tr_memory_limit || nbytes > tr_memory_limit - s->bytes_in_use) {
+    pthread_mutex_unlock(&tr_lock);
+    return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "allocate: %llu bytes exceed the device limit",
+                   (unsigned long long)nbytes);
+  }
+#endif
+  if (nbytes > UINT64_MAX - TR_HEADER_BYTES ||
+      posix_memalign(&p, TR_ALIGNMENT, (size_t)(TR_HEADER_BYTES + nbytes)) != 0 || p == NULL) {
+#ifdef TR_OOM_DRIFT
+    s->bytes_in_use -= nbytes;
+#endif
     pthread_mutex_unlock(&tr_lock);
     return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "allocate: host malloc of %llu bytes failed",
                    (unsigned long long)nbytes);
@@ -233,9 +286,13 @@ static HWP_Status tr_allocate(int32_t device, uint64_t nbytes, HWP_Buffer *out) 
   h->nbytes = nbytes;
   h->device = device;
   h->magic = TR_MAGIC;
+#ifndef TR_OOM_DRIFT
   s->bytes_in_use += nbytes;
+#endif
   if (s->bytes_in_use > s->peak_bytes_in_use) s->peak_bytes_in_use = s->bytes_in_use;
+#ifndef TR_REFUSED_COUNTS
   s->num_allocs += 1;
+#endif
   pthread_mutex_unlock(&tr_lock);
   *out = (HWP_Buffer)((char *)p + TR_HEADER_BYTES);
   return HWP_OK;
@@ -257,6 +314,9 @@ static HWP_Status tr_deallocate(int32_t device, HWP_Buffer buffer) {
   tr_stats[device].num_frees += 1;
 #ifndef TR_LEAK_ON_FREE
   tr_stats[device].bytes_in_use -= h->nbytes;
+#endif
+#ifdef TR_PEAK_FORGETS
+  tr_stats[device].peak_bytes_in_use = tr_stats[device].bytes_in_use; /* the bug */
 #endif
   pthread_mutex_unlock(&tr_lock);
 #ifndef TR_LEAK_ON_FREE
@@ -320,7 +380,7 @@ static HWP_Status tr_get_memory_stats(int32_t device, HWP_MemoryStats *stats) {
   pthread_mutex_lock(&tr_lock);
   s = tr_stats[device];
   pthread_mutex_unlock(&tr_lock);
-  s.bytes_limit = TR_TOTAL_MEMORY;
+  s.bytes_limit = tr_memory_limit;
   n = stats->struct_size < sizeof s ? stats->struct_size : sizeof s;
   s.struct_size = stats->struct_size;
   memcpy(stats, &s, n);
