@@ -1,7 +1,8 @@
 """The device suite: the device table, driven directly through the C ABI (device.h).
 
 Cases: device_count, bad_device_index, properties, properties_1_1 (the ABI 1.1 fields),
-init_device, set_device, synchronize, multi_device, concurrent_threads. An optional function
+init_device, set_device, synchronize, synchronize_all_streams (ordering.py), multi_device,
+concurrent_threads. An optional function
 the plugin lacks gives NOT_SUPPORTED; a plugin that does not load gives one FAIL,
 device::plugin-loads (see direct_common).
 """
@@ -16,6 +17,7 @@ import numpy as np
 from ..model import Case, CheckFailed, NotSupported, Result, Target
 from . import abi11_common, direct_common
 from .direct_common import expect_error, require
+from .stream import ordering  # stream first: ordering uses its helpers
 
 NAME = "device"
 
@@ -312,6 +314,7 @@ CHECKS = {
     "init_device": init_device,
     "set_device": set_device,
     "synchronize": synchronize,
+    "synchronize_all_streams": ordering.synchronize_all_streams,
     "multi_device": multi_device,
     "concurrent_threads": concurrent_threads,
 }

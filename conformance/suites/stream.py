@@ -135,10 +135,11 @@ def h_addr(handle) -> int:
 
 
 def _chain(h, st: Streams, s, buf, rng: np.random.Generator, nbytes: int,
-           ops: int = 48) -> np.ndarray:
-    """Enqueues `ops` overlapping writes to `buf` on stream `s` (memsets of a shrinking prefix,
-    host copies, copies within the buffer), whichever the plugin has; returns the content
-    they leave, as numpy computes it. Any reordering changes the result."""
+           ops: int = 48, base: int = 0) -> np.ndarray:
+    """Enqueues `ops` overlapping writes to bytes [base, base + nbytes) of `buf` (zeros
+    before) on stream `s` (memsets of a shrinking prefix, host copies, copies within the
+    range), whichever the plugin has; returns the content they leave there, as numpy computes
+    it. Any reordering changes the result."""
     kinds = [k for k in ("memset_async", "copy_h2d_async", "copy_d2d_async")
              if h.optional("memory", k) is not None]
     if not {"memset_async", "copy_h2d_async"} & set(kinds):
@@ -149,17 +150,17 @@ def _chain(h, st: Streams, s, buf, rng: np.random.Generator, nbytes: int,
         kind = kinds[i % len(kinds)]
         if kind == "memset_async":
             n = nbytes - i * step
-            h.memset(buf, i + 1, n, 0, s, st.device)
+            h.memset(buf, i + 1, n, base, s, st.device)
             model[:n] = i + 1
         elif kind == "copy_h2d_async":
             off, n = (i * step) // 2, step * 3 + 1
             chunk = st.host(rng.integers(0, 256, n, dtype=np.uint8))
-            h.h2d_async(buf, chunk, off, s, st.device)
+            h.h2d_async(buf, chunk, base + off, s, st.device)
             model[off:off + n] = chunk
         else:  # copy a late window over an early one: depends on both having been written
             n = step * 2
             src, dst = nbytes - n - i, i * 7
-            h.d2d_async(buf, buf, n, dst, src, s, st.device)
+            h.d2d_async(buf, buf, n, base + dst, base + src, s, st.device)
             model[dst:dst + n] = model[src:src + n].copy()
     return model
 
@@ -416,3 +417,8 @@ CHECKS = {
     "native_stream": native_stream,
     "native_stream_wait": native_stream_wait,
 }
+
+# The implicit-ordering cases use the helpers above (ordering.py imports this module).
+from . import ordering  # noqa: E402
+
+CHECKS.update(ordering.STREAM_CHECKS)
