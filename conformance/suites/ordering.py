@@ -81,13 +81,16 @@ def delay_size(h, st: Streams) -> tuple[int, int]:
 
 def busy(h, st: Streams, streams: list, buf, rng: np.random.Generator,
          weights: list[int] | None = None) -> np.ndarray:
-    """Queues on stream i a delay (`weights[i]` times the calibrated one) and then a chain on
-    bytes [i * REGION, (i + 1) * REGION) of `buf` (zeros before); returns the content of `buf`
-    once all of it has run."""
+    """Queues on stream i a delay (`weights[i]` times the calibrated one; by default the
+    first stream's is the longest and the last's the shortest, so a plugin that waits only for
+    the stream it saw last misses the others every time) and then a chain on bytes
+    [i * REGION, (i + 1) * REGION) of `buf` (zeros before); returns the content of `buf` once
+    all of it has run."""
     ops, nbytes = delay_size(h, st)
+    weights = weights or list(range(len(streams), 0, -1))
     want = np.zeros(len(streams) * REGION, np.uint8)
     for i, s in enumerate(streams):
-        _delay(h, st, s, ops * (weights[i] if weights else 1), nbytes)
+        _delay(h, st, s, ops * weights[i], nbytes)
         want[i * REGION:(i + 1) * REGION] = _chain(h, st, s, buf, rng, REGION, base=i * REGION)
     return want
 

@@ -61,6 +61,23 @@
  *                    (in order, oldest first: valid in itself), so the missing wait shows every
  *                    time rather than only when the streams happen to race.
  *
+ * Implicit-ordering bugs, each good_streams (real worker threads) with one rule broken, as a
+ * port could ship it (the stream and device suites' ordering cases must catch each):
+ *
+ *   sync_h2d_nowait     copy_h2d copies at once, while streams may still write the buffer (a
+ *                       CUDA port whose streams are non-blocking and whose copy_h2d is a plain
+ *                       cudaMemcpy on the legacy default stream).
+ *   sync_d2d_nowait     copy_d2d likewise.
+ *   null_stream_nowait  the stream-ordered copies and memset given the NULL stream run at once
+ *                       ("synchronous" taken as "now", not "after the device's work").
+ *   sync_device_null_only  synchronize_device drains only the NULL stream (returns at once).
+ *   sync_one_stream     the synchronous calls and synchronize_device wait only for the stream
+ *                       last submitted to (a port that tracks one "current" stream).
+ *   wait_last_event_only  a second stream_wait_event in a row replaces the first (one
+ *                       dependency slot per stream).
+ *   cross_device_wait_ignored  stream_wait_event for another device's event returns HWP_OK
+ *                       without waiting (the runtime has two devices).
+ *
  * And one more valid variant:
  *
  *   dlpack           good_streams plus the ABI 1.1 DLPack exchange of device memory: its
@@ -108,6 +125,18 @@
 #define TP_ID_no_limit 202
 #define TP_ID_oom_drift 203
 #define TP_ID_overrun 204
+/* Implicit-ordering bugs (ids 100-149): good_streams with one ordering rule broken. */
+#define TP_ID_sync_h2d_nowait 100
+#define TP_ID_sync_d2d_nowait 101
+#define TP_ID_null_stream_nowait 102
+#define TP_ID_sync_device_null_only 103
+#define TP_ID_sync_one_stream 104
+#define TP_ID_wait_last_event_only 105
+#define TP_ID_cross_device_wait_ignored 106
+#define TP_ORDERING_BUG                                                                   \
+  (TP_IS(sync_h2d_nowait) || TP_IS(sync_d2d_nowait) || TP_IS(null_stream_nowait) ||          \
+   TP_IS(sync_device_null_only) || TP_IS(sync_one_stream) || TP_IS(wait_last_event_only) || \
+   TP_IS(cross_device_wait_ignored))
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -125,8 +154,24 @@
 #error "unknown HWP_TEST_VARIANT"
 #endif
 
-#if TP_IS(good_streams) || TP_IS(stream_order) || TP_IS(dlpack) || TP_IS(lazy_native_wait)
+#if TP_IS(good_streams) || TP_IS(stream_order) || TP_IS(dlpack) || TP_IS(lazy_native_wait) || \
+    TP_ORDERING_BUG
 #define TR_WITH_STREAMS 1
+#endif
+#if TP_IS(sync_h2d_nowait)
+#define TR_SYNC_H2D_NO_WAIT 1
+#elif TP_IS(sync_d2d_nowait)
+#define TR_SYNC_D2D_NO_WAIT 1
+#elif TP_IS(null_stream_nowait)
+#define TR_NULL_STREAM_NO_WAIT 1
+#elif TP_IS(sync_device_null_only)
+#define TR_SYNC_DEVICE_NULL_ONLY 1
+#elif TP_IS(sync_one_stream)
+#define TR_SYNC_WAITS_ONE_STREAM 1
+#elif TP_IS(wait_last_event_only)
+#define TR_WAIT_LAST_EVENT_ONLY 1
+#elif TP_IS(cross_device_wait_ignored)
+#define TR_CROSS_DEVICE_WAIT_IGNORED 1
 #endif
 #if TP_IS(dlpack) || TP_IS(lazy_native_wait)
 #define TR_WITH_DLPACK 1

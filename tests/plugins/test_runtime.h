@@ -15,6 +15,16 @@
  * operations run, oldest first, only when the host waits for them (synchronize, query, an
  * event, a synchronous copy), and a stream's wait for an event runs the other stream first
  * (valid, and what makes a missing cross-stream wait show every time).
+ * Ordering bugs of a port whose streams really run on worker threads (each one alone):
+ * TR_SYNC_H2D_NO_WAIT / TR_SYNC_D2D_NO_WAIT: copy_h2d / copy_d2d copy at once, without waiting
+ * for the device's queued stream work; TR_NULL_STREAM_NO_WAIT: the stream-ordered copies and
+ * memset given the NULL stream run at once likewise; TR_SYNC_DEVICE_NULL_ONLY:
+ * synchronize_device drains only the (synchronous) NULL stream, not the created streams;
+ * TR_SYNC_WAITS_ONE_STREAM: "the device's work" is the stream last submitted to (the
+ * synchronous calls and synchronize_device wait for that one only); TR_WAIT_LAST_EVENT_ONLY: a
+ * stream_wait_event right after another on the same stream replaces the pending wait instead
+ * of adding one (one dependency slot per stream); TR_CROSS_DEVICE_WAIT_IGNORED:
+ * stream_wait_event for another device's event returns HWP_OK without waiting.
  * With TR_LEAK_ON_FREE, deallocate counts the free but neither frees nor gives the bytes back
  * in the stats (a leaking plugin).
  * The memory limit of each device is TR_TOTAL_MEMORY, or the byte count in the variable
@@ -138,6 +148,9 @@ static HWP_Status tr_get_device_count(int32_t *count) {
 TR_MAYBE_UNUSED
 static HWP_Status tr_synchronize_device(int32_t device) {
   HWP_Status st = tr_check_device(device, "synchronize_device");
+#ifdef TR_SYNC_DEVICE_NULL_ONLY
+  return st; /* the bug: NULL-stream work is synchronous, so there is "nothing" to wait for */
+#endif
   if (st == HWP_OK) tr_device_wait(device); /* without streams, nothing is ever pending */
   return st;
 }
@@ -335,7 +348,9 @@ static HWP_Status tr_copy_h2d(int32_t device, HWP_Buffer dst, uint64_t dst_offse
   if ((st = tr_check_range(h, dst_offset, nbytes, "copy_h2d")) != HWP_OK) return st;
   if (nbytes == 0) return HWP_OK;
   if (src == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "copy_h2d: src is NULL");
+#ifndef TR_SYNC_H2D_NO_WAIT /* the bug: the copy runs while streams still write dst */
   tr_device_wait(device);
+#endif
   memcpy((char *)dst + dst_offset, src, (size_t)nbytes);
   return HWP_OK;
 }
@@ -364,7 +379,9 @@ static HWP_Status tr_copy_d2d(int32_t device, HWP_Buffer dst, uint64_t dst_offse
   if ((st = tr_check_range(hd, dst_offset, nbytes, "copy_d2d")) != HWP_OK) return st;
   if ((st = tr_check_range(hs, src_offset, nbytes, "copy_d2d")) != HWP_OK) return st;
   if (nbytes == 0) return HWP_OK;
+#ifndef TR_SYNC_D2D_NO_WAIT /* the bug: the copy runs while streams still use dst or src */
   tr_device_wait(device);
+#endif
   memmove((char *)dst + dst_offset, (const char *)src + src_offset, (size_t)nbytes);
   return HWP_OK;
 }
@@ -510,11 +527,19 @@ static void tr_wait_stream_locked(tr_stream *s) {
   while (s->completed < s->submitted) pthread_cond_wait(&tr_stream_cond, &tr_lock);
 }
 
+#ifdef TR_SYNC_WAITS_ONE_STREAM
+static int32_t tr_last_slot[TR_NUM_DEVICES] = {-1, -1}; /* the stream last submitted to */
+#endif
+
 static void tr_device_wait(int32_t device) {
   int i;
   pthread_mutex_lock(&tr_lock);
-  for (i = 0; i < TR_MAX_STREAMS; ++i)
+  for (i = 0; i < TR_MAX_STREAMS; ++i) {
+#ifdef TR_SYNC_WAITS_ONE_STREAM
+    if (i != tr_last_slot[device]) continue; /* the bug: only the "current" stream */
+#endif
     if (tr_streams[i].live && tr_streams[i].device == device) tr_wait_stream_locked(&tr_streams[i]);
+  }
   pthread_mutex_unlock(&tr_lock);
 }
 
@@ -702,6 +727,9 @@ static HWP_Status tr_enqueue(tr_stream *s, tr_op *op) {
   if (s->tail) s->tail->next = op; else s->head = op;
   s->tail = op;
   s->submitted += 1;
+#ifdef TR_SYNC_WAITS_ONE_STREAM
+  tr_last_slot[s->device] = s->slot;
+#endif
   pthread_cond_broadcast(&tr_stream_cond);
   pthread_mutex_unlock(&tr_lock);
   return HWP_OK;
@@ -715,6 +743,21 @@ static HWP_Status tr_stream_wait_event(int32_t device, HWP_Stream stream, HWP_Ev
   if (st != HWP_OK) return st;
   if ((st = tr_event_of(device, event, "stream_wait_event", &e)) != HWP_OK)
     return st;
+#ifdef TR_CROSS_DEVICE_WAIT_IGNORED
+  if (e->device != device) return HWP_OK; /* the bug: "another device's event cannot apply" */
+#endif
+#ifdef TR_WAIT_LAST_EVENT_ONLY
+  pthread_mutex_lock(&tr_lock);
+  if (s->tail != NULL && s->tail->kind == TR_OP_WAIT) { /* the bug: one dependency slot */
+    s->tail->wait_slot = e->slot;
+    s->tail->wait_generation = e->generation;
+    s->tail->wait_ticket = e->ticket;
+    pthread_cond_broadcast(&tr_stream_cond);
+    pthread_mutex_unlock(&tr_lock);
+    return HWP_OK;
+  }
+  pthread_mutex_unlock(&tr_lock);
+#endif
   op = (tr_op *)calloc(1, sizeof *op);
   if (op == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "stream_wait_event: no host memory");
   op->kind = TR_OP_WAIT;
@@ -741,7 +784,9 @@ static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, 
     now.src = src;
     now.value = value;
     now.nbytes = nbytes;
+#ifndef TR_NULL_STREAM_NO_WAIT /* the bug: "synchronous" taken as "run it now" */
     tr_device_wait(device);
+#endif
     tr_run_op(&now);
     return HWP_OK;
   }
