@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..model import Case, CheckFailed, NotSupported, Result, Target
-from . import abi11_common, direct_common
+from . import abi11_common, direct_common, ordering
 from .direct_common import expect_error, require
-from .stream import ordering  # stream first: ordering uses its helpers
 
 NAME = "device"
 

@@ -6,8 +6,8 @@ STREAM_CHECKS, the device suite synchronize_all_streams.
 
 Every case first queues long work on each of several streams: a delay (fills of a scratch
 buffer, calibrated to last about DELAY_S on this device) and then a chain of 48 overlapping
-writes to the stream's own region of a shared buffer (stream._chain). The call under test comes
-right after, while that work is pending (details.pending_at_call counts the streams that
+writes to the stream's own region of a shared buffer (stream_common._chain). The call under
+test comes right after, while that work is pending (details.pending_at_call counts the streams that
 query_stream still reported busy), so a plugin that does not order FAILs every time, not by
 luck: its call runs before the chains, and their writes land after it.
 """
@@ -24,7 +24,7 @@ import numpy as np
 from ..model import Case, NotSupported
 from .direct_common import require
 from .memory import Buffers, _same
-from .stream import Streams, _chain, _needs, _read_back
+from .stream_common import Streams, _chain, _needs, _read_back
 
 DELAY_S = 0.04
 REGION = 1 << 18  # bytes each stream's chain writes
