@@ -7,9 +7,9 @@ STREAM_CHECKS, the device suite synchronize_all_streams.
 Every case first queues long work on each of several streams: a delay (fills of a scratch
 buffer, calibrated to last about DELAY_S on this device) and then a chain of 48 overlapping
 writes to the stream's own region of a shared buffer (stream_common._chain). The call under
-test comes right after, while that work is pending (details.pending_at_call counts the streams that
-query_stream still reported busy), so a plugin that does not order FAILs every time, not by
-luck: its call runs before the chains, and their writes land after it.
+test comes right after, while that work is pending (details.pending_at_call counts the streams
+that query_stream still reported busy), so a plugin that does not order FAILs every time, not
+by luck: its call runs before the chains, and their writes land after it.
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ def _delay_kind(h) -> str:
     raise NotSupported("the plugin has no stream-ordered memset or copy to queue work with")
 
 
-def _delay(h, st: Streams, s, ops: int, nbytes: int) -> None:
-    """Enqueues `ops` fills of a scratch buffer of `nbytes` on stream `s`."""
+def _fill(h, st: Streams, s, scratch, ops: int, nbytes: int) -> None:
+    """Enqueues `ops` fills of `nbytes` of `scratch` on stream `s`."""
     kind = _delay_kind(h)
-    scratch = st.alloc(nbytes)
     src = st.host(np.zeros(nbytes, np.uint8)) if kind == "copy_h2d_async" else None
     for i in range(ops):
         if kind == "memset_async":
@@ -57,15 +56,29 @@ def _delay(h, st: Streams, s, ops: int, nbytes: int) -> None:
             h.h2d_async(scratch, src, 0, s, st.device)
 
 
+def _delay(h, st: Streams, s, ops: int, nbytes: int) -> None:
+    """Enqueues `ops` fills of a fresh scratch buffer of `nbytes` on stream `s`."""
+    _fill(h, st, s, st.alloc(nbytes), ops, nbytes)
+
+
 def delay_size(h, st: Streams) -> tuple[int, int]:
-    """(ops, bytes) of a delay that keeps a stream of st.device busy for about DELAY_S."""
+    """(ops, bytes) of a delay that keeps a stream of st.device busy for about DELAY_S (timed
+    on one stream after a warm-up fill; the real delays run on fresh buffers, several streams
+    at once, so they last longer if anything)."""
     key = (id(h), st.device)
     if key not in _calibrated:
         s = st.stream()
         ops, nbytes = 4, 4 << 20
+        scratch, size = None, 0
         while True:
+            if size < nbytes:
+                if scratch is not None:
+                    st.free(scratch)
+                scratch, size = st.alloc(nbytes), nbytes
+            _fill(h, st, s, scratch, 1, nbytes)  # first touch of the pages, not timed
+            h.sync_stream(s, st.device)
             t0 = time.perf_counter()
-            _delay(h, st, s, ops, nbytes)
+            _fill(h, st, s, scratch, ops, nbytes)
             h.sync_stream(s, st.device)
             took = time.perf_counter() - t0
             if took >= DELAY_S / 4 or (ops >= MAX_DELAY_OPS and nbytes >= MAX_SCRATCH):
@@ -74,6 +87,7 @@ def delay_size(h, st: Streams) -> tuple[int, int]:
                 ops *= 4
             else:
                 nbytes *= 4
+        st.free(scratch)
         ops = max(4, min(MAX_DELAY_OPS, math.ceil(ops * DELAY_S / max(took, 1e-6))))
         _calibrated[key] = (ops, nbytes)
     return _calibrated[key]
@@ -258,7 +272,7 @@ def wait_several_events(h, case: Case) -> dict[str, Any]:
         for label, weights in rounds.items():
             _zeros(h, x, n)
             _zeros(h, y, n)
-            want = busy(h, st, producers, x, rng, [3 * w for w in weights])
+            want = busy(h, st, producers, x, rng, weights)
             for s in producers:
                 e = st.event()
                 h.record_event(s, e)
