@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +33,8 @@ STREAMS = 3
 MAX_DELAY_OPS = 256
 MAX_SCRATCH = 64 << 20
 
-# (id of the DirectHost, device) -> (ops, scratch bytes): calibrated once per worker
-_calibrated: dict[tuple[int, int], tuple[int, int]] = {}
+# DirectHost -> {device: (ops, scratch bytes)}: calibrated once per host and device
+_calibrated: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _delay_kind(h) -> str:
@@ -65,8 +66,8 @@ def delay_size(h, st: Streams) -> tuple[int, int]:
     """(ops, bytes) of a delay that keeps a stream of st.device busy for about DELAY_S (timed
     on one stream after a warm-up fill; the real delays run on fresh buffers, several streams
     at once, so they last longer if anything)."""
-    key = (id(h), st.device)
-    if key not in _calibrated:
+    known = _calibrated.setdefault(h, {})
+    if st.device not in known:
         s = st.stream()
         ops, nbytes = 4, 4 << 20
         scratch, size = None, 0
@@ -89,8 +90,8 @@ def delay_size(h, st: Streams) -> tuple[int, int]:
                 nbytes *= 4
         st.free(scratch)
         ops = max(4, min(MAX_DELAY_OPS, math.ceil(ops * DELAY_S / max(took, 1e-6))))
-        _calibrated[key] = (ops, nbytes)
-    return _calibrated[key]
+        known[st.device] = (ops, nbytes)
+    return known[st.device]
 
 
 def busy(h, st: Streams, streams: list, buf, rng: np.random.Generator,
