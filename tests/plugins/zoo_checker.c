@@ -169,12 +169,10 @@ static const HWP_PluginApi zc_api = {
 
 static HWP_Status zc_register(const HWP_HostApi *host, const char *op, HWP_KernelFn fn,
                               uint32_t flags) {
-  HWP_KernelRegistration reg;
+  HWP_KernelRegistration reg = {sizeof(HWP_KernelRegistration), NULL, HWP_DTYPE_FLOAT32, 0,
+                                NULL, NULL};
   HWP_Status st;
-  memset(&reg, 0, sizeof reg);
-  reg.struct_size = sizeof reg;
   reg.op_name = op;
-  reg.dtype = HWP_DTYPE_FLOAT32;
   reg.flags = flags;
   reg.fn = fn;
   st = host->register_kernel(host->host_context, &reg);
