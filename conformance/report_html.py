@@ -179,6 +179,18 @@ def _summary(run: Run) -> str:
     return f"<table><tr><th>plugin</th><th>suite</th><th>cases</th>{head}</tr>{rows}</table>"
 
 
+def _tiers(run: Run) -> str:
+    from .tiers import CERTIFIED, NOT_CERTIFIED, assess
+
+    color = {CERTIFIED: COLORS[Status.PASS], NOT_CERTIFIED: COLORS[Status.FAIL]}
+    rows = "".join(
+        f"<tr><td>{_e(p)}</td><td>{_e(name)}</td>"
+        f"<td style='background:{color.get(t['status'], '#ddd')}'>{_e(t['status'])}</td>"
+        f"<td>{_e('; '.join(t['reasons']))}</td></tr>"
+        for p, got in assess(run.results, run.meta).items() for name, t in got.items())
+    return f"<table><tr><th>plugin</th><th>tier</th><th>status</th><th>why</th></tr>{rows}</table>"
+
+
 def render_html(run: Run) -> str:
     by_plugin: dict[str, dict[str, list[PluginResult]]] = defaultdict(lambda: defaultdict(list))
     for r in run.results:
@@ -193,6 +205,7 @@ def render_html(run: Run) -> str:
              f"<style>{CSS}</style></head><body><h1>hwcheck report "
              f"<span class='{'bad' if code else 'ok'}'>{'FAILED' if code else 'OK'}</span></h1>",
              f"<table>{info}</table>", "<h2>Summary</h2>", _summary(run),
+             "<h2>Certification tiers</h2>", _tiers(run),
              f'<p class="legend">{legend}</p>']
     for plugin, suites in by_plugin.items():
         parts.append(f"<h2>Plugin <code>{_e(plugin)}</code></h2>")

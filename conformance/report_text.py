@@ -11,6 +11,7 @@ from typing import TextIO
 
 from .model import FAILING, Status
 from .results import STATUS_ORDER, PluginResult, Run, exit_code, summarize
+from .tiers import assess, format_tiers
 
 PROBLEMS = FAILING | {Status.ERROR}
 MAX_LISTED = 40
@@ -104,6 +105,8 @@ def render(run: Run) -> str:
     took = run.meta.get("duration_s")
     counts = ", ".join(f"{c[str(s)]} {s}" for s in STATUS_ORDER if c[str(s)])
     code = exit_code(run.results)
+    if run.results:
+        parts += ["", format_tiers(assess(run.results, run.meta))]
     parts += ["", f"hwcheck: {len(run.results)} cases ({counts or 'none'})"
               + (f" in {took:.1f} s" if isinstance(took, int | float) else "")
               + f": {'FAILED' if code else 'OK'}"]

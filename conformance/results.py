@@ -52,8 +52,10 @@ class Run:
     results: list[PluginResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        from .tiers import assess
+
         return {"schema": SCHEMA, **self.meta, "summary": summarize(self.results),
-                "exit_code": exit_code(self.results),
+                "tiers": assess(self.results, self.meta), "exit_code": exit_code(self.results),
                 "results": [r.to_json() for r in self.results]}
 
 
@@ -88,7 +90,7 @@ def load_run(path: str | os.PathLike) -> Run:
         doc = None
     if isinstance(doc, dict) and "results" in doc:
         meta = {k: v for k, v in doc.items()
-                if k not in ("results", "summary", "exit_code", "schema")}
+                if k not in ("results", "summary", "tiers", "exit_code", "schema")}
         return Run(meta, [PluginResult.from_json(r) for r in doc["results"]])
     run = Run()
     for n, line in enumerate(text.splitlines(), 1):

@@ -257,7 +257,7 @@ class Worker:
         self._send({"case": case.to_json()})
         return Result.from_json(self._receive(timeout)["result"])
 
-    def stderr_tail(self, limit: int = 2000) -> str:
+    def stderr_tail(self, limit: int = 4000) -> str:
         self._err.seek(0, os.SEEK_END)
         size = self._err.tell()
         self._err.seek(max(0, size - limit))

@@ -76,12 +76,21 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+def _arm_faulthandler() -> None:
+    """(Re)installs faulthandler's handlers (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL). Called
+    before every case: a library loaded with the plugins may have replaced them since (LLVM,
+    which PoCL loads when the OpenCL plugin starts, installs its own; on SIGABRT it does not
+    hand over, so a plugin's abort() left no Python stack in the CRASH's stderr tail)."""
+    faulthandler.disable()
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+
+
 def main() -> int:
     _die_with_parent()
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # anything printed from here on goes to stderr
     sys.stdout = sys.stderr
-    faulthandler.enable(file=sys.stderr, all_threads=True)
+    _arm_faulthandler()
 
     def send(obj: dict[str, Any]) -> None:
         proto.write(json.dumps(obj) + "\n")
@@ -96,6 +105,7 @@ def main() -> int:
             send({"ready": True, "pid": os.getpid()})
         elif "case" in msg:
             assert target is not None, "the target comes first"
+            _arm_faulthandler()
             result = run_case(target, Case.from_json(msg["case"]), states)
             send({"result": _json_safe(result.to_json())})
     return 0

@@ -11,7 +11,10 @@ list at the first one that fails: that case FAILs (or CRASHes/TIMEs OUT in the w
 did in the probe) and names the reason. Only a plugin that passes all six gets the others:
 host_major_rejected (refuses a host of another major), device_type, last_error (thread-local,
 set on failure), minor_negotiation (works with a newer-minor host whose struct is larger),
-properties_struct_size and stats_struct_size (never write past the struct_size the host set).
+properties_struct_size and stats_struct_size (never write past the struct_size the host set),
+exported_symbols (the dynamic symbol table exports hwport_plugin_init and nothing else) and
+resolves_symbols (every symbol binds in a clean process, without the libraries Python has
+loaded: a plugin must depend on every library it calls, libm included).
 
 When the plugin does not load, the device, memory and stream suites collect one FAIL case,
 <suite>::plugin-loads, naming the abi case that failed (see direct_common).
@@ -244,6 +247,47 @@ def stats_struct_size(h, target: Target, case: Case) -> dict[str, Any]:
                                   lambda s: h.check(get_stats(0, s), "get_memory_stats"))
 
 
+def exported_symbols(h, target: Target, case: Case) -> dict[str, Any]:
+    """docs/abi.md: a plugin exports exactly hwport_plugin_init; anything else may bind to
+    another library's symbol of the same name (or it to the plugin's)."""
+    from ..elf_symbols import NotElf
+    from ..elf_symbols import exported_symbols as read_exports
+
+    try:
+        names = read_exports(direct_common.plugin_file(target))
+    except NotElf as e:
+        raise NotSupported(f"cannot read the dynamic symbol table: {e}") from None
+    extra = [n for n in names if n != "hwport_plugin_init"]
+    shown = ", ".join(extra[:20]) + (f" (and {len(extra) - 20} more)" if len(extra) > 20 else "")
+    require(not extra, f"the plugin exports {len(extra)} symbol(s) besides hwport_plugin_init: "
+            f"{shown}; build with hidden visibility (-fvisibility=hidden) and mark only "
+            f"hwport_plugin_init HWP_EXPORT", exported=names)
+    return {"exported": names}
+
+
+def resolves_symbols(h, target: Target, case: Case) -> dict[str, Any]:
+    """The host loads a plugin with RTLD_NOW: every undefined symbol must come from a library
+    the plugin depends on. Checked in a process of its own (the dynamic loader's trace mode),
+    since this worker's Python already has libm and others loaded, which hide a missing -lm."""
+    from ..elf_symbols import LoaderUnavailable, unresolved_symbols
+
+    try:
+        found = unresolved_symbols(direct_common.plugin_file(target), env=dict(target.env))
+    except LoaderUnavailable as e:
+        raise NotSupported(str(e)) from None
+    problems = []
+    if found["libraries"]:
+        problems.append(f"libraries not found: {', '.join(found['libraries'])}")
+    if found["symbols"]:
+        problems.append(f"undefined symbols: {', '.join(found['symbols'][:20])}")
+    if found["versions"]:
+        problems.append(f"symbol versions not found: {', '.join(found['versions'])}")
+    require(not problems, "in a process without Python's libraries, binding every symbol "
+            f"(RTLD_NOW) fails: {'; '.join(problems)}; link the plugin against the libraries it "
+            "calls (e.g. -lm for expf)", **found)
+    return found
+
+
 CHECKS = {
     "host_major_rejected": host_major_rejected,
     "device_type": device_type,
@@ -251,4 +295,6 @@ CHECKS = {
     "minor_negotiation": minor_negotiation,
     "properties_struct_size": properties_struct_size,
     "stats_struct_size": stats_struct_size,
+    "exported_symbols": exported_symbols,
+    "resolves_symbols": resolves_symbols,
 }

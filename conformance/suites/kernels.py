@@ -55,11 +55,13 @@ def _call(op: str, sc: Any, where: str) -> Any:
 
 
 def _path(op: str, key_dtype: str, where: str, fell_back: dict[Any, int]) -> str:
+    """How the call ran: any CPU fallback (a missing primitive, a kernel that refused the
+    call at run time, the contiguous copy of an input) makes it "fallback"."""
     from hwport.runtime import _core
 
-    if _core.has_kernel(op, where, key_dtype):
-        return "native"
-    return "fallback" if fell_back else "decomposition"
+    if fell_back:
+        return "fallback"
+    return "native" if _core.has_kernel(op, where, key_dtype) else "decomposition"
 
 
 def _compare(op: str, key_dtype: str, got: Any, want: Any,

@@ -125,8 +125,10 @@ void fill_view(const Tensor& t, HWP_TensorView* v) {
   v->strides = t.strides.data();
 }
 
+// `refused`: why the device's kernel refused the call (empty: the device has no kernel).
 void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inputs,
-                  int num_inputs, Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
+                  int num_inputs, Tensor* const* outputs, int num_outputs, const Attrs& attrs,
+                  const std::string& refused = "") {
   Device* cpu = DeviceManager::instance().cpu();
   const std::string& name = op_name(op);
   if (device == cpu || !cpu) {
@@ -135,9 +137,13 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
               (cpu ? "" : " and no cpu plugin to fall back to"));
   }
   if (g_fallback_mode == FallbackMode::Error) {
-    raise(ErrorKind::Fallback, name + ": no kernel for dtype " + dtype_name(dtype) + " on " +
-                                   device->name +
-                                   ", and HWPORT_FALLBACK=error forbids the CPU fallback");
+    const std::string why = refused.empty()
+                                ? std::string(": no kernel for dtype ") + dtype_name(dtype) +
+                                      " on " + device->name
+                                : std::string(" (") + dtype_name(dtype) + ") on " + device->name +
+                                      ": the kernel refused the call: " + refused;
+    raise(ErrorKind::Fallback,
+          name + why + ", and HWPORT_FALLBACK=error forbids the CPU fallback");
   }
   {
     std::lock_guard<std::mutex> lock(g_stats_mutex);
@@ -207,6 +213,15 @@ void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs
   ctx.get_attr = host_get_attr;
   ctx.allocate_workspace = host_allocate_workspace;
   HWP_Status status = entry->fn(&ctx);
+  // A kernel may refuse a call it cannot handle (a shape or attribute value) with
+  // HWP_ERROR_NOT_SUPPORTED: the call then runs on the counted CPU fallback, as if there were
+  // no kernel (docs/abi.md). On the CPU device itself there is nothing to fall back to.
+  if (status == HWP_ERROR_NOT_SUPPORTED && device != DeviceManager::instance().cpu() &&
+      DeviceManager::instance().cpu() != nullptr) {
+    run_fallback(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs,
+                 device->plugin->describe("kernel", status));
+    return;
+  }
   if (status != HWP_OK) {
     const Plugin& p = *device->plugin;
     std::string msg = op_name(op) + " (" + dtype_name(dtype) + ") on " + device->name + ": " +

@@ -42,7 +42,7 @@ def test_collect_keeps_claimed_and_requested_dtypes_only():
     assert {c.params["dtype"] for c in narrowed} == {"float16"}
     cov = coverage.collect(CPU, _options(["bool"]))
     assert {c.name for c in cov} == {n for n, op in sample_inputs.OPS.items()
-                                     if "bool" in op.dtypes}
+                                     if "bool" in op.dtypes} | {coverage.STRIDED_CASE}
     assert all(c.params["dtypes"] == ["bool"] for c in cov)
 
 
@@ -101,8 +101,9 @@ def test_coverage_on_cpu_is_native_or_decomposition():
 
 
 def test_coverage_reports_the_cpu_fallback(tmp_path):
-    """The zoo's `good` plugin has one kernel (add, float32): coverage says native for it, and
-    NOT_SUPPORTED with the fallback named for a primitive it lacks (multiply)."""
+    """The zoo's `good` plugin has one kernel (add, float32): coverage says native for the add
+    cases it runs itself, fallback for the two whose int32 input is cast (it has no cast
+    kernel), and NOT_SUPPORTED with the fallback named for a primitive it lacks (multiply)."""
     from tests.conftest import zoo_plugin_path
 
     from .conftest import hwcheck, results_by_id
@@ -113,8 +114,11 @@ def test_coverage_reports_the_cpu_fallback(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     got = results_by_id(tmp_path / "run.json")
     assert {cid: r["status"] for cid, r in got.items()} == {
-        "coverage::add": "PASS", "coverage::multiply": "NOT_SUPPORTED"}, got
-    assert got["coverage::add"]["details"]["paths"] == {"float32": "native"}
+        "coverage::add": "NOT_SUPPORTED", "coverage::multiply": "NOT_SUPPORTED"}, got
+    add = got["coverage::add"]["details"]
+    assert add["paths"] == {"float32": "fallback"}
+    assert add["cases"] == {"float32": {"native": 9, "fallback": 2}}
+    assert add["fallback_ops"] == {"float32": ["cast[int32]"]}
     mul = got["coverage::multiply"]["details"]
     assert mul["paths"] == {"float32": "fallback"}
     assert any(f.startswith("multiply[") for f in mul["fallback_ops"]["float32"]), mul
