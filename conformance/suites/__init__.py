@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-SUITE_NAMES = ("abi", "device", "memory", "stream", "kernels", "coverage")
+SUITE_NAMES = ("abi", "device", "memory", "stream", "transfers", "kernels", "thresholds",
+               "coverage")
 
 
 def load_suite(name: str) -> ModuleType:
