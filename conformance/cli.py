@@ -3,7 +3,7 @@
     hwcheck list [--json]
     hwcheck run [--plugin NAME|PATH]... [--suite S]... [-k PATTERN]... [--dtype D]... [--seed N]
                 [--jobs N] [--timeout S] [--json FILE] [--jsonl FILE] [--junit FILE]
-                [--html FILE] [--baseline FILE]
+                [--html FILE] [--baseline FILE] [--thorough]
     hwcheck report FILE [--html OUT]
 
 Exit status of `run`: 0 when nothing failed; 1 on any FAIL, CRASH, TIMEOUT or XPASS; 2 for a
@@ -74,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--html", metavar="FILE", help="write the HTML report")
     r.add_argument("--baseline", metavar="FILE",
                    help="a saved run: its failures are expected (XFAIL; a pass is XPASS)")
+    r.add_argument("--thorough", action="store_true",
+                   help="the exhaustive size ladder in the thresholds and transfers suites "
+                        "(every 2^k-1, 2^k, 2^k+1) instead of its boundaries")
 
     rep = sub.add_parser("report", help="render a saved run (JSON or JSON lines)")
     rep.add_argument("file", help="a --json document or a --jsonl log of `hwcheck run`")
@@ -130,7 +133,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "seed": args.seed, "jobs": args.jobs, "timeout_s": args.timeout, "suites": suites,
             "patterns": list(args.patterns), "dtypes": _split(args.dtype) or None,
-            "baseline": args.baseline, "abi_version": ".".join(map(str, _core.ABI_VERSION)),
+            "baseline": args.baseline, "thorough": args.thorough,
+            "abi_version": ".".join(map(str, _core.ABI_VERSION)),
             "host": {"python": platform.python_version(), "platform": platform.platform(),
                      "cpus": os.cpu_count()},
             "targets": [{"spec": t.spec, "device_type": t.target.device_type,
@@ -139,11 +143,17 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"results stream to {jsonl}", flush=True)
     log = JsonLinesLog(jsonl, meta)
     t0 = time.perf_counter()
+    # The suites' collect() reads it (ladder.is_thorough): runner.collect() builds their options.
+    thorough_was = os.environ.get("HWCHECK_THOROUGH")
+    if args.thorough:
+        os.environ["HWCHECK_THOROUGH"] = "1"
     try:
         run = runner.run(targets, opts, log, meta)
     finally:
         log.close()
         progress.finish()
+        if args.thorough and thorough_was is None:
+            os.environ.pop("HWCHECK_THOROUGH", None)
     run.meta["duration_s"] = round(time.perf_counter() - t0, 3)
     if not run.results:
         raise runner.HwcheckUsageError("no case matched the selection (--suite, -k, --dtype)")

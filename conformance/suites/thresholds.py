@@ -6,6 +6,7 @@ as the kernels suite runs its small cases (kernels._call / _compare).
 Families are derived from phi_ops/ops.yaml, never listed op by op:
   elementwise  category unary/binary/ternary with an elementwise infer_meta: 1-D length n
   reduction    category reduction: flat (n), rows (3, n) over the last dim, cols (n, 3) over dim 0
+               (float32/float64 sums, scans and products of positive values: no cancellation)
   scan         category scan: the same three shapes along one axis
   rows         a row-wise op (nn or index, elementwise infer_meta, an `axis` or
                `normalized_ndim` attribute, nothing required): rows (3, n) (softmax, layer_norm,
@@ -161,13 +162,19 @@ def collect(target: Target, options: dict[str, Any]) -> list[Case]:
 def _domain(op: Any, i: int, d: str) -> str:
     from hwport.phi_ops import sample_inputs as si
 
-    if op.category == "unary" or op.infer_meta == "unary" and op.category == "ternary":
+    if op.category == "unary" or (op.infer_meta == "unary" and op.category == "ternary"):
         return si.UNARY_DOMAIN.get(op.name, "any")
     if op.category == "binary":
         return si.BINARY_DOMAIN.get(op.name, ("any", "any"))[i]
-    if op.category == "reduction":
-        return si.REDUCE_DOMAIN.get(op.name, "any")
-    return "small" if op.category == "linalg" and d in si.INTEGER else "any"
+    if op.category in ("reduction", "scan", "linalg"):
+        if op.name in si.REDUCE_DOMAIN:
+            return si.REDUCE_DOMAIN[op.name]
+        if d in si.INTEGER:
+            return "small"
+        # float32/float64 tolerances are tight: long sums without cancellation keep the
+        # relative error what the accumulation order gives (float16 sums could overflow).
+        return "positive" if d in ("float32", "float64") else "any"
+    return "any"
 
 
 def _values(op: Any, i: int, d: str, shape: tuple[int, ...], rng: np.random.Generator
