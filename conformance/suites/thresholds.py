@@ -95,21 +95,24 @@ def _lengths(thorough: bool, lead: bool) -> list[str]:
 
 
 def _matmul_shapes(thorough: bool, lead: bool) -> list[tuple[str, str, str]]:
+    """M, N, K: K past every tile (M = 3, N = 5), M and N tails, GEMV (M = 1 or N = 1); the
+    thorough ladder adds every K up to 2^13 + 1, M and N up to 2^10 + 1, cubes up to 257."""
+    shapes: list[tuple[str, str, str]] = []
     if thorough:
-        small = [s for s in ladder.full_ladder(13)]
-        mn = [s for s in ladder.full_ladder(10)]
-        shapes = [("3", "5", k) for k in small] + [(m, "5", "17") for m in mn] \
-            + [("3", n, "17") for n in mn] + [(s, s, s) for s in ladder.full_ladder(8)] \
+        mn = ladder.full_ladder(10)
+        shapes = [("3", "5", k) for k in ladder.full_ladder(13)] \
+            + [(m, "5", "17") for m in mn] + [("3", n, "17") for n in mn] \
+            + [(s, s, s) for s in ladder.full_ladder(8)] \
             + [("1", n, "1025") for n in mn] + [(m, "1", "1025") for m in mn]
-    else:
-        ks = ("63", "64", "65", "127", "129", "255", "257", "1023", "1025", "4097", "simd+1",
-              "wg-1", "wg+1")
-        shapes = [("3", "5", k) for k in ks] + [
-            ("63", "65", "17"), ("65", "63", "17"), ("129", "257", "9"), ("257", "129", "9"),
-            ("1", "257", "1025"), ("1", "4097", "65"), ("257", "1", "1025"), ("1", "1", "4097"),
-            ("wg+1", "5", "17"), ("3", "wg+1", "17")]
-        if lead:
-            shapes += [("257", "257", "257"), ("129", "131", "1025")]
+        lead = True
+    ks = ("63", "64", "65", "127", "129", "255", "257", "1023", "1025", "4097", "simd+1",
+          "wg-1", "wg+1")
+    shapes += [("3", "5", k) for k in ks] + [
+        ("63", "65", "17"), ("65", "63", "17"), ("129", "257", "9"), ("257", "129", "9"),
+        ("1", "257", "1025"), ("1", "4097", "65"), ("257", "1", "1025"), ("1", "1", "4097"),
+        ("wg+1", "5", "17"), ("3", "wg+1", "17")]
+    if lead:
+        shapes += [("257", "257", "257"), ("129", "131", "1025")]
     return list(dict.fromkeys(shapes))
 
 
