@@ -41,8 +41,9 @@ PRECISION_LENGTHS = ("16384",)
 PRECISION_DTYPES = ("float16", "bfloat16")
 ELEMENTWISE_META = ("unary", "binary", "where")
 ROW_ATTRS = ("axis", "normalized_ndim")
-# Required attributes of otherwise elementwise ops: a value that keeps them elementwise.
-REQUIRED_ATTRS: dict[str, Any] = {"dtype": "float32"}
+# Required attributes of otherwise elementwise ops: a value per input dtype (cast: to another
+# dtype, so that it is never the identity).
+REQUIRED_ATTRS: dict[str, Any] = {"dtype": lambda d: "float64" if d == "float32" else "float32"}
 # Ops whose default attributes make them trivial (clip without bounds is the identity).
 ATTRS: dict[str, dict[str, Any]] = {"clip": {"min": -1.0, "max": 1.0}}
 # Large sizes run for the first claimed dtype of each element size in this order.
@@ -205,7 +206,7 @@ def build(op_name: str, d: str, kind: str, dims: list[int], seed: int) -> Any:
 
     op = si.OPS[op_name]
     rng = si.rng_for(NAME, op_name, d, kind, *dims, seed)
-    attrs = {a.name: REQUIRED_ATTRS[a.name] for a in op.attrs if a.required}
+    attrs = {a.name: REQUIRED_ATTRS[a.name](d) for a in op.attrs if a.required}
     attrs.update(ATTRS.get(op_name, {}))
     if kind == "accumulate":
         return _accumulate_case(op, d, dims[0], rng)
