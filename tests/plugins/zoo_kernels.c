@@ -171,13 +171,17 @@ typedef struct tz_reduce {
   int32_t ndim;
 } tz_reduce;
 
+/* Checks the arguments of a sum and plans its loop. */
 static HWP_Status tz_reduce_plan(const HWP_KernelContext *ctx, tz_reduce *r) {
-  const HWP_TensorView *x = &ctx->inputs[0];
+  const HWP_TensorView *x;
   const int64_t *axes = NULL;
   int64_t count = 0, ow = 1, rw = 1;
   int is_reduced[HWP_MAX_NDIM];
   int32_t d;
-  HWP_Status st = ctx->get_attr(ctx, "axis", HWP_ATTR_INT64_ARRAY, (void *)&axes, &count);
+  HWP_Status st = tz_args(ctx, 1, "sum");
+  if (st != HWP_OK) return st;
+  x = &ctx->inputs[0];
+  st = ctx->get_attr(ctx, "axis", HWP_ATTR_INT64_ARRAY, (void *)&axes, &count);
   if (st != HWP_OK) return tr_fail(st, "sum: no attr axis");
   r->ndim = x->ndim;
   for (d = 0; d < x->ndim; ++d) is_reduced[d] = 0;
@@ -220,9 +224,8 @@ static HWP_Status tz_sum_f16(const HWP_KernelContext *ctx) {
   const uint16_t *px;
   uint16_t *po;
   int64_t i, o, j, nout;
-  HWP_Status st = tz_args(ctx, 1, "sum");
+  HWP_Status st = tz_reduce_plan(ctx, &r);
   if (st != HWP_OK) return st;
-  if ((st = tz_reduce_plan(ctx, &r)) != HWP_OK) return st;
   px = (const uint16_t *)tz_data(&ctx->inputs[0]);
   po = (uint16_t *)tz_data(&ctx->outputs[0]);
   nout = tz_numel(&ctx->outputs[0]);
@@ -246,9 +249,8 @@ static HWP_Status tz_sum_f32(const HWP_KernelContext *ctx) {
   float *po;
   double *acc;
   int64_t i, o, j, nout, kept;
-  HWP_Status st = tz_args(ctx, 1, "sum");
+  HWP_Status st = tz_reduce_plan(ctx, &r);
   if (st != HWP_OK) return st;
-  if ((st = tz_reduce_plan(ctx, &r)) != HWP_OK) return st;
   px = (const float *)tz_data(&ctx->inputs[0]);
   po = (float *)tz_data(&ctx->outputs[0]);
   nout = tz_numel(&ctx->outputs[0]);
