@@ -3,7 +3,7 @@
     hwcheck list [--json]
     hwcheck run [--plugin NAME|PATH]... [--suite S]... [-k PATTERN]... [--dtype D]... [--seed N]
                 [--jobs N] [--timeout S] [--json FILE] [--jsonl FILE] [--junit FILE]
-                [--html FILE] [--baseline FILE]
+                [--html FILE] [--baseline FILE] [--thorough]
     hwcheck report FILE [--html OUT]
 
 Exit status of `run`: 0 when nothing failed; 1 on any FAIL, CRASH, TIMEOUT or XPASS; 2 for a
@@ -74,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--html", metavar="FILE", help="write the HTML report")
     r.add_argument("--baseline", metavar="FILE",
                    help="a saved run: its failures are expected (XFAIL; a pass is XPASS)")
+    r.add_argument("--thorough", action="store_true",
+                   help="the exhaustive size ladder in the thresholds and transfers suites "
+                        "(every 2^k-1, 2^k, 2^k+1) instead of its boundaries")
 
     rep = sub.add_parser("report", help="render a saved run (JSON or JSON lines)")
     rep.add_argument("file", help="a --json document or a --jsonl log of `hwcheck run`")
@@ -120,7 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stdout)
     opts = runner.RunOptions(suites=suites, patterns=args.patterns, dtypes=_split(args.dtype),
                              seed=args.seed, jobs=args.jobs, timeout=args.timeout,
-                             expected_failures=expected, on_result=progress.update,
+                             thorough=args.thorough, expected_failures=expected,
+                             on_result=progress.update,
                              on_total=progress.set_total)
     jsonl = args.jsonl or (str(Path(args.json).with_suffix(".jsonl")) if args.json
                            else DEFAULT_JSONL)
@@ -130,7 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "seed": args.seed, "jobs": args.jobs, "timeout_s": args.timeout, "suites": suites,
             "patterns": list(args.patterns), "dtypes": _split(args.dtype) or None,
-            "baseline": args.baseline, "abi_version": ".".join(map(str, _core.ABI_VERSION)),
+            "baseline": args.baseline, "thorough": args.thorough,
+            "abi_version": ".".join(map(str, _core.ABI_VERSION)),
             "host": {"python": platform.python_version(), "platform": platform.platform(),
                      "cpus": os.cpu_count()},
             "targets": [{"spec": t.spec, "device_type": t.target.device_type,

@@ -114,6 +114,7 @@ class RunOptions:
     seed: int = 0
     jobs: int = 1
     timeout: float = 60.0
+    thorough: bool = False  # the exhaustive size ladders (thresholds, transfers)
     expected_failures: set[str] = field(default_factory=set)
     on_result: Callable[[PluginResult], None] | None = None
     on_total: Callable[[int], None] | None = None
@@ -148,6 +149,8 @@ def repro_command(rt: ResolvedTarget, case: Case, opts: RunOptions) -> str:
              "--seed", str(opts.seed)]
     if opts.timeout != RunOptions.timeout:
         parts += ["--timeout", f"{opts.timeout:g}"]
+    if opts.thorough:
+        parts.append("--thorough")
     return shlex.join(parts)
 
 
@@ -155,7 +158,7 @@ def collect(rt: ResolvedTarget, opts: RunOptions) -> tuple[list[Case], list[Resu
     """The selected cases of every requested suite for one target, with seeds; a suite whose
     collect() raises gives one ERROR result instead."""
     options = {"plugin": rt.info, "dtypes": list(opts.dtypes) if opts.dtypes else None,
-               "seed": opts.seed, "k": list(opts.patterns)}
+               "seed": opts.seed, "k": list(opts.patterns), "thorough": opts.thorough}
     cases: list[Case] = []
     errors: list[Result] = []
     for name in opts.suites:

@@ -46,12 +46,13 @@ TIERS: tuple[Tier, ...] = (
     Tier("runtime", "the device runtime (loading, devices, memory, streams and events) behaves "
          "as the C ABI documents",
          {"abi": PASS_OR_OPTIONAL, "device": PASS_OR_OPTIONAL, "memory": PASS_OR_OPTIONAL,
-          "stream": PASS_OR_OPTIONAL}),
+          "stream": PASS_OR_OPTIONAL, "transfers": PASS_OR_OPTIONAL}),
     Tier("kernels-native", "every op of ops.yaml, in every dtype the plugin claims, runs on the "
          "device (its own kernels, or a decomposition into them) with correct results, never on "
          "the CPU fallback",
          # guards: ops without a native kernel are NOT_SUPPORTED there (coverage judges those)
-         {"kernels": PASS_ONLY, "coverage": PASS_ONLY, "guards": PASS_OR_OPTIONAL},
+         {"kernels": PASS_ONLY, "thresholds": PASS_OR_OPTIONAL, "coverage": PASS_ONLY,
+          "guards": PASS_OR_OPTIONAL},
          (_kernels_ran_natively,)),
     Tier("compiler", "ops compile through the plugin's codegen target (a later issue)",
          assessed=False),

@@ -404,7 +404,7 @@ def sum(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, dtype: A
     """Sum over axes (bool and integers accumulate in int64).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
-    kernel contract: attr axis: the reduced dims, non-negative, sorted, unique, never empty (the host expands an empty list to all dims; keepdim changes only the output shape, not its contiguous layout). Output dtype int64 for bool/integer inputs; float16/bfloat16 accumulate in float32."""
+    kernel contract: attr axis: the reduced dims, non-negative, sorted, unique, never empty (the host expands an empty list to all dims; keepdim changes only the output shape, not its contiguous layout). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs (a float16 running sum stops growing at 4096)."""
     return _call('sum', (x,), {'axis': axis, 'keepdim': keepdim, 'dtype': dtype})
 
 
@@ -412,7 +412,8 @@ def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     """Mean over axes.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
-    decomposes into primitives (phi_ops.decompositions.mean)"""
+    decomposes into primitives (phi_ops.decompositions.mean)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     return _call('mean', (x,), {'axis': axis, 'keepdim': keepdim})
 
 
@@ -500,7 +501,7 @@ def cumsum(x: Any, axis: int | None=None) -> Any:
     """Cumulative sum along axis (flattened when None).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
-    kernel contract: attr axis: one non-negative dim (the host flattens for axis=None). Output dtype int64 for bool/integer inputs."""
+    kernel contract: attr axis: one non-negative dim (the host flattens for axis=None). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs."""
     return _call('cumsum', (x,), {'axis': axis})
 
 
@@ -516,7 +517,7 @@ def matmul(x: Any, y: Any, transpose_x: bool=False, transpose_y: bool=False) -> 
     """Matrix product, batched with broadcast batch dims.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: matmul
-    kernel contract: x [B..., M, K] and y [B..., K, N] strided views already broadcast to the same batch dims (stride 0), transposes already applied as views, 1-D operands already unsqueezed; output [B..., M, N]. Integer inputs wrap."""
+    kernel contract: x [B..., M, K] and y [B..., K, N] strided views already broadcast to the same batch dims (stride 0), transposes already applied as views, 1-D operands already unsqueezed; output [B..., M, N]. Integer inputs wrap; accumulates in float32 for float16/bfloat16 inputs."""
     return _call('matmul', (x, y), {'transpose_x': transpose_x, 'transpose_y': transpose_y})
 
 
@@ -820,7 +821,8 @@ def softmax(x: Any, axis: int | None=-1) -> Any:
     """exp(x - max) / sum along axis.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
-    decomposes into primitives (phi_ops.decompositions.softmax)"""
+    decomposes into primitives (phi_ops.decompositions.softmax)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     return _call('softmax', (x,), {'axis': axis})
 
 
@@ -828,7 +830,8 @@ def log_softmax(x: Any, axis: int | None=-1) -> Any:
     """x - logsumexp(x) along axis.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
-    decomposes into primitives (phi_ops.decompositions.log_softmax)"""
+    decomposes into primitives (phi_ops.decompositions.log_softmax)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     return _call('log_softmax', (x,), {'axis': axis})
 
 
@@ -836,7 +839,8 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, normalized_ndim: in
     """Normalize over the last normalized_ndim dims, then scale and shift.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
-    decomposes into primitives (phi_ops.decompositions.layer_norm)"""
+    decomposes into primitives (phi_ops.decompositions.layer_norm)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     return _call('layer_norm', (x, weight, bias), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
 
 
@@ -844,7 +848,8 @@ def rms_norm(x: Any, weight: Any = None, normalized_ndim: int | None=1, epsilon:
     """x / sqrt(mean(x^2) + eps) * weight.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
-    decomposes into primitives (phi_ops.decompositions.rms_norm)"""
+    decomposes into primitives (phi_ops.decompositions.rms_norm)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     return _call('rms_norm', (x, weight), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
 
 

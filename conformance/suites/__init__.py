@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-SUITE_NAMES = ("abi", "device", "memory", "stream", "kernels", "coverage")
-SUITE_NAMES = (*SUITE_NAMES, "guards")  # writes outside kernel outputs (guards.py)
+SUITE_NAMES = ("abi", "device", "memory", "stream", "transfers", "kernels", "thresholds",
+               "guards", "coverage")
 
 
 def load_suite(name: str) -> ModuleType:
