@@ -94,7 +94,8 @@ typedef struct HWP_DeviceTable {
   /* REQUIRED. Blocks until all work submitted to `device`, on every stream, has completed. */
   HWP_Status (*synchronize_device)(int32_t device);
 
-  /* Optional. Fills `props` (up to props->struct_size). Fallback: a generic name, no flags. */
+  /* Optional. Fills `props` (up to props->struct_size). Fallback: empty name, vendor and driver
+   * version, no flags, no alignment known (docs/abi.md section 4). */
   HWP_Status (*get_properties)(int32_t device, HWP_DeviceProperties *props);
 
   /* Optional. Called once per device before first use / at host shutdown. Fallback: nothing. */
@@ -207,7 +208,9 @@ typedef struct HWP_StreamTable {
   /* HWP_OK when complete, HWP_ERROR_NOT_READY otherwise. */
   HWP_Status (*query_event)(int32_t device, HWP_Event event);
   /* Makes work submitted to `stream` after this call wait until `event` completes (as recorded
-   * at the time of this call), without blocking the host. */
+   * at the time of this call), without blocking the host. Waits accumulate: after several calls
+   * the stream waits for every event. `device` is the stream's; the event may have been
+   * recorded on another device's stream (docs/abi.md, "Implicit ordering"). */
   HWP_Status (*stream_wait_event)(int32_t device, HWP_Stream stream, HWP_Event event);
 
   /* ---- ABI 1.1: stream exchange with other frameworks (DLPack's `stream` argument). A native
