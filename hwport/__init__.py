@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwport import device, nn, ops, runtime
+from hwport import device, nn, ops, profiler, runtime
 from hwport.ops import *  # noqa: F403  (every op of the op library)
 from hwport.runtime import (
     DType,
