@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -62,8 +62,8 @@ class Event:
     end_ns: int = 0
     place: str = ""
     dtype: str = ""
-    shapes: list[Any] = field(default_factory=list)
-    dtypes: list[Any] = field(default_factory=list)
+    shapes: list[Any] | None = None  # per input: a shape, a list of them, or None
+    dtypes: list[Any] | None = None  # None: not recorded (record_shapes=False, user ranges)
     path: str = ""
     error: str = ""
 
@@ -353,7 +353,7 @@ class Profiler:
             args: dict[str, Any] = {}
             if ev.kind == "op":
                 args = {"place": ev.place, "dtype": ev.dtype, "path": ev.path}
-                if ev.shapes or ev.dtypes:
+                if ev.shapes is not None:
                     args["shapes"] = ev.shapes
                     args["dtypes"] = ev.dtypes
             if ev.error:
