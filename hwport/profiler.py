@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Self
 
 from hwport.runtime import _core
 
@@ -161,7 +161,24 @@ def _close(ev: Event) -> None:
         stack.remove(ev)
 
 
-class RecordEvent:
+class _Scope:
+    """`with obj:` runs obj._on_enter() and, however the block ends, obj._on_exit()."""
+
+    def _on_enter(self) -> None:
+        raise NotImplementedError
+
+    def _on_exit(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._on_enter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._on_exit()
+
+
+class RecordEvent(_Scope):
     """A user range, nested with the op calls it contains: `with RecordEvent("forward"):`,
     or begin()/end(). Costs nothing but the call while no Profiler runs on the thread."""
 
@@ -179,15 +196,11 @@ class RecordEvent:
             _close(self._event)
             self._event = None
 
-    def __enter__(self) -> RecordEvent:
-        self.begin()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.end()
+    _on_enter = begin
+    _on_exit = end
 
 
-class Profiler:
+class Profiler(_Scope):
     """Records the op calls of the thread that starts it, until stop(); nestable (each
     running Profiler gets every event). `with Profiler() as prof:` starts and stops it.
 
@@ -242,6 +255,12 @@ class Profiler:
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
+    def _on_enter(self) -> None:
+        self.start()
+
+    def _on_exit(self) -> None:
+        self.stop()
+
     def step(self, num_samples: int | None = None) -> None:
         """Ends the current ProfileStep#n range (one per training step) and opens the next."""
         self._close_step()
@@ -260,13 +279,6 @@ class Profiler:
         if self._step_event is not None:
             self._step_event.end_ns = time.perf_counter_ns()
             self._step_event = None
-
-    def __enter__(self) -> Profiler:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     @property
     def events(self) -> list[Event]:
@@ -329,7 +341,7 @@ class Profiler:
 
         def fmt(row: list[str]) -> str:
             return "  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w)
-                             for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+                             for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
 
         wall = (self._stop_ns or time.perf_counter_ns()) - self._start_ns
         title = (f"hwport profiler: {sum(r['calls'] for r in rows if r['kind'] == 'op')} op "
