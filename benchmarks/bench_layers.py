@@ -4,7 +4,7 @@ issue's target: within 3%), and while a Profiler records; plus the one check an 
 pipeline makes per call (_core.layers_active()) on its own. The conditions are measured
 interleaved, best of several rounds, so machine load affects them alike.
 
-Run: .venv/bin/python benchmarks/bench_layers.py [--rounds 15] [--number 2000]"""
+Run: .venv/bin/python benchmarks/bench_layers.py [--rounds 100] [--number 300]"""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def _ns_per_call(fn: Callable[[], object], number: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--number", type=int, default=2000, help="calls per timed batch")
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--number", type=int, default=300, help="calls per timed batch")
     args = ap.parse_args()
 
     a = hwport.to_tensor(np.ones(1, np.float32), place="custom:cpu")
@@ -57,10 +57,12 @@ def main() -> None:
     for fn in ops.values():  # warm-up (lazy imports, caches)
         for _ in range(200):
             fn()
-    for _ in range(args.rounds):
+    names = list(conditions)
+    for r in range(args.rounds):
+        order = names[r % len(names):] + names[:r % len(names)]  # no condition always first
         for op, fn in ops.items():
-            for c, measure in conditions.items():
-                best[(op, c)] = min(best[(op, c)], measure(fn))
+            for c in order:
+                best[(op, c)] = min(best[(op, c)], conditions[c](fn))
                 hwport.device.synchronize("custom:cpu")
         check = min(check, _ns_per_call(_core.layers_active, args.number * 10))
 
