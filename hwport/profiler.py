@@ -69,7 +69,8 @@ class Event:
 
     @property
     def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
+        """Host time; an event still open (a report made while profiling) counts until now."""
+        return (self.end_ns or time.perf_counter_ns()) - self.start_ns
 
 
 class _ThreadState(threading.local):
@@ -371,8 +372,8 @@ class Profiler(_Scope):
             if ev.error:
                 args["error"] = ev.error
             out.append({"name": ev.name, "cat": ev.kind, "ph": "X", "ts": ts,
-                        "dur": (ev.end_ns - base) / 1e3 - ts, "pid": pid, "tid": ev.tid,
-                        "args": args})
+                        "dur": (ev.start_ns + ev.duration_ns - base) / 1e3 - ts, "pid": pid,
+                        "tid": ev.tid, "args": args})
         return {"traceEvents": out, "displayTimeUnit": "ms"}
 
     def export(self, path: str, format: str = "json") -> None:

@@ -218,6 +218,15 @@ def test_summary_is_sorted_by_total_time_and_totals_match_the_events(capsys):
         prof.summary(time_unit="min")
 
 
+def test_a_report_made_while_profiling_counts_open_ranges_until_now():
+    with Profiler() as prof, RecordEvent("open"):
+        hwport.exp(_t([1.0]))
+        trace = prof.chrome_trace()
+    (rng,) = [e for e in trace["traceEvents"] if e["name"] == "open"]
+    (op,) = [e for e in trace["traceEvents"] if e["name"] == "exp"]
+    assert rng["dur"] >= 0 and op["ts"] + op["dur"] <= rng["ts"] + rng["dur"] + 1e-3
+
+
 def test_start_stop_steps_and_record_event_outside_a_profiler():
     x = _t([1.0])
     with RecordEvent("nobody listens"):  # no profiler: nothing recorded, nothing breaks
