@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwport import device, nn, ops, runtime
+from hwport import device, nn, ops, profiler, runtime
 from hwport.ops import *  # noqa: F403  (every op of the op library)
 from hwport.runtime import (
     DType,
@@ -63,6 +63,7 @@ __all__ = [*ops.__all__,
     "int64",
     "nn",
     "ops",
+    "profiler",
     "runtime",
     "set_device",
     "to_tensor",

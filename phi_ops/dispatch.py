@@ -287,6 +287,8 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
     try:
+        if _core.layers_active():  # the pipeline's layers (hwport.profiler, ...) on this thread
+            return _layered(op, inputs, plan, key_dtype, target, attrs)
         if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
             return _decompose(op, inputs, plan, target)
         return _launch(op, inputs, plan, key_dtype, target)
@@ -302,6 +304,21 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
             # This frame's references to the errors would form a cycle with their tracebacks
             # and keep the call's tensors allocated until a garbage collection.
             del exc, renamed
+
+
+def _layered(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str, target: Any,
+             attrs: dict[str, Any]) -> Any:
+    """The call through this thread's active layers (runtime/src/layers.h, outermost first),
+    then kernel selection, which records the path it took in the OpCall."""
+    def select(c: _core.OpCall) -> Any:
+        ins = list(c.inputs)
+        if not op.is_primitive and not _fused_kernel_fits(op, ins, key_dtype, target):
+            c.path = "decomposition"
+            return _decompose(op, ins, plan, target)
+        c.path = "native" if _core.has_kernel(op.name, target, key_dtype) else "fallback"
+        return _launch(op, ins, plan, key_dtype, target)
+
+    return _core.run_layers(_core.OpCall(op.name, inputs, attrs, target, key_dtype), select)
 
 
 def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any) -> bool:

@@ -1,7 +1,78 @@
 #include "layers.h"
 
+#include "errors.h"
+
 namespace hwport::layers {
 
 thread_local uint32_t active_mask = 0;
+
+namespace {
+
+constexpr std::array<const char*, kNumLayers> kNames = {"profiler", "trace", "dist", "autograd",
+                                                        "amp"};
+
+int index_of(Bit slot) {
+  for (int i = 0; i < kNumLayers; ++i)
+    if (kOrder[i] == slot) return i;
+  raise(ErrorKind::Value, "unknown pipeline layer bit " + std::to_string(slot));
+}
+
+// Process-wide registrations, one per slot in kOrder's order (accessed with the GIL held).
+std::array<std::shared_ptr<Layer>, kNumLayers>& registry() {
+  static std::array<std::shared_ptr<Layer>, kNumLayers> layers;
+  return layers;
+}
+
+// How many enters each slot has on this thread that no leave matched yet.
+thread_local std::array<int, kNumLayers> depth = {};
+
+}  // namespace
+
+const char* name_of(Bit slot) { return kNames[index_of(slot)]; }
+
+Bit slot_of(const std::string& name) {
+  for (int i = 0; i < kNumLayers; ++i)
+    if (name == kNames[i]) return kOrder[i];
+  std::string known;
+  for (const char* n : kNames) known += std::string(known.empty() ? "" : ", ") + n;
+  raise(ErrorKind::Value, "unknown pipeline layer '" + name + "'; the layers are " + known);
+}
+
+void register_layer(Bit slot, std::shared_ptr<Layer> layer) {
+  registry()[index_of(slot)] = std::move(layer);
+}
+
+std::shared_ptr<Layer> registered(Bit slot) { return registry()[index_of(slot)]; }
+
+void enter(Bit slot) {
+  const int i = index_of(slot);
+  if (!registry()[i])
+    raise(ErrorKind::Value, std::string("no layer is registered as '") + kNames[i] +
+                                "'; register one before activating it");
+  ++depth[i];
+  active_mask |= slot;
+}
+
+void leave(Bit slot) {
+  const int i = index_of(slot);
+  if (depth[i] == 0)
+    raise(ErrorKind::Runtime, std::string("leaving the '") + kNames[i] +
+                                  "' layer, which is not active on this thread");
+  if (--depth[i] == 0) active_mask &= ~slot;
+}
+
+py::object Next::operator()(const std::shared_ptr<OpCall>& call) const {
+  for (int i = from_; i < kNumLayers; ++i) {
+    if (!(active_mask & kOrder[i])) continue;
+    // A copy: the layer stays alive through its call even if it unregisters itself.
+    std::shared_ptr<Layer> layer = registry()[i];
+    if (layer) return layer->on_call(call, Next(i + 1, inner_));
+  }
+  return inner_(call);
+}
+
+py::object run(const std::shared_ptr<OpCall>& call, py::object inner) {
+  return Next(0, std::move(inner))(call);
+}
 
 }  // namespace hwport::layers

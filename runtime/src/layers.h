@@ -1,12 +1,27 @@
-// The op-call pipeline's layers (DESIGN.md, "The op-call pipeline"): trace, dist, autograd and
-// amp, outermost first, plus the profiler. Each layer has one bit in a thread-local mask, set
+// The op-call pipeline's layers (DESIGN.md, "The op-call pipeline"): the profiler, then trace,
+// dist, autograd and amp, outermost first. Each layer has one bit in a thread-local mask, set
 // while it is active on this thread, so that the pipeline's fast path pays one test per call
 // when no layer is active.
+//
+// A layer is registered once per process (register_layer: at most one per slot; none of trace,
+// dist, autograd, amp is registered yet, their issues fill them) and activated per thread,
+// nestably (enter/leave, or a Scope). A call made while some bit is set goes through run():
+// each active, registered layer in order sees the call and continues it (Next), changes it, or
+// replaces it; after the last one, the pipeline's own kernel selection runs.
+//
+// Everything here runs with the GIL held (the pipeline's entry is Python today).
 #pragma once
 
+#include <pybind11/pybind11.h>
+
+#include <array>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 namespace hwport::layers {
+
+namespace py = pybind11;
 
 enum Bit : uint32_t {
   kTrace = 1u << 0,
@@ -20,5 +35,77 @@ enum Bit : uint32_t {
 extern thread_local uint32_t active_mask;
 
 inline bool any_active() { return active_mask != 0; }
+
+// The pipeline's order, outermost first. The profiler is outermost: it times what the user
+// called, the other layers' work included; the calls a layer or a decomposition makes come back
+// through the pipeline and show up nested under the call that made them.
+inline constexpr int kNumLayers = 5;
+inline constexpr std::array<Bit, kNumLayers> kOrder = {kProfiler, kTrace, kDist, kAutograd, kAmp};
+
+// "profiler", "trace", ...; slot_of raises ValueError naming the known ones.
+const char* name_of(Bit slot);
+Bit slot_of(const std::string& name);
+
+// One op call as the layers see it, after argument parsing and infer-meta (so `inputs` are the
+// normalized tensor inputs in ops.yaml order and `dtype` the kernel key), before kernel
+// selection. A layer may replace inputs with tensors of the same shapes and dtypes (the plan is
+// already made); one that needs other metas calls the op again instead. Kernel selection fills
+// `path`: "native" (the device's kernel), "decomposition" or "fallback" (the counted CPU one).
+struct OpCall {
+  std::string op;
+  py::list inputs;
+  py::dict attrs;
+  py::object place;
+  std::string dtype;
+  std::string path;
+};
+
+class Next;
+
+// A layer of the pipeline. on_call runs `call` through it: observe it, change it, continue it
+// with next(call), or return something else without continuing (the call is replaced).
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual py::object on_call(const std::shared_ptr<OpCall>& call, const Next& next) = 0;
+};
+
+// The rest of the pipeline after one layer: the inner active layers, then `inner` (kernel
+// selection, a Python callable taking the OpCall).
+class Next {
+ public:
+  Next(int from, py::object inner) : from_(from), inner_(std::move(inner)) {}
+  py::object operator()(const std::shared_ptr<OpCall>& call) const;
+
+ private:
+  int from_;
+  py::object inner_;
+};
+
+// Registers `layer` in `slot` (replacing the one there; nullptr unregisters).
+void register_layer(Bit slot, std::shared_ptr<Layer> layer);
+std::shared_ptr<Layer> registered(Bit slot);
+
+// Activates the slot's layer on this thread; nestable (the bit stays set until as many leaves
+// as enters). enter raises ValueError when nothing is registered there; leave without an enter
+// raises RuntimeError.
+void enter(Bit slot);
+void leave(Bit slot);
+
+// Clears the slot's bit on this thread for its lifetime and restores it after (a layer making
+// calls that should not come back through itself); exceptions restore it too.
+class Suspend {
+ public:
+  explicit Suspend(Bit slot) : was_(active_mask & slot) { active_mask &= ~slot; }
+  ~Suspend() { active_mask |= was_; }
+  Suspend(const Suspend&) = delete;
+  Suspend& operator=(const Suspend&) = delete;
+
+ private:
+  uint32_t was_;
+};
+
+// Runs `call` through this thread's active layers, outermost first, then `inner`.
+py::object run(const std::shared_ptr<OpCall>& call, py::object inner);
 
 }  // namespace hwport::layers

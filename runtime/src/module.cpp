@@ -288,6 +288,7 @@ PYBIND11_MODULE(_core, m) {
 
   bind_tensor(m);
   bind_streams(m);
+  bind_layers(m);
 
   m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
                            const std::string& probe_exe, double probe_timeout_s) {
