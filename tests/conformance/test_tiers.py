@@ -24,7 +24,9 @@ def _r(suite: str, name: str, status: Status = Status.PASS, **details) -> Plugin
 def _port(**overrides: Status) -> list[PluginResult]:
     """A port where everything passes; overrides: {"<suite>__<name>": status}."""
     cases = [("abi", "load"), ("device", "count"), ("memory", "stats"), ("stream", "order"),
-             ("kernels", "add/float32/x"), ("coverage", "add")]
+             ("transfers", "h2d/4097-off1"), ("kernels", "add/float32/x"),
+             ("thresholds", "add/float32/n-4097"), ("guards", "add/float32/x"),
+             ("coverage", "add")]
     out = []
     for suite, name in cases:
         status = overrides.get(f"{suite}__{name.replace('/', '_')}", Status.PASS)
@@ -76,11 +78,11 @@ def test_a_partial_run_certifies_nothing():
 def test_a_suite_joins_a_tier_by_one_entry(monkeypatch):
     runtime = tiers.TIERS[0]
     extended = Tier(runtime.name, runtime.promise,
-                    {**runtime.suites, "thresholds": tiers.PASS_OR_OPTIONAL})
+                    {**runtime.suites, "newsuite": tiers.PASS_OR_OPTIONAL})
     monkeypatch.setattr(tiers, "TIERS", (extended, *tiers.TIERS[1:]))
-    assert _status(_port())["runtime"] == NOT_ASSESSED  # thresholds did not run
-    results = _port() + [_r("thresholds", "copy_256MiB", Status.FAIL)]
-    assert tiers.assess(results, FULL)["p"]["runtime"]["reasons"] == ["thresholds: 1 FAIL"]
+    assert _status(_port())["runtime"] == NOT_ASSESSED  # newsuite did not run
+    results = _port() + [_r("newsuite", "copy_256MiB", Status.FAIL)]
+    assert tiers.assess(results, FULL)["p"]["runtime"]["reasons"] == ["newsuite: 1 FAIL"]
 
 
 def test_the_json_document_carries_the_tiers_and_loads_back(tmp_path):
