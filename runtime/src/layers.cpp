@@ -18,9 +18,12 @@ int index_of(Bit slot) {
 }
 
 // Process-wide registrations, one per slot in kOrder's order (accessed with the GIL held).
+// Never destroyed: a layer may hold Python objects, and a C exit() (a plugin calling exit() while
+// cffi released the GIL, say) runs static destructors without the GIL. Python's atexit drops the
+// registrations on a normal interpreter exit (bind_layers.cpp).
 std::array<std::shared_ptr<Layer>, kNumLayers>& registry() {
-  static std::array<std::shared_ptr<Layer>, kNumLayers> layers;
-  return layers;
+  static auto* layers = new std::array<std::shared_ptr<Layer>, kNumLayers>();
+  return *layers;
 }
 
 // How many enters each slot has on this thread that no leave matched yet.

@@ -190,6 +190,7 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   if (host->abi_major != HWP_ABI_VERSION_MAJOR)
     return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host ABI major %u, plugin %d",
                    (unsigned)host->abi_major, HWP_ABI_VERSION_MAJOR);
+  tr_memory_init("test_" ZC_STR(HWP_TEST_VARIANT)); /* HWPORT_<DEVICE TYPE>_MEMORY_LIMIT */
 #if ZC_IS(no_copy)
   st = zc_register(host, "add", zc_add_f32, 0); /* the bug: contiguous inputs, and no copy */
 #else

@@ -461,6 +461,7 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   if (!HWP_HAS_FIELD(host, HWP_HostApi, register_kernel) || host->abi_major != HWP_ABI_VERSION_MAJOR)
     return tr_fail(HWP_ERROR_VERSION_MISMATCH, "host ABI major %u, plugin %d",
                    (unsigned)host->abi_major, HWP_ABI_VERSION_MAJOR);
+  tr_memory_init(TZ_DEVICE_TYPE); /* HWPORT_<DEVICE TYPE>_MEMORY_LIMIT */
 #ifdef TZ_KERNEL_OP
   {
     HWP_KernelRegistration reg;
