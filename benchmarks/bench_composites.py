@@ -18,28 +18,28 @@ from hwport.phi_ops import dispatch
 from hwport.runtime import _core
 
 PLACE = "custom:cpu"
-# op -> (hwport public call, attrs the dispatcher gets, torch call)
-OPS: dict[str, tuple[Callable, dict, Callable]] = {}
 
 
-def _ops(torch) -> dict[str, tuple[Callable, dict, Callable | None]]:
+def _ops() -> dict[str, tuple[Callable, dict]]:
+    """op -> (the hwport call on (x, y), the attrs the dispatcher gets)."""
     F = hwport.nn.functional
-    T = torch.nn.functional if torch is not None else None
-
-    def tc(fn):
-        return fn if torch is not None else None
-
     return {
-        "sigmoid": (lambda x, y: hwport.sigmoid(x), {}, tc(lambda x, y: torch.sigmoid(x))),
-        "gelu": (lambda x, y: F.gelu(x), {"approximate": False}, tc(lambda x, y: T.gelu(x))),
-        "silu": (lambda x, y: F.silu(x), {}, tc(lambda x, y: T.silu(x))),
-        "relu": (lambda x, y: hwport.relu(x), {}, tc(lambda x, y: torch.relu(x))),
-        "clip": (lambda x, y: hwport.clip(x, -0.5, 0.5), {"min": -0.5, "max": 0.5},
-                 tc(lambda x, y: torch.clamp(x, -0.5, 0.5))),
-        "mean": (lambda x, y: hwport.mean(x), {"axis": [], "keepdim": False},
-                 tc(lambda x, y: torch.mean(x))),
-        "greater_than": (lambda x, y: x > y, {}, tc(lambda x, y: torch.gt(x, y))),
+        "sigmoid": (lambda x, y: hwport.sigmoid(x), {}),
+        "gelu": (lambda x, y: F.gelu(x), {"approximate": False}),
+        "silu": (lambda x, y: F.silu(x), {}),
+        "relu": (lambda x, y: hwport.relu(x), {}),
+        "clip": (lambda x, y: hwport.clip(x, -0.5, 0.5), {"min": -0.5, "max": 0.5}),
+        "mean": (lambda x, y: hwport.mean(x), {"axis": [], "keepdim": False}),
+        "greater_than": (lambda x, y: x > y, {}),
     }
+
+
+def _torch_ops(torch) -> dict[str, Callable]:
+    T = torch.nn.functional
+    return {"sigmoid": lambda x, y: torch.sigmoid(x), "gelu": lambda x, y: T.gelu(x),
+            "silu": lambda x, y: T.silu(x), "relu": lambda x, y: torch.relu(x),
+            "clip": lambda x, y: torch.clamp(x, -0.5, 0.5), "mean": lambda x, y: torch.mean(x),
+            "greater_than": torch.gt}
 
 
 def per_op_s(fn: Callable[[], object], number: int, repeat: int, sync: bool) -> float:
@@ -79,7 +79,8 @@ def main() -> None:
         import torch
     except ImportError:
         torch = None
-    ops = _ops(torch)
+    ops = _ops()
+    tops = _torch_ops(torch) if torch is not None else {}
     rng = np.random.default_rng(0)
     print(f"per-op time on {PLACE}, float32; best of several runs (noisy under load)")
     print(f"{'op':>13} {'n':>8} {'native us':>10} {'decomp us':>10} {'torch us':>9} "
@@ -92,11 +93,12 @@ def main() -> None:
         ty = torch.from_numpy(b) if torch is not None else None
         number = (200 if quick else 2000) if n == 1 else (3 if quick else 10)
         repeat = 3 if quick else 7
-        for op, (call, attrs, tcall) in ops.items():
+        for op, (call, attrs) in ops.items():
             native = _core.has_kernel(op, PLACE, "float32")
-            after = per_op_s(lambda call=call: call(x, y), number, repeat, True)
+            after = per_op_s(lambda c=call, a=x, b=y: c(a, b), number, repeat, True)
             before = per_op_s(decomposed(op, x, y, attrs), number, repeat, True)
-            tt = (per_op_s(lambda tcall=tcall: tcall(tx, ty), number, repeat, False)
+            tcall = tops.get(op)
+            tt = (per_op_s(lambda c=tcall, a=tx, b=ty: c(a, b), number, repeat, False)
                   if tcall is not None else float("nan"))
             note = "" if native else "  (no native kernel: both decompose)"
             print(f"{op:>13} {n:>8} {after * 1e6:>10.2f} {before * 1e6:>10.2f} {tt * 1e6:>9.2f} "
