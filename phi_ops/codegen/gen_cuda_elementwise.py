@@ -29,16 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen_cpu_elementwise import (
-    DTYPES,
-    GenError,
-    attr_decls,
-    attr_specs,
-    cli,
-    load,
-    write_if_changed,
-)
-from gen_opencl_elementwise import OCL_DTYPES, collect
+from gen_cpu_elementwise import DTYPES, GenError, cli, load, write_if_changed
+from gen_opencl_elementwise import OCL_DTYPES, attr_decls, attr_specs, collect
 
 OPS_HEADER = "cuda_ew_ops.cuh"
 TABLES_HEADER = "cuda_ew_tables.h"
