@@ -258,7 +258,17 @@ def _check_index(op: OpDef, name: str, index: Tensor, bound: int,
 
 
 def _kernel_attrs(plan: Plan) -> dict[str, Any]:
-    return {k: v for k, v in plan.attrs.items() if not k.startswith("_") and k != "flatten"}
+    return {k: _kernel_attr(v) for k, v in plan.attrs.items()
+            if not k.startswith("_") and k != "flatten"}
+
+
+def _kernel_attr(v: Any) -> Any:
+    """An int beyond int64 can only be a float attribute's value (int attributes are range-checked
+    in _attr): it crosses the ABI as a double, which kernels saturate to the dtype as the
+    decomposition's arithmetic does."""
+    if type(v) is int and not _INT64[0] <= v <= _INT64[1]:
+        return float(v)
+    return v
 
 
 # ---- dispatch ---------------------------------------------------------------------------

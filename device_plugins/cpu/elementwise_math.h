@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fast_expf.h"
 
@@ -212,5 +213,21 @@ CPU_EW_FLOAT_HELPERS(d, double, )
 #define cpu_ew_floor_divide(x, y) CPU_EW_BY_TYPE(cpu_ew_floordiv, x, x, y)
 #define cpu_ew_remainder(x, y) CPU_EW_BY_TYPE(cpu_ew_mod, x, x, y)
 #define cpu_ew_bitwise_not(x) _Generic((x), _Bool: !(x), default: ~(int64_t)(x))
+
+/* A native composite's attribute slot (device_plugins/common/native_attrs.h) as the loop's
+ * compute type ew_ct: the bits of a float or a double, else the integer value. */
+static inline float cpu_ew_slot_f(int64_t v) {
+  uint32_t u = (uint32_t)v;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline double cpu_ew_slot_d(int64_t v) {
+  double d;
+  memcpy(&d, &v, sizeof d);
+  return d;
+}
+#define EW_ATTR_CT(v)                                                                          \
+  _Generic((ew_ct)0, float: cpu_ew_slot_f(v), double: cpu_ew_slot_d(v), default: (ew_ct)(v))
 
 #endif /* HWPORT_CPU_ELEMENTWISE_MATH_H */

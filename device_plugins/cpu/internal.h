@@ -84,6 +84,7 @@ typedef struct cpu_elementwise {
     uint8_t bytes[8];
     int64_t i64;
     double f64;
+    int64_t attr[4]; /* a native composite's attribute slots (native_attrs.h) */
   } aux;
 } cpu_elementwise;
 

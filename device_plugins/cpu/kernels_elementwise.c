@@ -1,12 +1,15 @@
 /* hwport CPU plugin — the generated unary/binary elementwise kernels (math, rounding, compare,
- * logical, bitwise) and where.
+ * logical, bitwise), where, and the native kernels of the elementwise composites (relu,
+ * sigmoid, gelu, clip, greater_than, ...: ops.yaml `native`).
  *
  * The op list, each op's C expression and the dtypes it registers for come from phi_ops/ops.yaml
  * through the generated table elementwise_ops.h (phi_ops/codegen/gen_cpu_elementwise.py); this
  * file expands it into one inner loop per (op, dtype) and one kernel per op. Values are loaded
  * into a compute type (elementwise_math.h): bool as _Bool, integers as themselves, float16 and
  * bfloat16 as float (rounded back to nearest even on store), float32 as float, float64 as
- * double. Ops with a bool result store (value != 0).
+ * double. Ops with a bool result store (value != 0). A composite's attributes are read once
+ * per launch (hwps_native_attrs) into the task's aux slots, which its loop declares as locals of
+ * the compute type (CPU_EW_LOAD_ATTRS_<op>).
  *
  * Where the C expression alone is not numpy's semantics for every dtype, the op's expression is
  * overridden below (before the table is included): integer subtract/neg wrap, floor_divide and
@@ -19,6 +22,7 @@
 #include "elementwise_iter.h"
 #include "elementwise_math.h"
 #include "kernels.h"
+#include "native_attrs.h"
 
 #define CPU_EW_SKIP_add 1      /* kernels_binary.c */
 #define CPU_EW_SKIP_multiply 1 /* kernels_binary.c */
@@ -87,7 +91,10 @@
     typedef EW_OT_##OUT(T) ew_ot;                                                              \
     typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
     typedef T ew_ui __attribute__((aligned(1)));                                               \
+    typedef EW_CT_##name ew_ct;                                                                \
+    (void)sizeof(ew_ct);                                                                       \
     (void)aux;                                                                                 \
+    CPU_EW_LOAD_ATTRS_##op(aux)                                                                \
     if (s[0] == (int64_t)sizeof(ew_ot) && s[1] == (int64_t)sizeof(T)) {                        \
       ew_uo *o = (ew_uo *)p[0];                                                                \
       const ew_ui *x = (const ew_ui *)p[1];                                                    \
@@ -113,7 +120,10 @@
     typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
     typedef T ew_ui __attribute__((aligned(1)));                                               \
     const int64_t so = (int64_t)sizeof(ew_ot), si = (int64_t)sizeof(T);                       \
+    typedef EW_CT_##name ew_ct;                                                                \
+    (void)sizeof(ew_ct);                                                                       \
     (void)aux;                                                                                 \
+    CPU_EW_LOAD_ATTRS_##op(aux)                                                                \
     if (s[0] == so && s[1] == si && s[2] == si) {                                              \
       ew_uo *o = (ew_uo *)p[0];                                                                \
       const ew_ui *x = (const ew_ui *)p[1], *y = (const ew_ui *)p[2];                          \
@@ -197,14 +207,21 @@ typedef struct ew_op {
   int arity;
   HWP_DType out; /* HWP_DTYPE_BOOL, or -1 for "the input's dtype" */
   cpu_inner_fn fn[HWP_DTYPE_COUNT];
+  int nattrs; /* attributes a native composite's expression reads (into aux.attr) */
+  const hwps_attr_spec *attrs;
 } ew_op;
 
 #define EW_FN_ENTRY(op, CODE, name, T) [HWP_DTYPE_##CODE] = ew_##op##_##name,
 #define EW_OUT_OUT_SAME (-1)
 #define EW_OUT_OUT_BOOL HWP_DTYPE_BOOL
 #define EW_OP_TABLE(op, OUT, ARITY)                                                            \
-  static const ew_op ew_op_##op = {#op, ARITY, EW_OUT_##OUT,                                   \
-                                   {CPU_EW_DTYPES_##op(EW_FN_ENTRY, op)}};
+  static const hwps_attr_spec ew_attrs_##op[] = {CPU_EW_ATTR_SPECS_##op{NULL, 0, 0}};          \
+  static const ew_op ew_op_##op = {#op,                                                        \
+                                   ARITY,                                                      \
+                                   EW_OUT_##OUT,                                               \
+                                   {CPU_EW_DTYPES_##op(EW_FN_ENTRY, op)},                      \
+                                   CPU_EW_NATTRS_##op,                                         \
+                                   ew_attrs_##op};
 #define EW_UNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 1)
 #define EW_BINARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 2)
 #define EW_TERNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 3)
@@ -248,6 +265,11 @@ static HWP_Status ew_launch(const HWP_KernelContext *ctx, const ew_op *op) {
   st = cpu_prepare_task(ctx, op->name, &task, &nelems);
   if (st != HWP_OK) return st;
   task.u.ew.fn = fn;
+  if (op->nattrs > 0) { /* read now: the context dies on return */
+    st = hwps_native_attrs(ctx, op->name, op->attrs, op->nattrs, ctx->inputs[0].dtype,
+                           task.u.ew.aux.attr);
+    if (st != HWP_OK) return st;
+  }
   return cpu_launch(ctx, op->name, &task, nelems);
 }
 

@@ -1,4 +1,5 @@
-/* hwport CPU plugin — sum, prod, max, min, argmax, argmin, cumsum, cumprod.
+/* hwport CPU plugin — sum, prod, max, min, argmax, argmin, cumsum, cumprod, and mean (the
+ * composite, natively: sum's code path, the sums divided by the reduced count before the store).
  *
  * Every kernel validates its views, snapshots what it needs into a malloc'd plan and enqueues
  * the plan with cpu_submit_call; the plan runs on the stream's worker thread and spreads over
@@ -27,7 +28,7 @@
 #define RD_TILE 256       /* outputs per store block (rows); column tiles of argmax and scans */
 #define RD_COL_TILE 16384 /* outputs per reduction column tile: whole input rows stream best */
 
-enum { RD_SUM = 0, RD_PROD = 1, RD_MAX = 2, RD_MIN = 3 };
+enum { RD_SUM = 0, RD_PROD = 1, RD_MAX = 2, RD_MIN = 3, RD_MEAN = 4 /* sum, then / count */ };
 
 typedef struct rd_ops {
   size_t acc_size;
@@ -338,12 +339,30 @@ typedef struct rd_plan {
   int64_t W, tw, ntiles, groups, chunks, chunk_len;
   char *partial;
   int failed; /* a task had no memory */
+  int mean;   /* divide the sums by nred before storing */
 } rd_plan;
 
 static inline int64_t rd_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t rd_max(int64_t a, int64_t b) { return a > b ? a : b; }
 /* ceil(a / b) for a >= 0, b > 0 (a + b - 1 would overflow for a huge input view) */
 static inline int64_t rd_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+/* Stores cnt accumulators at out; mean first divides them by the reduced count (in double; the
+ * float accumulators of float16/bfloat16 are rounded back to float), 0 / 0 = NaN for an empty
+ * reduction, as the decomposition sum / count. */
+static void rd_store(const rd_plan *P, char *out, void *acc, int64_t cnt) {
+  if (P->mean) {
+    const double n = (double)P->nred;
+    if (P->asz == (int64_t)sizeof(double)) {
+      double *a = acc;
+      for (int64_t i = 0; i < cnt; ++i) a[i] /= n;
+    } else {
+      float *a = acc;
+      for (int64_t i = 0; i < cnt; ++i) a[i] = (float)((double)a[i] / n);
+    }
+  }
+  P->ops->store(out, P->out_dtype, acc, cnt);
+}
 
 /* Walks the reduced elements [r0, r1) (flat C order of the reduced dims) from `base`, one
  * stretch along the innermost reduced dim at a time: with cnt == 0, acc op= each stretch
@@ -404,7 +423,7 @@ static void rd_rows_task(void *ctx, int64_t b, int64_t e) {
         idx[k] = 0;
       }
     }
-    P->ops->store(P->out + o * P->osz, P->out_dtype, acc, cnt);
+    rd_store(P, P->out + o * P->osz, acc, cnt);
     o += cnt;
   }
 }
@@ -440,7 +459,7 @@ static void rd_groups_task(void *ctx, int64_t b, int64_t e) {
     void *acc = P->chunks > 1 ? (void *)(P->partial + t * P->tw * P->asz) : (void *)local;
     P->ops->init(acc, cnt);
     if (r0 < r1) rd_walk(P, P->in + in_off * P->isz, r0, r1, acc, P->col ? cnt : 0);
-    if (P->chunks == 1) P->ops->store(P->out + out_idx * P->osz, P->out_dtype, acc, cnt);
+    if (P->chunks == 1) rd_store(P, P->out + out_idx * P->osz, acc, cnt);
   }
   free(local);
 }
@@ -453,7 +472,7 @@ static HWP_Status rd_run(void *payload) {
     for (int64_t o = 0; o < P->nout; o += RD_TILE) {
       int64_t cnt = rd_min(RD_TILE, P->nout - o);
       P->ops->init(acc, cnt);
-      P->ops->store(P->out + o * P->osz, P->out_dtype, acc, cnt);
+      rd_store(P, P->out + o * P->osz, acc, cnt);
     }
     return HWP_OK;
   }
@@ -502,7 +521,7 @@ static HWP_Status rd_run(void *payload) {
     char *first = P->partial + g * P->chunks * P->tw * P->asz;
     for (int64_t c = 1; c < P->chunks; ++c)
       P->ops->merge(first, first + c * P->tw * P->asz, cnt);
-    P->ops->store(P->out + out_idx * P->osz, P->out_dtype, first, cnt);
+    rd_store(P, P->out + out_idx * P->osz, first, cnt);
   }
   free(P->partial);
   P->partial = NULL;
@@ -565,7 +584,8 @@ static HWP_Status rd_kernel(const HWP_KernelContext *ctx, int kind, const char *
 
   rd_plan *P = calloc(1, sizeof *P);
   if (P == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for the plan", op);
-  P->ops = &g_rd_ops[kind][x.dtype];
+  P->ops = &g_rd_ops[kind == RD_MEAN ? RD_SUM : kind][x.dtype];
+  P->mean = kind == RD_MEAN;
   P->out_dtype = y.dtype;
   P->in = x.base;
   P->out = y.base;
@@ -628,6 +648,9 @@ static HWP_Status rd_kernel(const HWP_KernelContext *ctx, int kind, const char *
 static HWP_Status kernel_sum(const HWP_KernelContext *ctx) { return rd_kernel(ctx, RD_SUM, "sum"); }
 static HWP_Status kernel_prod(const HWP_KernelContext *ctx) {
   return rd_kernel(ctx, RD_PROD, "prod");
+}
+static HWP_Status kernel_mean(const HWP_KernelContext *ctx) {
+  return rd_kernel(ctx, RD_MEAN, "mean");
 }
 static HWP_Status kernel_max(const HWP_KernelContext *ctx) { return rd_kernel(ctx, RD_MAX, "max"); }
 static HWP_Status kernel_min(const HWP_KernelContext *ctx) { return rd_kernel(ctx, RD_MIN, "min"); }
@@ -1115,4 +1138,7 @@ void cpu_register_reduction_kernels(const HWP_HostApi *host) {
   for (size_t o = 0; o < sizeof ops / sizeof ops[0]; ++o)
     for (HWP_DType d = 0; d < HWP_DTYPE_COUNT; ++d)
       cpu_register_one(host, ops[o].op, d, ops[o].fn, HWP_KERNEL_ACCEPTS_STRIDED);
+  /* mean, a composite the plugin runs natively (ops.yaml `native`): the float dtypes. */
+  for (HWP_DType d = HWP_DTYPE_FLOAT16; d <= HWP_DTYPE_FLOAT64; ++d)
+    cpu_register_one(host, "mean", d, kernel_mean, HWP_KERNEL_ACCEPTS_STRIDED);
 }

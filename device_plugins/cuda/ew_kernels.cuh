@@ -14,6 +14,7 @@
 
 #include "ew_math.cuh"
 #include "kernels.h"
+#include "native_attrs.h"
 
 enum { CU_EW_UNARY = 1, CU_EW_BINARY = 2, CU_EW_WHERE = 3, CU_EW_CAST = 4, CU_EW_COPY = 5,
        CU_EW_FILL = 6 };
@@ -26,6 +27,7 @@ typedef struct cu_ew_params {
   int al;   /* every operand aligned to its itemsize */
   int odt;  /* the output dtype (cast) */
   long long bits; /* fill: the value's storage bits */
+  int64_t attrs[HWPS_MAX_NATIVE_ATTRS]; /* a native composite's attribute slots */
   long long shape[HWP_MAX_NDIM];
   long long st[3][HWP_MAX_NDIM]; /* input byte strides */
 } cu_ew_params;
@@ -37,6 +39,8 @@ typedef struct cu_ew_entry {
   int kind;     /* CU_EW_* */
   int out_bool; /* unary/binary: the output is bool */
   cu_ew_launch_fn launch;
+  int nattrs; /* a native composite's attributes (read into cu_ew_params.attrs) */
+  hwps_attr_spec attrs[HWPS_MAX_NATIVE_ATTRS];
 } cu_ew_entry;
 
 #define CU_EW_VEC 4
@@ -53,8 +57,8 @@ struct cu_ew_unary {
   typedef uint8_t S1;
   typedef uint8_t S2;
   typedef typename cu_dt<OB ? 0 : D>::S SO;
-  static CU_D SO f(S0 a, S1, S2, const cu_ew_params &) {
-    return cu_dt<OB ? 0 : D>::st(F()(cu_dt<D>::ld(a)));
+  static CU_D SO f(S0 a, S1, S2, const cu_ew_params &p) {
+    return cu_dt<OB ? 0 : D>::st(F()(cu_dt<D>::ld(a), p.attrs));
   }
 };
 template <int D, class F, int OB>
@@ -64,8 +68,8 @@ struct cu_ew_binary {
   typedef typename cu_dt<D>::S S1;
   typedef uint8_t S2;
   typedef typename cu_dt<OB ? 0 : D>::S SO;
-  static CU_D SO f(S0 a, S1 b, S2, const cu_ew_params &) {
-    return cu_dt<OB ? 0 : D>::st(F()(cu_dt<D>::ld(a), cu_dt<D>::ld(b)));
+  static CU_D SO f(S0 a, S1 b, S2, const cu_ew_params &p) {
+    return cu_dt<OB ? 0 : D>::st(F()(cu_dt<D>::ld(a), cu_dt<D>::ld(b), p.attrs));
   }
 };
 template <int D>

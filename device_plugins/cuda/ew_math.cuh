@@ -96,13 +96,16 @@ CU_D bool ew_isinf(T x) {
   if constexpr (cu_is_float<T>) return isinf(x);
   else return false;
 }
-template <class T>
-CU_D T ew_fmax_nan(T x, T y) {
+/* y converts to x's type (a native expression's literal: relu is fmax_nan(x, 0)). */
+template <class T, class U>
+CU_D T ew_fmax_nan(T x, U yy) {
+  const T y = (T)yy;
   if constexpr (cu_is_float<T>) return (x >= y || x != x) ? x : y;
   else return x >= y ? x : y;
 }
-template <class T>
-CU_D T ew_fmin_nan(T x, T y) {
+template <class T, class U>
+CU_D T ew_fmin_nan(T x, U yy) {
+  const T y = (T)yy;
   if constexpr (cu_is_float<T>) return (x <= y || x != x) ? x : y;
   else return x <= y ? x : y;
 }
@@ -186,5 +189,15 @@ CU_D T ew_mod(T x, T y) {
     return y == 0 ? (T)0 : (T)(x % y);
   }
 }
+
+/* A native composite's attribute slot (device_plugins/common/native_attrs.h) as the compute
+ * type T: the bits of a float or a double, else the integer value. */
+template <class T>
+CU_D T cu_attr_ct(int64_t v) {
+  if constexpr (std::is_same<T, float>::value) return __int_as_float((int)(unsigned)v);
+  else if constexpr (std::is_same<T, double>::value) return __longlong_as_double(v);
+  else return (T)v;
+}
+#define EW_ATTR_CT(v) cu_attr_ct<ew_ct>(v)
 
 #endif /* HWPORT_CUDA_EW_MATH_CUH */

@@ -1,6 +1,7 @@
 /* hwport CUDA plugin — the elementwise kernels: the unary/binary primitives of ops.yaml with a
- * c_expr, where, cast, copy and fill, from the generated per-dtype tables (cuda_ew_<dtype>.cu)
- * over the one template in ew_kernels.cuh.
+ * c_expr, the composites with a native expression (their attributes read once per launch into
+ * the params' slots), where, cast, copy and fill, from the generated per-dtype tables
+ * (cuda_ew_<dtype>.cu) over the one template in ew_kernels.cuh.
  *
  * The host passes inputs broadcast to the output's shape (stride 0 on broadcast dims) and
  * already of the op's dtype; they may be any strided view (HWP_KERNEL_ACCEPTS_STRIDED). The
@@ -11,6 +12,7 @@
 
 #include "cuda_ew_tables.h"
 #include "fill_value.h"
+#include "native_attrs.h"
 
 namespace {
 
@@ -129,6 +131,9 @@ HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
     if ((st = hwps_value_bits(ctx, "fill", "value", 1, dt, &bits)) != HWP_OK) return st;
     p.bits = bits;
   }
+  if (e->nattrs > 0 &&
+      (st = hwps_native_attrs(ctx, op, e->attrs, e->nattrs, dt, p.attrs)) != HWP_OK)
+    return st;
   int vec = 0;
   if ((st = plan(ctx, op, nin, &p, &vec)) != HWP_OK) return st;
   if (p.n == 0) return cu_kernel_end(&k, op);

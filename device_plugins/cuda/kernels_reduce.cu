@@ -1,4 +1,4 @@
-/* hwport CUDA plugin — the reductions sum, prod, max, min (attr axis: the reduced dims,
+/* hwport CUDA plugin — the reductions sum, prod, max, min, mean (attr axis: the reduced dims,
  * non-negative, sorted, unique, never empty) and argmax, argmin (attr axis: one dim; int64
  * output, first occurrence wins, NaN counts as the extreme), over any strided input view.
  *
@@ -22,8 +22,9 @@
 
 namespace {
 
-enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_ARGMAX, RED_ARGMIN, RED_COUNT };
-const char *const kRedNames[RED_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin"};
+/* RED_MEAN: the composite mean, natively: sum, the result divided by the reduced count. */
+enum { RED_SUM, RED_PROD, RED_MAX, RED_MIN, RED_MEAN, RED_ARGMAX, RED_ARGMIN, RED_COUNT };
+const char *const kRedNames[RED_COUNT] = {"sum", "prod", "max", "min", "mean", "argmax", "argmin"};
 
 struct red_params {
   const char *x;
@@ -76,21 +77,25 @@ struct red_op {
   typedef acc_t<D> A;
   typedef A Acc;
   static CU_D Acc init() {
-    return OP == RED_SUM    ? (A)0
-           : OP == RED_PROD ? (A)1
-           : OP == RED_MAX  ? lowest<A>()
-                            : highest<A>();
+    return OP == RED_SUM || OP == RED_MEAN ? (A)0
+           : OP == RED_PROD                ? (A)1
+           : OP == RED_MAX                 ? lowest<A>()
+                                           : highest<A>();
   }
   static CU_D Acc from(typename cu_dt<D>::C v, long long) { return (A)v; }
   struct comb {
     CU_D Acc operator()(Acc a, Acc b) const {
-      if constexpr (OP == RED_SUM) return wrap_add(a, b);
+      if constexpr (OP == RED_SUM || OP == RED_MEAN) return wrap_add(a, b);
       else if constexpr (OP == RED_PROD) return wrap_mul(a, b);
       else if constexpr (OP == RED_MAX) return (a >= b || is_nan(a)) ? a : b;
       else return (a <= b || is_nan(a)) ? a : b;
     }
   };
-  static CU_D void store(char *p, int al, int odt, Acc a) { cu_store_as(p, al, odt, a); }
+  /* n: the reduced count (mean: 0 / 0 = NaN for an empty reduction) */
+  static CU_D void store(char *p, int al, int odt, Acc a, long long n) {
+    if constexpr (OP == RED_MEAN) cu_store_as(p, al, odt, (A)(a / (A)n));
+    else cu_store_as(p, al, odt, a);
+  }
 };
 
 template <class A>
@@ -115,7 +120,7 @@ struct arg_op {
       return (better || (b.v == a.v && b.i < a.i)) ? b : a;
     }
   };
-  static CU_D void store(char *p, int al, int, Acc a) { cu_st(p, al, (long long)a.i); }
+  static CU_D void store(char *p, int al, int, Acc a, long long) { cu_st(p, al, (long long)a.i); }
 };
 
 template <int D, int OP>
@@ -152,7 +157,7 @@ __global__ void __launch_bounds__(256) k_red(red_params p) {
     }
     acc = G <= 32 ? cu_warp_reduce(acc, G, comb) : cu_block_reduce(acc, comb, smem);
     if (lane == 0 && w < total) {
-      if (p.chunks == 1) R::store(p.out + w * p.osz, p.al, p.odt, acc);
+      if (p.chunks == 1) R::store(p.out + w * p.osz, p.al, p.odt, acc, p.R);
       else static_cast<Acc *>(p.ws)[w] = acc;
     }
   }
@@ -172,7 +177,7 @@ __global__ void __launch_bounds__(256) k_red_finish(red_params p) {
     for (long long c = threadIdx.x; c < p.chunks; c += blockDim.x)
       acc = comb(acc, ws[o * p.chunks + c]);
     acc = cu_block_reduce(acc, comb, smem);
-    if (threadIdx.x == 0) R::store(p.out + o * p.osz, p.al, p.odt, acc);
+    if (threadIdx.x == 0) R::store(p.out + o * p.osz, p.al, p.odt, acc, p.R);
   }
 }
 
@@ -202,6 +207,10 @@ launch_fn launcher(int op, HWP_DType dt) {
   case RED_PROD: return cu_pick<red_pick<RED_PROD>::at>(dt);
   case RED_MAX: return cu_pick<red_pick<RED_MAX>::at>(dt);
   case RED_MIN: return cu_pick<red_pick<RED_MIN>::at>(dt);
+  case RED_MEAN: /* ops.yaml: the float dtypes */
+    return dt >= HWP_DTYPE_FLOAT16 && dt <= HWP_DTYPE_FLOAT64
+               ? cu_pick<red_pick<RED_MEAN>::at>(dt)
+               : nullptr;
   case RED_ARGMAX: return cu_pick<red_pick<RED_ARGMAX>::at>(dt);
   default: return cu_pick<red_pick<RED_ARGMIN>::at>(dt);
   }

@@ -148,6 +148,20 @@ static inline double ld_float64(__global const uchar *p, int al) { return ldr_f6
 #define STRAW OCL_CAT(str_, RAWSFX)
 #define ST_BOOL(p, al, v) str_u8(p, al, (uchar)((v) != 0))
 
+/* The compute type as native expressions name it (float literals are cast to it), and an
+ * attribute slot (the `at` kernel argument, device_plugins/common/native_attrs.h) as a value of
+ * it: the bits of a float or a double, else the integer value. */
+#ifdef CT
+typedef CT ew_ct;
+#if defined(DT_float64)
+#define EW_ATTR_CT(v) as_double(v)
+#elif defined(IS_FLOAT)
+#define EW_ATTR_CT(v) as_float((uint)(v))
+#else
+#define EW_ATTR_CT(v) ((CT)(v))
+#endif
+#endif
+
 /* ---- the functions ops.yaml's c_expr calls (as ew_<f>) and the semantic overrides ----------- */
 #if defined(IS_FLOAT)
 static inline CT ew_fabs(CT x) { return fabs(x); }
@@ -291,7 +305,7 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
 #define EW_PARAMS                                                                              \
   __global uchar *out, ulong out_off, __global const uchar *a, ulong a_off,                    \
       __global const uchar *b, ulong b_off, __global const uchar *c, ulong c_off, ulong n,     \
-      int ndim, int al, int arg, long16 shape, long16 sa, long16 sb, long16 sc
+      int ndim, int al, int arg, long16 shape, long16 sa, long16 sb, long16 sc, long4 at
 #define EW_PROLOGUE(OUTSIZE)                                                                   \
   ulong gid = get_global_id(0);                                                                \
   if (gid >= n) return;                                                                        \
@@ -310,7 +324,7 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
   }                                                                                            \
   __global uchar *po = out + out_off + gid * (ulong)(OUTSIZE);                                 \
   __global const uchar *px = a + pa, *py = b + pb, *pz = c + pc;                               \
-  (void)px; (void)py; (void)pz; (void)arg;
+  (void)px; (void)py; (void)pz; (void)arg; (void)at;
 
 /* The contiguous fast path, kc_<op>: same arguments, used when every operand is aligned and
  * contiguous (1-D after collapsing, stride one element). Alignment, element sizes and strides
@@ -320,7 +334,7 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
   __global uchar *out, ulong out_off, __global const uchar *a, ulong a_off,                    \
       __global const uchar *b, ulong b_off, __global const uchar *c, ulong c_off, ulong n,     \
       int ndim_unused, int al_unused, int arg, long16 shape_unused, long16 sa, long16 sb,      \
-      long16 sc
+      long16 sc, long4 at
 #define EW_PROLOGUE_C(OUTSIZE, ASIZE, BSIZE, CSIZE)                                            \
   const int al = 1;                                                                            \
   ulong gid = get_global_id(0); /* no bounds check: the host launches whole work-groups */    \
@@ -329,4 +343,4 @@ static inline void cast_store(__global uchar *p, int al, int to, CT x) {
   __global const uchar *py = b + b_off + gid * (ulong)(BSIZE);                                 \
   __global const uchar *pz = c + c_off + gid * (ulong)(CSIZE);                                 \
   (void)px; (void)py; (void)pz; (void)arg; (void)n; (void)ndim_unused; (void)al_unused;        \
-  (void)shape_unused; (void)sa; (void)sb; (void)sc;
+  (void)shape_unused; (void)sa; (void)sb; (void)sc; (void)at;

@@ -19,6 +19,7 @@
 #include "hwport/kernel_util.h"
 #include "fill_value.h"
 #include "kernels.h"
+#include "native_attrs.h"
 /* The generated table. CMake builds define HWPORT_OCL_REQUIRE_GEN (a missing table is an
  * error there); a standalone compile of this file (e.g. a warning check) gets an empty table. */
 #if defined(HWPORT_OCL_REQUIRE_GEN) || !defined(__has_include)
@@ -32,8 +33,10 @@ typedef struct ocl_ew_op_info {
   const char *name;
   int kind;
   uint32_t dtype_mask;
+  int nattrs;
+  hwps_attr_spec attrs[HWPS_MAX_NATIVE_ATTRS];
 } ocl_ew_op_info;
-static const ocl_ew_op_info ocl_ew_ops[1] = {{"", 0, 0u}};
+static const ocl_ew_op_info ocl_ew_ops[1] = {{"", 0, 0u, 0, {{NULL, 0, 0}}}};
 #define OCL_EW_NUM_OPS 0
 static const char *const ocl_ew_program_source[10] = {"", "", "", "", "", "", "", "", "", ""};
 #endif
@@ -136,6 +139,11 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
     sc.s[k] = L.st[2][k];
   }
   int ndim = L.ndim;
+  cl_long4 at; /* a native composite's attributes */
+  memset(&at, 0, sizeof at);
+  if (op->nattrs > 0 &&
+      (st = hwps_native_attrs(ctx, fn, op->attrs, op->nattrs, key, at.s)) != HWP_OK)
+    return st;
   if (op->kind == OCL_EW_FILL) {
     int64_t bits = 0;
     st = hwps_value_bits(ctx, "fill", "value", 1, o->dtype, &bits);
@@ -156,14 +164,15 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   }
   cl_ulong out_off = o->byte_offset, cn = n;
   cl_int cndim = ndim, cal = aligned, carg = arg;
-  const ocl_arg args[16] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(in[0]), OCL_ARG(off[0]),
+  const ocl_arg args[17] = {OCL_ARG(out),   OCL_ARG(out_off), OCL_ARG(in[0]), OCL_ARG(off[0]),
                             OCL_ARG(in[1]), OCL_ARG(off[1]),  OCL_ARG(in[2]), OCL_ARG(off[2]),
                             OCL_ARG(cn),    OCL_ARG(cndim),   OCL_ARG(cal),   OCL_ARG(carg),
-                            OCL_ARG(shape), OCL_ARG(sa),      OCL_ARG(sb),    OCL_ARG(sc)};
+                            OCL_ARG(shape), OCL_ARG(sa),      OCL_ARG(sb),    OCL_ARG(sc),
+                            OCL_ARG(at)};
   char kname[96];
   snprintf(kname, sizeof kname, "k_%s", op->name);
   cl_kernel k = NULL, kc = NULL;
-  st = ocl_kernel_make(prog, kname, args, 16, &k, fn);
+  st = ocl_kernel_make(prog, kname, args, 17, &k, fn);
   if (st != HWP_OK) return st;
   size_t local = ocl_kernel_wg(k, dev, OCL_EW_LOCAL);
   /* The contiguous kc_ kernels have no bounds check (it keeps the device compiler from
@@ -174,7 +183,7 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   for (int i = 0; i < nin; ++i) contiguous = contiguous && L.st[i][0] == isz[i];
   if (contiguous && n >= local) {
     snprintf(kname, sizeof kname, "kc_%s", op->name);
-    st = ocl_kernel_make(prog, kname, args, 16, &kc, fn);
+    st = ocl_kernel_make(prog, kname, args, 17, &kc, fn);
     if (st == HWP_OK) {
       size_t lc = ocl_kernel_wg(kc, dev, OCL_EW_LOCAL);
       if (lc < local) local = lc;

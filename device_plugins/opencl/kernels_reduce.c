@@ -1,4 +1,5 @@
-/* hwport OpenCL plugin — the reduction kernels sum, prod, max and min (phi_ops/ops.yaml).
+/* hwport OpenCL plugin — the reduction kernels sum, prod, max and min (phi_ops/ops.yaml), and
+ * mean (a composite, natively: sum's kernels, the result divided by the reduced count).
  *
  * attr axis holds the reduced dims (non-negative, sorted, unique, never empty); the output is
  * contiguous over the kept dims. Inputs may be strided (HWP_KERNEL_ACCEPTS_STRIDED): the kept
@@ -25,8 +26,8 @@
 
 #include "kernels.h"
 
-/* Registers sum/prod/max/min for every dtype (float64 only when every device has cl_khr_fp64);
- * called from hwport_plugin_init (plugin_entry.c). */
+/* Registers sum/prod/max/min for every dtype and mean for the float ones (float64 only when
+ * every device has cl_khr_fp64); called from hwport_plugin_init (plugin_entry.c). */
 HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host);
 
 #define OCL_RED_SLOT0 20 /* program-cache slots OCL_RED_SLOT0 .. OCL_RED_SLOT0 + 9 */
@@ -156,7 +157,7 @@ static const char *const k_red_source =
     "    if (lid < s) { ACC a_ = scratch[lid], b_ = scratch[lid + s]; scratch[lid] = COMB(a_, b_); } \\\n"
     "    barrier(CLK_LOCAL_MEM_FENCE); }                                              \\\n"
     "  acc = scratch[0]; }\n"
-    "#define DEF_RED(NAME, ACC, ID, COMB, ST, SUMK)                                   \\\n"
+    "#define DEF_RED(NAME, ACC, ID, COMB, ST, SUMK, FINISH)                           \\\n"
     "__kernel void k_##NAME(__global uchar *out, ulong out_off, int odt, int oal,      \\\n"
     "    __global const uchar *in, ulong in_off, int al, ulong rlen, ulong chunk,      \\\n"
     "    uint chunks, int kdim, long16 kshape, long16 kst, int rdim, long16 rshape,    \\\n"
@@ -174,28 +175,37 @@ static const char *const k_red_source =
     "  if (SUMK) acc = acc - comp;                                                    \\\n"
     "  TREE(ACC, COMB, scratch, acc)                                                  \\\n"
     "  if (get_local_id(0) == 0) {                                                   \\\n"
-    "    if (chunks == 1) ST(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, acc); \\\n"
+    "    if (chunks == 1) ST(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, FINISH(acc, rlen)); \\\n"
     "    else part[g] = acc; } }                                                      \\\n"
     "__kernel void k_##NAME##_fin(__global uchar *out, ulong out_off, int odt, int oal, \\\n"
-    "    __global const ACC *part, uint chunks, __local ACC *scratch) {                 \\\n"
+    "    __global const ACC *part, uint chunks, __local ACC *scratch, ulong rlen) {     \\\n"
     "  ulong o = get_group_id(0); ACC acc = ID;                                       \\\n"
     "  for (uint c = get_local_id(0); c < chunks; c += get_local_size(0))             \\\n"
     "    acc = COMB(acc, part[o * chunks + c]);                                       \\\n"
     "  TREE(ACC, COMB, scratch, acc)                                                  \\\n"
     "  if (get_local_id(0) == 0)                                                     \\\n"
-    "    ST(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, acc); }\n"
+    "    ST(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, FINISH(acc, rlen)); }\n"
     "#define SUMC(a, b) ADD(a, b)\n"
-    "DEF_RED(sum, SACC, 0, SUMC, ST_S, KAHAN)\n"
-    "DEF_RED(prod, SACC, 1, MUL, ST_S, 0)\n"
-    "DEF_RED(max, MACC, MAX_ID, MAXOP, ST_M, 0)\n"
-    "DEF_RED(min, MACC, MIN_ID, MINOP, ST_M, 0)\n";
+    "#define KEEP(a, n) (a)\n"
+    /* mean: the sum over the reduced count (0 / 0 = NaN for an empty reduction) */
+    "#define DIVN(a, n) ((a) / (SACC)(n))\n"
+    "DEF_RED(sum, SACC, 0, SUMC, ST_S, KAHAN, KEEP)\n"
+    "DEF_RED(mean, SACC, 0, SUMC, ST_S, KAHAN, DIVN)\n"
+    "DEF_RED(prod, SACC, 1, MUL, ST_S, 0, KEEP)\n"
+    "DEF_RED(max, MACC, MAX_ID, MAXOP, ST_M, 0, KEEP)\n"
+    "DEF_RED(min, MACC, MIN_ID, MINOP, ST_M, 0, KEEP)\n";
 
 typedef struct red_op {
   const char *name;
-  int is_sum_like; /* sum/prod: SACC; max/min: MACC */
+  int is_sum_like; /* sum/prod/mean: SACC; max/min: MACC */
 } red_op;
 
-static const red_op k_red_ops[4] = {{"sum", 1}, {"prod", 1}, {"max", 0}, {"min", 0}};
+/* mean: a composite the plugin runs natively (ops.yaml `native`), for the float dtypes. */
+static const red_op k_red_ops[5] = {{"sum", 1}, {"prod", 1}, {"max", 0}, {"min", 0}, {"mean", 1}};
+#define OCL_RED_ALL_DTYPES ((1u << HWP_DTYPE_COUNT) - 1u)
+#define OCL_RED_FLOAT_DTYPES                                                                     \
+  ((1u << HWP_DTYPE_FLOAT16) | (1u << HWP_DTYPE_BFLOAT16) | (1u << HWP_DTYPE_FLOAT32) |          \
+   (1u << HWP_DTYPE_FLOAT64))
 
 static int g_red_fp64[OCL_MAX_DEVICES];
 static char g_red_options[OCL_MAX_DEVICES][HWP_DTYPE_COUNT][96];
@@ -319,10 +329,10 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
       local2 = ocl_kernel_wg(k2, dev, cap);
       size_t want2 = ocl_pow2_ceil(chunks);
       if (want2 < local2) local2 = want2;
-      const ocl_arg args2[7] = {OCL_ARG(out),  OCL_ARG(out_off), OCL_ARG(codt),
+      const ocl_arg args2[8] = {OCL_ARG(out),  OCL_ARG(out_off), OCL_ARG(codt),
                                 OCL_ARG(coal), OCL_ARG(part),    OCL_ARG(cchunks),
-                                OCL_LOCAL(asz * local2)};
-      st = ocl_kernel_args(k2, 7, args2, fn);
+                                OCL_LOCAL(asz * local2), OCL_ARG(crlen)};
+      st = ocl_kernel_args(k2, 8, args2, fn);
     }
   }
 
@@ -354,9 +364,10 @@ HWP_Status ocl_register_reduce_kernels(const HWP_HostApi *host) {
                g_red_fp64[d] ? " -DHAS_FP64=1" : "");
   }
   int count = 0;
-  for (int i = 0; i < 4; ++i) {
-    HWP_Status st = ocl_register_op(host, k_red_ops[i].name, (1u << HWP_DTYPE_COUNT) - 1u,
-                                    red_kernel, (void *)&k_red_ops[i], &count);
+  for (int i = 0; i < 5; ++i) {
+    const uint32_t mask = i == 4 ? OCL_RED_FLOAT_DTYPES : OCL_RED_ALL_DTYPES;
+    HWP_Status st = ocl_register_op(host, k_red_ops[i].name, mask, red_kernel,
+                                    (void *)&k_red_ops[i], &count);
     if (st != HWP_OK) return st;
   }
   ocl_log(HWP_LOG_INFO, "opencl: registered %d reduction kernels (float64: %s)", count,

@@ -6,7 +6,8 @@ writes <out_dir>/elementwise_ops.h (only when its content changes, so builds sta
 The header is a set of X-macro tables that device_plugins/cpu/kernels_elementwise.c expands into
 one inner loop per (op, dtype) and one kernel per op:
 
-- the primitives of category unary and binary that have a `c_expr`, and the ternary `where`;
+- the primitives of category unary and binary that have a `c_expr`, the ternary `where`, and
+  the composites with an elementwise `native` expression (a unary or binary op by its inputs);
 - per op, CPU_EW_DTYPES_<op>(M, arg) lists exactly the dtypes its kernel registers for: the
   op's `kernel_dtypes`, else its `dtypes` (a group of `dtype_groups` or a list), restricted to
   the float dtypes when
@@ -15,6 +16,10 @@ one inner loop per (op, dtype) and one kernel per op:
   cpu_ew_f(...) (the plugin maps those to the right variant per compute type: expf for float,
   exp for double, exact integer versions...), unless the includer defined that macro first
   (an override where the C expression alone does not give the op's semantics for every dtype).
+  A native expression may also name the op's attrs (locals ew_attr_<name> the loop declares
+  from the launch's attribute slots, CPU_EW_LOAD_ATTRS_<op>), float literals (cast to the
+  compute type ew_ct, so float math stays in float) and earlier native composites without
+  attrs (their expression inlined).
 
 Standalone on purpose: it runs at build time with only Python 3.11 and PyYAML.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -47,6 +53,11 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 ARITY = {"unary": 1, "binary": 2, "ternary": 3}
 OUT_KINDS = {"same": "OUT_SAME", "float": "OUT_SAME", "bool": "OUT_BOOL"}
 DEFAULT_EXPR = {"where": "condition ? x : y"}  # ternary primitives without a c_expr
+# How a native expression's attrs reach the kernel (device_plugins/common/native_attrs.h).
+ATTR_KINDS = {"flag": "HWPS_ATTR_FLAG", "scalar": "HWPS_ATTR_SCALAR", "value": "HWPS_ATTR_VALUE"}
+ATTR_ABSENT = {"required": "HWPS_ABSENT_REQUIRED", "lowest": "HWPS_ABSENT_LOWEST",
+               "highest": "HWPS_ABSENT_HIGHEST"}
+MAX_ATTRS = 4  # HWPS_MAX_NATIVE_ATTRS
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[fFlLuU]*|\.\d+(?:[eE][+-]?\d+)?[fFlL]?)"
@@ -59,8 +70,7 @@ class GenError(ValueError):
     """ops.yaml holds something this generator cannot turn into C (names the op)."""
 
 
-def translate_expr(op: str, expr: str, params: list[str]) -> str:
-    """The C expression of a macro body: parameters parenthesized, calls renamed cpu_ew_<f>."""
+def _tokenize(op: str, expr: str) -> list[tuple[str, str]]:
     tokens: list[tuple[str, str]] = []
     pos, text = 0, expr.strip()
     while pos < len(text):
@@ -70,26 +80,34 @@ def translate_expr(op: str, expr: str, params: list[str]) -> str:
         kind = m.lastgroup
         tokens.append((kind, m.group(kind)))
         pos = m.end()
-    out: list[str] = []
+    return tokens
+
+
+def _closing(tokens: list[tuple[str, str]], start: int) -> int:
+    """Index of the ')' matching the '(' at tokens[start] (-1: none)."""
     depth = 0
-    for i, (kind, tok) in enumerate(tokens):
-        nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
-        if kind == "id":
-            if nxt == "(":
-                out.append(f"cpu_ew_{tok}")
-            elif tok in params:
-                out.append(f"({tok})")
-            else:
-                raise GenError(f"op {op!r}: c_expr {expr!r}: unknown name {tok!r} "
-                               f"(inputs are {params})")
-        else:
-            depth += tok == "("
-            depth -= tok == ")"
-            if depth < 0:
-                raise GenError(f"op {op!r}: c_expr {expr!r}: unbalanced parentheses")
-            out.append(tok)
-    if depth != 0 or not out:
-        raise GenError(f"op {op!r}: c_expr {expr!r}: unbalanced parentheses or empty")
+    for j in range(start, len(tokens)):
+        depth += tokens[j][1] == "("
+        depth -= tokens[j][1] == ")"
+        if depth == 0:
+            return j
+    return -1
+
+
+def _split_args(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    args: list[list[tuple[str, str]]] = [[]]
+    depth = 0
+    for t in tokens:
+        if t[1] == "," and depth == 0:
+            args.append([])
+            continue
+        depth += t[1] == "("
+        depth -= t[1] == ")"
+        args[-1].append(t)
+    return args
+
+
+def _join(out: list[str]) -> str:
     # One space between tokens, none inside parentheses, before commas or after a call's name.
     body = ""
     for i, tok in enumerate(out):
@@ -98,7 +116,68 @@ def translate_expr(op: str, expr: str, params: list[str]) -> str:
                                                                  prev.startswith("cpu_ew_")):
             body += " "
         body += tok
-    return f"({body})"
+    return body
+
+
+def _translate(op: str, expr: str, tokens: list[tuple[str, str]], names: dict[str, str],
+               inline: dict[str, tuple[list[str], str]], depth: int = 0) -> str:
+    """The body (no outer parentheses) of the C form of `tokens`."""
+    if depth > 8:
+        raise GenError(f"op {op!r}: c_expr {expr!r}: native ops inline each other in a cycle")
+    out: list[str] = []
+    level = 0
+    i = 0
+    while i < len(tokens):
+        kind, tok = tokens[i]
+        nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if kind == "id" and nxt == "(" and tok in inline:
+            close = _closing(tokens, i + 1)
+            if close < 0:
+                raise GenError(f"op {op!r}: c_expr {expr!r}: unbalanced parentheses")
+            params, callee = inline[tok]
+            args = _split_args(tokens[i + 2:close])
+            if len(args) != len(params) or not all(args):
+                raise GenError(f"op {op!r}: c_expr {expr!r}: {tok} takes {len(params)} "
+                               f"argument(s)")
+            sub = {}
+            for p, a in zip(params, args, strict=True):
+                body = _translate(op, expr, a, names, inline, depth + 1)
+                sub[p] = body if len(a) == 1 else f"({body})"
+            out.append("(" + _translate(op, callee, _tokenize(op, callee), sub, inline,
+                                        depth + 1) + ")")
+            i = close + 1
+            continue
+        if kind == "id":
+            if nxt == "(":
+                out.append(f"cpu_ew_{tok}")
+            elif tok in names:
+                out.append(names[tok])
+            else:
+                raise GenError(f"op {op!r}: c_expr {expr!r}: unknown name {tok!r} "
+                               f"(inputs and attrs are {sorted(names)})")
+        elif kind == "num" and re.search(r"[.eE]", tok) and not tok.lower().startswith("0x"):
+            out.append(f"((ew_ct){tok})")  # a float literal computes in the compute type
+        else:
+            level += tok == "("
+            level -= tok == ")"
+            if level < 0:
+                raise GenError(f"op {op!r}: c_expr {expr!r}: unbalanced parentheses")
+            out.append(tok)
+        i += 1
+    if level != 0 or not out:
+        raise GenError(f"op {op!r}: c_expr {expr!r}: unbalanced parentheses or empty")
+    return _join(out)
+
+
+def translate_expr(op: str, expr: str, params: list[str], attrs: Sequence[str] = (),
+                   inline: dict[str, tuple[list[str], str]] | None = None) -> str:
+    """The C expression of a macro body: parameters parenthesized, calls renamed cpu_ew_<f>,
+    attrs named ew_attr_<name> (locals the plugin declares), float literals cast to the
+    compute type ew_ct, and calls of the ops in `inline` (name -> (params, expr)) replaced by
+    their expression."""
+    names = {p: f"({p})" for p in params}
+    names.update({a: f"(ew_attr_{a})" for a in attrs})
+    return f"({_translate(op, expr, _tokenize(op, expr), names, inline or {})})"
 
 
 def resolve_dtypes(op: dict, groups: dict) -> list[str]:
@@ -120,17 +199,76 @@ def resolve_dtypes(op: dict, groups: dict) -> list[str]:
     return sorted(dict.fromkeys(names), key=order.index)
 
 
+def native_expr(op: dict) -> tuple[str, dict] | None:
+    """A composite's elementwise `native` field as (expression, attr conversions); None when it
+    has none (or a hand-written kernel: `native: true`)."""
+    spec = op.get("native")
+    if spec is None or spec is True:
+        return None
+    if isinstance(spec, str):
+        return spec, {}
+    if isinstance(spec, dict) and isinstance(spec.get("expr"), str):
+        return spec["expr"], dict(spec.get("attrs") or {})
+    raise GenError(f"op {op.get('name')!r}: native must be a C expression, true, or "
+                   f"{{expr, attrs}}")
+
+
+def _native_attrs(op: dict, expr: str, conv: dict) -> list[dict]:
+    """The attrs the expression names, in the op's order: name, kind (flag | scalar | value),
+    absent (required | lowest | highest)."""
+    declared = op.get("attrs") or {}
+    used = {t for k, t in _tokenize(op["name"], expr) if k == "id"}
+    unknown = set(conv) - set(declared)
+    if unknown:
+        raise GenError(f"op {op['name']!r}: native attrs {sorted(unknown)} are not attrs")
+    out = []
+    for name, spec in declared.items():
+        if name not in used:
+            continue
+        c = conv.get(name) or {}
+        if spec.get("type") == "bool":
+            kind = "flag"
+        elif spec.get("type") in ("float", "int"):
+            kind = c.get("as", "scalar")
+        else:
+            raise GenError(f"op {op['name']!r}: attr {name!r} of type {spec.get('type')!r} "
+                           f"cannot be used in a native expression")
+        absent = c.get("absent", "required")
+        if kind not in ATTR_KINDS or absent not in ATTR_ABSENT:
+            raise GenError(f"op {op['name']!r}: attr {name!r}: as must be one of "
+                           f"{sorted(ATTR_KINDS)}, absent one of {sorted(ATTR_ABSENT)}")
+        out.append({"name": name, "kind": kind, "absent": absent})
+    if len(out) > MAX_ATTRS:
+        raise GenError(f"op {op['name']!r}: at most {MAX_ATTRS} attrs in a native expression")
+    return out
+
+
 def select_ops(doc: dict) -> list[dict]:
-    """The ops the table covers, in ops.yaml order, each as a normalized dict."""
+    """The ops the table covers, in ops.yaml order, each as a normalized dict: the primitives
+    of category unary, binary and ternary with a C form, and the composites with an elementwise
+    `native` expression (their "category" is unary or binary by their number of inputs)."""
     groups = doc.get("dtype_groups", {})
     selected = []
+    inline: dict[str, tuple[list[str], str]] = {}
     for op in doc.get("ops", []):
         name, cat = op.get("name"), op.get("category")
-        if op.get("kind") != "primitive" or cat not in ARITY:
-            continue
-        expr = op.get("c_expr") or DEFAULT_EXPR.get(name)
-        if expr is None:
-            continue  # a primitive without a C form (cast) has a hand-written kernel
+        attrs: list[dict] = []
+        if op.get("kind") == "composite":
+            native = native_expr(op)
+            if native is None:
+                continue
+            expr, conv = native
+            n_in = len(op.get("inputs") or [])
+            if n_in not in (1, 2):
+                raise GenError(f"op {name!r}: a native expression needs 1 or 2 inputs")
+            cat = "unary" if n_in == 1 else "binary"
+            attrs = _native_attrs(op, expr, conv)
+        else:
+            if op.get("kind") != "primitive" or cat not in ARITY:
+                continue
+            expr = op.get("c_expr") or DEFAULT_EXPR.get(name)
+            if expr is None:
+                continue  # a primitive without a C form (cast) has a hand-written kernel
         inputs = [str(i) for i in op.get("inputs", [])]
         if len(inputs) != ARITY[cat] or any(not re.fullmatch(r"[A-Za-z_]\w*", i) for i in inputs):
             raise GenError(f"op {name!r}: category {cat} needs {ARITY[cat]} plain inputs, "
@@ -142,10 +280,14 @@ def select_ops(doc: dict) -> list[dict]:
         dtypes = resolve_dtypes(op, groups)
         if not dtypes:
             raise GenError(f"op {name!r}: no dtype left to register")
+        c = translate_expr(name, expr, inputs, [a["name"] for a in attrs], inline)
+        if op.get("kind") == "composite" and not attrs:
+            inline[name] = (inputs, expr)  # later native expressions may call it
         selected.append({
             "name": name, "category": cat, "inputs": inputs, "c_expr": expr,
-            "expr": translate_expr(name, expr, inputs), "out": OUT_KINDS[out],
-            "out_dtype": out, "dtypes": dtypes, "group": op.get("dtypes"),
+            "expr": c, "out": OUT_KINDS[out], "out_dtype": out, "dtypes": dtypes,
+            "group": op.get("dtypes"), "attrs": attrs,
+            "composite": op.get("kind") == "composite",
         })
     return selected
 
@@ -161,6 +303,33 @@ def _macro(lines: list[str], width: int = 99) -> str:
     return "\n".join(out)
 
 
+def attr_decls(op: dict, slot: str) -> str:
+    """The declarations of the locals ew_attr_<name> the op's expression reads: `slot` formats
+    slot i's int64 (a C expression with {i}); numbers take the compute type ew_ct."""
+    decls = []
+    for i, a in enumerate(op.get("attrs", [])):
+        value = slot.format(i=i)
+        if a["kind"] == "flag":
+            decls.append(f"const int ew_attr_{a['name']} = (int)({value});")
+        else:
+            decls.append(f"const ew_ct ew_attr_{a['name']} = EW_ATTR_CT({value});")
+    return " ".join(decls)
+
+
+def attr_specs(op: dict) -> str:
+    """The op's attr specs as hwps_attr_spec initializers, each followed by a comma."""
+    return " ".join(f'{{"{a["name"]}", {ATTR_KINDS[a["kind"]]}, {ATTR_ABSENT[a["absent"]]}}},'
+                    for a in op.get("attrs", []))
+
+
+def attr_macros(op: dict) -> list[str]:
+    n = op["name"]
+    return [f"#define CPU_EW_LOAD_ATTRS_{n}(aux) {attr_decls(op, '((const int64_t *)(aux))[{i}]')}"
+            .rstrip(),
+            f"#define CPU_EW_NATTRS_{n} {len(op.get('attrs', []))}",
+            f"#define CPU_EW_ATTR_SPECS_{n} {attr_specs(op)}".rstrip()]
+
+
 def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
     parts = [
         f"/* Generated from {source} by phi_ops/codegen/gen_cpu_elementwise.py: do not edit.",
@@ -171,6 +340,9 @@ def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
         " *   CPU_EW_EXPR_<op>(inputs...)           the c_expr (calls renamed cpu_ew_<f>), unless",
         " *                                         the includer defined it before (override)",
         " *   CPU_EW_SKIP_<op>                      defined by the includer: leave the op out",
+        " *   CPU_EW_LOAD_ATTRS_<op>(aux)           declares the attrs the expression reads",
+        " *                                         (ew_attr_<name>) from the int64 slots at aux",
+        " *   CPU_EW_NATTRS_<op>, CPU_EW_ATTR_SPECS_<op>  their count and hwps_attr_spec entries",
         " */",
         "#ifndef HWPORT_CPU_ELEMENTWISE_OPS_H",
         "#define HWPORT_CPU_ELEMENTWISE_OPS_H",
@@ -185,6 +357,7 @@ def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
         parts.append(f"#ifndef CPU_EW_EXPR_{n}")
         parts.append(f"#define CPU_EW_EXPR_{n}({params}) {op['expr']}")
         parts.append("#endif")
+        parts += attr_macros(op)
         lines = [f"#define CPU_EW_DTYPES_{n}(M, arg)"]
         for d in op["dtypes"]:
             code, cname, storage = DTYPES[d]

@@ -4,8 +4,9 @@
 
 writes into <out_dir> (each only when its content changes, so builds stay incremental):
 
-- cuda_ew_ops.cuh: one functor per unary/binary primitive with a c_expr, whose call operator
-  (a template over the compute type) returns the op's C expression. The op selection, the
+- cuda_ew_ops.cuh: one functor per unary/binary primitive with a c_expr and per composite
+  with a native expression, whose call operator (a template over the compute type, given the
+  launch's attribute slots) returns the op's C expression. The op selection, the
   dtype rules and the expression overrides (integer wrap-around, Python floor division and
   remainder, sign of NaN, bool bitwise_not) are the OpenCL generator's (collect() in
   gen_opencl_elementwise.py, itself built on gen_cpu_elementwise.py); the ew_<f> functions the
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_cpu_elementwise import DTYPES, GenError, cli, load, write_if_changed
-from gen_opencl_elementwise import OCL_DTYPES, collect
+from gen_opencl_elementwise import OCL_DTYPES, attr_decls, attr_specs, collect
 
 OPS_HEADER = "cuda_ew_ops.cuh"
 TABLES_HEADER = "cuda_ew_tables.h"
@@ -46,9 +47,13 @@ def code_of(dtype: str) -> int:
 
 def functor(op: dict) -> str:
     params = "T x" if op["kind"] == "unary" else "T x, T y"
+    decls = attr_decls(op, "at[{i}]")
+    body = f"typedef T ew_ct; {decls + ' ' if decls else ''}(void)at; return {op['expr']};"
     return (f"struct cu_ew_f_{op['name']} {{\n"
             f"  template <class T>\n"
-            f"  CU_D auto operator()({params}) const {{ return {op['expr']}; }}\n"
+            f"  CU_D auto operator()({params}, const int64_t *at) const {{\n"
+            f"    {body}\n"
+            f"  }}\n"
             f"}};\n")
 
 
@@ -77,9 +82,12 @@ def render_table(ops: list[dict], dtype: str) -> str:
              f"extern const cu_ew_entry cu_ew_table_{dtype}[] = {{"]
     for op in ops:
         if dtype in op["dtypes"]:
+            attrs = op.get("attrs", [])
+            specs = attr_specs(op) or "{nullptr, 0, 0}"
             parts.append(f'    {{"{op["name"]}", {KIND[op["kind"]]}, '
-                         f'{int(op.get("out_bool", False))}, {launcher(op, dtype)}}},')
-    parts.append("    {nullptr, 0, 0, nullptr},")
+                         f'{int(op.get("out_bool", False))}, {launcher(op, dtype)}, '
+                         f'{len(attrs)}, {{{specs}}}}},')
+    parts.append("    {nullptr, 0, 0, nullptr, 0, {{nullptr, 0, 0}}},")
     parts.append("};")
     return "\n".join(parts) + "\n"
 

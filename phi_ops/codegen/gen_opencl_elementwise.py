@@ -7,10 +7,13 @@ writes <out_dir>/ocl_elementwise_gen.h (only when its content changes). The head
 - ocl_ew_program_source[HWP_DTYPE_COUNT]: per dtype D, the OpenCL C source of one program:
   "#define DT_<D> 1", the prelude (device_plugins/opencl/elementwise_prelude.cl: loads, stores,
   compute types and the ew_<f> functions c_expr calls), then one kernel per op registered for D:
-  k_<op> for the unary/binary primitives with a c_expr (the CPU generator's selection and
-  dtype rules, phi_ops/codegen/gen_cpu_elementwise.py), k_where, k_cast (every target; the target
-  code is the `arg` kernel argument), k_copy and k_fill (raw bits in the `sa.s0` argument);
-- ocl_ew_ops[]: {op name, kind, mask of the dtypes (1 << HWP_DType) it is registered for}.
+  k_<op> for the unary/binary primitives with a c_expr and the composites with a native
+  expression (the CPU generator's selection and dtype rules, phi_ops/codegen/
+  gen_cpu_elementwise.py; a composite's attrs come from the `at` argument's slots), k_where,
+  k_cast (every target; the target code is the `arg` kernel argument), k_copy and k_fill (raw
+  bits in the `sa.s0` argument);
+- ocl_ew_ops[]: {op name, kind, mask of the dtypes (1 << HWP_DType) it is registered for,
+  the attr specs a native composite's kernel reads (hwps_attr_spec, native_attrs.h)}.
 
 Where the C expression alone does not give numpy's semantics (integer wrap-around, Python floor
 division/remainder, sign of NaN, bool bitwise_not), the expression is overridden (OVERRIDES),
@@ -29,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_cpu_elementwise import (
     DTYPES,
     GenError,
+    attr_decls,
+    attr_specs,
     cli,
     load,
     resolve_dtypes,
@@ -78,7 +83,8 @@ def collect(doc: dict) -> list[dict]:
             continue
         expr = OVERRIDES.get(op["name"], op["expr"].replace("cpu_ew_", "ew_"))
         ops.append({"name": op["name"], "kind": op["category"], "dtypes": op["dtypes"],
-                    "expr": expr, "out_bool": op["out"] == "OUT_BOOL"})
+                    "expr": expr, "out_bool": op["out"] == "OUT_BOOL",
+                    "attrs": op["attrs"]})
     groups = doc.get("dtype_groups", {})
     by_name = {op.get("name"): op for op in doc.get("ops", [])}
     for name in SPECIAL:
@@ -97,6 +103,8 @@ def kernel_source(op: dict, dtype: str) -> str:
         osz = 1 if op["out_bool"] else size
         store = "ST_BOOL" if op["out_bool"] else "ST"
         load = "  CT x = LD(px, al);\n" + ("  CT y = LD(py, al);\n" if kind == "binary" else "")
+        decls = attr_decls(op, "at.s{i}")
+        load += f"  {decls}\n" if decls else ""
         return (head + f"  EW_PROLOGUE({osz})\n" + load +
                 f"  {store}(po, al, {op['expr']});\n}}\n")
     if kind == "where":
@@ -143,19 +151,25 @@ def render(ops: list[dict], prelude: str) -> str:
         "",
         "#include <stdint.h>",
         "",
+        '#include "native_attrs.h"',
+        "",
         "enum { OCL_EW_UNARY = 1, OCL_EW_BINARY = 2, OCL_EW_WHERE = 3, OCL_EW_CAST = 4,",
         "       OCL_EW_COPY = 5, OCL_EW_FILL = 6 };",
         "typedef struct ocl_ew_op_info {",
         "  const char *name;",
         "  int kind;",
         "  uint32_t dtype_mask; /* bit d: registered for HWP_DType d */",
+        "  int nattrs;          /* a native composite's attributes (the `at` slots) */",
+        "  hwps_attr_spec attrs[HWPS_MAX_NATIVE_ATTRS];",
         "} ocl_ew_op_info;",
         "",
         "static const ocl_ew_op_info ocl_ew_ops[] = {",
     ]
     for op in ops:
         mask = sum(1 << OCL_DTYPES[d][0] for d in op["dtypes"])
-        parts.append(f'    {{"{op["name"]}", {KIND[op["kind"]]}, 0x{mask:03x}u}},')
+        specs = attr_specs(op) or "{NULL, 0, 0}"
+        parts.append(f'    {{"{op["name"]}", {KIND[op["kind"]]}, 0x{mask:03x}u, '
+                     f'{len(op.get("attrs", []))}, {{{specs}}}}},')
     parts.append("};")
     parts.append(f"#define OCL_EW_NUM_OPS {len(ops)}")
     parts.append("")

@@ -107,7 +107,8 @@ def h():
 def expected_registrations() -> set[tuple[str, int]]:
     """(op, dtype code) the plugin must register: the generated elementwise ops (the OpenCL
     generator's selection from ops.yaml), reductions, fused nn, matmul, scans, uniform and the
-    index ops, over DTYPES: every primitive of ops.yaml."""
+    index ops, over DTYPES: every primitive of ops.yaml, and the composites it runs natively
+    (the native elementwise ones, mean, the fused nn ones)."""
     doc = load(REPO / "phi_ops" / "ops.yaml")
     want = {(op["name"], DT[d]) for op in collect(doc) for d in op["dtypes"] if d in DTYPES}
     by_name = {op["name"]: op for op in doc["ops"]}
@@ -117,7 +118,7 @@ def expected_registrations() -> set[tuple[str, int]]:
         spec = by_name[name]["dtypes"]
         return [d for d in (groups[spec] if isinstance(spec, str) else spec) if d in DTYPES]
 
-    for name in ("sum", "prod", "max", "min", "argmax", "argmin", "matmul", "softmax",
+    for name in ("sum", "prod", "max", "min", "mean", "argmax", "argmin", "matmul", "softmax",
                  "log_softmax", "layer_norm", "rms_norm", "cumsum", "cumprod", "uniform",
                  "arange", "concat", "pad", "gather", "take_along_axis", "scatter", "argsort"):
         want |= {(name, DT[d]) for d in dtypes_of(name)}

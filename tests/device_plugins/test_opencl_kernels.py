@@ -97,6 +97,11 @@ INDEX_OP_DTYPES = [(op, d) for op in ("concat", "pad", "gather", "take_along_axi
                    if FP64 or (d != "float64" and not (op == "arange" and d in FLOATS))]
 RANDOM_OP_DTYPES = [("uniform", d) for d in _YAML["dtype_groups"][_YOPS["uniform"]["dtypes"]]
                     if FP64]
+# The composites the plugin also runs natively (ops.yaml `native`: the elementwise ones and mean;
+# tested in test_native_composites.py), for their dtypes; log_softmax is counted above.
+NATIVE_OP_DTYPES = [(o["name"], d) for o in _YAML["ops"]
+                    if o["kind"] == "composite" and o.get("native") and o["name"] != "log_softmax"
+                    for d in _YAML["dtype_groups"][o["dtypes"]] if FP64 or d != "float64"]
 ARITY = {op: (1 if op in ("cast", "copy") else 3 if op == "where" else 0 if op == "fill"
               else None) for op in KERNELS}
 
@@ -104,7 +109,7 @@ ARITY = {op: (1 if op in ("cast", "copy") else 3 if op == "where" else 0 if op =
 def test_registered_kernels_are_exactly_the_intended_set():
     entry = next(p for p in rt.plugins() if p["device_type"] == "opencl")
     want = len(OP_DTYPES) + len(REDUCTION_OP_DTYPES)
-    want += len(INDEX_OP_DTYPES) + len(RANDOM_OP_DTYPES)
+    want += len(INDEX_OP_DTYPES) + len(RANDOM_OP_DTYPES) + len(NATIVE_OP_DTYPES)
     assert entry["num_kernels"] == want, (entry["num_kernels"], want)
     assert {"abs", "add", "divide", "pow", "maximum", "where", "cast", "copy",
             "fill"} <= set(KERNELS)
@@ -348,6 +353,7 @@ def test_direct_registrations_are_exact_and_strided(ocl):
 
     want = {(op, DTYPE_CODE[d]) for op, d in OP_DTYPES + REDUCTION_OP_DTYPES}
     want |= {(op, DTYPE_CODE[d]) for op, d in INDEX_OP_DTYPES + RANDOM_OP_DTYPES}
+    want |= {(op, DTYPE_CODE[d]) for op, d in NATIVE_OP_DTYPES}
     assert set(ocl.registrations) == want
     assert all(r.flags == 1 for r in ocl.registrations.values())  # HWP_KERNEL_ACCEPTS_STRIDED
 

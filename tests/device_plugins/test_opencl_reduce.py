@@ -51,6 +51,8 @@ DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat
           "float64")
 REGISTERED = [d for d in DTYPES if FP64 or d != "float64"]
 OP_DTYPES = [(op, d) for op in OPS for d in REGISTERED]
+# mean, the composite the plugin reduces natively: the float dtypes (ops.yaml)
+OP_DTYPES += [("mean", d) for d in REGISTERED if d.startswith(("float", "bfloat"))]
 
 
 def np_dtype(name: str) -> np.dtype:
