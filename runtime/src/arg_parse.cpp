@@ -1,0 +1,76 @@
+#include "arg_parse.h"
+
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+
+namespace hwport::pipeline {
+
+namespace py = pybind11;
+
+namespace {
+
+const char* param_name(const OpSpec& op, int i) {
+  return i < op.num_inputs ? op.inputs[i].name : op.attrs[i - op.num_inputs].name;
+}
+
+}  // namespace
+
+bool bind_args(const OpSpec& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+               BoundArgs* out) {
+  out->count = op.num_inputs + op.num_attrs;
+  if (out->count > kMaxParams || nargs > out->count) return false;
+  for (int i = 0; i < out->count; ++i) out->slot[i] = i < nargs ? args[i] : nullptr;
+  if (!kwnames) return true;
+  const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    if (!name) {
+      PyErr_Clear();
+      return false;
+    }
+    int found = -1;
+    for (int i = 0; i < out->count; ++i)
+      if (std::strcmp(param_name(op, i), name) == 0) found = i;
+    if (found < 0 || out->slot[found]) return false;
+    out->slot[found] = args[nargs + k];
+  }
+  return true;
+}
+
+Tensor* as_tensor(PyObject* obj) {
+  py::detail::make_caster<Tensor> caster;
+  if (!caster.load(obj, /*convert=*/false)) return nullptr;
+  return &static_cast<Tensor&>(caster);
+}
+
+bool is_plain_scalar(PyObject* obj) {
+  return PyBool_Check(obj) || PyLong_CheckExact(obj) || PyFloat_CheckExact(obj);
+}
+
+DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype) {
+  if (PyBool_Check(scalar)) return tensor_dtype;
+  if (PyLong_Check(scalar)) return tensor_dtype == DType::Bool ? DType::Int64 : tensor_dtype;
+  return is_floating(tensor_dtype) ? tensor_dtype : DType::Float32;
+}
+
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out) {
+  for (int a = 0; a < op.num_attrs; ++a) {
+    const AttrSpec& spec = op.attrs[a];
+    if (spec.kind != AttrKind::Bool) return false;
+    PyObject* v = args.slot[op.num_inputs + a];
+    bool value;
+    if (!v) {
+      if (!spec.default_value.has_default || spec.default_value.is_none) return false;
+      value = spec.default_value.b;
+    } else if (PyBool_Check(v)) {
+      value = v == Py_True;
+    } else {
+      return false;
+    }
+    out->emplace_back(spec.name, AttrValue::of_bool(value));
+  }
+  return true;
+}
+
+}  // namespace hwport::pipeline

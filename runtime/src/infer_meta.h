@@ -1,0 +1,37 @@
+// Infer-meta of the op-call pipeline in C++, one rule per family (pipeline_ops.h Family),
+// mirroring phi_ops/infer_meta.py (the oracle the tests compare these with on every op and
+// every shape case of phi_ops.sample_inputs). A rule never raises: where the Python rule would
+// raise (or a case is not covered), it returns false and the call takes the Python path,
+// which raises the reliability issue's message.
+#pragma once
+
+#include <vector>
+
+#include "pipeline_ops.h"
+#include "tensor.h"
+
+namespace hwport::pipeline {
+
+struct MetaIn {
+  const Shape* shape;
+  DType dtype;
+};
+
+struct ElementwisePlan {
+  Shape shape;      // of the output (the broadcast shape of binary ops)
+  DType out;        // output dtype
+  DType compute;    // the dtype inputs are cast to and the kernel is keyed by
+  bool cast[2] = {false, false};  // input i is cast to `compute` first
+};
+
+// unary: float-only ops compute integer/bool inputs in float32 (phi_ops/dispatch.py
+// _promote_unsupported); the key dtype must have a kernel dtype.
+bool infer_unary(const OpSpec& op, const MetaIn& x, ElementwisePlan* plan);
+// binary: numpy broadcasting; the promoted dtype must be one of the op's dtypes; the `float`
+// rule computes integers in float32 (divide).
+bool infer_binary(const OpSpec& op, const MetaIn& x, const MetaIn& y, ElementwisePlan* plan);
+// The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
+// this slice leaves to Python).
+bool out_dtype(const OpSpec& op, DType common, DType* out);
+
+}  // namespace hwport::pipeline
