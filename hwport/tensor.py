@@ -163,8 +163,8 @@ def _bind_ops() -> None:
         if dunder in fast:
             continue
         if dunder in functional.PIPELINE_OPERATORS:  # the C++ op pipeline, else Python's path
-            op_id, reflected = functional.PIPELINE_OPERATORS[dunder]
-            setattr(Tensor, dunder, _core._pipeline_operator(op_id, reflected, dunder))
+            op_id, swapped = functional.PIPELINE_OPERATORS[dunder]
+            setattr(Tensor, dunder, _core._pipeline_operator(op_id, swapped, dunder))
             continue
         setattr(Tensor, dunder, _reflected(fn) if reflected else fn)
     Tensor.__getitem__ = getitem

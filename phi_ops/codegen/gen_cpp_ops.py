@@ -6,8 +6,8 @@ phi_ops/ops.yaml.
 writes <out_dir>/pipeline_ops.inc (only when its content changes, so builds stay incremental):
 one `OpSpec` per op of ops.yaml, in file order (the op's id is its index; the generated
 phi_ops/functional.py passes the same ids), with its inputs (optional / variadic), attributes
-(kind, default), category, infer_meta rule, kind, out_dtype rule, dtypes and kernel dtypes as
-bit masks, the Paddle keyword names the Python function takes, and the pipeline family that
+(kind, default; in the Python function's order), category, infer_meta rule, kind, out_dtype
+rule, dtypes and kernel dtypes as bit masks, the Paddle keyword names the Python function takes, and the pipeline family that
 serves it in C++ (`family` below; ops of no family always take the Python path).
 
 Standalone on purpose: it runs at build time with only Python 3.11 and PyYAML (gen_python imports
@@ -86,7 +86,10 @@ def render(raw: dict) -> str:
     for op_id, e in enumerate(raw["ops"]):
         name = e["name"]
         inputs = e.get("inputs") or []
-        attrs = e.get("attrs") or {}
+        # Attributes in the Python function's order (gen_python.signature): required first.
+        raw_attrs = e.get("attrs") or {}
+        attrs = {a: s for a, s in raw_attrs.items() if "default" not in s}
+        attrs.update({a: s for a, s in raw_attrs.items() if "default" in s})
         in_rows = []
         for i in inputs:
             variadic, optional = i.endswith("..."), i.endswith("?")

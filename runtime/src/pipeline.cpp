@@ -21,9 +21,16 @@ namespace {
 // All owned for the life of the process (leaked on purpose: a static py::object would be
 // released after the interpreter is gone).
 PyObject* g_dispatch_dict = nullptr;      // phi_ops.dispatch.__dict__
-PyObject* g_default_allocator = nullptr;  // _core.empty
+PyObject* g_core_dict = nullptr;          // _core.__dict__
 PyObject* g_call_key = nullptr;           // "call"
-PyObject* g_allocator_key = nullptr;      // "output_allocator"
+// A hook the Python path calls that can be swapped (key, the default value): the guards suite
+// swaps phi_ops.dispatch.output_allocator, tests spy on _core.launch and _core.has_kernel.
+struct Hook {
+  PyObject** dict;
+  PyObject* key;
+  PyObject* value;
+};
+Hook g_hooks[3] = {};
 uint64_t g_fast_calls = 0, g_python_calls = 0;  // under the GIL
 
 PyObject* op_name_str(const OpSpec& op) {
@@ -33,12 +40,15 @@ PyObject* op_name_str(const OpSpec& op) {
   return s;
 }
 
-// hwcheck's guards suite swaps phi_ops.dispatch.output_allocator: then every call is Python's.
+// With a hook swapped every call is Python's (which calls the hook).
 bool default_hooks() {
   if (!g_dispatch_dict) return false;
-  PyObject* alloc = PyDict_GetItemWithError(g_dispatch_dict, g_allocator_key);
-  if (!alloc) PyErr_Clear();
-  return alloc == g_default_allocator;
+  for (const Hook& h : g_hooks) {
+    PyObject* v = PyDict_GetItemWithError(*h.dict, h.key);
+    if (!v) PyErr_Clear();
+    if (v != h.value) return false;
+  }
+  return true;
 }
 
 // The Python path with the arguments as given: phi_ops.dispatch.call(name, inputs, attrs).
@@ -274,9 +284,14 @@ pybind11::object infer_py(const std::string& name,
 
 void register_pipeline(pybind11::module_& m) {
   namespace py = pybind11;
-  g_default_allocator = py::object(m.attr("empty")).release().ptr();
+  g_core_dict = PyModule_GetDict(m.ptr());
   g_call_key = PyUnicode_InternFromString("call");
-  g_allocator_key = PyUnicode_InternFromString("output_allocator");
+  const char* names[][2] = {{"output_allocator", "empty"}, {"launch", "launch"},
+                            {"has_kernel", "has_kernel"}};
+  for (int i = 0; i < 3; ++i)
+    g_hooks[i] = {i == 0 ? &g_dispatch_dict : &g_core_dict,
+                  PyUnicode_InternFromString(names[i][0]),
+                  py::object(m.attr(names[i][1])).release().ptr()};
   if (PyModule_AddFunctions(m.ptr(), g_methods) != 0) throw py::error_already_set();
   m.def("_pipeline_register", [](py::module_ dispatch) {
     // The first wins: phi_ops imported a second time under another name (phi_ops and

@@ -14,7 +14,8 @@ namespace hwport::pipeline {
 
 // _core._op_call(op_id, *args, **kwargs), _core._pipeline_register(dispatch_module),
 // _core._pipeline_operator(op_id, reflected, name), and the tests' _core._pipeline_infer and
-// _core._pipeline_ops. `empty` must already be defined on `m` (the default output allocator).
+// _core._pipeline_ops. `empty`, `launch` and `has_kernel` must already be defined on `m`
+// (the defaults of the hooks the Python path calls).
 void register_pipeline(pybind11::module_& m);
 
 }  // namespace hwport::pipeline
