@@ -7,8 +7,9 @@ writes <out_dir>/pipeline_ops.inc (only when its content changes, so builds stay
 one `OpSpec` per op of ops.yaml, in file order (the op's id is its index; the generated
 phi_ops/functional.py passes the same ids), with its inputs (optional / variadic), attributes
 (kind, default; in the Python function's order), category, infer_meta rule, kind, out_dtype
-rule, dtypes and kernel dtypes as bit masks, the Paddle keyword names the Python function takes, and the pipeline family that
-serves it in C++ (`family` below; ops of no family always take the Python path).
+rule, dtypes and kernel dtypes as bit masks, the Paddle keyword names the Python function
+takes, and the pipeline family that serves it in C++ (`family` below; ops of no family always
+take the Python path).
 
 Standalone on purpose: it runs at build time with only Python 3.11 and PyYAML (gen_python imports
 `family` from it, so the Python functions and the C++ table agree on what is covered).
