@@ -412,7 +412,7 @@ def sum(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, dtype: A
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: the reduced dims, non-negative, sorted, unique, never empty (the host expands an empty list to all dims; keepdim changes only the output shape, not its contiguous layout). Output dtype int64 for bool/integer inputs; float16/bfloat16 accumulate in float32."""
-    return _call('sum', (x,), {'axis': axis, 'keepdim': keepdim, 'dtype': dtype})
+    return _op_call(53, x, axis, keepdim, dtype)
 
 
 def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -420,7 +420,7 @@ def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.mean)"""
-    return _call('mean', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(54, x, axis, keepdim)
 
 
 def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -428,7 +428,7 @@ def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: As sum."""
-    return _call('prod', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(55, x, axis, keepdim)
 
 
 def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -436,7 +436,7 @@ def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As sum (the output has the input dtype); the host rejects reductions over zero elements."""
-    return _call('max', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(56, x, axis, keepdim)
 
 
 def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -444,7 +444,7 @@ def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As max."""
-    return _call('min', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(57, x, axis, keepdim)
 
 
 def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -452,7 +452,7 @@ def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.any)"""
-    return _call('any', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(58, x, axis, keepdim)
 
 
 def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -460,7 +460,7 @@ def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.all)"""
-    return _call('all', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(59, x, axis, keepdim)
 
 
 def argmax(x: Any, axis: int | None=None, keepdim: bool=False) -> Any:
@@ -484,7 +484,7 @@ def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) ->
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.logsumexp)"""
-    return _call('logsumexp', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(62, x, axis, keepdim)
 
 
 def var(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased: bool=True) -> Any:
@@ -492,7 +492,7 @@ def var(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.var)"""
-    return _call('var', (x,), {'axis': axis, 'keepdim': keepdim, 'unbiased': unbiased})
+    return _op_call(63, x, axis, keepdim, unbiased)
 
 
 def std(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased: bool=True) -> Any:
@@ -500,7 +500,7 @@ def std(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.std)"""
-    return _call('std', (x,), {'axis': axis, 'keepdim': keepdim, 'unbiased': unbiased})
+    return _op_call(64, x, axis, keepdim, unbiased)
 
 
 def cumsum(x: Any, axis: int | None=None) -> Any:

@@ -40,11 +40,16 @@ def family(category: str, infer_meta: str, attr_types: Sequence[str]) -> str | N
             per-op checks (softplus) and stay in Python for now
     binary  elementwise ops of two inputs with broadcasting and promotion (category and rule
             `binary`: arithmetic, comparisons, logical and bitwise ops), Python scalars
-            included"""
+            included
+    reduce  reductions (category `reduction`, rule `reduce`): axis, keepdim, sum's dtype, and
+            bool attributes the kernel reads as they are (var's unbiased)"""
     if category == "unary" and infer_meta == "unary" and all(t == "bool" for t in attr_types):
         return "unary"
     if category == "binary" and infer_meta == "binary" and not attr_types:
         return "binary"
+    if category == "reduction" and infer_meta == "reduce" and set(attr_types) <= {
+            "ints", "bool", "dtype"}:
+        return "reduce"
     return None
 
 

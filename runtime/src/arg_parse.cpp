@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "py_convert.h"
+
 namespace hwport::pipeline {
 
 namespace py = pybind11;
@@ -69,6 +71,64 @@ bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out) {
       return false;
     }
     out->emplace_back(spec.name, AttrValue::of_bool(value));
+  }
+  return true;
+}
+
+namespace {
+
+bool plain_int(PyObject* v, int64_t* out) {
+  if (!PyLong_CheckExact(v)) return false;  // bools and numpy ints: Python's rule
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+  if (overflow || (x == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+bool int_list(PyObject* v, std::vector<int64_t>* out) {
+  out->clear();
+  if (!v || v == Py_None) return true;
+  int64_t x;
+  if (plain_int(v, &x)) {
+    out->push_back(x);
+    return true;
+  }
+  if (!PyList_Check(v) && !PyTuple_Check(v)) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+  PyObject** items = PySequence_Fast_ITEMS(v);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!plain_int(items[i], &x)) return false;
+    out->push_back(x);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool reduce_attrs(const OpSpec& op, const BoundArgs& args, ReduceAttrs* out, Attrs* kernel) {
+  for (int a = 0; a < op.num_attrs; ++a) {
+    const AttrSpec& spec = op.attrs[a];
+    PyObject* v = args.slot[op.num_inputs + a];
+    const std::string name = spec.name;
+    if (name == "axis" && spec.kind == AttrKind::Ints) {
+      if (!int_list(v, &out->axis)) return false;
+    } else if (name == "dtype" && spec.kind == AttrKind::DType) {
+      out->has_dtype = v && v != Py_None;
+      if (out->has_dtype) out->dtype = dtype_from_py(v, op.name, "dtype");  // throws: Python
+    } else if (spec.kind == AttrKind::Bool) {
+      bool b = spec.default_value.b;
+      if (v && !PyBool_Check(v)) return false;
+      if (v) b = v == Py_True;
+      if (!v && (!spec.default_value.has_default || spec.default_value.is_none)) return false;
+      if (name == "keepdim") out->keepdim = b;
+      else kernel->emplace_back(spec.name, AttrValue::of_bool(b));
+    } else {
+      return false;
+    }
   }
   return true;
 }

@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include "dispatch.h"
+#include "infer_meta.h"
 #include "pipeline_ops.h"
 #include "tensor.h"
 
@@ -38,5 +39,9 @@ DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype);
 // The kernel attributes of the op from the bound arguments (defaults for those not given).
 // False where one is not of the kind the fast path passes straight (only bools for now).
 bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out);
+
+// A reduction's attributes: axis (None, an int or a list of ints), keepdim (a bool), dtype
+// (None or a dtype), the other bools as kernel attributes. False where one is of another form.
+bool reduce_attrs(const OpSpec& op, const BoundArgs& args, ReduceAttrs* out, Attrs* kernel);
 
 }  // namespace hwport::pipeline

@@ -30,6 +30,24 @@ bool infer_unary(const OpSpec& op, const MetaIn& x, ElementwisePlan* plan);
 // binary: numpy broadcasting; the promoted dtype must be one of the op's dtypes; the `float`
 // rule computes integers in float32 (divide).
 bool infer_binary(const OpSpec& op, const MetaIn& x, const MetaIn& y, ElementwisePlan* plan);
+struct ReduceAttrs {
+  std::vector<int64_t> axis;  // as given ([]: every dim)
+  bool keepdim = false;
+  bool has_dtype = false;  // sum's dtype attribute
+  DType dtype = DType::Float32;
+};
+
+struct ReducePlan {
+  Shape shape;
+  DType out;
+  DType key;  // the dtype x is cast to (sum's dtype) and the kernel is keyed by
+  std::vector<int64_t> axes;  // normalized: non-negative, sorted, unique, never empty
+};
+
+// reduce: axes normalized (out of range or repeated: Python's error); a 0-d x or a zero-size
+// reduced dim takes the Python path (its special forms and errors), as does a key dtype
+// without kernels.
+bool infer_reduce(const OpSpec& op, const MetaIn& x, const ReduceAttrs& attrs, ReducePlan* plan);
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -162,10 +162,54 @@ PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
+PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  if (!x) return nullptr;
+  ReduceAttrs given;
+  Attrs attrs;
+  if (!reduce_attrs(op, a, &given, &attrs)) return nullptr;
+  ReducePlan plan;
+  if (!infer_reduce(op, {&x->shape, x->dtype}, given, &plan)) return nullptr;
+  Device* device = x->device();
+  if (!op.primitive && (!native_kernel(op, device, plan.key) ||
+                        (is_floating(x->dtype) && x->dtype != plan.key)))
+    return nullptr;
+  Tensor casted;
+  const Tensor* in = x;
+  if (x->dtype != plan.key) {
+    casted = cast(*x, plan.key);
+    in = &casted;
+  }
+  // The kernel contract's attributes, as phi_ops/dispatch.py passes them (dtype by name).
+  AttrValue axis;
+  axis.type = HWP_ATTR_INT64_ARRAY;
+  axis.ints = plan.axes;
+  attrs.emplace_back("axis", std::move(axis));
+  attrs.emplace_back("keepdim", AttrValue::of_bool(given.keepdim));
+  if (given.has_dtype) {
+    AttrValue d;
+    d.type = HWP_ATTR_STRING;
+    d.s = dtype_name(given.dtype);
+    attrs.emplace_back("dtype", std::move(d));
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.key, device, &in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
+PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
+  switch (op.family) {
+    case Family::Unary: return run_unary(op, a);
+    case Family::Binary: return run_binary(op, a);
+    case Family::Reduce: return run_reduce(op, a);
+    default: return nullptr;
+  }
+}
+
 PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
   if (op.family != Family::None && !layers::any_active() && default_hooks()) {
     try {
-      PyObject* out = op.family == Family::Unary ? run_unary(op, a) : run_binary(op, a);
+      PyObject* out = run_family(op, a);
       if (out) {
         ++g_fast_calls;
         return out;
@@ -255,29 +299,54 @@ const char* family_name(Family f) {
   switch (f) {
     case Family::Unary: return "unary";
     case Family::Binary: return "binary";
+    case Family::Reduce: return "reduce";
     default: return "";
   }
 }
 
-// Test hook: the C++ rule's (shape, out dtype, key dtype) for `metas` ((shape, dtype name)
-// per input), or None where the call would take the Python path.
+// Test hook: the C++ rule's (shape, out dtype, key dtype[, normalized axes]) for `metas`
+// ((shape, dtype name) per input) and `attrs` (by name), or None where the call would take the
+// Python path.
 pybind11::object infer_py(const std::string& name,
-                          const std::vector<std::pair<Shape, std::string>>& metas) {
+                          const std::vector<std::pair<Shape, std::string>>& metas,
+                          pybind11::dict attrs) {
+  namespace py = pybind11;
   const OpSpec* op = op_spec(name.c_str());
-  if (!op) throw pybind11::value_error("_pipeline_infer: unknown op " + name);
+  if (!op) throw py::value_error("_pipeline_infer: unknown op " + name);
   std::vector<MetaIn> in;
   for (const auto& m : metas) {
     DType d;
-    if (!dtype_from_name(m.second, &d)) throw pybind11::value_error("unknown dtype " + m.second);
+    if (!dtype_from_name(m.second, &d)) throw py::value_error("unknown dtype " + m.second);
     in.push_back({&m.first, d});
   }
-  ElementwisePlan plan;
-  bool ok = false;
-  if (op->family == Family::Unary && in.size() == 1) ok = infer_unary(*op, in[0], &plan);
-  if (op->family == Family::Binary && in.size() == 2) ok = infer_binary(*op, in[0], in[1], &plan);
-  if (!ok) return pybind11::none();
-  return pybind11::make_tuple(pybind11::tuple(pybind11::cast(plan.shape)),
-                              dtype_name(plan.out), dtype_name(plan.compute));
+  BoundArgs a;
+  a.count = op->num_inputs + op->num_attrs;
+  for (int k = 0; k < op->num_attrs; ++k)
+    if (attrs.contains(op->attrs[k].name))
+      a.slot[op->num_inputs + k] = py::object(attrs[op->attrs[k].name]).ptr();  // kept by attrs
+  if (in.size() != static_cast<size_t>(op->num_inputs)) return py::none();
+  try {
+    ElementwisePlan plan;
+    Attrs kernel;
+    if (op->family == Family::Unary) {
+      if (!kernel_attrs(*op, a, &kernel) || !infer_unary(*op, in[0], &plan)) return py::none();
+    } else if (op->family == Family::Binary) {
+      if (!infer_binary(*op, in[0], in[1], &plan)) return py::none();
+    } else if (op->family == Family::Reduce) {
+      ReduceAttrs given;
+      ReducePlan r;
+      if (!reduce_attrs(*op, a, &given, &kernel) || !infer_reduce(*op, in[0], given, &r))
+        return py::none();
+      return py::make_tuple(py::tuple(py::cast(r.shape)), dtype_name(r.out), dtype_name(r.key),
+                            py::cast(r.axes));
+    } else {
+      return py::none();
+    }
+    return py::make_tuple(py::tuple(py::cast(plan.shape)), dtype_name(plan.out),
+                          dtype_name(plan.compute));
+  } catch (const Error&) {
+    return py::none();
+  }
 }
 
 }  // namespace
@@ -300,7 +369,8 @@ void register_pipeline(pybind11::module_& m) {
   }, py::arg("dispatch"), "Sets the Python path of the op pipeline (phi_ops.dispatch).");
   m.def("_pipeline_operator", &make_operator, py::arg("op_id"), py::arg("reflected"),
         py::arg("name"), "The Tensor method of a C++-bound operator of op `op_id`.");
-  m.def("_pipeline_infer", &infer_py, py::arg("op"), py::arg("metas"));
+  m.def("_pipeline_infer", &infer_py, py::arg("op"), py::arg("metas"),
+        py::arg("attrs") = py::dict());
   m.def("_pipeline_ops", []() {
     py::list out;
     for (int i = 0; i < num_ops(); ++i) {
