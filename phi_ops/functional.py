@@ -804,7 +804,7 @@ def cast(x: Any, dtype: Any) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: The output view carries the target dtype; keyed by the input dtype, so one kernel handles every target."""
-    return _call('cast', (x,), {'dtype': dtype})
+    return _op_call(102, x, dtype)
 
 
 def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0.0, high: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None) -> Any:

@@ -32,23 +32,27 @@ ATTR_KINDS = {"bool": "Bool", "int": "Int", "float": "Float", "str": "Str", "dty
 OUT_RULES = {"same": "Same", "bool": "Bool", "int64": "Int64", "float": "Float", "sum": "Sum"}
 
 
-def family(category: str, infer_meta: str, attr_types: Sequence[str]) -> str | None:
-    """The C++ rule family serving an op, from its ops.yaml fields (None: the Python path).
+def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str) -> str | None:
+    """The C++ rule family serving an op, from its ops.yaml fields (`attrs`: name -> type;
+    None: the Python path).
 
     unary   elementwise ops of one input (category and rule `unary`) whose attributes, if
-            any, are bools the kernel reads as they are (gelu's approximate); float attrs carry
-            per-op checks (softplus) and stay in Python for now
+            any, are bools the kernel reads as they are (gelu's approximate) or the dtype
+            attribute their out_dtype names (cast); float attrs carry per-op checks
+            (softplus) and stay in Python for now
     binary  elementwise ops of two inputs with broadcasting and promotion (category and rule
             `binary`: arithmetic, comparisons, logical and bitwise ops), Python scalars
             included
     reduce  reductions (category `reduction`, rule `reduce`): axis, keepdim, sum's dtype, and
             bool attributes the kernel reads as they are (var's unbiased)"""
-    if category == "unary" and infer_meta == "unary" and all(t == "bool" for t in attr_types):
+    out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
+    if category == "unary" and infer_meta == "unary" and all(
+            t == "bool" or (n == out_attr and t == "dtype") for n, t in attrs.items()):
         return "unary"
-    if category == "binary" and infer_meta == "binary" and not attr_types:
+    if category == "binary" and infer_meta == "binary" and not attrs:
         return "binary"
-    if category == "reduction" and infer_meta == "reduce" and set(attr_types) <= {
-            "ints", "bool", "dtype"}:
+    if category == "reduction" and infer_meta == "reduce" and set(attrs.values()) <= {
+            "ints", "bool", "dtype"} and out_attr is None:
         return "reduce"
     return None
 
@@ -107,16 +111,19 @@ def render(raw: dict) -> str:
             lines.append(f"const InputSpec kInputs_{name}[] = {{{', '.join(in_rows)}}};")
         if attr_rows:
             lines.append(f"const AttrSpec kAttrs_{name}[] = {{{', '.join(attr_rows)}}};")
-        fam = family(e["category"], e["infer_meta"], [s["type"] for s in attrs.values()])
+        rule = str(e.get("out_dtype", "same"))
+        fam = family(e["category"], e["infer_meta"], {a: s["type"] for a, s in attrs.items()},
+                     rule)
         dtypes = _group(groups, e["dtypes"])
         kernel_dtypes = _group(groups, e.get("kernel_dtypes", e["dtypes"]))
-        rule = str(e.get("out_dtype", "same"))
-        out_rule = OUT_RULES.get(rule, "Attr")  # attr:<name>: Python-only families for now
+        out_rule = OUT_RULES.get(rule, "Attr")
+        # attr:<name>: the index of that attribute (-1: another rule)
+        out_attr = list(attrs).index(rule[5:]) if rule.startswith("attr:") else -1
         keywords = [n.rstrip("?.") for n in inputs] + list(attrs)
         rows.append(
             f"    {{{op_id}, {_cstr(name)}, {_cstr(e['category'])}, {_cstr(e['infer_meta'])}, "
             f"Family::{(fam or 'none').capitalize()}, {str(e['kind'] == 'primitive').lower()}, "
-            f"OutRule::{out_rule}, {_mask(dtypes)}, {_mask(kernel_dtypes)}, "
+            f"OutRule::{out_rule}, {out_attr}, {_mask(dtypes)}, {_mask(kernel_dtypes)}, "
             f"{len(inputs)}, {f'kInputs_{name}' if inputs else 'nullptr'}, "
             f"{len(attrs)}, {f'kAttrs_{name}' if attrs else 'nullptr'}, "
             f"{_cstr(', '.join(keywords))}}},")

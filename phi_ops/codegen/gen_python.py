@@ -93,7 +93,8 @@ def docstring(op: OpDef) -> str:
 
 def in_pipeline(op: OpDef) -> bool:
     """Whether the op's calls take the C++ pipeline (its fast path, else the Python path)."""
-    return family(op.category, op.infer_meta, [a.type for a in op.attrs]) is not None
+    return family(op.category, op.infer_meta, {a.name: a.type for a in op.attrs},
+                  op.out_dtype) is not None
 
 
 def function(op: OpDef, op_id: int) -> str:

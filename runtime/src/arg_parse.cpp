@@ -56,11 +56,20 @@ DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype) {
   return is_floating(tensor_dtype) ? tensor_dtype : DType::Float32;
 }
 
-bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out) {
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* out_dtype) {
   for (int a = 0; a < op.num_attrs; ++a) {
     const AttrSpec& spec = op.attrs[a];
-    if (spec.kind != AttrKind::Bool) return false;
     PyObject* v = args.slot[op.num_inputs + a];
+    if (a == op.out_attr && spec.kind == AttrKind::DType) {
+      if (!v || v == Py_None) return false;  // Python: "dtype is required"
+      *out_dtype = dtype_from_py(v, op.name, spec.name);
+      AttrValue name;
+      name.type = HWP_ATTR_STRING;
+      name.s = dtype_name(*out_dtype);
+      out->emplace_back(spec.name, std::move(name));
+      continue;
+    }
+    if (spec.kind != AttrKind::Bool) return false;
     bool value;
     if (!v) {
       if (!spec.default_value.has_default || spec.default_value.is_none) return false;

@@ -36,9 +36,11 @@ bool is_plain_scalar(PyObject* obj);
 // float keeps a float dtype, else float32.
 DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype);
 
-// The kernel attributes of the op from the bound arguments (defaults for those not given).
-// False where one is not of the kind the fast path passes straight (only bools for now).
-bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out);
+// The kernel attributes of the op from the bound arguments (defaults for those not given):
+// bools as they are, the dtype attribute of an attr:<name> out_dtype by name (as
+// phi_ops/dispatch.py passes it; its value in *out_dtype). False where one is of another kind
+// or form (a dtype that does not parse throws: the caller sends the call to Python).
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* out_dtype);
 
 // A reduction's attributes: axis (None, an int or a list of ints), keepdim (a bool), dtype
 // (None or a dtype), the other bools as kernel attributes. False where one is of another form.

@@ -26,7 +26,8 @@ struct ElementwisePlan {
 
 // unary: float-only ops compute integer/bool inputs in float32 (phi_ops/dispatch.py
 // _promote_unsupported); the key dtype must have a kernel dtype.
-bool infer_unary(const OpSpec& op, const MetaIn& x, ElementwisePlan* plan);
+// attr_dtype: the dtype attribute of an attr:<name> out_dtype (cast), else unused.
+bool infer_unary(const OpSpec& op, const MetaIn& x, DType attr_dtype, ElementwisePlan* plan);
 // binary: numpy broadcasting; the promoted dtype must be one of the op's dtypes; the `float`
 // rule computes integers in float32 (divide).
 bool infer_binary(const OpSpec& op, const MetaIn& x, const MetaIn& y, ElementwisePlan* plan);

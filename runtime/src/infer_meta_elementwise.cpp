@@ -13,14 +13,17 @@ bool out_dtype(const OpSpec& op, DType common, DType* out) {
   }
 }
 
-bool infer_unary(const OpSpec& op, const MetaIn& x, ElementwisePlan* plan) {
+bool infer_unary(const OpSpec& op, const MetaIn& x, DType attr_dtype, ElementwisePlan* plan) {
   DType d = x.dtype;
   plan->cast[0] = false;
   if (!op.has_dtype(d) && op.float_only() && !is_floating(d)) {
     d = DType::Float32;  // exp(int32) computes in float32, as PyTorch does
     plan->cast[0] = true;
   }
-  if (!out_dtype(op, d, &plan->out)) return false;
+  if (op.out_rule == OutRule::Attr && op.out_attr >= 0)
+    plan->out = attr_dtype;
+  else if (!out_dtype(op, d, &plan->out))
+    return false;
   if (!op.has_kernel_dtype(d)) return false;  // Python: "... does not support; supported: ..."
   plan->shape = *x.shape;
   plan->compute = d;

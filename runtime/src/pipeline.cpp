@@ -101,9 +101,10 @@ PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
   Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
   if (!x) return nullptr;  // a Python scalar input: Python's rule
   Attrs attrs;
-  if (!kernel_attrs(op, a, &attrs)) return nullptr;
+  DType attr_dtype = x->dtype;
+  if (!kernel_attrs(op, a, &attrs, &attr_dtype)) return nullptr;
   ElementwisePlan plan;
-  if (!infer_unary(op, {&x->shape, x->dtype}, &plan)) return nullptr;
+  if (!infer_unary(op, {&x->shape, x->dtype}, attr_dtype, &plan)) return nullptr;
   Device* device = x->device();
   if (!op.primitive && !native_kernel(op, device, plan.compute)) return nullptr;
   Tensor casted;
@@ -329,7 +330,10 @@ pybind11::object infer_py(const std::string& name,
     ElementwisePlan plan;
     Attrs kernel;
     if (op->family == Family::Unary) {
-      if (!kernel_attrs(*op, a, &kernel) || !infer_unary(*op, in[0], &plan)) return py::none();
+      DType attr_dtype = in[0].dtype;
+      if (!kernel_attrs(*op, a, &kernel, &attr_dtype) ||
+          !infer_unary(*op, in[0], attr_dtype, &plan))
+        return py::none();
     } else if (op->family == Family::Binary) {
       if (!infer_binary(*op, in[0], in[1], &plan)) return py::none();
     } else if (op->family == Family::Reduce) {

@@ -43,6 +43,7 @@ struct OpSpec {
   Family family;
   bool primitive;
   OutRule out_rule;
+  int out_attr;            // OutRule::Attr: the index of the dtype attribute; else -1
   uint32_t dtypes;         // bit i: DType i
   uint32_t kernel_dtypes;  // the dtypes kernels register for
   int num_inputs;
