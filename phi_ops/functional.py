@@ -396,7 +396,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: condition (bool), x, y already broadcast to the output shape; x, y of the output dtype."""
-    return _call('where', (condition, x, y), {})
+    return _op_call(51, condition, x, y)
 
 
 def clip(x: Any, min: float | None=None, max: float | None=None) -> Any:

@@ -44,13 +44,16 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
             `binary`: arithmetic, comparisons, logical and bitwise ops), Python scalars
             included
     reduce  reductions (category `reduction`, rule `reduce`): axis, keepdim, sum's dtype, and
-            bool attributes the kernel reads as they are (var's unbiased)"""
+            bool attributes the kernel reads as they are (var's unbiased)
+    where   the `where` rule: condition, x, y broadcast, x and y promoted (scalars included)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     if category == "unary" and infer_meta == "unary" and all(
             t == "bool" or (n == out_attr and t == "dtype") for n, t in attrs.items()):
         return "unary"
     if category == "binary" and infer_meta == "binary" and not attrs:
         return "binary"
+    if infer_meta == "where" and not attrs:
+        return "where"
     if category == "reduction" and infer_meta == "reduce" and set(attrs.values()) <= {
             "ints", "bool", "dtype"} and out_attr is None:
         return "reduce"

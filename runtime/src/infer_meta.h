@@ -21,7 +21,7 @@ struct ElementwisePlan {
   Shape shape;      // of the output (the broadcast shape of binary ops)
   DType out;        // output dtype
   DType compute;    // the dtype inputs are cast to and the kernel is keyed by
-  bool cast[2] = {false, false};  // input i is cast to `compute` first
+  bool cast[3] = {false, false, false};  // input i is cast first (where's condition: to bool)
 };
 
 // unary: float-only ops compute integer/bool inputs in float32 (phi_ops/dispatch.py
@@ -49,6 +49,10 @@ struct ReducePlan {
 // reduced dim takes the Python path (its special forms and errors), as does a key dtype
 // without kernels.
 bool infer_reduce(const OpSpec& op, const MetaIn& x, const ReduceAttrs& attrs, ReducePlan* plan);
+// where: condition, x and y broadcast together; x and y promoted (the output and key dtype);
+// condition computed as bool.
+bool infer_where(const OpSpec& op, const MetaIn& condition, const MetaIn& x, const MetaIn& y,
+                 ElementwisePlan* plan);
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -63,4 +63,17 @@ bool infer_binary(const OpSpec& op, const MetaIn& x, const MetaIn& y, Elementwis
   return true;
 }
 
+bool infer_where(const OpSpec& op, const MetaIn& condition, const MetaIn& x, const MetaIn& y,
+                 ElementwisePlan* plan) {
+  Shape xy;  // pairwise broadcasting fails exactly where the three-way one does
+  if (!broadcast(*x.shape, *y.shape, &xy) || !broadcast(*condition.shape, xy, &plan->shape))
+    return false;
+  plan->out = plan->compute = promote_types(x.dtype, y.dtype);
+  if (!op.has_kernel_dtype(plan->compute)) return false;
+  plan->cast[0] = condition.dtype != DType::Bool;
+  plan->cast[1] = x.dtype != plan->compute;
+  plan->cast[2] = y.dtype != plan->compute;
+  return true;
+}
+
 }  // namespace hwport::pipeline

@@ -163,6 +163,37 @@ PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
+// where(condition, x, y): scalars x, y take their weak dtype next to the other (the tensor
+// that decides the dtype); a scalar condition is Python's.
+PyObject* run_where(const OpSpec& op, const BoundArgs& a) {
+  if (!a.slot[0] || !a.slot[1] || !a.slot[2]) return nullptr;
+  Tensor* c = as_tensor(a.slot[0]);
+  Tensor* x = as_tensor(a.slot[1]);
+  Tensor* y = as_tensor(a.slot[2]);
+  const Tensor* like = x ? x : y;
+  if (!c || !like) return nullptr;
+  Tensor sx, sy;
+  if (!x && !scalar_operand(op, a.slot[1], *like, "x", &sx)) return nullptr;
+  if (!y && !scalar_operand(op, a.slot[2], *like, "y", &sy)) return nullptr;
+  const Tensor* in[3] = {c, x ? x : &sx, y ? y : &sy};
+  Device* device = c->device();
+  if (in[1]->device() != device || in[2]->device() != device) return nullptr;
+  ElementwisePlan plan;
+  if (!infer_where(op, {&c->shape, c->dtype}, {&in[1]->shape, in[1]->dtype},
+                   {&in[2]->shape, in[2]->dtype}, &plan))
+    return nullptr;
+  Tensor prepared[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!plan.cast[i] && in[i]->shape == plan.shape) continue;
+    const DType to = i == 0 ? DType::Bool : plan.compute;
+    prepared[i] = broadcast_to(plan.cast[i] ? cast(*in[i], to) : *in[i], plan.shape);
+    in[i] = &prepared[i];
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, in, 3, &out, Attrs{});
+  return to_python(std::move(out));
+}
+
 PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
   Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
   if (!x) return nullptr;
@@ -203,6 +234,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Unary: return run_unary(op, a);
     case Family::Binary: return run_binary(op, a);
     case Family::Reduce: return run_reduce(op, a);
+    case Family::Where: return run_where(op, a);
     default: return nullptr;
   }
 }
@@ -301,6 +333,7 @@ const char* family_name(Family f) {
     case Family::Unary: return "unary";
     case Family::Binary: return "binary";
     case Family::Reduce: return "reduce";
+    case Family::Where: return "where";
     default: return "";
   }
 }
@@ -336,6 +369,8 @@ pybind11::object infer_py(const std::string& name,
         return py::none();
     } else if (op->family == Family::Binary) {
       if (!infer_binary(*op, in[0], in[1], &plan)) return py::none();
+    } else if (op->family == Family::Where) {
+      if (!infer_where(*op, in[0], in[1], in[2], &plan)) return py::none();
     } else if (op->family == Family::Reduce) {
       ReduceAttrs given;
       ReducePlan r;

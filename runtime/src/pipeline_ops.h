@@ -10,7 +10,7 @@
 namespace hwport::pipeline {
 
 // The C++ rule family serving an op; None: every call takes the Python path.
-enum class Family : uint8_t { None, Unary, Binary, Reduce };
+enum class Family : uint8_t { None, Unary, Binary, Reduce, Where };
 enum class AttrKind : uint8_t { Bool, Int, Float, Str, DType, Ints, Floats };
 // ops.yaml out_dtype; Attr (attr:<name>) is served by Python only for now.
 enum class OutRule : uint8_t { Same, Bool, Int64, Float, Sum, Attr };

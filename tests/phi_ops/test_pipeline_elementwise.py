@@ -72,13 +72,12 @@ def test_families_follow_ops_yaml_fields():
                           op.out_dtype) or ""
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
-    assert fams == {"unary", "binary", "reduce"}
+    assert fams == {"unary", "binary", "reduce", "where"}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
-            "max", "min", "var"} <= set(COVERED)
+            "max", "min", "var", "where", "cast"} <= set(COVERED)
     assert "softplus" not in COVERED and "clip" not in COVERED  # per-op checks: Python
-    assert "cast" in COVERED
 
 
 def test_keywords_are_the_python_signatures():
@@ -114,11 +113,12 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
     op = OPS[op_name]
     try:
         norm = dispatch._attrs(op, attrs)
+        k = op.key_input_index()
         _, metas = dispatch._promote_unsupported(op, [_Meta(m.dtype) for m in metas],
-                                                 list(metas), 0)
+                                                 list(metas), k)
         plan = infer_meta.infer(op, metas, norm)
-        key = plan.casts.get(0, metas[0].dtype)
-        dispatch._check_dtype(op, key, metas, 0)
+        key = plan.casts.get(k, metas[k].dtype)
+        dispatch._check_dtype(op, key, metas, k)
     except (TypeError, ValueError, IndexError):
         return None
     out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
@@ -149,8 +149,11 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
         for case in cases_for(op_name, d):
             out.append(([Meta(tuple(np.shape(v)), dname(v)) for v in case.inputs], case.attrs))
     n = len(OPS[op_name].inputs)
-    shapes = ([[()], [(0, 3)], [(4, 5)]] if n == 1 else
-              [[(3, 1, 5), (4, 5)], [(2,), (3,)], [(), ()], [(0, 3), (1, 3)], [(2, 0), (3, 1)]])
+    shapes = {1: [[()], [(0, 3)], [(4, 5)]],
+              2: [[(3, 1, 5), (4, 5)], [(2,), (3,)], [(), ()], [(0, 3), (1, 3)],
+                  [(2, 0), (3, 1)]],
+              3: [[(3, 1, 1), (4, 1), (5,)], [(2,), (3,), (1,)], [(), (), ()],
+                  [(4, 1), (), (2,)]]}[n]
     attr_sets: list[dict] = [{}]
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -231,6 +234,20 @@ def test_python_scalars_match_the_python_path(op_name):
             with python_path():
                 want = _outcome(lambda a=args: dispatch.call(op_name, a, {}))
             assert got == want, (op_name, d, s, reflected)
+
+
+def test_where_with_scalars_matches_the_python_path():
+    rng = np.random.default_rng(5)
+    cond = hwport.to_tensor(rng.standard_normal((2, 3)) > 0, place=PLACE)
+    for d in ALL_DTYPES:
+        t = hwport.to_tensor(rng.standard_normal((3,)).astype(np.float32),
+                             place=PLACE).astype(d)
+        for args in [(cond, t, 2), (cond, 1.5, t), (cond, True, t), (cond, t, 300),
+                     (cond, 1, 2), (True, t, t), (cond.astype("int8"), t, 0.5)]:
+            got = _outcome(lambda a=args: hwport.where(*a))
+            with python_path():
+                want = _outcome(lambda a=args: dispatch.call("where", a, {}))
+            assert got == want, (d, args[1:])
 
 
 def _outcome(fn) -> tuple:
