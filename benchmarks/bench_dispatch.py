@@ -1,47 +1,167 @@
-"""Eager dispatch overhead: `a + b` on 1-element float32 tensors on custom:cpu, against numpy and
-torch.add (PyTorch CPU, when importable), measured in the same run.
+"""Per-op eager overhead on 1-element float32 tensors on custom:cpu, and MLP forward steps,
+against PyTorch CPU (one thread) measured in the same run (issue 13's targets: per-op median
+<= 1.0x PyTorch, every op <= 1.5x; MLP steps <= 1.0x).
 
-Target (issue: foundation): hwport time per op <= 1.5x PyTorch's (stretch: <= 1.0x).
-Run: .venv/bin/python benchmarks/bench_dispatch.py"""
+Run: .venv/bin/python benchmarks/bench_dispatch.py [--before] [--quick]
+  --before  the op functions and Tensor operators of main's phi_ops/functional.py and
+            hwport/tensor.py (`git show main:...`, the Python path of every op) on this build:
+            the baseline of the C++ op pipeline, measured in the same way
+  --quick   fewer repeats (a smoke run)"""
 
 from __future__ import annotations
 
+import argparse
+import statistics
+import subprocess
+import sys
 import timeit
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 import hwport
 
-
-def per_op_ns(stmt, number: int = 200_000, repeat: int = 7) -> float:
-    times = timeit.repeat(stmt, number=number, repeat=repeat)
-    return min(times) / number * 1e9
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
-    a = hwport.to_tensor(np.ones(1, np.float32), place="custom:cpu")
-    b = hwport.to_tensor(np.ones(1, np.float32), place="custom:cpu")
-    na, nb = np.ones(1, np.float32), np.ones(1, np.float32)
-    for _ in range(1000):
-        a + b
-    hw = per_op_ns(lambda: a + b)
-    hwport.device.synchronize("custom:cpu")
-    npy = per_op_ns(lambda: na + nb)
-    print(f"hwport  a + b (1 elem, custom:cpu): {hw:8.0f} ns/op")
-    print(f"numpy   a + b (1 elem)            : {npy:8.0f} ns/op   hwport/numpy = {hw / npy:.2f}x")
+def use_main_python_path() -> None:
+    """Replaces the op functions, hwport's re-exports, Tensor methods and operators by main's
+    (every op through phi_ops.dispatch.call, a + b and a * b through bind_tensor.cpp)."""
+    from hwport import tensor
+    from hwport.nn import functional as nn_functional
+    from hwport.ops import __dict__ as ops_dict
+    from hwport.phi_ops import functional
+
+    src = subprocess.check_output(["git", "show", "main:phi_ops/functional.py"], cwd=ROOT)
+    functional.__dict__.pop("PIPELINE_OPERATORS", None)
+    exec(compile(src, "main:phi_ops/functional.py", "exec"), functional.__dict__)
+    functional.PIPELINE_OPERATORS = {}
+    for name in functional.OP_NAMES:
+        fn = getattr(functional, name)
+        for namespace in (hwport.__dict__, ops_dict, nn_functional.__dict__):
+            if name in namespace:
+                namespace[name] = fn
+    tensor._bind_ops()
+
+
+def per_op_us(fn: Callable[[], object], number: int, repeat: int) -> float:
+    for _ in range(200):
+        fn()
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def op_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    import torch.nn.functional as F
+
+    import hwport.nn.functional as hf
+
+    place = "custom:cpu"
+    one = np.ones(1, np.float32)
+    a = hwport.to_tensor(one * 0.5, place=place)
+    b = hwport.to_tensor(one * 2.0, place=place)
+    a2 = hwport.to_tensor(np.ones((1, 1), np.float32), place=place)
+    m = hwport.to_tensor(np.ones((2, 2), np.float32), place=place)
+    cond = hwport.to_tensor(np.ones(1, bool), place=place)
+    ta, tb = torch.tensor(one * 0.5), torch.tensor(one * 2.0)
+    ta2, tm, tcond = torch.ones(1, 1), torch.ones(2, 2), torch.ones(1, dtype=torch.bool)
+    return [
+        ("add", lambda: hwport.add(a, b), lambda: torch.add(ta, tb)),
+        ("subtract", lambda: hwport.subtract(a, b), lambda: torch.sub(ta, tb)),
+        ("multiply", lambda: hwport.multiply(a, b), lambda: torch.mul(ta, tb)),
+        ("divide", lambda: hwport.divide(a, b), lambda: torch.div(ta, tb)),
+        ("a + b", lambda: a + b, lambda: ta + tb),
+        ("a - b", lambda: a - b, lambda: ta - tb),
+        ("a * b", lambda: a * b, lambda: ta * tb),
+        ("a / b", lambda: a / b, lambda: ta / tb),
+        ("add scalar", lambda: hwport.add(a, 2.0), lambda: torch.add(ta, 2.0)),
+        ("subtract scalar", lambda: hwport.subtract(a, 2.0), lambda: torch.sub(ta, 2.0)),
+        ("multiply scalar", lambda: hwport.multiply(a, 2.0), lambda: torch.mul(ta, 2.0)),
+        ("divide scalar", lambda: hwport.divide(a, 2.0), lambda: torch.div(ta, 2.0)),
+        ("a - 2.0", lambda: a - 2.0, lambda: ta - 2.0),
+        ("a / 2.0", lambda: a / 2.0, lambda: ta / 2.0),
+        ("exp", lambda: hwport.exp(a), lambda: torch.exp(ta)),
+        ("log", lambda: hwport.log(a), lambda: torch.log(ta)),
+        ("tanh", lambda: hwport.tanh(a), lambda: torch.tanh(ta)),
+        ("relu", lambda: hf.relu(a), lambda: F.relu(ta)),
+        ("sigmoid", lambda: hf.sigmoid(a), lambda: torch.sigmoid(ta)),
+        ("gelu", lambda: hf.gelu(a), lambda: F.gelu(ta)),
+        ("silu", lambda: hf.silu(a), lambda: F.silu(ta)),
+        ("matmul 2x2", lambda: hwport.matmul(m, m), lambda: torch.matmul(tm, tm)),
+        ("sum all", lambda: hwport.sum(a), lambda: torch.sum(ta)),
+        ("sum axis", lambda: hwport.sum(a2, axis=0), lambda: torch.sum(ta2, dim=0)),
+        ("mean", lambda: hwport.mean(a), lambda: torch.mean(ta)),
+        ("max", lambda: hwport.max(a), lambda: torch.max(ta)),
+        ("softmax", lambda: hf.softmax(a), lambda: F.softmax(ta, dim=-1)),
+        ("layer_norm", lambda: hf.layer_norm(a), lambda: F.layer_norm(ta, (1,))),
+        ("reshape", lambda: hwport.reshape(a, [1, 1]), lambda: torch.reshape(ta, (1, 1))),
+        ("transpose", lambda: hwport.transpose(a2, [1, 0]), lambda: torch.permute(ta2, (1, 0))),
+        ("slicing", lambda: a[0:1], lambda: ta[0:1]),
+        ("concat", lambda: hwport.concat([a, b]), lambda: torch.cat([ta, tb])),
+        ("cast", lambda: hwport.cast(a, "float64"), lambda: ta.to(torch.float64)),
+        ("where", lambda: hwport.where(cond, a, b), lambda: torch.where(tcond, ta, tb)),
+        ("greater_than", lambda: hwport.greater_than(a, b), lambda: torch.gt(ta, tb)),
+        ("a > b", lambda: a > b, lambda: ta > tb),
+        ("clip", lambda: hwport.clip(a, 0.0, 1.0), lambda: torch.clamp(ta, 0.0, 1.0)),
+    ]
+
+
+def mlp_case(torch, batch: int, d: int, h: int):
+    import hwport.nn.functional as hf
+
+    rng = np.random.default_rng(0)
+    x, w1, w2 = (rng.standard_normal(s).astype(np.float32) * 0.1
+                 for s in ((batch, d), (d, h), (h, d)))
+    hx, hw1, hw2 = (hwport.to_tensor(v, place="custom:cpu") for v in (x, w1, w2))
+    tx, tw1, tw2 = (torch.from_numpy(v.copy()) for v in (x, w1, w2))
+
+    def hw_step():
+        return hf.layer_norm(hwport.matmul(hf.gelu(hwport.matmul(hx, hw1)), hw2) + hx)
+
+    def torch_step():
+        return torch.nn.functional.layer_norm(
+            torch.nn.functional.gelu(tx @ tw1) @ tw2 + tx, (d,))
+
+    np.testing.assert_allclose(hw_step().numpy(), torch_step().numpy(), rtol=2e-3, atol=2e-3)
+    return hw_step, torch_step
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", action="store_true")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
     try:
         import torch
     except ImportError:
-        print("torch not importable: PyTorch comparison skipped")
-        return
+        print("torch not importable: the PyTorch comparison is the benchmark; skipped")
+        return 0
     torch.set_num_threads(1)
-    ta, tb = torch.ones(1), torch.ones(1)
-    for _ in range(1000):
-        torch.add(ta, tb)
-    tt = per_op_ns(lambda: torch.add(ta, tb))
-    print(f"torch   torch.add (1 elem, CPU)   : {tt:8.0f} ns/op   hwport/torch = {hw / tt:.2f}x "
-          f"(target <= 1.5x, stretch <= 1.0x)")
+    if args.before:
+        use_main_python_path()
+    number, repeat = (2000, 3) if args.quick else (20000, 5)
+    label = "main's Python path (--before)" if args.before else "this branch"
+    print(f"# per-op time, 1-element float32, custom:cpu vs torch CPU (1 thread): {label}")
+    print(f"{'op':<18}{'hwport us':>10}{'torch us':>10}{'ratio':>8}")
+    ratios = []
+    for name, hw, th in op_cases(torch):
+        t_hw = per_op_us(hw, number, repeat)
+        t_th = per_op_us(th, number, repeat)
+        ratios.append(t_hw / t_th)
+        print(f"{name:<18}{t_hw:>10.2f}{t_th:>10.2f}{t_hw / t_th:>8.2f}")
+    print(f"median ratio {statistics.median(ratios):.2f}, max ratio {max(ratios):.2f} "
+          "(targets: median <= 1.0, max <= 1.5)")
+    print("\n# MLP forward: x @ W1 -> gelu -> @ W2 -> + x -> layer_norm (float32)")
+    print(f"{'B, D, H':<18}{'hwport us':>10}{'torch us':>10}{'ratio':>8}")
+    for batch, d, h in ((1, 64, 256), (8, 128, 512), (64, 512, 2048)):
+        hw, th = mlp_case(torch, batch, d, h)
+        n = max(number // (10 if batch < 64 else 400), 20)
+        t_hw = per_op_us(hw, n, repeat)
+        hwport.device.synchronize("custom:cpu")
+        t_th = per_op_us(th, n, repeat)
+        print(f"{f'{batch}, {d}, {h}':<18}{t_hw:>10.1f}{t_th:>10.1f}{t_hw / t_th:>8.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -156,9 +156,15 @@ def _bind_ops() -> None:
 
     for name, fn in functional.METHODS.items():
         setattr(Tensor, name, fn)
-    fast = {"__add__", "__radd__", "__mul__", "__rmul__"}  # bound in C++: the hot path
+    # Bound in C++ by runtime/src/bind_tensor.cpp (they return NotImplemented for operands
+    # that are neither tensors nor scalars, and raise its own broadcast message).
+    fast = {"__add__", "__radd__", "__mul__", "__rmul__"}
     for dunder, (fn, reflected) in functional.OPERATORS.items():
         if dunder in fast:
+            continue
+        if dunder in functional.PIPELINE_OPERATORS:  # the C++ op pipeline, else Python's path
+            op_id, swapped = functional.PIPELINE_OPERATORS[dunder]
+            setattr(Tensor, dunder, _core._pipeline_operator(op_id, swapped, dunder))
             continue
         setattr(Tensor, dunder, _reflected(fn) if reflected else fn)
     Tensor.__getitem__ = getitem

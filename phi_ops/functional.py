@@ -8,49 +8,56 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwport.runtime import _core
+
+from . import dispatch as _dispatch
 from .dispatch import call as _call
+
+# The C++ op pipeline (runtime/src/pipeline.h): its Python path is phi_ops.dispatch.call.
+_core._pipeline_register(_dispatch)
+_op_call = _core._op_call
 
 
 def abs(x: Any) -> Any:
     """Absolute value, elementwise.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('abs', (x,), {})
+    return _op_call(0, x)
 
 
 def neg(x: Any) -> Any:
     """Negation, elementwise.
 
     primitive; dtypes: int8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('neg', (x,), {})
+    return _op_call(1, x)
 
 
 def exp(x: Any) -> Any:
     """e**x, elementwise.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('exp', (x,), {})
+    return _op_call(2, x)
 
 
 def expm1(x: Any) -> Any:
     """e**x - 1, accurate near 0.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('expm1', (x,), {})
+    return _op_call(3, x)
 
 
 def log(x: Any) -> Any:
     """Natural logarithm.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('log', (x,), {})
+    return _op_call(4, x)
 
 
 def log1p(x: Any) -> Any:
     """log(1 + x), accurate near 0.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('log1p', (x,), {})
+    return _op_call(5, x)
 
 
 def log2(x: Any) -> Any:
@@ -58,14 +65,14 @@ def log2(x: Any) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.log2)"""
-    return _call('log2', (x,), {})
+    return _op_call(6, x)
 
 
 def sqrt(x: Any) -> Any:
     """Square root.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise"""
-    return _call('sqrt', (x,), {})
+    return _op_call(7, x)
 
 
 def rsqrt(x: Any) -> Any:
@@ -73,21 +80,21 @@ def rsqrt(x: Any) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.rsqrt)"""
-    return _call('rsqrt', (x,), {})
+    return _op_call(8, x)
 
 
 def sin(x: Any) -> Any:
     """Sine.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('sin', (x,), {})
+    return _op_call(9, x)
 
 
 def cos(x: Any) -> Any:
     """Cosine.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('cos', (x,), {})
+    return _op_call(10, x)
 
 
 def tan(x: Any) -> Any:
@@ -95,21 +102,21 @@ def tan(x: Any) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.tan)"""
-    return _call('tan', (x,), {})
+    return _op_call(11, x)
 
 
 def tanh(x: Any) -> Any:
     """Hyperbolic tangent.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('tanh', (x,), {})
+    return _op_call(12, x)
 
 
 def erf(x: Any) -> Any:
     """Gauss error function.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('erf', (x,), {})
+    return _op_call(13, x)
 
 
 def sigmoid(x: Any) -> Any:
@@ -117,7 +124,7 @@ def sigmoid(x: Any) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.sigmoid)"""
-    return _call('sigmoid', (x,), {})
+    return _op_call(14, x)
 
 
 def relu(x: Any) -> Any:
@@ -125,7 +132,7 @@ def relu(x: Any) -> Any:
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.relu)"""
-    return _call('relu', (x,), {})
+    return _op_call(15, x)
 
 
 def gelu(x: Any, approximate: bool=False) -> Any:
@@ -133,7 +140,7 @@ def gelu(x: Any, approximate: bool=False) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.gelu)"""
-    return _call('gelu', (x,), {'approximate': approximate})
+    return _op_call(16, x, approximate)
 
 
 def silu(x: Any) -> Any:
@@ -141,7 +148,7 @@ def silu(x: Any) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.silu)"""
-    return _call('silu', (x,), {})
+    return _op_call(17, x)
 
 
 def softplus(x: Any, beta: float | None=1.0, threshold: float | None=20.0) -> Any:
@@ -156,28 +163,28 @@ def floor(x: Any) -> Any:
     """Round toward -inf (identity on integers).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('floor', (x,), {})
+    return _op_call(19, x)
 
 
 def ceil(x: Any) -> Any:
     """Round toward +inf (identity on integers).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('ceil', (x,), {})
+    return _op_call(20, x)
 
 
 def round(x: Any) -> Any:
     """Round half to even.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('round', (x,), {})
+    return _op_call(21, x)
 
 
 def sign(x: Any) -> Any:
     """-1, 0 or 1 (NaN stays NaN).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('sign', (x,), {})
+    return _op_call(22, x)
 
 
 def reciprocal(x: Any) -> Any:
@@ -185,7 +192,7 @@ def reciprocal(x: Any) -> Any:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise
     decomposes into primitives (phi_ops.decompositions.reciprocal)"""
-    return _call('reciprocal', (x,), {})
+    return _op_call(23, x)
 
 
 def square(x: Any) -> Any:
@@ -193,35 +200,35 @@ def square(x: Any) -> Any:
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: elementwise
     decomposes into primitives (phi_ops.decompositions.square)"""
-    return _call('square', (x,), {})
+    return _op_call(24, x)
 
 
 def logical_not(x: Any) -> Any:
     """not x (nonzero is true).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('logical_not', (x,), {})
+    return _op_call(25, x)
 
 
 def bitwise_not(x: Any) -> Any:
     """Bitwise not (logical not for bool).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
-    return _call('bitwise_not', (x,), {})
+    return _op_call(26, x)
 
 
 def isnan(x: Any) -> Any:
     """True where x is NaN.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('isnan', (x,), {})
+    return _op_call(27, x)
 
 
 def isinf(x: Any) -> Any:
     """True where x is +-inf.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('isinf', (x,), {})
+    return _op_call(28, x)
 
 
 def isfinite(x: Any) -> Any:
@@ -229,28 +236,28 @@ def isfinite(x: Any) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.isfinite)"""
-    return _call('isfinite', (x,), {})
+    return _op_call(29, x)
 
 
 def add(x: Any, y: Any) -> Any:
     """x + y (logical or for bool).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding"""
-    return _call('add', (x, y), {})
+    return _op_call(30, x, y)
 
 
 def subtract(x: Any, y: Any) -> Any:
     """x - y.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding"""
-    return _call('subtract', (x, y), {})
+    return _op_call(31, x, y)
 
 
 def multiply(x: Any, y: Any) -> Any:
     """x * y (logical and for bool).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding"""
-    return _call('multiply', (x, y), {})
+    return _op_call(32, x, y)
 
 
 def divide(x: Any, y: Any) -> Any:
@@ -258,7 +265,7 @@ def divide(x: Any, y: Any) -> Any:
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding
     kernel contract: Float dtypes only: the host casts integer inputs to float32 first."""
-    return _call('divide', (x, y), {})
+    return _op_call(33, x, y)
 
 
 def floor_divide(x: Any, y: Any) -> Any:
@@ -266,7 +273,7 @@ def floor_divide(x: Any, y: Any) -> Any:
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding
     kernel contract: Integer division by zero gives 0 (as numpy does, without the warning)."""
-    return _call('floor_divide', (x, y), {})
+    return _op_call(34, x, y)
 
 
 def remainder(x: Any, y: Any) -> Any:
@@ -274,56 +281,56 @@ def remainder(x: Any, y: Any) -> Any:
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: elementwise
     kernel contract: Integer remainder by zero gives 0."""
-    return _call('remainder', (x, y), {})
+    return _op_call(35, x, y)
 
 
 def pow(x: Any, y: Any) -> Any:
     """x ** y; integers: wraps modulo 2**bits, and a negative y gives 1 for x=1, +-1 for x=-1, 0 otherwise (the truncated 1 / x**-y; numpy raises instead).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: transcendental"""
-    return _call('pow', (x, y), {})
+    return _op_call(36, x, y)
 
 
 def maximum(x: Any, y: Any) -> Any:
     """Elementwise maximum; NaN propagates.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('maximum', (x, y), {})
+    return _op_call(37, x, y)
 
 
 def minimum(x: Any, y: Any) -> Any:
     """Elementwise minimum; NaN propagates.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('minimum', (x, y), {})
+    return _op_call(38, x, y)
 
 
 def equal(x: Any, y: Any) -> Any:
     """x == y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('equal', (x, y), {})
+    return _op_call(39, x, y)
 
 
 def not_equal(x: Any, y: Any) -> Any:
     """x != y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('not_equal', (x, y), {})
+    return _op_call(40, x, y)
 
 
 def less_than(x: Any, y: Any) -> Any:
     """x < y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('less_than', (x, y), {})
+    return _op_call(41, x, y)
 
 
 def less_equal(x: Any, y: Any) -> Any:
     """x <= y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('less_equal', (x, y), {})
+    return _op_call(42, x, y)
 
 
 def greater_than(x: Any, y: Any) -> Any:
@@ -331,7 +338,7 @@ def greater_than(x: Any, y: Any) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.greater_than)"""
-    return _call('greater_than', (x, y), {})
+    return _op_call(43, x, y)
 
 
 def greater_equal(x: Any, y: Any) -> Any:
@@ -339,49 +346,49 @@ def greater_equal(x: Any, y: Any) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.greater_equal)"""
-    return _call('greater_equal', (x, y), {})
+    return _op_call(44, x, y)
 
 
 def logical_and(x: Any, y: Any) -> Any:
     """Logical and (nonzero is true).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('logical_and', (x, y), {})
+    return _op_call(45, x, y)
 
 
 def logical_or(x: Any, y: Any) -> Any:
     """Logical or.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('logical_or', (x, y), {})
+    return _op_call(46, x, y)
 
 
 def logical_xor(x: Any, y: Any) -> Any:
     """Logical xor.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
-    return _call('logical_xor', (x, y), {})
+    return _op_call(47, x, y)
 
 
 def bitwise_and(x: Any, y: Any) -> Any:
     """Bitwise and.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
-    return _call('bitwise_and', (x, y), {})
+    return _op_call(48, x, y)
 
 
 def bitwise_or(x: Any, y: Any) -> Any:
     """Bitwise or.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
-    return _call('bitwise_or', (x, y), {})
+    return _op_call(49, x, y)
 
 
 def bitwise_xor(x: Any, y: Any) -> Any:
     """Bitwise xor.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
-    return _call('bitwise_xor', (x, y), {})
+    return _op_call(50, x, y)
 
 
 def where(condition: Any, x: Any, y: Any) -> Any:
@@ -389,7 +396,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: condition (bool), x, y already broadcast to the output shape; x, y of the output dtype."""
-    return _call('where', (condition, x, y), {})
+    return _op_call(51, condition, x, y)
 
 
 def clip(x: Any, min: float | None=None, max: float | None=None) -> Any:
@@ -405,7 +412,7 @@ def sum(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, dtype: A
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: the reduced dims, non-negative, sorted, unique, never empty (the host expands an empty list to all dims; keepdim changes only the output shape, not its contiguous layout). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs (a float16 running sum stops growing at 4096)."""
-    return _call('sum', (x,), {'axis': axis, 'keepdim': keepdim, 'dtype': dtype})
+    return _op_call(53, x, axis, keepdim, dtype)
 
 
 def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -414,7 +421,7 @@ def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.mean)
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
-    return _call('mean', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(54, x, axis, keepdim)
 
 
 def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -422,7 +429,7 @@ def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: As sum."""
-    return _call('prod', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(55, x, axis, keepdim)
 
 
 def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -430,7 +437,7 @@ def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As sum (the output has the input dtype); the host rejects reductions over zero elements."""
-    return _call('max', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(56, x, axis, keepdim)
 
 
 def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -438,7 +445,7 @@ def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As max."""
-    return _call('min', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(57, x, axis, keepdim)
 
 
 def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -446,7 +453,7 @@ def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.any)"""
-    return _call('any', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(58, x, axis, keepdim)
 
 
 def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
@@ -454,7 +461,7 @@ def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.all)"""
-    return _call('all', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(59, x, axis, keepdim)
 
 
 def argmax(x: Any, axis: int | None=None, keepdim: bool=False) -> Any:
@@ -478,7 +485,7 @@ def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) ->
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.logsumexp)"""
-    return _call('logsumexp', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(62, x, axis, keepdim)
 
 
 def var(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased: bool=True) -> Any:
@@ -486,7 +493,7 @@ def var(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.var)"""
-    return _call('var', (x,), {'axis': axis, 'keepdim': keepdim, 'unbiased': unbiased})
+    return _op_call(63, x, axis, keepdim, unbiased)
 
 
 def std(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased: bool=True) -> Any:
@@ -494,7 +501,7 @@ def std(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
     decomposes into primitives (phi_ops.decompositions.std)"""
-    return _call('std', (x,), {'axis': axis, 'keepdim': keepdim, 'unbiased': unbiased})
+    return _op_call(64, x, axis, keepdim, unbiased)
 
 
 def cumsum(x: Any, axis: int | None=None) -> Any:
@@ -798,7 +805,7 @@ def cast(x: Any, dtype: Any) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: The output view carries the target dtype; keyed by the input dtype, so one kernel handles every target."""
-    return _call('cast', (x,), {'dtype': dtype})
+    return _op_call(102, x, dtype)
 
 
 def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0.0, high: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None) -> Any:
@@ -1020,6 +1027,39 @@ OPERATORS = {
     '__rxor__': (bitwise_xor, True),
     '__matmul__': (matmul, False),
     '__rmatmul__': (matmul, True),
+}
+
+# Operators bound to the C++ pipeline: dunder -> (op id, reflected).
+PIPELINE_OPERATORS = {
+    '__abs__': (0, False),
+    '__neg__': (1, False),
+    '__invert__': (26, False),
+    '__add__': (30, False),
+    '__radd__': (30, True),
+    '__sub__': (31, False),
+    '__rsub__': (31, True),
+    '__mul__': (32, False),
+    '__rmul__': (32, True),
+    '__truediv__': (33, False),
+    '__rtruediv__': (33, True),
+    '__floordiv__': (34, False),
+    '__rfloordiv__': (34, True),
+    '__mod__': (35, False),
+    '__rmod__': (35, True),
+    '__pow__': (36, False),
+    '__rpow__': (36, True),
+    '__eq__': (39, False),
+    '__ne__': (40, False),
+    '__lt__': (41, False),
+    '__le__': (42, False),
+    '__gt__': (43, False),
+    '__ge__': (44, False),
+    '__and__': (48, False),
+    '__rand__': (48, True),
+    '__or__': (49, False),
+    '__ror__': (49, True),
+    '__xor__': (50, False),
+    '__rxor__': (50, True),
 }
 
 # Functions of hwport.nn.functional.

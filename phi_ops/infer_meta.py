@@ -481,6 +481,8 @@ def split(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     if any(s < 0 for s in sizes) or sum(sizes) != dim:
         raise ValueError(f"split: sections {sizes} must be >= 0 and add up to {dim} "
                          f"(the size of x {shape_str(x.shape)} along axis {axis})")
+    if x.ndim == 0:  # every other section count is refused above; one part is too
+        raise ValueError("split: x is 0-d (shape []); split needs at least one dimension")
     outs = []
     for s in sizes:
         shape = list(x.shape)

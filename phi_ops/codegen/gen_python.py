@@ -1,5 +1,8 @@
 """Generates phi_ops/functional.py: one Python function per op of ops.yaml (signature,
 docstring, dispatch call) plus the tables of Tensor methods, operators and nn functions.
+The ops of a C++ pipeline family (gen_cpp_ops.family) call _core._op_call with the op's id (its
+index in ops.yaml, the id of the C++ op table) and every parameter in order; the others call
+phi_ops.dispatch.call.
 
 Run: python -m phi_ops.codegen.gen_python [--check]   (from the repository root)"""
 
@@ -7,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from phi_ops.codegen.gen_cpp_ops import family
 from phi_ops.codegen.output import run
 from phi_ops.schema import REQUIRED, OpDef, load_ops
 
@@ -22,7 +26,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwport.runtime import _core
+
+from . import dispatch as _dispatch
 from .dispatch import call as _call
+
+# The C++ op pipeline (runtime/src/pipeline.h): its Python path is phi_ops.dispatch.call.
+_core._pipeline_register(_dispatch)
+_op_call = _core._op_call
 '''
 
 # Reflected operators swap the operands: a.__rsub__(b) is subtract(b, a).
@@ -80,7 +91,18 @@ def docstring(op: OpDef) -> str:
     return "\n".join(("    " + line) if line else "" for line in lines).lstrip()
 
 
-def function(op: OpDef) -> str:
+def in_pipeline(op: OpDef) -> bool:
+    """Whether the op's calls take the C++ pipeline (its fast path, else the Python path)."""
+    return family(op.category, op.infer_meta, {a.name: a.type for a in op.attrs},
+                  op.out_dtype) is not None
+
+
+def function(op: OpDef, op_id: int) -> str:
+    if in_pipeline(op):
+        params = ", ".join([i.name for i in op.inputs] + [a.name for a in op.attrs])
+        return (f"def {op.name}({signature(op)}) -> Any:\n"
+                f'    """{docstring(op)}"""\n'
+                f"    return _op_call({op_id}, {params})\n")
     inputs = ", ".join(i.name for i in op.inputs)
     tuple_ = f"({inputs},)" if len(op.inputs) == 1 else f"({inputs})"
     attrs = ", ".join(f"{a.name!r}: {a.name}" for a in op.attrs)
@@ -93,8 +115,8 @@ def function(op: OpDef) -> str:
 def generate() -> str:
     ops = load_ops()
     parts = [HEADER]
-    for op in ops.values():
-        parts.append("\n\n" + function(op))
+    for op_id, op in enumerate(ops.values()):
+        parts.append("\n\n" + function(op, op_id))
     methods = {n: n for n, op in ops.items() if op.method}
     operators = {}
     for n, op in ops.items():
@@ -105,6 +127,11 @@ def generate() -> str:
     parts += [f"    {k!r}: {v},\n" for k, v in methods.items()]
     parts.append("}\n\n# Operators: dunder -> (function, reflected).\nOPERATORS = {\n")
     parts += [f"    {k!r}: ({v[0]}, {v[1]}),\n" for k, v in operators.items()]
+    parts.append("}\n\n# Operators bound to the C++ pipeline: dunder -> (op id, reflected).\n"
+                 "PIPELINE_OPERATORS = {\n")
+    ids = {n: i for i, n in enumerate(ops)}
+    parts += [f"    {k!r}: ({ids[v[0]]}, {v[1]}),\n" for k, v in operators.items()
+              if in_pipeline(ops[v[0]])]
     parts.append("}\n\n# Functions of hwport.nn.functional.\nNN_FUNCTIONS = [\n")
     parts += [f"    {n!r},\n" for n in nn]
     parts.append("]\n\nOP_NAMES = [\n")

@@ -6,6 +6,7 @@
 #include "dlpack.h"
 #include "errors.h"
 #include "ops.h"
+#include "pipeline.h"
 
 namespace hwport {
 namespace {
@@ -393,5 +394,6 @@ PYBIND11_MODULE(_core, m) {
     py::gil_scoped_release nogil;
     DeviceManager::instance().shutdown();
   });
+  pipeline::register_pipeline(m);  // after `empty`, the default output allocator
   m.attr("ABI_VERSION") = py::make_tuple(HWP_ABI_VERSION_MAJOR, HWP_ABI_VERSION_MINOR);
 }

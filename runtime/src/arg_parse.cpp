@@ -1,0 +1,145 @@
+#include "arg_parse.h"
+
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+
+#include "py_convert.h"
+
+namespace hwport::pipeline {
+
+namespace py = pybind11;
+
+namespace {
+
+const char* param_name(const OpSpec& op, int i) {
+  return i < op.num_inputs ? op.inputs[i].name : op.attrs[i - op.num_inputs].name;
+}
+
+}  // namespace
+
+bool bind_args(const OpSpec& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+               BoundArgs* out) {
+  out->count = op.num_inputs + op.num_attrs;
+  if (out->count > kMaxParams || nargs > out->count) return false;
+  for (int i = 0; i < out->count; ++i) out->slot[i] = i < nargs ? args[i] : nullptr;
+  if (!kwnames) return true;
+  const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    if (!name) {
+      PyErr_Clear();
+      return false;
+    }
+    int found = -1;
+    for (int i = 0; i < out->count; ++i)
+      if (std::strcmp(param_name(op, i), name) == 0) found = i;
+    if (found < 0 || out->slot[found]) return false;
+    out->slot[found] = args[nargs + k];
+  }
+  return true;
+}
+
+Tensor* as_tensor(PyObject* obj) {
+  py::detail::make_caster<Tensor> caster;
+  if (!caster.load(obj, /*convert=*/false)) return nullptr;
+  return &static_cast<Tensor&>(caster);
+}
+
+bool is_plain_scalar(PyObject* obj) {
+  return PyBool_Check(obj) || PyLong_CheckExact(obj) || PyFloat_CheckExact(obj);
+}
+
+DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype) {
+  if (PyBool_Check(scalar)) return tensor_dtype;
+  if (PyLong_Check(scalar)) return tensor_dtype == DType::Bool ? DType::Int64 : tensor_dtype;
+  return is_floating(tensor_dtype) ? tensor_dtype : DType::Float32;
+}
+
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* out_dtype) {
+  for (int a = 0; a < op.num_attrs; ++a) {
+    const AttrSpec& spec = op.attrs[a];
+    PyObject* v = args.slot[op.num_inputs + a];
+    if (a == op.out_attr && spec.kind == AttrKind::DType) {
+      if (!v || v == Py_None) return false;  // Python: "dtype is required"
+      *out_dtype = dtype_from_py(v, op.name, spec.name);
+      AttrValue name;
+      name.type = HWP_ATTR_STRING;
+      name.s = dtype_name(*out_dtype);
+      out->emplace_back(spec.name, std::move(name));
+      continue;
+    }
+    if (spec.kind != AttrKind::Bool) return false;
+    bool value;
+    if (!v) {
+      if (!spec.default_value.has_default || spec.default_value.is_none) return false;
+      value = spec.default_value.b;
+    } else if (PyBool_Check(v)) {
+      value = v == Py_True;
+    } else {
+      return false;
+    }
+    out->emplace_back(spec.name, AttrValue::of_bool(value));
+  }
+  return true;
+}
+
+namespace {
+
+bool plain_int(PyObject* v, int64_t* out) {
+  if (!PyLong_CheckExact(v)) return false;  // bools and numpy ints: Python's rule
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+  if (overflow || (x == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+bool int_list(PyObject* v, std::vector<int64_t>* out) {
+  out->clear();
+  if (!v || v == Py_None) return true;
+  int64_t x;
+  if (plain_int(v, &x)) {
+    out->push_back(x);
+    return true;
+  }
+  if (!PyList_Check(v) && !PyTuple_Check(v)) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+  PyObject** items = PySequence_Fast_ITEMS(v);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!plain_int(items[i], &x)) return false;
+    out->push_back(x);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool reduce_attrs(const OpSpec& op, const BoundArgs& args, ReduceAttrs* out, Attrs* kernel) {
+  for (int a = 0; a < op.num_attrs; ++a) {
+    const AttrSpec& spec = op.attrs[a];
+    PyObject* v = args.slot[op.num_inputs + a];
+    const std::string name = spec.name;
+    if (name == "axis" && spec.kind == AttrKind::Ints) {
+      if (!int_list(v, &out->axis)) return false;
+    } else if (name == "dtype" && spec.kind == AttrKind::DType) {
+      out->has_dtype = v && v != Py_None;
+      if (out->has_dtype) out->dtype = dtype_from_py(v, op.name, "dtype");  // throws: Python
+    } else if (spec.kind == AttrKind::Bool) {
+      bool b = spec.default_value.b;
+      if (v && !PyBool_Check(v)) return false;
+      if (v) b = v == Py_True;
+      if (!v && (!spec.default_value.has_default || spec.default_value.is_none)) return false;
+      if (name == "keepdim") out->keepdim = b;
+      else kernel->emplace_back(spec.name, AttrValue::of_bool(b));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace hwport::pipeline

@@ -1,0 +1,49 @@
+// Argument binding of the op-call pipeline: a call's positional and keyword arguments mapped
+// onto the op's parameters (its inputs, then its attributes, the names of the Python function
+// generated from ops.yaml), and the conversions the fast path accepts (a Tensor; a Python
+// bool/int/float). Nothing here raises a user-facing error: what does not bind or convert
+// sends the call to the Python path, which raises its exact message.
+#pragma once
+
+#include <Python.h>
+
+#include "dispatch.h"
+#include "infer_meta.h"
+#include "pipeline_ops.h"
+#include "tensor.h"
+
+namespace hwport::pipeline {
+
+constexpr int kMaxParams = 16;
+
+// The call's argument per parameter (borrowed; nullptr: not given).
+struct BoundArgs {
+  PyObject* slot[kMaxParams] = {};
+  int count = 0;  // inputs + attributes of the op
+};
+
+// Binds args[0..nargs) and the keyword arguments (values after them, names in kwnames) by
+// position and name. False: too many, unknown or repeated names (the Python path reports).
+bool bind_args(const OpSpec& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+               BoundArgs* out);
+
+// The Tensor of `obj`, or nullptr when it is not one.
+Tensor* as_tensor(PyObject* obj);
+// A Python bool, int or float of exactly those types (numpy scalars take the Python path).
+bool is_plain_scalar(PyObject* obj);
+// The dtype a weak Python scalar takes next to a tensor of `tensor_dtype` (NEP 50 as
+// phi_ops/promotion.py scalar_dtype): bool keeps it, int keeps it (bool tensor: int64),
+// float keeps a float dtype, else float32.
+DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype);
+
+// The kernel attributes of the op from the bound arguments (defaults for those not given):
+// bools as they are, the dtype attribute of an attr:<name> out_dtype by name (as
+// phi_ops/dispatch.py passes it; its value in *out_dtype). False where one is of another kind
+// or form (a dtype that does not parse throws: the caller sends the call to Python).
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* out_dtype);
+
+// A reduction's attributes: axis (None, an int or a list of ints), keepdim (a bool), dtype
+// (None or a dtype), the other bools as kernel attributes. False where one is of another form.
+bool reduce_attrs(const OpSpec& op, const BoundArgs& args, ReduceAttrs* out, Attrs* kernel);
+
+}  // namespace hwport::pipeline

@@ -1,0 +1,60 @@
+// Infer-meta of the op-call pipeline in C++, one rule per family (pipeline_ops.h Family),
+// mirroring phi_ops/infer_meta.py (the oracle the tests compare these with on every op and
+// every shape case of phi_ops.sample_inputs). A rule never raises: where the Python rule would
+// raise (or a case is not covered), it returns false and the call takes the Python path,
+// which raises the reliability issue's message.
+#pragma once
+
+#include <vector>
+
+#include "pipeline_ops.h"
+#include "tensor.h"
+
+namespace hwport::pipeline {
+
+struct MetaIn {
+  const Shape* shape;
+  DType dtype;
+};
+
+struct ElementwisePlan {
+  Shape shape;      // of the output (the broadcast shape of binary ops)
+  DType out;        // output dtype
+  DType compute;    // the dtype inputs are cast to and the kernel is keyed by
+  bool cast[3] = {false, false, false};  // input i is cast first (where's condition: to bool)
+};
+
+// unary: float-only ops compute integer/bool inputs in float32 (phi_ops/dispatch.py
+// _promote_unsupported); the key dtype must have a kernel dtype.
+// attr_dtype: the dtype attribute of an attr:<name> out_dtype (cast), else unused.
+bool infer_unary(const OpSpec& op, const MetaIn& x, DType attr_dtype, ElementwisePlan* plan);
+// binary: numpy broadcasting; the promoted dtype must be one of the op's dtypes; the `float`
+// rule computes integers in float32 (divide).
+bool infer_binary(const OpSpec& op, const MetaIn& x, const MetaIn& y, ElementwisePlan* plan);
+struct ReduceAttrs {
+  std::vector<int64_t> axis;  // as given ([]: every dim)
+  bool keepdim = false;
+  bool has_dtype = false;  // sum's dtype attribute
+  DType dtype = DType::Float32;
+};
+
+struct ReducePlan {
+  Shape shape;
+  DType out;
+  DType key;  // the dtype x is cast to (sum's dtype) and the kernel is keyed by
+  std::vector<int64_t> axes;  // normalized: non-negative, sorted, unique, never empty
+};
+
+// reduce: axes normalized (out of range or repeated: Python's error); a 0-d x or a zero-size
+// reduced dim takes the Python path (its special forms and errors), as does a key dtype
+// without kernels.
+bool infer_reduce(const OpSpec& op, const MetaIn& x, const ReduceAttrs& attrs, ReducePlan* plan);
+// where: condition, x and y broadcast together; x and y promoted (the output and key dtype);
+// condition computed as bool.
+bool infer_where(const OpSpec& op, const MetaIn& condition, const MetaIn& x, const MetaIn& y,
+                 ElementwisePlan* plan);
+// The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
+// this slice leaves to Python).
+bool out_dtype(const OpSpec& op, DType common, DType* out);
+
+}  // namespace hwport::pipeline

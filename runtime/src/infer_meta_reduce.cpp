@@ -1,0 +1,46 @@
+// The reduction family (phi_ops/infer_meta.py reduce).
+#include <algorithm>
+
+#include "infer_meta.h"
+
+namespace hwport::pipeline {
+
+bool infer_reduce(const OpSpec& op, const MetaIn& x, const ReduceAttrs& attrs, ReducePlan* plan) {
+  const Shape& shape = *x.shape;
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  if (ndim == 0) return false;  // nothing to reduce: Python returns x itself, cast
+  plan->axes.clear();
+  if (attrs.axis.empty()) {
+    for (int64_t i = 0; i < ndim; ++i) plan->axes.push_back(i);
+  } else {
+    for (int64_t a : attrs.axis) {
+      if (a < -ndim || a >= ndim) return false;  // AxisError
+      plan->axes.push_back(a < 0 ? a + ndim : a);
+    }
+    std::sort(plan->axes.begin(), plan->axes.end());
+    if (std::adjacent_find(plan->axes.begin(), plan->axes.end()) != plan->axes.end())
+      return false;  // "names a dimension twice"
+  }
+  for (int64_t a : plan->axes)
+    if (shape[static_cast<size_t>(a)] == 0) return false;  // max/min refuse; the rest: Python
+  if (attrs.has_dtype) {
+    plan->key = attrs.dtype;
+    plan->out = attrs.dtype;
+  } else {
+    plan->key = x.dtype;
+    if (op.out_rule == OutRule::Sum)
+      plan->out = is_floating(x.dtype) ? x.dtype : DType::Int64;
+    else if (!out_dtype(op, x.dtype, &plan->out))
+      return false;
+  }
+  if (!op.has_kernel_dtype(plan->key)) return false;
+  plan->shape.clear();
+  for (int64_t i = 0; i < ndim; ++i) {
+    const bool reduced = std::binary_search(plan->axes.begin(), plan->axes.end(), i);
+    if (!reduced) plan->shape.push_back(shape[static_cast<size_t>(i)]);
+    else if (attrs.keepdim) plan->shape.push_back(1);
+  }
+  return true;
+}
+
+}  // namespace hwport::pipeline

@@ -1,0 +1,430 @@
+#include "pipeline.h"
+
+#include <pybind11/stl.h>
+
+#include <new>
+#include <string>
+#include <vector>
+
+#include "arg_parse.h"
+#include "errors.h"
+#include "infer_meta.h"
+#include "kernel_cache.h"
+#include "layers.h"
+#include "ops.h"
+#include "py_convert.h"
+
+namespace hwport::pipeline {
+
+namespace {
+
+// All owned for the life of the process (leaked on purpose: a static py::object would be
+// released after the interpreter is gone).
+PyObject* g_dispatch_dict = nullptr;      // phi_ops.dispatch.__dict__
+PyObject* g_core_dict = nullptr;          // _core.__dict__
+PyObject* g_call_key = nullptr;           // "call"
+// A hook the Python path calls that can be swapped (key, the default value): the guards suite
+// swaps phi_ops.dispatch.output_allocator, tests spy on _core.launch and _core.has_kernel.
+struct Hook {
+  PyObject** dict;
+  PyObject* key;
+  PyObject* value;
+};
+Hook g_hooks[3] = {};
+uint64_t g_fast_calls = 0, g_python_calls = 0;  // under the GIL
+
+PyObject* op_name_str(const OpSpec& op) {
+  static std::vector<PyObject*> names(static_cast<size_t>(num_ops()), nullptr);
+  PyObject*& s = names[static_cast<size_t>(op.id)];
+  if (!s) s = PyUnicode_InternFromString(op.name);
+  return s;
+}
+
+// With a hook swapped every call is Python's (which calls the hook).
+bool default_hooks() {
+  if (!g_dispatch_dict) return false;
+  for (const Hook& h : g_hooks) {
+    PyObject* v = PyDict_GetItemWithError(*h.dict, h.key);
+    if (!v) PyErr_Clear();
+    if (v != h.value) return false;
+  }
+  return true;
+}
+
+// The Python path with the arguments as given: phi_ops.dispatch.call(name, inputs, attrs).
+PyObject* python_path(const OpSpec& op, const BoundArgs& a) {
+  ++g_python_calls;
+  if (!g_dispatch_dict) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "hwport: the op pipeline has no Python path (phi_ops.dispatch not registered)");
+    return nullptr;
+  }
+  PyObject* call = PyDict_GetItemWithError(g_dispatch_dict, g_call_key);
+  if (!call) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "phi_ops.dispatch.call is gone");
+    return nullptr;
+  }
+  PyObject* inputs = PyTuple_New(op.num_inputs);
+  PyObject* attrs = PyDict_New();
+  if (!inputs || !attrs) {
+    Py_XDECREF(inputs);
+    Py_XDECREF(attrs);
+    return nullptr;
+  }
+  for (int i = 0; i < op.num_inputs; ++i) {
+    PyObject* v = a.slot[i] ? a.slot[i] : Py_None;
+    Py_INCREF(v);
+    PyTuple_SET_ITEM(inputs, i, v);
+  }
+  bool ok = true;
+  for (int k = 0; k < op.num_attrs && ok; ++k)  // the rest take Python's defaults
+    if (PyObject* v = a.slot[op.num_inputs + k])
+      ok = PyDict_SetItemString(attrs, op.attrs[k].name, v) == 0;
+  PyObject* out =
+      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, nullptr) : nullptr;
+  Py_DECREF(inputs);
+  Py_DECREF(attrs);
+  return out;
+}
+
+PyObject* to_python(Tensor&& t) { return pybind11::cast(std::move(t)).release().ptr(); }
+
+void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
+            Tensor* out, const Attrs& attrs) {
+  if (out->numel() == 0) return;
+  Tensor* outs[] = {out};
+  run_kernel(registry_id(op), key, device, in, n, outs, 1, attrs);
+}
+
+// The fast paths: nullptr = take the Python path (never with a Python error set).
+PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  if (!x) return nullptr;  // a Python scalar input: Python's rule
+  Attrs attrs;
+  DType attr_dtype = x->dtype;
+  if (!kernel_attrs(op, a, &attrs, &attr_dtype)) return nullptr;
+  ElementwisePlan plan;
+  if (!infer_unary(op, {&x->shape, x->dtype}, attr_dtype, &plan)) return nullptr;
+  Device* device = x->device();
+  if (!op.primitive && !native_kernel(op, device, plan.compute)) return nullptr;
+  Tensor casted;
+  const Tensor* in = x;
+  if (plan.cast[0]) {
+    casted = cast(*x, plan.compute);
+    in = &casted;
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, &in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
+// A Python scalar operand as a 0-d tensor of its weak dtype next to `like`, as
+// phi_ops/dispatch.py _as_tensor makes it (an int that does not fit raises: Python's path).
+bool scalar_operand(const OpSpec& op, PyObject* obj, const Tensor& like, const char* arg,
+                    Tensor* out) {
+  if (!is_plain_scalar(obj)) return false;
+  const DType dtype = weak_scalar_dtype(obj, like.dtype);
+  const AttrValue value = scalar_from_py(obj, dtype, op.name, arg);
+  *out = full({}, value, dtype, like.device());
+  return true;
+}
+
+PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
+  if (!a.slot[0] || !a.slot[1]) return nullptr;
+  Tensor* x = as_tensor(a.slot[0]);
+  Tensor* y = as_tensor(a.slot[1]);
+  const Tensor* like = x ? x : y;
+  if (!like) return nullptr;
+  Tensor sx, sy;
+  if (!x && !scalar_operand(op, a.slot[0], *like, "x", &sx)) return nullptr;
+  if (!y && !scalar_operand(op, a.slot[1], *like, "y", &sy)) return nullptr;
+  const Tensor& tx = x ? *x : sx;
+  const Tensor& ty = y ? *y : sy;
+  Device* device = tx.device();
+  if (ty.device() != device) return nullptr;
+  ElementwisePlan plan;
+  if (!infer_binary(op, {&tx.shape, tx.dtype}, {&ty.shape, ty.dtype}, &plan)) return nullptr;
+  if (!op.primitive) {
+    // A composite's kernel runs only where every floating input already has the key dtype
+    // (phi_ops/dispatch.py _fused_kernel_fits); else its decomposition keeps their precision.
+    if (!native_kernel(op, device, plan.compute)) return nullptr;
+    for (const Tensor* t : {&tx, &ty})
+      if (is_floating(t->dtype) && t->dtype != plan.compute) return nullptr;
+  }
+  Tensor prepared[2];
+  const Tensor* in[2] = {&tx, &ty};
+  for (int i = 0; i < 2; ++i) {
+    if (!plan.cast[i] && in[i]->shape == plan.shape) continue;
+    prepared[i] = broadcast_to(plan.cast[i] ? cast(*in[i], plan.compute) : *in[i], plan.shape);
+    in[i] = &prepared[i];
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, in, 2, &out, Attrs{});
+  return to_python(std::move(out));
+}
+
+// where(condition, x, y): scalars x, y take their weak dtype next to the other (the tensor
+// that decides the dtype); a scalar condition is Python's.
+PyObject* run_where(const OpSpec& op, const BoundArgs& a) {
+  if (!a.slot[0] || !a.slot[1] || !a.slot[2]) return nullptr;
+  Tensor* c = as_tensor(a.slot[0]);
+  Tensor* x = as_tensor(a.slot[1]);
+  Tensor* y = as_tensor(a.slot[2]);
+  const Tensor* like = x ? x : y;
+  if (!c || !like) return nullptr;
+  Tensor sx, sy;
+  if (!x && !scalar_operand(op, a.slot[1], *like, "x", &sx)) return nullptr;
+  if (!y && !scalar_operand(op, a.slot[2], *like, "y", &sy)) return nullptr;
+  const Tensor* in[3] = {c, x ? x : &sx, y ? y : &sy};
+  Device* device = c->device();
+  if (in[1]->device() != device || in[2]->device() != device) return nullptr;
+  ElementwisePlan plan;
+  if (!infer_where(op, {&c->shape, c->dtype}, {&in[1]->shape, in[1]->dtype},
+                   {&in[2]->shape, in[2]->dtype}, &plan))
+    return nullptr;
+  Tensor prepared[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!plan.cast[i] && in[i]->shape == plan.shape) continue;
+    const DType to = i == 0 ? DType::Bool : plan.compute;
+    prepared[i] = broadcast_to(plan.cast[i] ? cast(*in[i], to) : *in[i], plan.shape);
+    in[i] = &prepared[i];
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, in, 3, &out, Attrs{});
+  return to_python(std::move(out));
+}
+
+PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  if (!x) return nullptr;
+  ReduceAttrs given;
+  Attrs attrs;
+  if (!reduce_attrs(op, a, &given, &attrs)) return nullptr;
+  ReducePlan plan;
+  if (!infer_reduce(op, {&x->shape, x->dtype}, given, &plan)) return nullptr;
+  Device* device = x->device();
+  if (!op.primitive && (!native_kernel(op, device, plan.key) ||
+                        (is_floating(x->dtype) && x->dtype != plan.key)))
+    return nullptr;
+  Tensor casted;
+  const Tensor* in = x;
+  if (x->dtype != plan.key) {
+    casted = cast(*x, plan.key);
+    in = &casted;
+  }
+  // The kernel contract's attributes, as phi_ops/dispatch.py passes them (dtype by name).
+  AttrValue axis;
+  axis.type = HWP_ATTR_INT64_ARRAY;
+  axis.ints = plan.axes;
+  attrs.emplace_back("axis", std::move(axis));
+  attrs.emplace_back("keepdim", AttrValue::of_bool(given.keepdim));
+  if (given.has_dtype) {
+    AttrValue d;
+    d.type = HWP_ATTR_STRING;
+    d.s = dtype_name(given.dtype);
+    attrs.emplace_back("dtype", std::move(d));
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.key, device, &in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
+PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
+  switch (op.family) {
+    case Family::Unary: return run_unary(op, a);
+    case Family::Binary: return run_binary(op, a);
+    case Family::Reduce: return run_reduce(op, a);
+    case Family::Where: return run_where(op, a);
+    default: return nullptr;
+  }
+}
+
+PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
+  if (op.family != Family::None && !layers::any_active() && default_hooks()) {
+    try {
+      PyObject* out = run_family(op, a);
+      if (out) {
+        ++g_fast_calls;
+        return out;
+      }
+    } catch (const Error&) {
+      // Kernels are pure and the outputs fresh: the Python path redoes the call and raises
+      // its own message (the one the reliability issue fixed).
+    } catch (pybind11::error_already_set& e) {
+      e.restore();
+      return nullptr;
+    } catch (const std::bad_alloc&) {
+      PyErr_NoMemory();
+      return nullptr;
+    }
+  }
+  return python_path(op, a);
+}
+
+const OpSpec* spec_of(PyObject* id_obj) {
+  const long id = PyLong_Check(id_obj) ? PyLong_AsLong(id_obj) : -1;
+  if (id == -1 && PyErr_Occurred()) PyErr_Clear();
+  const OpSpec* op = op_spec(static_cast<int>(id));
+  if (!op) PyErr_SetString(PyExc_ValueError, "_op_call: unknown op id");
+  return op;
+}
+
+// _op_call(op_id, *args, **kwargs): the op's inputs then its attributes, by position or name.
+PyObject* op_call(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "_op_call: expected the op id first");
+    return nullptr;
+  }
+  const OpSpec* op = spec_of(args[0]);
+  if (!op) return nullptr;
+  BoundArgs a;
+  if (!bind_args(*op, args + 1, nargs - 1, kwnames, &a)) {
+    PyErr_Format(PyExc_TypeError, "%s: takes the arguments (%s); got %zd positional and %zd "
+                 "keyword arguments, or a name it does not take", op->name, op->keywords,
+                 nargs - 1, kwnames ? PyTuple_GET_SIZE(kwnames) : Py_ssize_t{0});
+    return nullptr;
+  }
+  return call_op(*op, a);
+}
+
+// A Tensor operator (m_self = op id * 2 + reflected): __sub__(a, b) is subtract(a, b),
+// __rsub__(a, b) is subtract(b, a).
+PyObject* operator_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  const long code = PyLong_AsLong(self);
+  const OpSpec* op = op_spec(static_cast<int>(code >> 1));
+  if (!op || nargs != op->num_inputs || nargs > 2) {
+    PyErr_Format(PyExc_TypeError, "%s: operator expected %d operand(s), got %zd",
+                 op ? op->name : "?", op ? op->num_inputs : 0, nargs);
+    return nullptr;
+  }
+  BoundArgs a;
+  a.count = op->num_inputs + op->num_attrs;
+  const bool reflected = (code & 1) != 0;
+  for (Py_ssize_t i = 0; i < nargs; ++i) a.slot[i] = args[reflected ? nargs - 1 - i : i];
+  return call_op(*op, a);
+}
+
+PyMethodDef g_methods[] = {
+    {"_op_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(op_call)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "_op_call(op_id, *args, **kwargs): runs op `op_id` (its index in ops.yaml) on its inputs "
+     "and attributes through the C++ pipeline, else phi_ops.dispatch.call."},
+    {nullptr, nullptr, 0, nullptr}};
+
+// The Tensor method of an operator: a builtin bound as an instance method.
+pybind11::object make_operator(int id, bool reflected, const std::string& name) {
+  const OpSpec* op = op_spec(id);
+  if (!op) throw pybind11::value_error("_pipeline_operator: unknown op id");
+  // One PyMethodDef per operator, leaked: the builtin keeps a pointer to it.
+  auto* def = new PyMethodDef{(new std::string(name))->c_str(),
+                              reinterpret_cast<PyCFunction>(
+                                  reinterpret_cast<void (*)()>(operator_call)),
+                              METH_FASTCALL, op->name};
+  pybind11::object code = pybind11::int_(id * 2 + (reflected ? 1 : 0));
+  pybind11::object fn = pybind11::reinterpret_steal<pybind11::object>(
+      PyCFunction_New(def, code.ptr()));
+  if (!fn) throw pybind11::error_already_set();
+  return pybind11::reinterpret_steal<pybind11::object>(PyInstanceMethod_New(fn.ptr()));
+}
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::Unary: return "unary";
+    case Family::Binary: return "binary";
+    case Family::Reduce: return "reduce";
+    case Family::Where: return "where";
+    default: return "";
+  }
+}
+
+// Test hook: the C++ rule's (shape, out dtype, key dtype[, normalized axes]) for `metas`
+// ((shape, dtype name) per input) and `attrs` (by name), or None where the call would take the
+// Python path.
+pybind11::object infer_py(const std::string& name,
+                          const std::vector<std::pair<Shape, std::string>>& metas,
+                          pybind11::dict attrs) {
+  namespace py = pybind11;
+  const OpSpec* op = op_spec(name.c_str());
+  if (!op) throw py::value_error("_pipeline_infer: unknown op " + name);
+  std::vector<MetaIn> in;
+  for (const auto& m : metas) {
+    DType d;
+    if (!dtype_from_name(m.second, &d)) throw py::value_error("unknown dtype " + m.second);
+    in.push_back({&m.first, d});
+  }
+  BoundArgs a;
+  a.count = op->num_inputs + op->num_attrs;
+  for (int k = 0; k < op->num_attrs; ++k)
+    if (attrs.contains(op->attrs[k].name))
+      a.slot[op->num_inputs + k] = py::object(attrs[op->attrs[k].name]).ptr();  // kept by attrs
+  if (in.size() != static_cast<size_t>(op->num_inputs)) return py::none();
+  try {
+    ElementwisePlan plan;
+    Attrs kernel;
+    if (op->family == Family::Unary) {
+      DType attr_dtype = in[0].dtype;
+      if (!kernel_attrs(*op, a, &kernel, &attr_dtype) ||
+          !infer_unary(*op, in[0], attr_dtype, &plan))
+        return py::none();
+    } else if (op->family == Family::Binary) {
+      if (!infer_binary(*op, in[0], in[1], &plan)) return py::none();
+    } else if (op->family == Family::Where) {
+      if (!infer_where(*op, in[0], in[1], in[2], &plan)) return py::none();
+    } else if (op->family == Family::Reduce) {
+      ReduceAttrs given;
+      ReducePlan r;
+      if (!reduce_attrs(*op, a, &given, &kernel) || !infer_reduce(*op, in[0], given, &r))
+        return py::none();
+      return py::make_tuple(py::tuple(py::cast(r.shape)), dtype_name(r.out), dtype_name(r.key),
+                            py::cast(r.axes));
+    } else {
+      return py::none();
+    }
+    return py::make_tuple(py::tuple(py::cast(plan.shape)), dtype_name(plan.out),
+                          dtype_name(plan.compute));
+  } catch (const Error&) {
+    return py::none();
+  }
+}
+
+}  // namespace
+
+void register_pipeline(pybind11::module_& m) {
+  namespace py = pybind11;
+  g_core_dict = PyModule_GetDict(m.ptr());
+  g_call_key = PyUnicode_InternFromString("call");
+  const char* names[][2] = {{"output_allocator", "empty"}, {"launch", "launch"},
+                            {"has_kernel", "has_kernel"}};
+  for (int i = 0; i < 3; ++i)
+    g_hooks[i] = {i == 0 ? &g_dispatch_dict : &g_core_dict,
+                  PyUnicode_InternFromString(names[i][0]),
+                  py::object(m.attr(names[i][1])).release().ptr()};
+  if (PyModule_AddFunctions(m.ptr(), g_methods) != 0) throw py::error_already_set();
+  m.def("_pipeline_register", [](py::module_ dispatch) {
+    // The first wins: phi_ops imported a second time under another name (phi_ops and
+    // hwport.phi_ops) must not take the hooks away from the one hwport uses.
+    if (!g_dispatch_dict) g_dispatch_dict = py::object(dispatch.attr("__dict__")).release().ptr();
+  }, py::arg("dispatch"), "Sets the Python path of the op pipeline (phi_ops.dispatch).");
+  m.def("_pipeline_operator", &make_operator, py::arg("op_id"), py::arg("reflected"),
+        py::arg("name"), "The Tensor method of a C++-bound operator of op `op_id`.");
+  m.def("_pipeline_infer", &infer_py, py::arg("op"), py::arg("metas"),
+        py::arg("attrs") = py::dict());
+  m.def("_pipeline_ops", []() {
+    py::list out;
+    for (int i = 0; i < num_ops(); ++i) {
+      const OpSpec& op = *op_spec(i);
+      out.append(py::make_tuple(op.id, op.name, family_name(op.family), op.keywords));
+    }
+    return out;
+  }, "(id, name, family, keywords) of every op of the C++ op table (family '': Python).");
+  m.def("_pipeline_stats", []() { return py::make_tuple(g_fast_calls, g_python_calls); },
+        "(calls served in C++, calls sent to the Python path) since start.");
+  m.def("_pipeline_set_layers", [](uint32_t mask) {
+    const uint32_t before = layers::active_mask;
+    layers::active_mask = mask;
+    return before;
+  }, py::arg("mask"), "Test hook: sets this thread's active-layer mask, returns the old one.");
+}
+
+}  // namespace hwport::pipeline
