@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "bindings.h"
+#include "layers.h"
 #include "dlpack.h"
 #include "errors.h"
 #include "ops.h"
@@ -26,6 +27,15 @@ DType scalar_dtype(py::handle scalar, DType tensor_dtype, bool* ok) {
 }
 
 py::object binary_py(int op, const Tensor& self, py::handle other, bool reflected) {
+  const bool operand = py::isinstance<Tensor>(other) || PyBool_Check(other.ptr()) ||
+                       PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr());
+  if (operand && layers::any_active()) {  // a layer (the profiler, later autograd) sees the call
+    py::object me = py::cast(self);
+    py::object them = py::reinterpret_borrow<py::object>(other);
+    return py::module_::import("hwport.phi_ops.dispatch")
+        .attr("call")(op_name(op), reflected ? py::make_tuple(them, me) : py::make_tuple(me, them),
+                      py::dict());
+  }
   if (py::isinstance<Tensor>(other)) {
     const Tensor& o = other.cast<const Tensor&>();
     return py::cast(reflected ? binary(op, o, self) : binary(op, self, o));
