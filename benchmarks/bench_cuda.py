@@ -84,7 +84,8 @@ def bandwidth_checks(copy_bw: float) -> None:
         ("add 64M f32", lambda: hwport.add(a, b), 3 * 4 * n, 0.8),
         ("exp 64M f32", lambda: hwport.exp(a), 2 * 4 * n, 0.8),
         ("softmax [8192, 8192] f32", lambda: hwport.softmax(rows, axis=-1), 2 * 4 * 8192**2, 0.6),
-        ("rms_norm [8192, 8192] f32", lambda: hwport.rms_norm(rows, w), 2 * 4 * 8192**2, 0.6),
+        ("rms_norm [8192, 8192] f32", lambda: hwport.rms_norm(rows, [8192], w),
+         2 * 4 * 8192**2, 0.6),
         ("sum [8192, 8192] f32 axis=1", lambda: hwport.sum(rows, axis=1), 4 * 8192**2, 0.6),
     ]
     for name, fn, nbytes, target in cases:

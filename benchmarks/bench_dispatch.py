@@ -93,7 +93,7 @@ def op_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object
         ("mean", lambda: hwport.mean(a), lambda: torch.mean(ta)),
         ("max", lambda: hwport.max(a), lambda: torch.max(ta)),
         ("softmax", lambda: hf.softmax(a), lambda: F.softmax(ta, dim=-1)),
-        ("layer_norm", lambda: hf.layer_norm(a), lambda: F.layer_norm(ta, (1,))),
+        ("layer_norm", lambda: hf.layer_norm(a, [1]), lambda: F.layer_norm(ta, (1,))),
         ("reshape", lambda: hwport.reshape(a, [1, 1]), lambda: torch.reshape(ta, (1, 1))),
         ("transpose", lambda: hwport.transpose(a2, [1, 0]), lambda: torch.permute(ta2, (1, 0))),
         ("slicing", lambda: a[0:1], lambda: ta[0:1]),
@@ -116,7 +116,7 @@ def mlp_case(torch, batch: int, d: int, h: int):
     tx, tw1, tw2 = (torch.from_numpy(v.copy()) for v in (x, w1, w2))
 
     def hw_step():
-        return hf.layer_norm(hwport.matmul(hf.gelu(hwport.matmul(hx, hw1)), hw2) + hx)
+        return hf.layer_norm(hwport.matmul(hf.gelu(hwport.matmul(hx, hw1)), hw2) + hx, [d])
 
     def torch_step():
         return torch.nn.functional.layer_norm(

@@ -10,6 +10,7 @@ from typing import Any
 
 from hwport.runtime import _core
 
+from . import api_args as _api_args
 from . import dispatch as _dispatch
 from .dispatch import call as _call
 
@@ -18,49 +19,49 @@ _core._pipeline_register(_dispatch)
 _op_call = _core._op_call
 
 
-def abs(x: Any) -> Any:
+def abs(x: Any, name: str | None = None) -> Any:
     """Absolute value, elementwise.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(0, x)
 
 
-def neg(x: Any) -> Any:
+def neg(x: Any, name: str | None = None) -> Any:
     """Negation, elementwise.
 
     primitive; dtypes: int8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(1, x)
 
 
-def exp(x: Any) -> Any:
+def exp(x: Any, name: str | None = None) -> Any:
     """e**x, elementwise.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(2, x)
 
 
-def expm1(x: Any) -> Any:
+def expm1(x: Any, name: str | None = None) -> Any:
     """e**x - 1, accurate near 0.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(3, x)
 
 
-def log(x: Any) -> Any:
+def log(x: Any, name: str | None = None) -> Any:
     """Natural logarithm.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(4, x)
 
 
-def log1p(x: Any) -> Any:
+def log1p(x: Any, name: str | None = None) -> Any:
     """log(1 + x), accurate near 0.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(5, x)
 
 
-def log2(x: Any) -> Any:
+def log2(x: Any, name: str | None = None) -> Any:
     """Base-2 logarithm.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -68,14 +69,14 @@ def log2(x: Any) -> Any:
     return _op_call(6, x)
 
 
-def sqrt(x: Any) -> Any:
+def sqrt(x: Any, name: str | None = None) -> Any:
     """Square root.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise"""
     return _op_call(7, x)
 
 
-def rsqrt(x: Any) -> Any:
+def rsqrt(x: Any, name: str | None = None) -> Any:
     """1 / sqrt(x).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -83,21 +84,21 @@ def rsqrt(x: Any) -> Any:
     return _op_call(8, x)
 
 
-def sin(x: Any) -> Any:
+def sin(x: Any, name: str | None = None) -> Any:
     """Sine.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(9, x)
 
 
-def cos(x: Any) -> Any:
+def cos(x: Any, name: str | None = None) -> Any:
     """Cosine.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(10, x)
 
 
-def tan(x: Any) -> Any:
+def tan(x: Any, name: str | None = None) -> Any:
     """Tangent.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -105,21 +106,21 @@ def tan(x: Any) -> Any:
     return _op_call(11, x)
 
 
-def tanh(x: Any) -> Any:
+def tanh(x: Any, name: str | None = None) -> Any:
     """Hyperbolic tangent.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(12, x)
 
 
-def erf(x: Any) -> Any:
+def erf(x: Any, name: str | None = None) -> Any:
     """Gauss error function.
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(13, x)
 
 
-def sigmoid(x: Any) -> Any:
+def sigmoid(x: Any, name: str | None = None) -> Any:
     """1 / (1 + exp(-x)).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -127,7 +128,7 @@ def sigmoid(x: Any) -> Any:
     return _op_call(14, x)
 
 
-def relu(x: Any) -> Any:
+def relu(x: Any, name: str | None = None) -> Any:
     """max(x, 0).
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -135,7 +136,7 @@ def relu(x: Any) -> Any:
     return _op_call(15, x)
 
 
-def gelu(x: Any, approximate: bool=False) -> Any:
+def gelu(x: Any, approximate: bool=False, name: str | None = None) -> Any:
     """Gaussian error linear unit; approximate=True uses the tanh form.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -143,7 +144,7 @@ def gelu(x: Any, approximate: bool=False) -> Any:
     return _op_call(16, x, approximate)
 
 
-def silu(x: Any) -> Any:
+def silu(x: Any, name: str | None = None) -> Any:
     """x * sigmoid(x).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -151,7 +152,7 @@ def silu(x: Any) -> Any:
     return _op_call(17, x)
 
 
-def softplus(x: Any, beta: float | None=1.0, threshold: float | None=20.0) -> Any:
+def softplus(x: Any, beta: float | None=1.0, threshold: float | None=20.0, name: str | None = None) -> Any:
     """log(1 + exp(beta x)) / beta, linear above threshold.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -159,35 +160,35 @@ def softplus(x: Any, beta: float | None=1.0, threshold: float | None=20.0) -> An
     return _call('softplus', (x,), {'beta': beta, 'threshold': threshold})
 
 
-def floor(x: Any) -> Any:
+def floor(x: Any, name: str | None = None) -> Any:
     """Round toward -inf (identity on integers).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(19, x)
 
 
-def ceil(x: Any) -> Any:
+def ceil(x: Any, name: str | None = None) -> Any:
     """Round toward +inf (identity on integers).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(20, x)
 
 
-def round(x: Any) -> Any:
+def round(x: Any, name: str | None = None) -> Any:
     """Round half to even.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(21, x)
 
 
-def sign(x: Any) -> Any:
+def sign(x: Any, name: str | None = None) -> Any:
     """-1, 0 or 1 (NaN stays NaN).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(22, x)
 
 
-def reciprocal(x: Any) -> Any:
+def reciprocal(x: Any, name: str | None = None) -> Any:
     """1 / x.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise
@@ -195,7 +196,7 @@ def reciprocal(x: Any) -> Any:
     return _op_call(23, x)
 
 
-def square(x: Any) -> Any:
+def square(x: Any, name: str | None = None) -> Any:
     """x * x.
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: elementwise
@@ -203,35 +204,35 @@ def square(x: Any) -> Any:
     return _op_call(24, x)
 
 
-def logical_not(x: Any) -> Any:
+def logical_not(x: Any, name: str | None = None) -> Any:
     """not x (nonzero is true).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(25, x)
 
 
-def bitwise_not(x: Any) -> Any:
+def bitwise_not(x: Any, name: str | None = None) -> Any:
     """Bitwise not (logical not for bool).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
     return _op_call(26, x)
 
 
-def isnan(x: Any) -> Any:
+def isnan(x: Any, name: str | None = None) -> Any:
     """True where x is NaN.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(27, x)
 
 
-def isinf(x: Any) -> Any:
+def isinf(x: Any, name: str | None = None) -> Any:
     """True where x is +-inf.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(28, x)
 
 
-def isfinite(x: Any) -> Any:
+def isfinite(x: Any, name: str | None = None) -> Any:
     """True where x is neither NaN nor infinite.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -239,28 +240,28 @@ def isfinite(x: Any) -> Any:
     return _op_call(29, x)
 
 
-def add(x: Any, y: Any) -> Any:
+def add(x: Any, y: Any, name: str | None = None) -> Any:
     """x + y (logical or for bool).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding"""
     return _op_call(30, x, y)
 
 
-def subtract(x: Any, y: Any) -> Any:
+def subtract(x: Any, y: Any, name: str | None = None) -> Any:
     """x - y.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding"""
     return _op_call(31, x, y)
 
 
-def multiply(x: Any, y: Any) -> Any:
+def multiply(x: Any, y: Any, name: str | None = None) -> Any:
     """x * y (logical and for bool).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding"""
     return _op_call(32, x, y)
 
 
-def divide(x: Any, y: Any) -> Any:
+def divide(x: Any, y: Any, name: str | None = None) -> Any:
     """True division; integer inputs give float32.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding
@@ -268,7 +269,7 @@ def divide(x: Any, y: Any) -> Any:
     return _op_call(33, x, y)
 
 
-def floor_divide(x: Any, y: Any) -> Any:
+def floor_divide(x: Any, y: Any, name: str | None = None) -> Any:
     """Division rounded toward -inf.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: rounding
@@ -276,7 +277,7 @@ def floor_divide(x: Any, y: Any) -> Any:
     return _op_call(34, x, y)
 
 
-def remainder(x: Any, y: Any) -> Any:
+def remainder(x: Any, y: Any, name: str | None = None) -> Any:
     """Remainder with the sign of the divisor (Python's %).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: elementwise
@@ -284,56 +285,56 @@ def remainder(x: Any, y: Any) -> Any:
     return _op_call(35, x, y)
 
 
-def pow(x: Any, y: Any) -> Any:
+def pow(x: Any, y: Any, name: str | None = None) -> Any:
     """x ** y; integers: wraps modulo 2**bits, and a negative y gives 1 for x=1, +-1 for x=-1, 0 otherwise (the truncated 1 / x**-y; numpy raises instead).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: transcendental"""
     return _op_call(36, x, y)
 
 
-def maximum(x: Any, y: Any) -> Any:
+def maximum(x: Any, y: Any, name: str | None = None) -> Any:
     """Elementwise maximum; NaN propagates.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(37, x, y)
 
 
-def minimum(x: Any, y: Any) -> Any:
+def minimum(x: Any, y: Any, name: str | None = None) -> Any:
     """Elementwise minimum; NaN propagates.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(38, x, y)
 
 
-def equal(x: Any, y: Any) -> Any:
+def equal(x: Any, y: Any, name: str | None = None) -> Any:
     """x == y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(39, x, y)
 
 
-def not_equal(x: Any, y: Any) -> Any:
+def not_equal(x: Any, y: Any, name: str | None = None) -> Any:
     """x != y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(40, x, y)
 
 
-def less_than(x: Any, y: Any) -> Any:
+def less_than(x: Any, y: Any, name: str | None = None) -> Any:
     """x < y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(41, x, y)
 
 
-def less_equal(x: Any, y: Any) -> Any:
+def less_equal(x: Any, y: Any, name: str | None = None) -> Any:
     """x <= y.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(42, x, y)
 
 
-def greater_than(x: Any, y: Any) -> Any:
+def greater_than(x: Any, y: Any, name: str | None = None) -> Any:
     """x > y.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -341,7 +342,7 @@ def greater_than(x: Any, y: Any) -> Any:
     return _op_call(43, x, y)
 
 
-def greater_equal(x: Any, y: Any) -> Any:
+def greater_equal(x: Any, y: Any, name: str | None = None) -> Any:
     """x >= y.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -349,49 +350,49 @@ def greater_equal(x: Any, y: Any) -> Any:
     return _op_call(44, x, y)
 
 
-def logical_and(x: Any, y: Any) -> Any:
+def logical_and(x: Any, y: Any, name: str | None = None) -> Any:
     """Logical and (nonzero is true).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(45, x, y)
 
 
-def logical_or(x: Any, y: Any) -> Any:
+def logical_or(x: Any, y: Any, name: str | None = None) -> Any:
     """Logical or.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(46, x, y)
 
 
-def logical_xor(x: Any, y: Any) -> Any:
+def logical_xor(x: Any, y: Any, name: str | None = None) -> Any:
     """Logical xor.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
     return _op_call(47, x, y)
 
 
-def bitwise_and(x: Any, y: Any) -> Any:
+def bitwise_and(x: Any, y: Any, name: str | None = None) -> Any:
     """Bitwise and.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
     return _op_call(48, x, y)
 
 
-def bitwise_or(x: Any, y: Any) -> Any:
+def bitwise_or(x: Any, y: Any, name: str | None = None) -> Any:
     """Bitwise or.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
     return _op_call(49, x, y)
 
 
-def bitwise_xor(x: Any, y: Any) -> Any:
+def bitwise_xor(x: Any, y: Any, name: str | None = None) -> Any:
     """Bitwise xor.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64; tolerance: exact"""
     return _op_call(50, x, y)
 
 
-def where(condition: Any, x: Any, y: Any) -> Any:
+def where(condition: Any, x: Any, y: Any, name: str | None = None) -> Any:
     """x where condition is true, else y (broadcast, x and y promoted).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -399,7 +400,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     return _op_call(51, condition, x, y)
 
 
-def clip(x: Any, min: float | None=None, max: float | None=None) -> Any:
+def clip(x: Any, min: float | None=None, max: float | None=None, name: str | None = None) -> Any:
     """Limit values to [min, max] (either bound may be None).
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -407,7 +408,7 @@ def clip(x: Any, min: float | None=None, max: float | None=None) -> Any:
     return _call('clip', (x,), {'min': min, 'max': max})
 
 
-def sum(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, dtype: Any=None) -> Any:
+def sum(x: Any, axis: int | list[int] | None=None, dtype: Any=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Sum over axes (bool and integers accumulate in int64).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
@@ -415,7 +416,7 @@ def sum(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, dtype: A
     return _op_call(53, x, axis, keepdim, dtype)
 
 
-def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Mean over axes.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
@@ -424,7 +425,7 @@ def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     return _op_call(54, x, axis, keepdim)
 
 
-def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Product over axes.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
@@ -432,7 +433,7 @@ def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     return _op_call(55, x, axis, keepdim)
 
 
-def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Maximum over axes; NaN propagates; an empty reduction is an error.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -440,7 +441,7 @@ def max(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     return _op_call(56, x, axis, keepdim)
 
 
-def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Minimum over axes; NaN propagates.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -448,7 +449,7 @@ def min(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     return _op_call(57, x, axis, keepdim)
 
 
-def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """True if any element is nonzero.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -456,7 +457,7 @@ def any(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     return _op_call(58, x, axis, keepdim)
 
 
-def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """True if every element is nonzero.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -464,7 +465,7 @@ def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
     return _op_call(59, x, axis, keepdim)
 
 
-def argmax(x: Any, axis: int | None=None, keepdim: bool=False) -> Any:
+def argmax(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Index of the first maximum (over the flattened tensor when axis is None).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -472,7 +473,7 @@ def argmax(x: Any, axis: int | None=None, keepdim: bool=False) -> Any:
     return _call('argmax', (x,), {'axis': axis, 'keepdim': keepdim})
 
 
-def argmin(x: Any, axis: int | None=None, keepdim: bool=False) -> Any:
+def argmin(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """Index of the first minimum.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -480,7 +481,7 @@ def argmin(x: Any, axis: int | None=None, keepdim: bool=False) -> Any:
     return _call('argmin', (x,), {'axis': axis, 'keepdim': keepdim})
 
 
-def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) -> Any:
+def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
     """log(sum(exp(x))) computed stably.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
@@ -488,7 +489,7 @@ def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False) ->
     return _op_call(62, x, axis, keepdim)
 
 
-def var(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased: bool=True) -> Any:
+def var(x: Any, axis: int | list[int] | None=None, unbiased: bool=True, keepdim: bool=False, name: str | None = None) -> Any:
     """Variance (unbiased by default).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
@@ -496,7 +497,7 @@ def var(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased
     return _op_call(63, x, axis, keepdim, unbiased)
 
 
-def std(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased: bool=True) -> Any:
+def std(x: Any, axis: int | list[int] | None=None, unbiased: bool=True, keepdim: bool=False, name: str | None = None) -> Any:
     """Standard deviation.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: reduction
@@ -504,7 +505,7 @@ def std(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, unbiased
     return _op_call(64, x, axis, keepdim, unbiased)
 
 
-def cumsum(x: Any, axis: int | None=None) -> Any:
+def cumsum(x: Any, axis: int | None=None, name: str | None = None) -> Any:
     """Cumulative sum along axis (flattened when None).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
@@ -512,15 +513,19 @@ def cumsum(x: Any, axis: int | None=None) -> Any:
     return _call('cumsum', (x,), {'axis': axis})
 
 
-def cumprod(x: Any, axis: int | None=None) -> Any:
+def cumprod(x: Any, dim: int | None=None, name: str | None = None) -> Any:
     """Cumulative product along axis.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: As cumsum."""
-    return _call('cumprod', (x,), {'axis': axis})
+    axis = dim
+    try:
+        return _call('cumprod', (x,), {'axis': axis})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'axis': 'dim'}) from exc.__cause__
 
 
-def matmul(x: Any, y: Any, transpose_x: bool=False, transpose_y: bool=False) -> Any:
+def matmul(x: Any, y: Any, transpose_x: bool=False, transpose_y: bool=False, name: str | None = None) -> Any:
     """Matrix product, batched with broadcast batch dims.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: matmul
@@ -528,7 +533,7 @@ def matmul(x: Any, y: Any, transpose_x: bool=False, transpose_y: bool=False) -> 
     return _call('matmul', (x, y), {'transpose_x': transpose_x, 'transpose_y': transpose_y})
 
 
-def reshape(x: Any, shape: int | list[int] | None) -> Any:
+def reshape(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
     """Same data in a new shape (one dim may be -1); a view when contiguous.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -536,7 +541,7 @@ def reshape(x: Any, shape: int | list[int] | None) -> Any:
     return _call('reshape', (x,), {'shape': shape})
 
 
-def transpose(x: Any, perm: int | list[int] | None=None) -> Any:
+def transpose(x: Any, perm: int | list[int] | None=None, name: str | None = None) -> Any:
     """Permute dimensions (reverse them when perm is None); a view.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -544,7 +549,7 @@ def transpose(x: Any, perm: int | list[int] | None=None) -> Any:
     return _call('transpose', (x,), {'perm': perm})
 
 
-def flatten(x: Any, start_axis: int | None=0, stop_axis: int | None=-1) -> Any:
+def flatten(x: Any, start_axis: int | None=0, stop_axis: int | None=-1, name: str | None = None) -> Any:
     """Merge dims start_axis..stop_axis.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -552,7 +557,7 @@ def flatten(x: Any, start_axis: int | None=0, stop_axis: int | None=-1) -> Any:
     return _call('flatten', (x,), {'start_axis': start_axis, 'stop_axis': stop_axis})
 
 
-def squeeze(x: Any, axis: int | list[int] | None=None) -> Any:
+def squeeze(x: Any, axis: int | list[int] | None=None, name: str | None = None) -> Any:
     """Drop size-1 dims (all of them when axis is empty); a view.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -560,7 +565,7 @@ def squeeze(x: Any, axis: int | list[int] | None=None) -> Any:
     return _call('squeeze', (x,), {'axis': axis})
 
 
-def unsqueeze(x: Any, axis: int | list[int] | None) -> Any:
+def unsqueeze(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
     """Insert size-1 dims at axis; a view.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -568,7 +573,7 @@ def unsqueeze(x: Any, axis: int | list[int] | None) -> Any:
     return _call('unsqueeze', (x,), {'axis': axis})
 
 
-def expand(x: Any, shape: int | list[int] | None) -> Any:
+def expand(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
     """Broadcast to shape (-1 keeps a dim); a view (alias broadcast_to).
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -576,39 +581,55 @@ def expand(x: Any, shape: int | list[int] | None) -> Any:
     return _call('expand', (x,), {'shape': shape})
 
 
-def concat(xs: list[Any], axis: int | None=0) -> Any:
+def concat(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     """Join tensors along an existing axis (inputs promoted).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: n >= 1 inputs of the output dtype, equal except along attr axis (non-negative)."""
-    return _call('concat', (xs,), {'axis': axis})
+    xs = x
+    try:
+        return _call('concat', (xs,), {'axis': axis})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
 
-def stack(xs: list[Any], axis: int | None=0) -> Any:
+def stack(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     """Join tensors along a new axis.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.stack)"""
-    return _call('stack', (xs,), {'axis': axis})
+    xs = x
+    try:
+        return _call('stack', (xs,), {'axis': axis})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
 
-def split(x: Any, sections: int | list[int] | None, axis: int | None=0) -> Any:
+def split(x: Any, num_or_sections: int | list[int] | None, axis: int | None=0, name: str | None = None) -> Any:
     """Split into pieces: one int = that many equal parts, a list = part sizes.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.split)"""
-    return _call('split', (x,), {'sections': sections, 'axis': axis})
+    sections = num_or_sections
+    try:
+        return _call('split', (x,), {'sections': sections, 'axis': axis})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'sections': 'num_or_sections'}) from exc.__cause__
 
 
-def slice(x: Any, axes: int | list[int] | None, starts: int | list[int] | None, ends: int | list[int] | None, strides: int | list[int] | None=None) -> Any:
+def slice(input: Any, axes: int | list[int] | None, starts: int | list[int] | None, ends: int | list[int] | None, strides: int | list[int] | None=None, name: str | None = None) -> Any:
     """Strided slice along axes (Python slice semantics); a view.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.slice)"""
-    return _call('slice', (x,), {'axes': axes, 'starts': starts, 'ends': ends, 'strides': strides})
+    x = input
+    try:
+        return _call('slice', (x,), {'axes': axes, 'starts': starts, 'ends': ends, 'strides': strides})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'x': 'input'}) from exc.__cause__
 
 
-def flip(x: Any, axis: int | list[int] | None) -> Any:
+def flip(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
     """Reverse the order along axes; a view (negative strides).
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -616,15 +637,19 @@ def flip(x: Any, axis: int | list[int] | None) -> Any:
     return _call('flip', (x,), {'axis': axis})
 
 
-def tile(x: Any, repeats: int | list[int] | None) -> Any:
+def tile(x: Any, repeat_times: int | list[int] | None, name: str | None = None) -> Any:
     """Repeat the whole tensor along each dim.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.tile)"""
-    return _call('tile', (x,), {'repeats': repeats})
+    repeats = repeat_times
+    try:
+        return _call('tile', (x,), {'repeats': repeats})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'repeats': 'repeat_times'}) from exc.__cause__
 
 
-def roll(x: Any, shifts: int | list[int] | None, axis: int | list[int] | None=None) -> Any:
+def roll(x: Any, shifts: int | list[int] | None, axis: int | list[int] | None=None, name: str | None = None) -> Any:
     """Rotate elements along axes (flattened when axis is empty).
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -632,15 +657,17 @@ def roll(x: Any, shifts: int | list[int] | None, axis: int | list[int] | None=No
     return _call('roll', (x,), {'shifts': shifts, 'axis': axis})
 
 
-def pad(x: Any, pad: int | list[int] | None, value: float | None=0.0) -> Any:
+def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: float | None=0.0, name: str | None = None) -> Any:
     """Constant padding; pad = [before_0, after_0, before_1, after_1, ...] from the first dim.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr pad: 2 * ndim non-negative values (before, after) per dim, first dim first; attr value: read INT64 first for integer dtypes (exact), else FLOAT64."""
+    if mode != 'constant':
+        raise _api_args.unsupported('pad', 'mode', 'constant', mode)
     return _call('pad', (x,), {'pad': pad, 'value': value})
 
 
-def tril(x: Any, diagonal: int | None=0) -> Any:
+def tril(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
     """Lower triangle of the last two dims.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -648,7 +675,7 @@ def tril(x: Any, diagonal: int | None=0) -> Any:
     return _call('tril', (x,), {'diagonal': diagonal})
 
 
-def triu(x: Any, diagonal: int | None=0) -> Any:
+def triu(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
     """Upper triangle of the last two dims.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -656,7 +683,7 @@ def triu(x: Any, diagonal: int | None=0) -> Any:
     return _call('triu', (x,), {'diagonal': diagonal})
 
 
-def gather(x: Any, index: Any, axis: int | None=0) -> Any:
+def gather(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> Any:
     """Rows of x along axis picked by a 1-D int index (out of range is an error).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -664,7 +691,7 @@ def gather(x: Any, index: Any, axis: int | None=0) -> Any:
     return _call('gather', (x, index), {'axis': axis})
 
 
-def index_select(x: Any, index: Any, axis: int | None=0) -> Any:
+def index_select(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> Any:
     """Same as gather with a 1-D index.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -672,15 +699,22 @@ def index_select(x: Any, index: Any, axis: int | None=0) -> Any:
     return _call('index_select', (x, index), {'axis': axis})
 
 
-def take_along_axis(x: Any, index: Any, axis: int | None) -> Any:
+def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = True, name: str | None = None) -> Any:
     """Pick values along axis with an index of the same rank (broadcast).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: x and index have the output rank; index values checked by the host; x broadcast to the output shape except along attr axis (non-negative)."""
-    return _call('take_along_axis', (x, index), {'axis': axis})
+    if not broadcast:
+        raise _api_args.unsupported('take_along_axis', 'broadcast', True, broadcast)
+    x = arr
+    index = indices
+    try:
+        return _call('take_along_axis', (x, index), {'axis': axis})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'x': 'arr', 'index': 'indices'}) from exc.__cause__
 
 
-def scatter(x: Any, index: Any, updates: Any, axis: int | None=0, reduce: str='assign') -> Any:
+def scatter(x: Any, index: Any, updates: Any, axis: int | None=0, reduce: str='assign', name: str | None = None) -> Any:
     """Copy of x with updates written along axis at index (reduce: assign | add).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -688,15 +722,17 @@ def scatter(x: Any, index: Any, updates: Any, axis: int | None=0, reduce: str='a
     return _call('scatter', (x, index, updates), {'axis': axis, 'reduce': reduce})
 
 
-def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True) -> Any:
+def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True, sorted: Any = True, name: str | None = None) -> Any:
     """The k largest (or smallest) values along axis and their indices, sorted.
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.topk)"""
+    if not sorted:
+        raise _api_args.unsupported('topk', 'sorted', True, sorted)
     return _call('topk', (x,), {'k': k, 'axis': axis, 'largest': largest})
 
 
-def sort(x: Any, axis: int | None=-1, descending: bool=False) -> Any:
+def sort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:
     """Sorted values along axis (stable).
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -704,7 +740,7 @@ def sort(x: Any, axis: int | None=-1, descending: bool=False) -> Any:
     return _call('sort', (x,), {'axis': axis, 'descending': descending})
 
 
-def argsort(x: Any, axis: int | None=-1, descending: bool=False) -> Any:
+def argsort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:
     """Indices that sort x along axis (stable; NaN last).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -712,7 +748,7 @@ def argsort(x: Any, axis: int | None=-1, descending: bool=False) -> Any:
     return _call('argsort', (x,), {'axis': axis, 'descending': descending})
 
 
-def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32', place: Any = None) -> Any:
+def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """A tensor of shape filled with value (the kernel behind full/zeros/ones).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -720,7 +756,7 @@ def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32
     return _call('fill', (), {'shape': shape, 'value': value, 'dtype': dtype}, place)
 
 
-def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=None, place: Any = None) -> Any:
+def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
     """A tensor of shape filled with fill_value (dtype from the value when None).
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -728,7 +764,7 @@ def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=Non
     return _call('full', (), {'shape': shape, 'fill_value': fill_value, 'dtype': dtype}, place)
 
 
-def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None) -> Any:
+def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """Zeros.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -736,7 +772,7 @@ def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None
     return _call('zeros', (), {'shape': shape, 'dtype': dtype}, place)
 
 
-def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None) -> Any:
+def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """Ones.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -744,7 +780,7 @@ def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None)
     return _call('ones', (), {'shape': shape, 'dtype': dtype}, place)
 
 
-def full_like(x: Any, fill_value: float | None, dtype: Any=None) -> Any:
+def full_like(x: Any, fill_value: float | None, dtype: Any=None, name: str | None = None) -> Any:
     """Like x, filled with fill_value.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -752,7 +788,7 @@ def full_like(x: Any, fill_value: float | None, dtype: Any=None) -> Any:
     return _call('full_like', (x,), {'fill_value': fill_value, 'dtype': dtype})
 
 
-def zeros_like(x: Any, dtype: Any=None) -> Any:
+def zeros_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
     """Zeros like x.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -760,7 +796,7 @@ def zeros_like(x: Any, dtype: Any=None) -> Any:
     return _call('zeros_like', (x,), {'dtype': dtype})
 
 
-def ones_like(x: Any, dtype: Any=None) -> Any:
+def ones_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
     """Ones like x.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -768,7 +804,7 @@ def ones_like(x: Any, dtype: Any=None) -> Any:
     return _call('ones_like', (x,), {'dtype': dtype})
 
 
-def arange(start: float | None=0, end: float | None=None, step: float | None=1, dtype: Any=None, place: Any = None) -> Any:
+def arange(start: float | None=0, end: float | None=None, step: float | None=1, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
     """start, start + step, ... below end (int64 when all are ints, else float32).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -776,7 +812,7 @@ def arange(start: float | None=0, end: float | None=None, step: float | None=1, 
     return _call('arange', (), {'start': start, 'end': end, 'step': step, 'dtype': dtype}, place)
 
 
-def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any='float32', place: Any = None) -> Any:
+def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """num evenly spaced values from start to stop inclusive (num=1: just start).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -784,15 +820,20 @@ def linspace(start: float | None, stop: float | None, num: int | None, dtype: An
     return _call('linspace', (), {'start': start, 'stop': stop, 'num': num, 'dtype': dtype}, place)
 
 
-def eye(n: int | None, m: int | None=None, dtype: Any='float32', place: Any = None) -> Any:
+def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """Identity matrix n x m.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.eye)"""
-    return _call('eye', (), {'n': n, 'm': m, 'dtype': dtype}, place)
+    n = num_rows
+    m = num_columns
+    try:
+        return _call('eye', (), {'n': n, 'm': m, 'dtype': dtype}, place)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'n': 'num_rows', 'm': 'num_columns'}) from exc.__cause__
 
 
-def copy(x: Any) -> Any:
+def copy(x: Any, name: str | None = None) -> Any:
     """A contiguous copy of a view (the kernel behind contiguous()).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -800,7 +841,7 @@ def copy(x: Any) -> Any:
     return _call('copy', (x,), {})
 
 
-def cast(x: Any, dtype: Any) -> Any:
+def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
     """Convert to dtype (like numpy astype: floats truncate toward zero into integers).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -808,7 +849,7 @@ def cast(x: Any, dtype: Any) -> Any:
     return _op_call(102, x, dtype)
 
 
-def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0.0, high: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None) -> Any:
+def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0.0, high: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """Uniform [low, high) from Philox(seed) counters offset.. (element i uses counter offset + i).
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise
@@ -816,7 +857,7 @@ def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0
     return _call('uniform', (), {'shape': shape, 'low': low, 'high': high, 'seed': seed, 'offset': offset, 'dtype': dtype}, place)
 
 
-def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0.0, std: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None) -> Any:
+def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0.0, std: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
     """Normal(mean, std) by Box-Muller over two Philox uniform streams.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -824,59 +865,88 @@ def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0
     return _call('normal', (), {'shape': shape, 'mean': mean, 'std': std, 'seed': seed, 'offset': offset, 'dtype': dtype}, place)
 
 
-def softmax(x: Any, axis: int | None=-1) -> Any:
+def softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None = None) -> Any:
     """exp(x - max) / sum along axis.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.softmax)
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
+    if dtype is not None:
+        raise _api_args.unsupported('softmax', 'dtype', None, dtype)
     return _call('softmax', (x,), {'axis': axis})
 
 
-def log_softmax(x: Any, axis: int | None=-1) -> Any:
+def log_softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None = None) -> Any:
     """x - logsumexp(x) along axis.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.log_softmax)
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
+    if dtype is not None:
+        raise _api_args.unsupported('log_softmax', 'dtype', None, dtype)
     return _call('log_softmax', (x,), {'axis': axis})
 
 
-def layer_norm(x: Any, weight: Any = None, bias: Any = None, normalized_ndim: int | None=1, epsilon: float | None=1e-05) -> Any:
+def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, epsilon: float | None=1e-05, name: str | None = None) -> Any:
     """Normalize over the last normalized_ndim dims, then scale and shift.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.layer_norm)
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
+    normalized_ndim = _api_args.normalized_shape('layer_norm', normalized_shape, x)
     return _call('layer_norm', (x, weight, bias), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
 
 
-def rms_norm(x: Any, weight: Any = None, normalized_ndim: int | None=1, epsilon: float | None=1e-06) -> Any:
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None=1e-05, name: str | None = None) -> Any:
     """x / sqrt(mean(x^2) + eps) * weight.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.rms_norm)
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
-    return _call('rms_norm', (x, weight), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
+    normalized_ndim = _api_args.normalized_shape('rms_norm', normalized_shape, input)
+    x = input
+    epsilon = eps
+    try:
+        return _call('rms_norm', (x, weight), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'x': 'input', 'epsilon': 'eps'}) from exc.__cause__
 
 
-def embedding(index: Any, weight: Any) -> Any:
+def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None, norm_type: Any = 2.0, sparse: Any = False, scale_grad_by_freq: Any = False, name: str | None = None) -> Any:
     """Rows of weight [V, D] for integer index of any shape.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.embedding)"""
-    return _call('embedding', (index, weight), {})
+    if padding_idx is not None:
+        raise _api_args.unsupported('embedding', 'padding_idx', None, padding_idx)
+    if max_norm is not None:
+        raise _api_args.unsupported('embedding', 'max_norm', None, max_norm)
+    if norm_type != 2.0:
+        raise _api_args.unsupported('embedding', 'norm_type', 2.0, norm_type)
+    if sparse:
+        raise _api_args.unsupported('embedding', 'sparse', False, sparse)
+    if scale_grad_by_freq:
+        raise _api_args.unsupported('embedding', 'scale_grad_by_freq', False, scale_grad_by_freq)
+    index = x
+    try:
+        return _call('embedding', (index, weight), {})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'index': 'x'}) from exc.__cause__
 
 
-def dropout(x: Any, p: float | None=0.5, training: bool=True, seed: int | None=0, offset: int | None=0) -> Any:
+def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, mode: Any = 'upscale_in_train', seed: int | None=0, offset: int | None=0, name: str | None = None) -> Any:
     """Zero elements with probability p (Philox uniform), scale the rest by 1/(1-p).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.dropout)"""
+    if axis is not None:
+        raise _api_args.unsupported('dropout', 'axis', None, axis)
+    if mode != 'upscale_in_train':
+        raise _api_args.unsupported('dropout', 'mode', 'upscale_in_train', mode)
     return _call('dropout', (x,), {'p': p, 'training': training, 'seed': seed, 'offset': offset})
 
 
-def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
     """x @ weight + bias, weight [in, out].
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: matmul
@@ -884,7 +954,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     return _call('linear', (x, weight, bias), {})
 
 
-def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, is_causal: bool=False, scale: float | None=None) -> Any:
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, is_causal: bool=False, scale: float | None=None, name: str | None = None) -> Any:
     """softmax(q k^T * scale + mask) v over [..., L, E] inputs; is_causal masks the future.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -892,7 +962,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     return _call('scaled_dot_product_attention', (query, key, value, attn_mask), {'is_causal': is_causal, 'scale': scale})
 
 
-def rotary_embedding(x: Any, cos: Any, sin: Any) -> Any:
+def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any:
     """Rotary position embedding (rotate-half form) with cos/sin broadcast to x.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
@@ -900,12 +970,26 @@ def rotary_embedding(x: Any, cos: Any, sin: Any) -> Any:
     return _call('rotary_embedding', (x, cos, sin), {})
 
 
-def cross_entropy(logits: Any, label: Any, reduction: str='mean', ignore_index: int | None=-100) -> Any:
+def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int | None=-100, reduction: str='mean', soft_label: Any = False, axis: Any = -1, use_softmax: Any = True, label_smoothing: Any = 0.0, name: str | None = None) -> Any:
     """Softmax cross entropy of logits [N, C] with int labels [N] (reduction: mean | sum | none).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.cross_entropy)"""
-    return _call('cross_entropy', (logits, label), {'reduction': reduction, 'ignore_index': ignore_index})
+    if weight is not None:
+        raise _api_args.unsupported('cross_entropy', 'weight', None, weight)
+    if soft_label:
+        raise _api_args.unsupported('cross_entropy', 'soft_label', False, soft_label)
+    if axis != -1:
+        raise _api_args.unsupported('cross_entropy', 'axis', -1, axis)
+    if not use_softmax:
+        raise _api_args.unsupported('cross_entropy', 'use_softmax', True, use_softmax)
+    if label_smoothing != 0.0:
+        raise _api_args.unsupported('cross_entropy', 'label_smoothing', 0.0, label_smoothing)
+    logits = input
+    try:
+        return _call('cross_entropy', (logits, label), {'reduction': reduction, 'ignore_index': ignore_index})
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 
 
 # Tensor methods: name -> function.
@@ -1069,6 +1153,7 @@ NN_FUNCTIONS = [
     'gelu',
     'silu',
     'softplus',
+    'pad',
     'softmax',
     'log_softmax',
     'layer_norm',

@@ -1308,14 +1308,17 @@ def device_inputs(case: Case, place: Any) -> list[Any]:
 
 
 def run_op(case: Case, place: Any) -> Any:
-    """Calls `hwport.<op>` on the case's inputs on `place` (creation ops get place=)."""
+    """Calls `hwport.<op>` on the case's inputs on `place` (creation ops get place=), in the
+    public function's form (Paddle's parameter names and order, ops.yaml `api`)."""
     import hwport
 
+    from .api_args import public_call
+
     fn = getattr(hwport, case.op)
-    kwargs = dict(case.attrs)
+    args, kwargs = public_call(OPS[case.op], device_inputs(case, place), dict(case.attrs))
     if not OPS[case.op].inputs:
         kwargs["place"] = place
-    return fn(*device_inputs(case, place), **kwargs)
+    return fn(*args, **kwargs)
 
 
 def to_numpy(result: Any) -> Any:

@@ -37,6 +37,22 @@ class AttrDef:
 
 
 @dataclass(frozen=True)
+class ApiDef:
+    """The public function's parameters where they differ from the op's inputs + attrs (ops.yaml
+    `api`: Paddle's names and order)."""
+    params: tuple[str, ...]  # public parameter names, in order (`name` is always appended)
+    rename: dict[str, str] = field(default_factory=dict)   # public -> the op's input/attr
+    convert: dict[str, str] = field(default_factory=dict)  # public -> attr via phi_ops/api_args.py
+    unsupported: dict[str, Any] = field(default_factory=dict)  # public -> its only accepted value
+
+    def internal(self, public: str) -> str | None:
+        """The op input/attr a public parameter feeds (None: an unsupported one)."""
+        if public in self.unsupported:
+            return None
+        return self.rename.get(public) or self.convert.get(public) or public
+
+
+@dataclass(frozen=True)
 class OpDef:
     name: str
     kind: str
@@ -60,6 +76,7 @@ class OpDef:
     kernel_key: str | None = None
     kernel: str | None = None
     kernel_dtypes: tuple[str, ...] = ()  # dtypes kernels are registered for (default: dtypes)
+    api: ApiDef | None = None
     attr_map: dict[str, AttrDef] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -89,6 +106,35 @@ def _io(names: list[str]) -> tuple[InputDef, ...]:
         else:
             out.append(InputDef(n))
     return tuple(out)
+
+
+def _api(raw: dict[str, Any] | None, inputs: tuple[InputDef, ...], attrs: list[AttrDef],
+         bad: Any) -> ApiDef | None:
+    if raw is None:
+        return None
+    api = ApiDef(params=tuple(raw.get("params") or ()), rename=dict(raw.get("rename") or {}),
+                 convert=dict(raw.get("convert") or {}),
+                 unsupported=dict(raw.get("unsupported") or {}))
+    own = {i.name for i in inputs} | {a.name for a in attrs}
+    unknown = set(raw) - {"params", "rename", "convert", "unsupported"}
+    if unknown:
+        raise bad(f"api: unknown fields {sorted(unknown)}")
+    if len(set(api.params)) != len(api.params) or "name" in api.params:
+        raise bad("api: params must be unique and not include `name` (always appended)")
+    fed = [api.internal(p) for p in api.params]
+    for p, target in zip(api.params, fed, strict=True):
+        if target is not None and target not in own:
+            raise bad(f"api: parameter {p!r} feeds {target!r}, which is not an input or attr")
+    for key in (*api.rename, *api.convert, *api.unsupported):
+        if key not in api.params:
+            raise bad(f"api: {key!r} is not in params")
+    for a in attrs:  # what params leave out becomes keyword-only and must have a default
+        if a.name not in fed and a.required:
+            raise bad(f"api: required attr {a.name!r} is not in params")
+    missing = [i.name for i in inputs if i.name not in fed and not i.optional]
+    if missing:
+        raise bad(f"api: required inputs {missing} are not in params")
+    return api
 
 
 def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
@@ -133,6 +179,7 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
         kernel_key = entry.get("kernel_key")
         if kernel_key is not None and kernel_key not in [i.name for i in inputs]:
             raise bad(f"kernel_key {kernel_key!r} is not an input")
+        api = _api(entry.get("api"), inputs, attrs, bad)
         op = OpDef(
             name=name,
             kind=kind,
@@ -156,6 +203,7 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
             kernel_key=kernel_key,
             kernel=entry.get("kernel"),
             kernel_dtypes=tuple(_group(entry.get("kernel_dtypes", entry["dtypes"]))),
+            api=api,
             attr_map={a.name: a for a in attrs},
         )
         ops[name] = op

@@ -28,6 +28,7 @@ from typing import Any
 
 from hwport.runtime import _core
 
+from . import api_args as _api_args
 from . import dispatch as _dispatch
 from .dispatch import call as _call
 
@@ -57,28 +58,101 @@ def _annotation(kind: str) -> str:
             "floats": "list[float] | None"}[kind]
 
 
-def signature(op: OpDef) -> str:
-    params = []
-    for i in op.inputs:
-        if i.variadic:
-            params.append(f"{i.name}: list[Any]")
-        elif i.optional:
-            params.append(f"{i.name}: Any = None")
-        else:
-            params.append(f"{i.name}: Any")
+def _input_param(i) -> str:
+    if i.variadic:
+        return f"{i.name}: list[Any]"
+    if i.optional:
+        return f"{i.name}: Any = None"
+    return f"{i.name}: Any"
+
+
+def _own_params(op: OpDef) -> list[str]:
+    """The op's inputs then attrs (required attrs first; keyword-only after an optional input)."""
+    params = [_input_param(i) for i in op.inputs]
     required = [a for a in op.attrs if a.default is REQUIRED]
     optional = [a for a in op.attrs if a.default is not REQUIRED]
     has_optional_input = any(i.optional for i in op.inputs)
     for a in required:
-        # Required attrs after an optional input must be keyword-only.
         if has_optional_input and "*" not in params:
             params.append("*")
         params.append(f"{a.name}: {_annotation(a.type)}")
     for a in optional:
         params.append(f"{a.name}: {_annotation(a.type)}{_default(op, a)}")
+    return params
+
+
+def _api_params(op: OpDef) -> tuple[list[str], list[str]]:
+    """ops.yaml `api`: Paddle's parameters in Paddle's order, then the op's inputs and attrs
+    no Paddle parameter feeds."""
+    api = op.api
+    inputs = {i.name: i for i in op.inputs}
+    public, fed = [], set()
+    for p in api.params:
+        if p in api.unsupported:
+            public.append(f"{p}: Any = {api.unsupported[p]!r}")
+            continue
+        target = api.internal(p)
+        fed.add(target)
+        if p in api.convert:
+            public.append(f"{p}: Any")
+        elif target in inputs:
+            public.append(_input_param(inputs[target]).replace(target, p, 1))
+        else:
+            a = op.attr_map[target]
+            public.append(f"{p}: {_annotation(a.type)}{_default(op, a)}")
+    extras = [_input_param(i) for i in op.inputs if i.name not in fed]
+    extras += [f"{a.name}: {_annotation(a.type)}{_default(op, a)}" for a in op.attrs
+               if a.name not in fed]
+    return public, extras
+
+
+def signature(op: OpDef) -> str:
+    """The public function's parameters: Paddle's (`api`) or the op's own, then the op's
+    parameters Paddle's signature has no place for (dropout's seed), `place` for ops without
+    inputs, then `name` (accepted and ignored, as in Paddle)."""
+    if op.api is None:
+        params, extras = _own_params(op), []
+    else:
+        params, extras = _api_params(op)
+    params += extras
     if not op.inputs:
         params.append("place: Any = None")
+    params.append("name: str | None = None")
     return ", ".join(params)
+
+
+def _prologue(op: OpDef) -> str:
+    """Statements mapping Paddle's parameters onto the op's: unsupported values refused,
+    converted parameters computed (phi_ops/api_args.py), renamed ones assigned."""
+    api = op.api
+    if api is None:
+        return ""
+    lines = []
+    first = op.inputs[0].name if op.inputs else None
+    for p, only in api.unsupported.items():
+        if only is None:
+            test = f"{p} is not None"
+        elif isinstance(only, bool):
+            test = f"not {p}" if only else p
+        else:
+            test = f"{p} != {only!r}"
+        lines.append(f"    if {test}:\n"
+                     f"        raise _api_args.unsupported({op.name!r}, {p!r}, {only!r}, {p})\n")
+    for p, target in api.convert.items():
+        lines.append(f"    {target} = _api_args.{p}({op.name!r}, {p}, {_public(op, first)})\n")
+    for p, target in api.rename.items():
+        lines.append(f"    {target} = {p}\n")
+    return "".join(lines)
+
+
+def _public(op: OpDef, internal: str | None) -> str:
+    """The public name of an op input (the first input is what converters look at)."""
+    if internal is None:
+        return "None"
+    for p, t in op.api.rename.items():
+        if t == internal:
+            return p
+    return internal
 
 
 def docstring(op: OpDef) -> str:
@@ -98,18 +172,27 @@ def in_pipeline(op: OpDef) -> bool:
 
 
 def function(op: OpDef, op_id: int) -> str:
+    head = f"def {op.name}({signature(op)}) -> Any:\n" f'    """{docstring(op)}"""\n'
+    head += _prologue(op)
     if in_pipeline(op):
         params = ", ".join([i.name for i in op.inputs] + [a.name for a in op.attrs])
-        return (f"def {op.name}({signature(op)}) -> Any:\n"
-                f'    """{docstring(op)}"""\n'
-                f"    return _op_call({op_id}, {params})\n")
+        return head + _renaming(op, f"_op_call({op_id}, {params})")
     inputs = ", ".join(i.name for i in op.inputs)
     tuple_ = f"({inputs},)" if len(op.inputs) == 1 else f"({inputs})"
     attrs = ", ".join(f"{a.name!r}: {a.name}" for a in op.attrs)
     place = ", place" if not op.inputs else ""
-    return (f"def {op.name}({signature(op)}) -> Any:\n"
-            f'    """{docstring(op)}"""\n'
-            f"    return _call({op.name!r}, {tuple_}, {{{attrs}}}{place})\n")
+    return head + _renaming(op, f"_call({op.name!r}, {tuple_}, {{{attrs}}}{place})")
+
+
+def _renaming(op: OpDef, call: str) -> str:
+    """`return call`; where `api` renames parameters, errors name them by their public names
+    (a try block costs nothing until it raises)."""
+    renames = {t: p for p, t in op.api.rename.items()} if op.api else {}
+    if not renames:
+        return f"    return {call}\n"
+    return (f"    try:\n        return {call}\n"
+            f"    except (TypeError, ValueError, IndexError) as exc:\n"
+            f"        raise _api_args.renamed(exc, {renames!r}) from exc.__cause__\n")
 
 
 def generate() -> str:

@@ -202,15 +202,18 @@ def _classify_error(case: dict[str, Any], exc: BaseException) -> tuple[str, str]
     text = f"{type(exc).__name__}: {msg}"
     if not isinstance(exc, ALLOWED):
         return "unclear", f"not a TypeError/ValueError/IndexError/MemoryError: {text}"
+    from hwport.phi_ops.api_args import public_names
     from hwport.phi_ops.schema import load_ops
 
     op = load_ops()[case["op"]]
+    public = public_names(op)  # the message names what the caller passed
     arg = case["arg"].split("[")[0]
+    arg = public.get(arg, arg)
     if not _names(msg, case["op"]):
         return "unclear", f"the message does not name the op {case['op']!r}: {text}"
     args = [arg]
     if case["kind"] in RELATIONAL:
-        args += [i.name for i in op.inputs] + [a.name for a in op.attrs]
+        args += list(public.values())
     if not any(_names(msg, a) for a in args):
         return "unclear", f"the message does not name the argument {arg!r}: {text}"
     return "error", text
@@ -230,6 +233,7 @@ def _after_check(places: list[str]) -> str:
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    from hwport.phi_ops.api_args import public_call
     from hwport.phi_ops.schema import load_ops
 
     op = load_ops()[case["op"]]
@@ -238,20 +242,22 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     base = _allocated(places)
     status, detail = "unclear", ""
     args: list[Any] = []
+    kwargs: dict[str, Any] = {}
     try:
         args = [_build(e, set()) for e in case["inputs"]]
-        kwargs = dict(case["attrs"])
+        # The public function's form: Paddle's names and order (ops.yaml `api`).
+        args, kwargs = public_call(op, args, dict(case["attrs"]))
         if not op.inputs:
             kwargs["place"] = case["place"]
         result = _entry_point(case, args)(*_positional(case, args), **kwargs)
-        args = []
+        args, kwargs = [], {}
         status, detail = _check_result(case, result)
         del result
     except Exception as exc:  # noqa: BLE001  (classified below)
         status, detail = _classify_error(case, exc)
         exc.__traceback__ = None
         del exc
-    args = []
+    args, kwargs = [], {}  # tensors passed by keyword too: the leak check needs them gone
     verdict: dict[str, Any] = {"status": status, "detail": detail}
     try:
         broken = _after_check(places)

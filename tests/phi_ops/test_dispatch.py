@@ -56,6 +56,17 @@ def _norm_inputs(op: str, dtype: str):
     return [x, w], {"epsilon": 1e-6, "normalized_ndim": 1}
 
 
+def _public_call(op: str, inputs, attrs):
+    """The op through its public function, in Paddle's form (layer_norm and rms_norm take
+    normalized_shape; rms_norm's epsilon is eps)."""
+    tensors = [_t(a) for a in inputs]
+    if op not in ("layer_norm", "rms_norm"):
+        return getattr(hwport, op)(*tensors, **attrs)
+    shape = list(inputs[0].shape[inputs[0].ndim - attrs["normalized_ndim"]:])
+    eps = {"epsilon" if op == "layer_norm" else "eps": attrs["epsilon"]}
+    return getattr(hwport, op)(tensors[0], shape, *tensors[1:], **eps)
+
+
 # ---- composites: the plugin's kernel when it has one, else the decomposition ------------------
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -66,7 +77,7 @@ def test_composite_kernel_and_decomposition_agree(op, dtype, launches):
     has = _core.has_kernel(op, PLACE, dtype)
 
     launches.clear()
-    via_op = getattr(hwport, op)(*[_t(a) for a in inputs], **attrs).numpy()
+    via_op = _public_call(op, inputs, attrs).numpy()
     if has:
         assert launches == [op], (
             f"custom:cpu registers a fused {op} kernel for {dtype}, so {op} must launch it "
@@ -97,7 +108,7 @@ def test_composite_decomposes_when_the_device_has_no_kernel(op, monkeypatch, lau
                                                                                    dtype))
     inputs, attrs = _norm_inputs(op, "float32")
     launches.clear()
-    out = getattr(hwport, op)(*[_t(a) for a in inputs], **attrs)
+    out = _public_call(op, inputs, attrs)
     assert op not in launches and launches, f"{op} did not decompose: launched {launches}"
     assert str(out.place) == "custom:cpu:0"
     assert_close(op, "float32", out.numpy(), reference(op, inputs, attrs))

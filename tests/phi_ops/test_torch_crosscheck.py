@@ -103,8 +103,8 @@ def test_layer_norm(dtype, affine, normalized_ndim):
     shape = x.shape[3 - normalized_ndim:]
     w = S(dtype, shape, ("ln-w", dtype)) if affine else None
     b = S(dtype, shape, ("ln-b", dtype)) if affine else None
-    got = hwport.layer_norm(T(x), None if w is None else T(w), None if b is None else T(b),
-                            normalized_ndim=normalized_ndim, epsilon=1e-5)
+    got = hwport.layer_norm(T(x), list(shape), None if w is None else T(w),
+                            None if b is None else T(b), epsilon=1e-5)
     want = F.layer_norm(P(x), list(shape), None if w is None else P(w),
                         None if b is None else P(b), eps=1e-5)
     check("layer_norm", dtype, got, want, f"affine={affine}, ndim={normalized_ndim}")
@@ -120,7 +120,7 @@ def test_rms_norm_formula(dtype, weighted):
     want = tx * torch.rsqrt(tx.pow(2).mean(dim=-1, keepdim=True) + eps)
     if weighted:
         want = want * P(w)
-    got = hwport.rms_norm(T(x), None if w is None else T(w), epsilon=eps)
+    got = hwport.rms_norm(T(x), [16], None if w is None else T(w), eps=eps)
     check("rms_norm", dtype, got, want, "formula")
     if hasattr(F, "rms_norm"):  # torch >= 2.4 has the op itself
         check("rms_norm", dtype, got,
@@ -170,7 +170,7 @@ def test_cumsum_cumprod(dtype, axis):
     want_dtype = torch.int64 if dtype.startswith("int") else tx.dtype
     check("cumsum", dtype, hwport.cumsum(T(x), axis=axis),
           torch.cumsum(flat, dim=dim, dtype=want_dtype))
-    check("cumprod", dtype, hwport.cumprod(T(x), axis=axis),
+    check("cumprod", dtype, hwport.cumprod(T(x), dim=axis),
           torch.cumprod(flat, dim=dim, dtype=want_dtype))
 
 
