@@ -168,7 +168,7 @@ def test_int_scans_wrap_and_widen():
     got = hwport.cumsum(dev(u8), axis=0).numpy()
     assert got.dtype == np.int64 and got[-1] == 255 * 3000
     p = np.full((70,), 3, np.int32)
-    np.testing.assert_array_equal(hwport.cumprod(dev(p), axis=0).numpy(),
+    np.testing.assert_array_equal(hwport.cumprod(dev(p), dim=0).numpy(),
                                   np.cumprod(p.astype(np.int64)))
 
 

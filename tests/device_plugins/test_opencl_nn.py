@@ -60,11 +60,12 @@ def check_norm(op: str, name: str, a, w, b, t, tw, tb, nd: int, eps: float | Non
     attrs = {"normalized_ndim": nd}
     if eps is not None:
         attrs["epsilon"] = eps
+    shape = list(a.shape[a.ndim - nd:])  # Paddle's normalized_shape
     if op == "layer_norm":
-        got = F.layer_norm(t, tw, tb, **attrs)
+        got = F.layer_norm(t, shape, tw, tb, **({} if eps is None else {"epsilon": eps}))
         want = reference(op, [a, w, b], attrs)
     else:
-        got = F.rms_norm(t, tw, **attrs)
+        got = F.rms_norm(t, shape, tw, **({} if eps is None else {"eps": eps}))
         want = reference(op, [a, w], attrs)
     assert str(got.place).startswith(P), got.place
     assert_close(op, name, got.numpy(), np.asarray(want))
@@ -179,11 +180,11 @@ def test_norms_against_torch_and_nan(name):
     rng = np.random.default_rng(6)
     a = values(name, (16, 768), rng, shift=0.5)
     w, b = values(name, (768,), rng), values(name, (768,), rng)
-    got = F.layer_norm(dev(a), dev(w), dev(b), epsilon=1e-5).numpy()
+    got = F.layer_norm(dev(a), [768], dev(w), dev(b), epsilon=1e-5).numpy()
     want = torch.nn.functional.layer_norm(torch.from_numpy(a), (768,), torch.from_numpy(w),
                                           torch.from_numpy(b), eps=1e-5).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    got = F.rms_norm(dev(a), dev(w), epsilon=1e-6).numpy()
+    got = F.rms_norm(dev(a), [768], dev(w), eps=1e-6).numpy()
     ta = torch.from_numpy(a)
     want = (ta * torch.rsqrt(ta.pow(2).mean(-1, keepdim=True) + 1e-6) * torch.from_numpy(w))
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
@@ -291,7 +292,7 @@ def test_no_fallback():
             a = values(name, (4, 5), rng)
             w = values(name, (5,), rng)
             for f in (F.softmax(dev(a)), F.log_softmax(dev(a), axis=0),
-                      F.layer_norm(dev(a), dev(w), dev(w)), F.rms_norm(dev(a), dev(w))):
+                      F.layer_norm(dev(a), [5], dev(w), dev(w)), F.rms_norm(dev(a), [5], dev(w))):
                 f.numpy()
 
     fam.assert_no_fallback(("softmax", "log_softmax", "layer_norm", "rms_norm", "max", "exp", "sum",
