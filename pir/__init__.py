@@ -30,7 +30,7 @@ from .core import (
     Region,
     Value,
 )
-from .dialect import Dialect, OpInfo, dialects, lookup_op, register_dialect
+from .dialect import Dialect, OpInfo, all_dialects, lookup_op, register_dialect
 from .infer import InferMetaError, infer_result_types
 from .parser import ParseError, parse
 from .printer import print_program
@@ -44,7 +44,7 @@ __all__ = [
     "Builder", "Constraint", "Constraints", "DTypeAttr", "Dialect", "DoubleAttr", "IRError",
     "InferMetaError", "Int64Attr", "Location", "NullAttr", "OpInfo", "OpOperand", "OpResult",
     "Operation", "ParseError", "PlaceAttr", "Program", "Region", "StrAttr", "SymExpr",
-    "TensorType", "Type", "Value", "VectorType", "VerificationError", "attr", "dialects",
+    "TensorType", "Type", "Value", "VectorType", "VerificationError", "all_dialects", "attr",
     "infer_result_types", "lookup_op", "parse", "print_program", "register_dialect", "sym",
     "tensor", "verify",
 ]

@@ -179,9 +179,9 @@ class _PdOpNamespace:
         return _PdOp(self._b, info)
 
     def __dir__(self) -> list[str]:
-        from .dialect import dialects
+        from .dialect import all_dialects
 
-        return [n.split(".", 1)[1] for n in dialects()["pd_op"].ops]
+        return [n.split(".", 1)[1] for n in all_dialects()["pd_op"].ops]
 
 
 class _CfNamespace:

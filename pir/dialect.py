@@ -98,7 +98,7 @@ def register_dialect(dialect: Dialect) -> Dialect:
     return dialect
 
 
-def dialects() -> dict[str, Dialect]:
+def all_dialects() -> dict[str, Dialect]:
     _load_builtin_dialects()
     return dict(_DIALECTS)
 

@@ -76,7 +76,7 @@ class _Ctx:
         if isinstance(a, int) and isinstance(b, int):
             raise ValueError(f"{self.op}: {what} ({a} vs {b})")
         self.record("eq", a, b)
-        return a if isinstance(a, int) else b
+        return b if isinstance(b, int) else a
 
     def bcast(self, a: Dim, b: Dim, what: str) -> Dim:
         if a == 1 or a == b:
