@@ -94,6 +94,10 @@ class Builder:
         """A program input (symbolic dims as "s0"; None: unknown)."""
         return self.create("builtin.data", (), [tensor(shape, dtype)], {"name": name}).result()
 
+    def output(self, value: Value, name: str) -> Operation:
+        """Mark `value` as the program output `name` (builtin.shadow_output)."""
+        return self.create("builtin.shadow_output", [value], [], {"output_name": name})
+
     def parameter(self, name: str, shape: Sequence[Dim | str], dtype: str) -> Value:
         return self.create("builtin.parameter", (), [tensor(shape, dtype)],
                            {"parameter_name": name}).result()

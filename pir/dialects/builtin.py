@@ -1,5 +1,6 @@
-"""builtin: the module, program inputs (data) and parameters, constants, and combine/split
-of variadic values (a vec[...] operand of concat, the vec[...] result of split)."""
+"""builtin: the module, program inputs (data), outputs (shadow_output) and parameters,
+constants, and combine/split of variadic values (a vec[...] operand of concat, the vec[...]
+result of split)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ for _info in (
            traits=frozenset({NO_TERMINATOR})),
     OpInfo("builtin.data", results=_ONE, attrs=(AttrSpec("name", "str"),)),
     OpInfo("builtin.parameter", results=_ONE, attrs=(AttrSpec("parameter_name", "str"),)),
+    # a program output (it keeps its operand alive: dce and friends never erase it)
+    OpInfo("builtin.shadow_output", operands=(OperandSpec("x"),), results=(),
+           attrs=(AttrSpec("output_name", "str"),)),
     OpInfo("builtin.constant", results=_ONE, attrs=(AttrSpec("value", "any"),),
            traits=frozenset({PURE}), verify=_verify_constant),
     OpInfo("builtin.combine", operands=None, results=_ONE, traits=frozenset({PURE}),

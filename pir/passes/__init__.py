@@ -1,0 +1,27 @@
+"""Passes over PIR programs: the PassManager (pipelines, timing, IR printing, verification),
+the pattern rewriter and its greedy driver, and the standard passes dce, cse, canonicalize."""
+
+from __future__ import annotations
+
+from . import canonicalize, cse, dce
+from .manager import (
+           Nested,
+           Pass,
+           PassError,
+           PassManager,
+           PassTiming,
+           parse_pipeline,
+           register_pass,
+           registered_passes,
+)
+from .rewrite import (
+           Listener,
+           PatternRewriter,
+           RewritePattern,
+           apply_patterns_greedily,
+           is_trivially_dead,
+)
+
+__all__ = ["Listener", "Nested", "Pass", "PassError", "PassManager", "PassTiming",
+           "PatternRewriter", "RewritePattern", "apply_patterns_greedily", "canonicalize", "cse",
+           "dce", "is_trivially_dead", "parse_pipeline", "register_pass", "registered_passes"]
