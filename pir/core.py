@@ -67,13 +67,20 @@ class Value:
         raise NotImplementedError
 
 
-class OpResult(Value):
+class _Owned(Value):
+    """A value with an owner (op or block) and its index there."""
+
     __slots__ = ("index", "owner")
 
-    def __init__(self, type: Type, owner: Operation, index: int) -> None:
+    def __init__(self, type: Type, owner: Any, index: int) -> None:
         super().__init__(type)
         self.owner = owner
         self.index = index
+
+
+class OpResult(_Owned):
+    __slots__ = ()
+    owner: Operation
 
     def defining_op(self) -> Operation:
         return self.owner
@@ -85,13 +92,9 @@ class OpResult(Value):
         return f"<OpResult {self.index} of {self.owner.name}: {self.type}>"
 
 
-class BlockArgument(Value):
-    __slots__ = ("index", "owner")
-
-    def __init__(self, type: Type, owner: Block, index: int) -> None:
-        super().__init__(type)
-        self.owner = owner
-        self.index = index
+class BlockArgument(_Owned):
+    __slots__ = ()
+    owner: Block
 
     def parent_block(self) -> Block:
         return self.owner

@@ -132,26 +132,23 @@ def _binary(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list
 
 
 def _matmul(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list[Meta]:
+    """Unify the inner dims and broadcast the batch dims here (recording what that assumes),
+    then let the concrete rule, which now sees equal dims, assemble the result."""
     x, y = ins
     if x.ndim == 0 or y.ndim == 0:
-        raise ValueError(f"matmul: operands must have at least 1 dim, got x "
-                         f"{shape_str(x.shape)} and y {shape_str(y.shape)}")
+        return concrete.matmul(op, ins, attrs).outputs  # its error
+    kx = x.ndim - (2 if attrs.get("transpose_x") and x.ndim >= 2 else 1)
+    ky = 0 if y.ndim == 1 else y.ndim - (1 if attrs.get("transpose_y") else 2)
+    k = ctx.same(x.shape[kx], y.shape[ky], f"inner dimensions differ: x {shape_str(x.shape)}, "
+                 f"y {shape_str(y.shape)}")
     xs, ys = list(x.shape), list(y.shape)
-    if attrs.get("transpose_x") and x.ndim >= 2:
-        xs[-1], xs[-2] = xs[-2], xs[-1]
-    if attrs.get("transpose_y") and y.ndim >= 2:
-        ys[-1], ys[-2] = ys[-2], ys[-1]
-    x2 = [1, *xs] if x.ndim == 1 else xs
-    y2 = [*ys, 1] if y.ndim == 1 else ys
-    ctx.same(x2[-1], y2[-2], f"inner dimensions differ: x {shape_str(x.shape)}, y "
-             f"{shape_str(y.shape)}")
-    batch = ctx.broadcast([x2[:-2], y2[:-2]], ["x's batch dims", "y's batch dims"])
-    shape = [*batch, x2[-2], y2[-1]]
-    if x.ndim == 1:
-        shape.pop(-2)
-    if y.ndim == 1:
-        shape.pop(-1)
-    return [Meta(tuple(shape), _dtype_of(op, ins, attrs)[0])]
+    xs[kx], ys[ky] = k, k
+    bx, by = xs[:-2], ys[:-2]
+    batch = list(ctx.broadcast([bx, by], ["x's batch dims", "y's batch dims"]))
+    xs = batch[len(batch) - len(bx):] + xs[len(bx):] if bx else xs
+    ys = batch[len(batch) - len(by):] + ys[len(by):] if by else ys
+    return concrete.matmul(op, [Meta(tuple(xs), x.dtype), Meta(tuple(ys), y.dtype)],
+                           attrs).outputs
 
 
 def _linear(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list[Meta]:
