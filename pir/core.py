@@ -238,24 +238,20 @@ class Operation:
         return self
 
     def move_before(self, anchor: Operation) -> None:
-        if anchor is self:
-            return
-        self._check_not_into_itself(anchor)
-        self.remove_from_parent()
-        block = anchor.parent
-        if block is None:
-            raise IRError(f"move_before: {anchor.name} is not in a block")
-        block.insert(block.index(anchor), self)
+        self._move(anchor, 0, "move_before")
 
     def move_after(self, anchor: Operation) -> None:
+        self._move(anchor, 1, "move_after")
+
+    def _move(self, anchor: Operation, offset: int, what: str) -> None:
         if anchor is self:
             return
         self._check_not_into_itself(anchor)
-        self.remove_from_parent()
         block = anchor.parent
         if block is None:
-            raise IRError(f"move_after: {anchor.name} is not in a block")
-        block.insert(block.index(anchor) + 1, self)
+            raise IRError(f"{what}: {anchor.name} is not in a block")
+        self.remove_from_parent()
+        block.insert(block.index(anchor) + offset, self)
 
     def move_to_end(self, block: Block) -> None:
         if block.parent is not None and block.parent.parent is not None:

@@ -187,24 +187,18 @@ def _reshape(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> lis
 
 
 def _expand(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list[Meta]:
+    """A symbolic dim expanded to a size n is 1 or n (recorded); the concrete rule then runs
+    with it as n."""
     x = ins[0]
-    target: list[Dim] = list(attrs["shape"])
-    if len(target) < x.ndim or any(d < -1 for d in target):
-        return concrete.expand(op, [Meta((1,) * x.ndim, x.dtype)], attrs).outputs  # its error
+    target = list(attrs["shape"])
     lead = len(target) - x.ndim
-    for i, d in enumerate(target):
-        src = x.shape[i - lead] if i >= lead else None
-        if d == -1:
-            if src is None:
-                raise ValueError(f"expand: shape {attrs['shape']}: -1 is not allowed for the "
-                                 f"new leading dim {i} of x {shape_str(x.shape)}")
-            target[i] = src
-        elif src is not None and src != 1 and src != d:
-            if isinstance(src, int):
-                raise ValueError(f"expand: cannot expand x of shape {shape_str(x.shape)} to "
-                                 f"shape {attrs['shape']} (dimension {i})")
-            ctx.record("broadcastable", src, d)
-    return [Meta(tuple(target), x.dtype)]
+    xs = list(x.shape)
+    for i, s in enumerate(x.shape):
+        d = target[lead + i] if 0 <= lead + i < len(target) else -1
+        if isinstance(s, SymExpr) and d >= 0 and d != s:
+            ctx.record("broadcastable", s, d)
+            xs[i] = d
+    return concrete.expand(op, [Meta(tuple(xs), x.dtype)], attrs).outputs
 
 
 def _concat(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list[Meta]:

@@ -141,6 +141,15 @@ def test_reshape_with_minus_one():
         ["builtin.tensor<8x2xf32>"], ["4*s0 == 16 (reshape)"])
 
 
+def test_expand():
+    assert _infer("expand", [["s0", 1]], shape=[2, -1, 5]) == (
+        ["builtin.tensor<2xs0x5xf32>"], [])
+    assert _infer("expand", [["s0", "s1"]], shape=[4, -1]) == (
+        ["builtin.tensor<4xs1xf32>"], ["s0 ~ 4 (expand)"])
+    with pytest.raises(pir.InferMetaError, match="expand: cannot expand x of shape"):
+        _infer("expand", [["s0", 3]], shape=[-1, 4])
+
+
 def test_concat_sums_and_split():
     assert _infer("concat", [[["s0", 4], ["s1", 4], [3, 4]]], axis=0) == (
         ["builtin.tensor<(s0+s1+3)x4xf32>"], [])
