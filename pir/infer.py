@@ -374,7 +374,7 @@ def infer_result_types(info: OpInfo, operand_types: Sequence[Type | None],
            for spec, t in zip(op.inputs, operand_types, strict=True)]
     try:
         outs = infer_metas(op, ins, py_attrs(info, attrs), constraints)
-    except (ValueError, TypeError, IndexError) as exc:
+    except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
         raise InferMetaError(str(exc)) from None
     types = [TensorType(m.shape, m.dtype) for m in outs]
     if op.outputs and op.outputs[0].variadic:

@@ -130,8 +130,9 @@ class _Verifier:
         if info is None:
             self.err(op, f"unregistered op {op.name!r}")
             return
+        before = len(self.errors)
         self.specs(op)
-        if info.verify is not None:
+        if info.verify is not None and len(self.errors) == before:  # its checks need the specs
             for text in info.verify(op):
                 self.err(op, text)
         needs_term = NO_TERMINATOR not in info.traits
@@ -141,6 +142,7 @@ class _Verifier:
 
     def specs(self, op: Operation) -> None:
         info = op.info
+        before = len(self.errors)
         if info.operands is not None:
             if op.num_operands != len(info.operands):
                 self.err(op, f"expects {len(info.operands)} operand(s) "
@@ -177,7 +179,7 @@ class _Verifier:
                     self.err(op, f"unknown attribute {name!r} (it takes "
                              f"{', '.join(amap) or 'none'})")
         infer = info.interfaces.get("InferMeta")
-        if infer is not None and not any(e.startswith(position(op)) for e in self.errors):
+        if infer is not None and len(self.errors) == before:
             self.results(op, infer)
 
     def results(self, op: Operation, infer: object) -> None:

@@ -5,7 +5,7 @@ values and whose cf.yield gives the next condition and values), cf.yield (the te
 from __future__ import annotations
 
 from ..core import Block, Operation
-from ..dialect import IS_TERMINATOR, Dialect, OpInfo, register_dialect
+from ..dialect import IS_TERMINATOR, Dialect, OperandSpec, OpInfo, register_dialect
 from ..types import TensorType
 
 DIALECT = register_dialect(Dialect("cf"))
@@ -78,7 +78,8 @@ def _verify_while(op: Operation) -> list[str]:
 
 for _info in (
     OpInfo("cf.yield", operands=None, results=(), traits=frozenset({IS_TERMINATOR})),
-    OpInfo("cf.if", operands=None, results=None, num_regions=2, verify=_verify_if),
+    OpInfo("cf.if", operands=(OperandSpec("cond"),), results=None, num_regions=2,
+           verify=_verify_if),
     OpInfo("cf.while", operands=None, results=None, num_regions=1, verify=_verify_while),
 ):
     DIALECT.register(_info)
