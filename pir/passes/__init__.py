@@ -1,9 +1,10 @@
 """Passes over PIR programs: the PassManager (pipelines, timing, IR printing, verification),
-the pattern rewriter and its greedy driver, and the standard passes dce, cse, canonicalize."""
+the pattern rewriter and its greedy driver, the standard passes dce, cse, canonicalize, and
+fuse (the DRR fusions of pir/passes/fusions.py)."""
 
 from __future__ import annotations
 
-from . import canonicalize, cse, dce
+from . import canonicalize, cse, dce, fusions
 from .manager import (
            Nested,
            Pass,
@@ -24,4 +25,5 @@ from .rewrite import (
 
 __all__ = ["Listener", "Nested", "Pass", "PassError", "PassManager", "PassTiming",
            "PatternRewriter", "RewritePattern", "apply_patterns_greedily", "canonicalize", "cse",
-           "dce", "is_trivially_dead", "parse_pipeline", "register_pass", "registered_passes"]
+           "dce", "fusions", "is_trivially_dead", "parse_pipeline", "register_pass",
+           "registered_passes"]

@@ -74,3 +74,31 @@ def all_values(p: pir.Program) -> list[pir.Value]:
             for blk in r.blocks:
                 out += blk.args
     return out
+
+
+def evaluate(p: pir.Program, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs of a program of pd_op and builtin ops, each pd_op op run by the numpy
+    oracle (phi_ops.reference): an interpreter independent of the passes under test."""
+    from hwport.phi_ops.reference import reference
+
+    env: dict[int, Any] = {}
+    outputs: dict[str, np.ndarray] = {}
+    for op in p.ops:
+        ins = [None if v is None else env[id(v)] for v in op.operands]
+        if op.name in ("builtin.data", "builtin.parameter"):
+            out: Any = feeds[op.attr("name") or op.attr("parameter_name")]
+        elif op.name == "builtin.constant":
+            t = op.result().type
+            out = np.full(t.shape, op.attr("value"), dtype=sample_inputs.np_dtype(t.dtype))
+        elif op.name == "builtin.combine":
+            out = list(ins)
+        elif op.name == "builtin.shadow_output":
+            outputs[op.attr("output_name")] = ins[0]
+            continue
+        else:
+            out = reference(op.name.split(".", 1)[1], ins,
+                            {k: a.value for k, a in op.attributes.items()})
+        results = out if isinstance(out, tuple) else (out,)
+        for r, value in zip(op.results, results, strict=True):
+            env[id(r)] = value
+    return outputs
