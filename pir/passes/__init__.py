@@ -1,10 +1,10 @@
 """Passes over PIR programs: the PassManager (pipelines, timing, IR printing, verification),
-the pattern rewriter and its greedy driver, the standard passes dce, cse, canonicalize, and
-fuse (the DRR fusions of pir/passes/fusions.py)."""
+the pattern rewriter and its greedy driver, the standard passes dce, cse, canonicalize and
+constant_folding, and fuse (the DRR fusions of pir/passes/fusions.py)."""
 
 from __future__ import annotations
 
-from . import canonicalize, cse, dce, fusions
+from . import canonicalize, constant_folding, cse, dce, fusions
 from .manager import (
            Nested,
            Pass,
@@ -24,6 +24,7 @@ from .rewrite import (
 )
 
 __all__ = ["Listener", "Nested", "Pass", "PassError", "PassManager", "PassTiming",
-           "PatternRewriter", "RewritePattern", "apply_patterns_greedily", "canonicalize", "cse",
+           "PatternRewriter", "RewritePattern", "apply_patterns_greedily", "canonicalize",
+           "constant_folding", "cse",
            "dce", "fusions", "is_trivially_dead", "parse_pipeline", "register_pass",
            "registered_passes"]

@@ -55,7 +55,7 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
 
 
 def registered_passes() -> dict[str, type[Pass]]:
-    from . import canonicalize, cse, dce, fusions  # noqa: F401 (they register themselves)
+    from . import canonicalize, constant_folding, cse, dce, fusions  # noqa: F401 (register)
 
     return dict(_REGISTRY)
 

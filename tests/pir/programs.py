@@ -95,10 +95,16 @@ def evaluate(p: pir.Program, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarr
         elif op.name == "builtin.shadow_output":
             outputs[op.attr("output_name")] = ins[0]
             continue
+        elif op.name == "builtin.split":
+            out = tuple(ins[0])
         else:
-            out = reference(op.name.split(".", 1)[1], ins,
-                            {k: a.value for k, a in op.attributes.items()})
-        results = out if isinstance(out, tuple) else (out,)
+            attrs = {k: a.value for k, a in op.attributes.items()}
+            if op.name == "pd_op.split" and len(attrs["sections"]) == 1:
+                # the IR's [n] is n equal parts (infer-meta's reading); the oracle takes an int
+                attrs["sections"] = attrs["sections"][0]
+            out = reference(op.name.split(".", 1)[1], ins, attrs)
+        results = (out if isinstance(out, tuple) and op.name != "pd_op.split" else
+                   (list(out),) if op.name == "pd_op.split" else (out,))
         for r, value in zip(op.results, results, strict=True):
             env[id(r)] = value
     return outputs
