@@ -18,7 +18,7 @@ an output dim that depends on one is unknown again."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hwport.phi_ops import infer_meta as concrete
@@ -69,22 +69,23 @@ class _Ctx:
             return
         self.constraints.add(kind, a, b, self.op)
 
-    def same(self, a: Dim, b: Dim, what: str) -> Dim:
-        """a and b must be equal: an error for two different ints, a constraint otherwise."""
+    def same(self, a: Dim, b: Dim, what: Callable[[], str]) -> Dim:
+        """a and b must be equal: an error for two different ints, a constraint otherwise.
+        (what() describes them, asked only for the error.)"""
         if a == b:
             return a
         if isinstance(a, int) and isinstance(b, int):
-            raise ValueError(f"{self.op}: {what} ({a} vs {b})")
+            raise ValueError(f"{self.op}: {what()} ({a} vs {b})")
         self.record("eq", a, b)
         return b if isinstance(b, int) else a
 
-    def bcast(self, a: Dim, b: Dim, what: str) -> Dim:
+    def bcast(self, a: Dim, b: Dim, what: Callable[[], str]) -> Dim:
         if a == 1 or a == b:
             return b
         if b == 1:
             return a
         if isinstance(a, int) and isinstance(b, int):
-            raise ValueError(f"{self.op}: cannot broadcast {what} ({a} vs {b})")
+            raise ValueError(f"{self.op}: cannot broadcast {what()} ({a} vs {b})")
         if isinstance(a, int) or isinstance(b, int):  # a symbol against n > 1: it is 1 or n
             n, s = (a, b) if isinstance(a, int) else (b, a)
             self.record("broadcastable", s, n)
@@ -103,7 +104,8 @@ class _Ctx:
             for s, n in zip(shapes, names, strict=True):
                 if k >= ndim - len(s):
                     d = s[k - ndim + len(s)]
-                    out[k] = self.bcast(out[k], d, f"{n} of shape {shape_str(s)} at dim {k}")
+                    out[k] = self.bcast(out[k], d, lambda n=n, s=s, k=k:
+                                        f"{n} of shape {shape_str(s)} at dim {k}")
         return tuple(out)
 
 
@@ -139,8 +141,8 @@ def _matmul(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list
         return concrete.matmul(op, ins, attrs).outputs  # its error
     kx = x.ndim - (2 if attrs.get("transpose_x") and x.ndim >= 2 else 1)
     ky = 0 if y.ndim == 1 else y.ndim - (1 if attrs.get("transpose_y") else 2)
-    k = ctx.same(x.shape[kx], y.shape[ky], f"inner dimensions differ: x {shape_str(x.shape)}, "
-                 f"y {shape_str(y.shape)}")
+    k = ctx.same(x.shape[kx], y.shape[ky], lambda: "inner dimensions differ: x "
+                 f"{shape_str(x.shape)}, y {shape_str(y.shape)}")
     xs, ys = list(x.shape), list(y.shape)
     xs[kx], ys[ky] = k, k
     bx, by = xs[:-2], ys[:-2]
@@ -155,13 +157,13 @@ def _linear(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list
     x, w, b = ins
     if w.ndim != 2 or x.ndim == 0:
         return concrete.linear(op, ins, attrs).outputs  # its error
-    ctx.same(x.shape[-1], w.shape[0], f"x {shape_str(x.shape)} features vs weight "
+    ctx.same(x.shape[-1], w.shape[0], lambda: f"x {shape_str(x.shape)} features vs weight "
              f"{shape_str(w.shape)}")
     if b is not None:
         if b.ndim != 1:
             raise ValueError(f"linear: bias must have shape [{w.shape[1]}], got "
                              f"{shape_str(b.shape)}")
-        ctx.same(b.shape[0], w.shape[1], "bias size vs weight's out features")
+        ctx.same(b.shape[0], w.shape[1], lambda: "bias size vs weight's out features")
     return [Meta((*x.shape[:-1], w.shape[1]), _dtype_of(op, ins, attrs)[0])]
 
 
@@ -181,7 +183,7 @@ def _reshape(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> lis
             q = _fresh_unknown()
         shape[shape.index(-1)] = q
     else:
-        ctx.same(numel, known, f"cannot reshape x of shape {shape_str(x.shape)} into "
+        ctx.same(numel, known, lambda: f"cannot reshape x of shape {shape_str(x.shape)} into "
                  f"{shape_str(shape)}")
     return [Meta(tuple(shape), x.dtype)]
 
@@ -215,7 +217,8 @@ def _concat(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list
                              "match")
         for k in range(first.ndim):
             if k != axis:
-                shape[k] = ctx.same(shape[k], m.shape[k], f"xs[{i}] dim {k} vs xs[0]")
+                shape[k] = ctx.same(shape[k], m.shape[k], lambda i=i, k=k: f"xs[{i}] dim {k} vs "
+                                    "xs[0]")
     shape[axis] = simplify(sum((m.shape[axis] for m in xs), start=0))
     return [Meta(tuple(shape), result_type(*(m.dtype for m in xs)))]
 
@@ -244,7 +247,7 @@ def _split(ctx: _Ctx, op: OpDef, ins: list[Any], attrs: dict[str, Any]) -> list[
             rest = sum(s for s in sections if s != -1)
             sizes = [simplify(dim - rest) if s == -1 else s for s in sections]
         else:
-            ctx.same(dim, sum(sections), f"sections {sections} must add up to dim {axis}")
+            ctx.same(dim, sum(sections), lambda: f"sections {sections} must add up to dim {axis}")
             sizes = sections
     outs = []
     for s in sizes:

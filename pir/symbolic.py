@@ -164,6 +164,8 @@ def parse_dim(text: str) -> Dim:
     text = text.strip()
     if re.fullmatch(r"-?\d+", text):
         return int(text)
+    if SYMBOL_RE.fullmatch(text):
+        return sym(text)
     total: Dim = 0
     for sign, term in re.findall(r"([+-]?)\s*([^+-]+)", text):
         value: Dim = 1

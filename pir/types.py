@@ -4,6 +4,7 @@ and hashable. Printed as Paddle does: builtin.tensor<s0x4xf32>, vec[builtin.tens
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,9 +83,10 @@ def tensor(shape: Sequence[Dim | str], dtype: str) -> TensorType:
     return TensorType(tuple(dims), dtype)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_tensor_body(body: str) -> TensorType:
     """The text between builtin.tensor< and >: dims separated by x (outside parentheses),
-    then the dtype's short name."""
+    then the dtype's short name. (Cached: types are immutable, and a program repeats few.)"""
     parts, depth, cur = [], 0, ""
     for ch in body:
         if ch == "(":
