@@ -377,7 +377,8 @@ def infer_result_types(info: OpInfo, operand_types: Sequence[Type | None],
            for spec, t in zip(op.inputs, operand_types, strict=True)]
     try:
         outs = infer_metas(op, ins, py_attrs(info, attrs), constraints)
-    except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
+    except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as exc:
+        # MemoryError: a valid tensor larger than any device can hold (phi_ops.check_size)
         raise InferMetaError(str(exc)) from None
     types = [TensorType(m.shape, m.dtype) for m in outs]
     if op.outputs and op.outputs[0].variadic:

@@ -107,6 +107,8 @@ def test_errors_name_the_op_and_the_argument():
             b.pd_op.reshape(x, shape=[4, 2])
         with pytest.raises(TypeError, match="operand x expected a pir Value, got int"):
             b.pd_op.exp(3)
+        with pytest.raises(pir.InferMetaError, match="is larger than any device can hold"):
+            b.pd_op.fill(shape=[2**31, 2**31], value=1.0)
     assert [op.name for op in p.ops] == ["builtin.data"]  # nothing half-built was left
 
 
