@@ -129,3 +129,19 @@ def test_dims_print_as_paddle_does():
     assert str(pir.tensor(["max_len"], "int64")) == "builtin.tensor<(max_len)xi64>"
     t = pir.tensor(["s0-2", "max_len", 7], "uint8")
     assert pir.types.parse_tensor_body(str(t)[len("builtin.tensor<"):-1]) == t
+
+
+def test_block_arguments_of_the_program_and_multi_block_regions_round_trip():
+    p = pir.Program()
+    arg = p.block.add_argument(pir.tensor(["s0"], "float32"))
+    with pir.Builder(p) as b:
+        y = b.pd_op.exp(arg)
+        op = b.create("kernel.phi_kernel", [y], [y.type],
+                      {"op_name": "exp", "kernel_name": "exp", "device_type": "cpu",
+                       "dtype": pir.DTypeAttr("float32")}, num_regions=1)
+    op.regions[0].add_block([pir.tensor([], "int64")])
+    op.regions[0].add_block()
+    text = str(p)
+    assert text.startswith("{\n^bb0(%0: builtin.tensor<s0xf32>):\n")
+    assert "^bb0(%3: builtin.tensor<i64>):" in text and "^bb1:" in text
+    assert str(pir.parse(text)) == text
