@@ -1,0 +1,30 @@
+"""Passes over PIR programs: the PassManager (pipelines, timing, IR printing, verification),
+the pattern rewriter and its greedy driver, the standard passes dce, cse, canonicalize and
+constant_folding, and fuse (the DRR fusions of pir/passes/fusions.py)."""
+
+from __future__ import annotations
+
+from . import canonicalize, constant_folding, cse, dce, fusions
+from .manager import (
+           Nested,
+           Pass,
+           PassError,
+           PassManager,
+           PassTiming,
+           parse_pipeline,
+           register_pass,
+           registered_passes,
+)
+from .rewrite import (
+           Listener,
+           PatternRewriter,
+           RewritePattern,
+           apply_patterns_greedily,
+           is_trivially_dead,
+)
+
+__all__ = ["Listener", "Nested", "Pass", "PassError", "PassManager", "PassTiming",
+           "PatternRewriter", "RewritePattern", "apply_patterns_greedily", "canonicalize",
+           "constant_folding", "cse",
+           "dce", "fusions", "is_trivially_dead", "parse_pipeline", "register_pass",
+           "registered_passes"]
