@@ -6,6 +6,7 @@
 #include "dlpack.h"
 #include "errors.h"
 #include "ops.h"
+#include "indexing_fast.h"
 #include "pipeline.h"
 
 namespace hwport {
@@ -395,5 +396,6 @@ PYBIND11_MODULE(_core, m) {
     DeviceManager::instance().shutdown();
   });
   pipeline::register_pipeline(m);  // after `empty`, the default output allocator
+  register_indexing(m);
   m.attr("ABI_VERSION") = py::make_tuple(HWP_ABI_VERSION_MAJOR, HWP_ABI_VERSION_MINOR);
 }
