@@ -1,6 +1,7 @@
 """The pipeline layers' cost: per-op time of add, exp, matmul, softmax, layer_norm, reshape,
-slicing and a scalar operand on 1-element (matmul: 2x2) float32 on custom:cpu with no layer registered, with the profiler layer registered but not active (the
-issue's target: within 3%), and while a Profiler records; plus the one check an inactive
+slicing and a scalar operand on 1-element (matmul: 2x2) float32 on custom:cpu with no layer
+registered, with the profiler layer registered but not active (the issue's target: within 3%),
+and while a Profiler records; plus the one check an inactive
 pipeline makes per call (_core.layers_active()) on its own. The conditions are measured
 interleaved, best of several rounds, so machine load affects them alike.
 

@@ -168,7 +168,7 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     decomposition keeps their precision)."""
     op = OPS[op_name]
     if op.infer_meta == "matmul":
-        x, y = metas
+        x = metas[0]
         k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
         return k == 0
     if not op.is_primitive and len(metas) > 1:
