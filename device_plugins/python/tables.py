@@ -61,6 +61,7 @@ class Bridge:
         self.streams = P.provides(plugin, "create_stream")
         self.stats = [dict(in_use=0, peak=0, allocs=0, frees=0) for _ in range(self.count)]
         self.limits = [self._limit(d) for d in range(self.count)]
+        self.props: dict[int, dict[str, Any]] = {}
 
     # ---- errors ------------------------------------------------------------------------
     def fail(self, status: int, message: str) -> int:
@@ -142,13 +143,15 @@ class Bridge:
     def host(self, ptr: Any, nbytes: int, what: str) -> memoryview:
         if nbytes and ptr == self.ffi.NULL:
             raise P.PluginError(P.INVALID_ARGUMENT, f"{what} host pointer is NULL")
-        return memoryview(self.ffi.buffer(ptr, nbytes)) if nbytes else memoryview(b"")
+        return memoryview(self.ffi.buffer(ptr, nbytes)) if nbytes else memoryview(bytearray())
 
     def _limit(self, device: int) -> int:
         return int(self.plugin.memory_limit(device) or 0)
 
     # ---- ordering: a NULL stream means after all of the device's work, complete on return ----
-    def ordered(self, device: int, stream: Any, fn: Any, *args: Any) -> None:
+    def ordered(self, device: int, stream: Any, fn: Any, *args: Any, nbytes: int = 1) -> None:
+        if nbytes == 0:  # an empty copy or fill: nothing to enqueue
+            return
         null = stream is None and self.streams
         if null:
             self.plugin.synchronize(device)
@@ -218,6 +221,11 @@ class Bridge:
                 self._set(t, name, lambda d, m=method: m(self.device(d)))
 
     def properties(self, device: int) -> dict[str, Any]:
+        if device not in self.props:  # fixed for the process, as the host reads them once
+            self.props[device] = self._properties(device)
+        return self.props[device]
+
+    def _properties(self, device: int) -> dict[str, Any]:
         props: dict[str, Any] = {"name": f"{self.plugin.device_type} (Python plugin)",
                                  "memory_alignment": 64, "simd_width": 1, "compute_units": 1,
                                  "max_work_group_size": 1, "flags": self.plugin.flags}
@@ -238,7 +246,11 @@ class Bridge:
             self.out_ptr(out, "out")
             if nbytes == 0:
                 raise P.PluginError(P.INVALID_ARGUMENT, "nbytes is 0")
-            limit = self.limits[device] or self.properties(device)["total_memory"]
+            props = self.properties(device)
+            limit = self.limits[device] or props["total_memory"]
+            if nbytes > (props.get("max_allocation") or limit):
+                raise P.PluginError(P.OUT_OF_MEMORY, f"{nbytes} bytes is more than one "
+                                    f"allocation may hold ({props.get('max_allocation')})")
             stats = self.stats[device]
             with self.lock:  # reserve first: concurrent allocations never pass the limit
                 if stats["in_use"] + nbytes > limit:
@@ -326,14 +338,14 @@ class Bridge:
                 obj = self.buffer(dst, dst_offset, nbytes, "dst")
                 view, s = self.host(src, nbytes, "src"), self.stream_obj(stream)
                 self.ordered(self.device(device), s, plugin.copy_h2d_async, device, s, obj,
-                             dst_offset, view)
+                             dst_offset, view, nbytes=nbytes)
             set_("copy_h2d_async", h2d)
         if P.provides(plugin, "copy_d2h_async"):
             def d2h(device, stream, dst, src, src_offset, nbytes):
                 obj = self.buffer(src, src_offset, nbytes, "src")
                 view, s = self.host(dst, nbytes, "dst"), self.stream_obj(stream)
                 self.ordered(self.device(device), s, plugin.copy_d2h_async, device, s, view,
-                             obj, src_offset)
+                             obj, src_offset, nbytes=nbytes)
             set_("copy_d2h_async", d2h)
         if P.provides(plugin, "copy_d2d_async"):
             def d2d(device, stream, dst, dst_offset, src, src_offset, nbytes):
@@ -341,14 +353,14 @@ class Bridge:
                 s_ = self.buffer(src, src_offset, nbytes, "src")
                 s = self.stream_obj(stream)
                 self.ordered(self.device(device), s, plugin.copy_d2d_async, device, s, d,
-                             dst_offset, s_, src_offset, nbytes)
+                             dst_offset, s_, src_offset, nbytes, nbytes=nbytes)
             set_("copy_d2d_async", d2d)
         if P.provides(plugin, "memset"):
             def memset(device, stream, dst, dst_offset, value, nbytes):
                 obj = self.buffer(dst, dst_offset, nbytes, "dst")
                 s = self.stream_obj(stream)
                 self.ordered(self.device(device), s, plugin.memset, device, s, obj, dst_offset,
-                             value, nbytes)
+                             value, nbytes, nbytes=nbytes)
             set_("memset_async", memset)
         for field in ("host_address", "device_address"):
             if P.provides(plugin, field):
