@@ -66,6 +66,24 @@ def _prepare_imports(config):
 '''
 
 
+# Loaded with RTLD_LOCAL (as the shim and every host load plugins), the libpython this library
+# links would stay invisible to the extension modules the interpreter imports (_cffi_backend,
+# numpy: they do not link libpython, they expect its symbols in the global scope). Where this
+# library brought libpython into the process (the probe, a C++ host), it promotes it to global.
+PROMOTE_LIBPYTHON = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <Python.h>
+#include <hwport/hwport.h>
+
+__attribute__((constructor)) static void hwport_promote_libpython(void) {
+  Dl_info info;
+  if (dladdr((void *)&Py_IsInitialized, &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+}
+"""
+
+
 def _abi_ffi():
     """conformance/abi_ffi.py by path: the build has no importable hwport package yet."""
     path = Path(__file__).resolve().parents[2] / "conformance" / "abi_ffi.py"
@@ -81,7 +99,7 @@ def main(include_dir: str, out_c: str) -> None:
     builder.cdef(decls)
     builder.cdef(defines)
     builder.embedding_api(ENTRY)
-    builder.set_source("_hwport_pyembed", "#include <hwport/hwport.h>\n")
+    builder.set_source("_hwport_pyembed", PROMOTE_LIBPYTHON, libraries=["dl"])
     builder.embedding_init_code(INIT_CODE)
     tmp = Path(out_c).with_suffix(".tmp.c")
     builder.emit_c_code(str(tmp))

@@ -47,10 +47,12 @@ class NumpyDevice(Plugin):
         return buffer.ctypes.data + offset
 
     def kernels(self):
-        for op, fn in UFUNCS.items():
-            for dtype in ("float32", "float64"):
+        for dtype in ("float32", "float64"):
+            for op, fn in UFUNCS.items():
                 yield Kernel(op, dtype, lambda c, fn=fn: fn(*map(array, c.inputs),
                                                             out=array(c.outputs[0])), True)
+            yield Kernel("fill", dtype, lambda c: array(c.outputs[0]).fill(c.attr("value",
+                                                                                "float")))
         for dtype in DTYPE_CODES:
             yield Kernel("copy", dtype, lambda c: np.copyto(array(c.outputs[0]),
                                                             array(c.inputs[0])), True)

@@ -72,7 +72,11 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   g_last_error[0] = '\0';
   HWP_Status status = init(doc, host, &api, g_last_error, sizeof g_last_error);
   if (status != HWP_OK || !api) {
-    if (status == HWP_OK) status = HWP_ERROR_INTERNAL;
+    if (status == HWP_OK) { /* cffi's answer when the interpreter could not start */
+      snprintf(g_last_error, sizeof g_last_error, "the embedded Python interpreter could not "
+               "start or run the plugin runtime %s (its traceback went to stderr)", embed);
+      status = HWP_ERROR_INTERNAL;
+    }
     *out = &g_failed;
     return status;
   }
