@@ -29,13 +29,35 @@ def test_numpy_device_loads_like_a_c_plugin_and_runs_ops(plugin_env):
         native = {k: v for k, v in rt.fallback_stats().items() if k[1] == "numpy"}
         mm = hwport.matmul(x, x.T).numpy()                            # no kernel: CPU fallback
         fell = {k[0] for k in rt.fallback_stats() if k[1] == "numpy"}
+
+        # Runtime threads at once: each op calls Python callbacks (which take the GIL) from
+        # the runtime's C++ code; the parent waits with a timeout, so a deadlock fails.
+        import threading
+        sums, thread_errors = {}, []
+        def work(i):
+            try:
+                t = hwport.to_tensor(np.full((64,), i, "float32"), place="custom:numpy")
+                for _ in range(30):
+                    t = (t + 1.0) * 1.0
+                hwport.device.synchronize("custom:numpy")
+                sums[i] = float(t.numpy().sum())
+            except Exception as exc:
+                thread_errors.append(repr(exc))
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        cupy = [q for q in rt.plugins() if q["device_type"] == "cupy"]
         print(json.dumps({"plugin": p, "errors": rt.plugin_errors(), "got": got,
                           "native_fallbacks": len(native), "fell": sorted(fell),
-                          "mm": mm.tolist()}))
-    """, plugin_env(NUMPY_DEVICE))
+                          "mm": mm.tolist(), "sums": sums, "thread_errors": thread_errors,
+                          "cupy": cupy}))
+    """, plugin_env(NUMPY_DEVICE, CUPY_DEVICE))
     doc = json.loads(out.splitlines()[-1])
     p = doc["plugin"]
     assert doc["errors"] == []
+    assert doc["thread_errors"] == []
+    assert doc["sums"] == {str(i): 64.0 * (i + 30) for i in range(6)}
+    _check_cupy_device(doc["cupy"])
     # the host loaded the entry library prepared for the .py, like any library
     assert p["path"].endswith(".so") and "libhwport_py_numpy_device_" in p["path"]
     assert p["abi_version"] == "1.1" and p["device_count"] == 1 and not p["has_streams"]
@@ -176,41 +198,9 @@ def test_an_entry_point_names_a_plugin_class(tmp_path, plugin_env):
     assert doc == {"version": "2.0.1", "x": [1.0, 2.0], "errors": []}
 
 
-def test_runtime_threads_call_a_python_plugin_concurrently(plugin_env):
-    # Each thread's ops call into Python callbacks (which take the GIL) from the runtime's
-    # C++ code; the parent waits with a timeout, so a deadlock fails the test.
-    out = run_ok("""
-        import json, threading
-        import numpy as np
-        import hwport
-        results, errors = {}, []
-        def work(i):
-            try:
-                x = hwport.to_tensor(np.full((64,), i, "float32"), place="custom:numpy")
-                for _ in range(30):
-                    x = (x + 1.0) * 1.0
-                hwport.device.synchronize("custom:numpy")
-                results[i] = float(x.numpy().sum())
-            except Exception as exc:
-                errors.append(repr(exc))
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-        for t in threads: t.start()
-        for t in threads: t.join()
-        print(json.dumps({"results": results, "errors": errors}))
-    """, plugin_env(NUMPY_DEVICE))
-    doc = json.loads(out.splitlines()[-1])
-    assert doc["errors"] == []
-    assert doc["results"] == {str(i): 64.0 * (i + 30) for i in range(6)}
-
-
-def test_cupy_device_without_a_gpu_reports_no_device_and_why(plugin_env):
-    out = run_ok("""
-        import json
-        import hwport
-        (p,) = [p for p in hwport.runtime.plugins() if p["device_type"] == "cupy"]
-        print(json.dumps(p))
-    """, plugin_env(CUPY_DEVICE))
-    p = json.loads(out.splitlines()[-1])
+def _check_cupy_device(found: list[dict]) -> None:
+    """cupy_device loads everywhere; without CuPy or a GPU it has no device and says why."""
+    (p,) = found
     try:
         import cupy
 
