@@ -26,25 +26,26 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .views import DTYPE_CODES, KernelCall
+from .views import DTYPE_CODES, KernelCall, header_enum
 
-# HWP_Status codes (runtime/include/hwport/types.h).
-OK = 0
-INVALID_ARGUMENT = 1
-OUT_OF_MEMORY = 2
-NOT_SUPPORTED = 3
-NOT_READY = 4
-NOT_FOUND = 5
-DEVICE_ERROR = 6
-VERSION_MISMATCH = 7
-INTERNAL = 8
+# HWP_Status codes, device flags and kernel flags, from the ABI headers.
+_STATUS = header_enum("HWP_StatusCode")
+OK = _STATUS["HWP_OK"]
+INVALID_ARGUMENT = _STATUS["HWP_ERROR_INVALID_ARGUMENT"]
+OUT_OF_MEMORY = _STATUS["HWP_ERROR_OUT_OF_MEMORY"]
+NOT_SUPPORTED = _STATUS["HWP_ERROR_NOT_SUPPORTED"]
+NOT_READY = _STATUS["HWP_ERROR_NOT_READY"]
+NOT_FOUND = _STATUS["HWP_ERROR_NOT_FOUND"]
+DEVICE_ERROR = _STATUS["HWP_ERROR_DEVICE"]
+VERSION_MISMATCH = _STATUS["HWP_ERROR_VERSION_MISMATCH"]
+INTERNAL = _STATUS["HWP_ERROR_INTERNAL"]
 
-# HWP_DeviceFlag bits.
-HOST_MEMORY = 1 << 0
-FLOAT16_ARITHMETIC = 1 << 1
-BFLOAT16_ARITHMETIC = 1 << 2
+_DEVICE_FLAGS = header_enum("HWP_DeviceFlag", "device.h")
+HOST_MEMORY = _DEVICE_FLAGS["HWP_DEVICE_HOST_MEMORY"]
+FLOAT16_ARITHMETIC = _DEVICE_FLAGS["HWP_DEVICE_FLOAT16_ARITHMETIC"]
+BFLOAT16_ARITHMETIC = _DEVICE_FLAGS["HWP_DEVICE_BFLOAT16_ARITHMETIC"]
 
-ACCEPTS_STRIDED = 1 << 0  # HWP_KERNEL_ACCEPTS_STRIDED
+ACCEPTS_STRIDED = header_enum("HWP_KernelFlag", "kernel.h")["HWP_KERNEL_ACCEPTS_STRIDED"]
 
 
 class PluginError(Exception):

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-# HWP_DType codes (runtime/include/hwport/types.h); the names are the ops' dtype names.
-DTYPE_CODES = {"bool": 0, "int8": 1, "uint8": 2, "int16": 3, "int32": 4, "int64": 5,
-               "float16": 6, "bfloat16": 7, "float32": 8, "float64": 9}
+
+def header_enum(name: str, header: str = "types.h") -> dict[str, int]:
+    """The members of C enum ``name`` of an ABI header, {NAME: value}: the headers are the
+    contract, read here (no compiler needed) from the installed or the source tree's copy."""
+    root = Path(__file__).resolve().parents[2] / "runtime" / "include" / "hwport"
+    text = re.sub(r"/\*.*?\*/", "", (root / header).read_text(), flags=re.S)
+    body = re.search(rf"enum {name} \{{(.*?)\}};", text, flags=re.S)
+    if body is None:
+        raise LookupError(f"enum {name} is not in {root / header}")
+    return {m.group(1): int(m.group(2), 0) if m.group(3) is None
+            else int(m.group(2), 0) << int(m.group(3))
+            for m in re.finditer(r"(\w+)\s*=\s*(0x[0-9a-fA-F]+|\d+)[uU]?(?:\s*<<\s*(\d+))?",
+                                 body.group(1))}
+
+
+# HWP_DType codes; the names are the ops' dtype names (HWP_DTYPE_FLOAT32 -> "float32").
+DTYPE_CODES = {k.removeprefix("HWP_DTYPE_").lower(): v
+               for k, v in header_enum("HWP_DTypeCode").items() if k != "HWP_DTYPE_COUNT"}
 DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
 
 
@@ -25,8 +42,15 @@ def numpy_dtype(name: str) -> np.dtype:
 ITEMSIZE = {name: numpy_dtype(name).itemsize if name != "bfloat16" else 2
             for name in DTYPE_CODES}
 
-# HWP_AttrType codes, by the name a kernel asks for.
-ATTR_TYPES = {"bool": 0, "int": 1, "float": 2, "str": 3, "ints": 4, "floats": 5, "dtype": 6}
+# What get_attr writes for each kind a kernel asks for: (HWP_AttrType, the out pointer's type).
+_ATTR = header_enum("HWP_AttrTypeCode", "kernel.h")
+ATTR_KINDS = {"bool": (_ATTR["HWP_ATTR_BOOL"], "uint8_t *"),
+              "int": (_ATTR["HWP_ATTR_INT64"], "int64_t *"),
+              "float": (_ATTR["HWP_ATTR_FLOAT64"], "double *"),
+              "str": (_ATTR["HWP_ATTR_STRING"], "const char **"),
+              "ints": (_ATTR["HWP_ATTR_INT64_ARRAY"], "const int64_t **"),
+              "floats": (_ATTR["HWP_ATTR_FLOAT64_ARRAY"], "const double **"),
+              "dtype": (_ATTR["HWP_ATTR_DTYPE"], "int32_t *")}
 
 
 @dataclass(frozen=True)
@@ -71,9 +95,7 @@ class KernelCall:
         """Attribute ``name`` as ``kind`` (bool, int, float, str, ints, floats, dtype), or
         ``default`` when the op call has none (or not of that kind)."""
         ffi = self._ffi
-        type_code = ATTR_TYPES[kind]
-        out_type = {0: "uint8_t *", 1: "int64_t *", 2: "double *", 3: "const char **",
-                    4: "const int64_t **", 5: "const double **", 6: "int32_t *"}[type_code]
+        type_code, out_type = ATTR_KINDS[kind]
         out = ffi.new(out_type)
         count = ffi.new("int64_t *")
         if self._ctx.get_attr(self._ctx, name.encode(), type_code, out, count) != 0:
