@@ -7,6 +7,10 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import run_isolated
+
 from .conftest import CUPY_DEVICE, NUMPY_DEVICE, run_ok
 
 
@@ -213,3 +217,33 @@ def _check_cupy_device(found: list[dict]) -> None:
         assert p["device_count"] == 0 and p["num_kernels"] == 0
         assert "CuPy is not installed" in p["device_count_note"] or \
             "no CUDA device through CuPy" in p["device_count_note"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="runtime/src: empty_cache releases the GIL and then "
+                   "holds the allocator's mutex while it calls the plugin's deallocate, which a "
+                   "Python plugin runs under the GIL; a thread that holds the GIL and allocates "
+                   "on the device waits for that mutex: a deadlock (module.cpp empty_cache, "
+                   "allocator.cpp release_cached_locked)")
+def test_empty_cache_while_another_thread_allocates(plugin_env):
+    proc = run_isolated("""
+        import threading, time
+        import numpy as np
+        import hwport
+        stop = False
+        def churn():
+            while not stop:
+                xs = [hwport.to_tensor(np.ones(1 << 16, "float32"), place="custom:numpy")
+                      for _ in range(8)]
+                del xs
+        def flush():
+            while not stop:
+                hwport.runtime._core.empty_cache("custom:numpy")
+        threads = [threading.Thread(target=churn), threading.Thread(target=flush)]
+        for t in threads: t.start()
+        time.sleep(3)
+        stop = True
+        for t in threads: t.join()
+        print("done")
+    """, env=plugin_env(NUMPY_DEVICE), timeout=30)
+    assert proc.stdout.strip() == "done"
