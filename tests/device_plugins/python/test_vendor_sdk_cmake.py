@@ -102,3 +102,45 @@ def test_hwcheck_certifies_the_template(built_template, tmp_path):
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["tiers"]["mydev"]["runtime"]["status"] == "certified"
     assert results_by_id(tmp_path / "run.json")["abi::resolves_symbols"]["status"] == "PASS"
+
+
+@pytest.mark.slow
+def test_the_template_wheel_installs_next_to_hwport_and_is_certified(tmp_path):
+    """Plays the vendor: the template as a wheel (scikit-build-core, against the installed
+    hwport), installed in a fresh venv that sees hwport, found there through its entry point."""
+    src = tmp_path / "mydev"
+    shutil.copytree(TEMPLATE, src)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation",
+                            "--no-deps", str(src), "-w", str(tmp_path / "dist")], env=env,
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    # native code, no use of Python's C API: any Python 3, this platform only
+    assert wheel.name.startswith("hwport_mydev-0.1.0-py3-none-linux_")
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    vpy = venv / "bin" / "python"
+    site = subprocess.run([str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], check=True, capture_output=True, text=True)
+    site_dir = Path(site.stdout.strip())
+    import sysconfig
+
+    hwport_site = sysconfig.get_paths()["purelib"]  # hwport's own environment
+    (site_dir / "hwport-env.pth").write_text(f"import site; site.addsitedir({hwport_site!r})\n")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(site_dir), str(wheel)], check=True, capture_output=True)
+    work = tmp_path / "work"  # not where the source folder "mydev" is (a path to hwcheck)
+    work.mkdir()
+    listed = subprocess.run([str(vpy), "-m", "hwport.conformance", "list", "--json"],
+                            capture_output=True, text=True, cwd=work)
+    assert listed.returncode == 0, listed.stderr
+    (mydev,) = [p for p in json.loads(listed.stdout)["plugins"] if p["device_type"] == "mydev"]
+    assert Path(mydev["path"]).is_relative_to(site_dir / "hwport_mydev")
+    run = subprocess.run([str(vpy), "-m", "hwport.conformance", "run", "--plugin", "mydev",
+                          "--suite", "abi,device,memory,stream,transfers", "--jobs", "2",
+                          "--json", "run.json"], capture_output=True, text=True, cwd=work)
+    assert run.returncode == 0, run.stdout + run.stderr
+    doc = json.loads((work / "run.json").read_text())
+    assert doc["tiers"]["mydev"]["runtime"]["status"] == "certified"
