@@ -15,6 +15,11 @@ group naming the file or the class, or ``hwcheck run --plugin mydev.py``. A plug
 imports this package (and its own backend), never ``hwport`` itself: it runs while the
 runtime loads, and in the isolated probe process where no runtime is loaded. Examples:
 numpy_device.py, pyopencl_device.py, cupy_device.py; the guide is docs/porting.md.
+
+Threads: every callback takes the GIL (cffi does), so a host thread may call any method at any
+time. Known limit: the runtime's empty_cache releases the GIL and then holds its allocator lock
+while it calls deallocate; another thread that allocates on the same device meanwhile, holding
+the GIL, deadlocks with it (tests/device_plugins/python: the strict xfail that reproduces it).
 """
 
 from .loader import PrepareError, prepare
