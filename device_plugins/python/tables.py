@@ -435,17 +435,21 @@ class Bridge:
     # ---- kernels -----------------------------------------------------------------------
     def view(self, tv: Any) -> View:
         ndim = tv.ndim
-        shape = tuple(tv.shape[0:ndim]) if ndim else ()
-        if ndim and tv.strides != self.ffi.NULL:
-            strides = tuple(tv.strides[0:ndim])
+        if not ndim:
+            shape = strides = ()
+        elif tv.strides != self.ffi.NULL:
+            shape, strides = tuple(tv.shape[0:ndim]), tuple(tv.strides[0:ndim])
         else:
-            strides, acc = [], 1
+            shape, acc, inner = tuple(tv.shape[0:ndim]), 1, []
             for n in reversed(shape):
-                strides.insert(0, acc)
+                inner.append(acc)
                 acc *= n
-            strides = tuple(strides)
-        return View(self.get(tv.buffer, "tensor buffer"), tv.byte_offset,
-                    DTYPE_NAMES.get(tv.dtype, str(tv.dtype)), shape, strides)
+            strides = tuple(reversed(inner))
+        buffer = self.objects.get(int(self.ffi.cast("uintptr_t", tv.buffer)))
+        if buffer is None:
+            buffer = self.get(tv.buffer, "tensor buffer")  # raises, naming the handle
+        return View(buffer, tv.byte_offset, DTYPE_NAMES.get(tv.dtype) or str(tv.dtype), shape,
+                    strides)
 
     def _register_kernels(self, host: Any) -> None:
         ffi = self.ffi

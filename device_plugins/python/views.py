@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ DTYPE_CODES = {k.removeprefix("HWP_DTYPE_").lower(): v
 DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
 
 
+@functools.cache
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype of an op dtype name (bfloat16 through ml_dtypes)."""
     if name == "bfloat16":
@@ -53,17 +54,21 @@ ATTR_KINDS = {"bool": (_ATTR["HWP_ATTR_BOOL"], "uint8_t *"),
               "dtype": (_ATTR["HWP_ATTR_DTYPE"], "int32_t *")}
 
 
-@dataclass(frozen=True)
 class View:
     """A strided view of a plugin buffer (HWP_TensorView): element (i0, ..) lives at byte
     ``byte_offset + itemsize * sum(i_k * strides[k])`` of ``buffer`` (the plugin's own object).
     Strides are in elements, may be 0 or negative."""
 
-    buffer: Any
-    byte_offset: int
-    dtype: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
+    __slots__ = ("buffer", "byte_offset", "dtype", "shape", "strides")  # one per launch: cheap
+
+    def __init__(self, buffer: Any, byte_offset: int, dtype: str, shape: tuple[int, ...],
+                 strides: tuple[int, ...]) -> None:
+        self.buffer, self.byte_offset, self.dtype = buffer, byte_offset, dtype
+        self.shape, self.strides = shape, strides
+
+    def __repr__(self) -> str:
+        return (f"View({self.dtype}, shape={self.shape}, strides={self.strides}, "
+                f"byte_offset={self.byte_offset})")
 
     @property
     def itemsize(self) -> int:
