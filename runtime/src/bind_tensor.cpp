@@ -123,10 +123,7 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
                                   (want_copy == false ? " with copy=False" : ""));
     }
   }
-  if (want_copy == true) {
-    py::gil_scoped_release nogil;
-    src = clone(t);
-  }
+  if (want_copy == true) src = clone(t);  // GIL held: it allocates (see empty_cache)
   std::optional<int64_t> consumer_stream;
   if (!stream.is_none()) {
     if (!py::isinstance<py::int_>(stream))
