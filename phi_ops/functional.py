@@ -554,7 +554,7 @@ def flatten(x: Any, start_axis: int | None=0, stop_axis: int | None=-1, name: st
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.flatten)"""
-    return _call('flatten', (x,), {'start_axis': start_axis, 'stop_axis': stop_axis})
+    return _op_call(70, x, start_axis, stop_axis)
 
 
 def squeeze(x: Any, axis: int | list[int] | None=None, name: str | None = None) -> Any:
@@ -562,7 +562,7 @@ def squeeze(x: Any, axis: int | list[int] | None=None, name: str | None = None) 
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.squeeze)"""
-    return _call('squeeze', (x,), {'axis': axis})
+    return _op_call(71, x, axis)
 
 
 def unsqueeze(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
@@ -570,7 +570,7 @@ def unsqueeze(x: Any, axis: int | list[int] | None, name: str | None = None) -> 
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.unsqueeze)"""
-    return _call('unsqueeze', (x,), {'axis': axis})
+    return _op_call(72, x, axis)
 
 
 def expand(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
@@ -578,7 +578,7 @@ def expand(x: Any, shape: int | list[int] | None, name: str | None = None) -> An
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.expand)"""
-    return _call('expand', (x,), {'shape': shape})
+    return _op_call(73, x, shape)
 
 
 def concat(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:

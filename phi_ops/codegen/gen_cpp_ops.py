@@ -52,7 +52,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     matmul     the `matmul` rule (transposes, 1-D operands, batch broadcasting)
     concat     the `concat` rule (inputs promoted, axis normalized)
     reshape    the `reshape` rule (-1 resolved; a view where the layout allows, else a copy)
-    transpose  the `transpose` rule (a view)"""
+    flatten    the `flatten` rule (a reshape)
+    transpose, squeeze, unsqueeze, expand
+               their rules (views)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -74,7 +76,10 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "matmul"
     if infer_meta == "concat" and attrs == {"axis": "int"} and len(inputs) == 1:
         return "concat"
-    if infer_meta in ("reshape", "transpose") and inputs == ["x"] and len(attrs) == 1:
+    if infer_meta in ("reshape", "transpose", "squeeze", "unsqueeze", "expand") and \
+            inputs == ["x"] and len(attrs) == 1:
+        return infer_meta
+    if infer_meta == "flatten" and inputs == ["x"] and set(attrs) == {"start_axis", "stop_axis"}:
         return infer_meta
     return None
 

@@ -79,6 +79,17 @@ bool infer_reshape(const MetaIn& x, const std::vector<int64_t>& shape, Shape* ou
 bool infer_transpose(const MetaIn& x, const std::vector<int64_t>* perm,
                      std::vector<int64_t>* out);
 
+// squeeze: axes ([]: every size-1 dim) normalized, unique; the listed size-1 dims dropped.
+bool infer_squeeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                   std::vector<int64_t>* norm_axes);
+// unsqueeze: axes normalized against the output's rank, unique.
+bool infer_unsqueeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                     std::vector<int64_t>* norm_axes);
+// flatten: start/stop normalized, start <= stop; a 0-d x becomes [1].
+bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out);
+// expand: at least x's rank; -1 keeps x's dim (not for new leading dims); sizes 1 broadcast.
+bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -76,3 +76,103 @@ bool infer_transpose(const MetaIn& x, const std::vector<int64_t>* perm,
 }
 
 }  // namespace hwport::pipeline
+
+namespace hwport::pipeline {
+
+namespace {
+
+// infer_meta.normalize_axes: each in [-bound, bound), sorted, unique.
+bool norm_axes_unique(const std::vector<int64_t>& axes, int64_t ndim,
+                      std::vector<int64_t>* out) {
+  const int64_t bound = ndim > 1 ? ndim : 1;
+  out->clear();
+  for (int64_t a : axes) {
+    if (a < -bound || a >= bound) return false;
+    out->push_back(a < 0 ? a + bound : a);
+  }
+  std::sort(out->begin(), out->end());
+  return std::adjacent_find(out->begin(), out->end()) == out->end();
+}
+
+bool norm_axis(int64_t a, int64_t ndim, int64_t* out) {
+  const int64_t bound = ndim > 1 ? ndim : 1;
+  if (a < -bound || a >= bound) return false;
+  *out = a < 0 ? a + bound : a;
+  return true;
+}
+
+}  // namespace
+
+bool infer_squeeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                   std::vector<int64_t>* norm_axes) {
+  const Shape& s = *x.shape;
+  const int64_t nd = static_cast<int64_t>(s.size());
+  if (!axes.empty()) {
+    if (!norm_axes_unique(axes, nd, norm_axes)) return false;
+  } else {
+    norm_axes->clear();
+    for (int64_t i = 0; i < nd; ++i)
+      if (s[i] == 1) norm_axes->push_back(i);
+  }
+  out->clear();
+  for (int64_t i = 0; i < nd; ++i) {
+    const bool listed = std::find(norm_axes->begin(), norm_axes->end(), i) != norm_axes->end();
+    if (!(listed && s[i] == 1)) out->push_back(s[i]);
+  }
+  return true;
+}
+
+bool infer_unsqueeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                     std::vector<int64_t>* norm_axes) {
+  const int64_t out_nd = static_cast<int64_t>(x.shape->size() + axes.size());
+  if (out_nd > HWP_MAX_NDIM || !norm_axes_unique(axes, out_nd, norm_axes)) return false;
+  out->clear();
+  size_t src = 0;
+  for (int64_t i = 0; i < out_nd; ++i) {
+    if (std::find(norm_axes->begin(), norm_axes->end(), i) != norm_axes->end()) {
+      out->push_back(1);
+    } else {
+      if (src >= x.shape->size()) return false;  // an axis beyond the output's rank
+      out->push_back((*x.shape)[src++]);
+    }
+  }
+  return true;
+}
+
+bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out) {
+  const Shape& s = *x.shape;
+  const int64_t nd = static_cast<int64_t>(s.size());
+  int64_t a, b;
+  if (!norm_axis(start, nd, &a) || !norm_axis(stop, nd, &b)) return false;
+  if (nd == 0) {
+    *out = {1};
+    return true;
+  }
+  if (a > b) return false;
+  out->assign(s.begin(), s.begin() + a);
+  int64_t n = 1;
+  for (int64_t i = a; i <= b; ++i) n *= s[i];
+  out->push_back(n);
+  out->insert(out->end(), s.begin() + b + 1, s.end());
+  return true;
+}
+
+bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out) {
+  const Shape& s = *x.shape;
+  if (shape.size() < s.size() || shape.size() > HWP_MAX_NDIM) return false;
+  const size_t lead = shape.size() - s.size();
+  *out = shape;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i];
+    if (i < lead) {
+      if (d < 0) return false;
+      continue;
+    }
+    const int64_t src = s[i - lead];
+    if (d == -1) (*out)[i] = src;
+    else if (d < 0 || (src != 1 && src != d)) return false;
+  }
+  return true;
+}
+
+}  // namespace hwport::pipeline

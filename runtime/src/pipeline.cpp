@@ -247,6 +247,10 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Concat: return run_concat(op, a);
     case Family::Reshape: return run_reshape(op, a);
     case Family::Transpose: return run_transpose(op, a);
+    case Family::Squeeze: return run_squeeze(op, a);
+    case Family::Unsqueeze: return run_unsqueeze(op, a);
+    case Family::Flatten: return run_flatten(op, a);
+    case Family::Expand: return run_expand(op, a);
     default: return nullptr;
   }
 }
@@ -351,6 +355,10 @@ const char* family_name(Family f) {
     case Family::Concat: return "concat";
     case Family::Reshape: return "reshape";
     case Family::Transpose: return "transpose";
+    case Family::Squeeze: return "squeeze";
+    case Family::Unsqueeze: return "unsqueeze";
+    case Family::Flatten: return "flatten";
+    case Family::Expand: return "expand";
     default: return "";
   }
 }
@@ -497,6 +505,31 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
           return py::none();
         Shape shape;
         for (int64_t p : perm) shape.push_back((*in[0].shape)[p]);
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Squeeze:
+      case Family::Unsqueeze:
+      case Family::Expand: {
+        std::vector<int64_t> given, axes;
+        Shape shape;
+        PyObject* v = a.slot[op->num_inputs];
+        const bool none = !v || v == Py_None;
+        if (none && op->family != Family::Squeeze) return py::none();
+        if (!none && !int_list(v, &given)) return py::none();
+        const bool ok = op->family == Family::Squeeze ? infer_squeeze(in[0], given, &shape, &axes)
+                        : op->family == Family::Unsqueeze
+                            ? infer_unsqueeze(in[0], given, &shape, &axes)
+                            : infer_expand(in[0], given, &shape);
+        if (!ok) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Flatten: {
+        int64_t b[2] = {op->attrs[0].default_value.i, op->attrs[1].default_value.i};
+        for (int k = 0; k < 2; ++k)
+          if (PyObject* v = a.slot[op->num_inputs + k])
+            if (!plain_int(v, &b[k])) return py::none();
+        Shape shape;
+        if (!infer_flatten(in[0], b[0], b[1], &shape)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype);
       }
       default: return py::none();

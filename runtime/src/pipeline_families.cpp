@@ -1,6 +1,6 @@
-// The norm, matmul, concat, reshape and transpose families of the op-call pipeline: each does
-// what phi_ops/dispatch.py does for the op (its _launch_matmul, _fused_kernel_fits, and the
-// view decompositions of phi_ops/decompositions.py), so results are identical.
+// The norm, matmul and concat families of the op-call pipeline: each does what
+// phi_ops/dispatch.py does for the op (its _launch_matmul, _fused_kernel_fits), so results
+// are identical.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -167,81 +167,6 @@ PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
   launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
-  return to_python(std::move(out));
-}
-
-namespace {
-
-// phi_ops/decompositions.py _view_strides (PyTorch's computeStride): strides that show
-// (shape, strides) as new_shape without a copy; false where the layout does not allow it.
-bool view_strides(const Shape& shape, const Shape& strides, const Shape& new_shape,
-                  Shape* out) {
-  int64_t numel = 1;
-  for (int64_t d : shape) numel *= d;
-  if (numel == 0 || shape.empty()) {
-    *out = contiguous_strides(new_shape);
-    return true;
-  }
-  out->assign(new_shape.size(), 0);
-  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
-  int64_t chunk_base_stride = strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    tensor_numel *= shape[d];
-    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
-      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
-        (*out)[view_d] = view_numel * chunk_base_stride;
-        view_numel *= new_shape[view_d];
-        --view_d;
-      }
-      if (view_numel != tensor_numel) return false;
-      if (d > 0) {
-        chunk_base_stride = strides[d - 1];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  return view_d == -1;
-}
-
-}  // namespace
-
-PyObject* run_reshape(const OpSpec& op, const BoundArgs& a) {
-  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
-  std::vector<int64_t> given;
-  if (!x || !a.slot[1] || a.slot[1] == Py_None || !int_list(a.slot[1], &given)) return nullptr;
-  Shape shape;
-  if (!infer_reshape({&x->shape, x->dtype}, given, &shape)) return nullptr;
-  (void)op;
-  Shape strides;
-  Tensor out;
-  if (view_strides(x->shape, x->strides, shape, &strides)) {
-    out = *x;
-  } else {
-    out = clone(*x);
-    strides = contiguous_strides(shape);
-  }
-  out.shape = std::move(shape);
-  out.strides = std::move(strides);
-  return to_python(std::move(out));
-}
-
-PyObject* run_transpose(const OpSpec& op, const BoundArgs& a) {
-  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
-  if (!x) return nullptr;
-  std::vector<int64_t> given, perm;
-  PyObject* p = a.slot[1];
-  const bool reversed = !p || p == Py_None;
-  if (!reversed && !int_list(p, &given)) return nullptr;
-  if (!infer_transpose({&x->shape, x->dtype}, reversed ? nullptr : &given, &perm))
-    return nullptr;
-  (void)op;
-  Tensor out = *x;
-  for (size_t k = 0; k < perm.size(); ++k) {
-    out.shape[k] = x->shape[perm[k]];
-    out.strides[k] = x->strides[perm[k]];
-  }
   return to_python(std::move(out));
 }
 

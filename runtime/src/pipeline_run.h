@@ -1,5 +1,5 @@
 // The fast paths of the op-call pipeline's families beyond the elementwise and reduction ones
-// (pipeline_families.cpp), and what they share with pipeline.cpp. Each returns the result, or
+// (pipeline_families.cpp, pipeline_views.cpp), and what they share with pipeline.cpp. Each returns the result, or
 // nullptr to send the call to the Python path (never with a Python error set); hwport::Error
 // thrown inside also sends it there (pipeline.cpp call_op).
 #pragma once
@@ -24,7 +24,12 @@ bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs);
 PyObject* run_norm(const OpSpec& op, const BoundArgs& a);
 PyObject* run_matmul(const OpSpec& op, const BoundArgs& a);
 PyObject* run_concat(const OpSpec& op, const BoundArgs& a);
+// pipeline_views.cpp
 PyObject* run_reshape(const OpSpec& op, const BoundArgs& a);
+PyObject* run_flatten(const OpSpec& op, const BoundArgs& a);
 PyObject* run_transpose(const OpSpec& op, const BoundArgs& a);
+PyObject* run_squeeze(const OpSpec& op, const BoundArgs& a);
+PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a);
+PyObject* run_expand(const OpSpec& op, const BoundArgs& a);
 
 }  // namespace hwport::pipeline

@@ -26,6 +26,9 @@ OPS = load_ops()
 PLACE = "custom:cpu"
 TABLE = {name: (op_id, fam, keywords) for op_id, name, fam, keywords in _core._pipeline_ops()}
 COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
+# Families whose ops are views (reshape and flatten copy where no view fits): run in C++ as
+# their decompositions do.
+VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand"}
 
 
 @contextlib.contextmanager
@@ -78,12 +81,13 @@ def test_families_follow_ops_yaml_fields():
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
-                    "reshape", "transpose"}
+                    *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
             "max", "min", "var", "where", "cast", "softplus", "clip", "softmax", "log_softmax",
-            "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose"} <= set(COVERED)
+            "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
+            "squeeze", "unsqueeze", "expand"} <= set(COVERED)
     # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
     assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
@@ -209,12 +213,18 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                         for ty in (False, True)],
              "reshape": [{"shape": s} for s in ([-1], [5, -1], [0, -1], [-1, -1], [20], [2, -2],
                                                 [4, 5, 1], [])],
-             "transpose": [{"perm": p} for p in (None, [1, 0], [0], [-1, 0], [0, 0], [2, 0])]}
+             "transpose": [{"perm": p} for p in (None, [1, 0], [0], [-1, 0], [0, 0], [2, 0])],
+             "squeeze": [{"axis": a} for a in (None, [], [0], [-1], [1, 0], [0, 0], [2], 3)],
+             "unsqueeze": [{"axis": a} for a in ([0], [-1], [0, 2], [1, 1], [5], [-4], 1)],
+             "expand": [{"shape": s} for s in ([4, 5], [2, 4, 5], [-1, 5], [-1, -1, 5], [3, 5],
+                                               [4, 0], [0, 4, 5], [5])],
+             "flatten": [{"start_axis": a, "stop_axis": b} for a in (0, 1, -1, 2)
+                         for b in (0, -1, 1, -3)]}
     attr_sets += extra.get(op.infer_meta, [])
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
-    if op.infer_meta == "reshape":
-        attr_sets = attr_sets[1:]  # shape is required
+    if op.infer_meta in ("reshape", "unsqueeze", "expand"):
+        attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
                       for k in (False, True)]
@@ -277,7 +287,7 @@ def test_results_equal_the_python_path(op_name):
             # A primitive, or a composite with a native kernel, runs in C++; a composite
             # without one decomposes in Python (whose primitives then take the C++ path); the
             # view families (reshape, transpose) are their decompositions, in C++.
-            native = (op.is_primitive or TABLE[op_name][1] in ("reshape", "transpose")
+            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
                       or _core.has_kernel(op_name, PLACE, case.key_dtype()))
             metas = [_meta(v) for v in case.inputs]
             native = native and not _python_only_form(op_name, metas, case.attrs)
