@@ -7,8 +7,6 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import run_isolated
 
 from .conftest import CUPY_DEVICE, NUMPY_DEVICE, run_ok
