@@ -192,3 +192,35 @@ def test_gemv_batched_and_broadcast():
     v = rng.standard_normal((300, 1)).astype(np.float64)
     got = (hwport.to_tensor(a, place=PLACE) @ hwport.to_tensor(v, place=PLACE)).numpy()
     np.testing.assert_allclose(got, a @ v, rtol=1e-11, atol=1e-11)
+
+
+# ---- transposing copies --------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ("uint8", "int16", "float32", "float64", "bfloat16"))
+def test_transpose_copy_tiles_edges_and_batches(dtype):
+    """contiguous() of transposed views: sizes around the 32 x 32 tile and the 4 x 4 register
+    blocks, below the tiled path's threshold, batched, and views that start mid-buffer or skip
+    rows of their base (the input's outer stride is not the row length)."""
+    rng = rng_for("transpose", dtype)
+    dt = np_dtype(dtype)
+
+    def check(base: np.ndarray, view_fn, what: str) -> None:
+        t = hwport.to_tensor(base, place=PLACE)
+        got = view_fn(t).contiguous().numpy()
+        want = np.ascontiguousarray(view_fn(base))
+        assert got.shape == want.shape, what
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), what
+
+    for r, c in ((8, 8), (31, 33), (32, 32), (33, 31), (64, 70), (65, 129), (130, 67),
+                 (4, 2000), (2000, 5), (257, 255)):
+        base = (rng.standard_normal((r, c)) * 50).astype(dt)
+        check(base, lambda a: a.T if isinstance(a, np.ndarray) else hwport.transpose(a, [1, 0]),
+              f"{r}x{c}")
+    base = (rng.standard_normal((3, 70, 45)) * 50).astype(dt)
+    check(base, lambda a: a.transpose(0, 2, 1) if isinstance(a, np.ndarray)
+          else hwport.transpose(a, [0, 2, 1]), "batched")
+    base = (rng.standard_normal((140, 97)) * 50).astype(dt)
+    check(base, lambda a: a[1:, 3:].T if isinstance(a, np.ndarray)
+          else hwport.transpose(a[1:, 3:], [1, 0]), "offset start")
+    check(base, lambda a: a[::2, 1:].T if isinstance(a, np.ndarray)
+          else hwport.transpose(a[::2, 1:], [1, 0]), "every other row")
