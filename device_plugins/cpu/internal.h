@@ -113,6 +113,8 @@ void cpu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index
 void cpu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.c */
 /* kernels_elementwise.c: picks the elementwise loops' instruction set (AVX2, AVX-512) at load. */
 void cpu_ew_select_simd(void);
+/* The level it chose: 0 the baseline (SSE2), 1 AVX2+FMA+F16C, 2 AVX-512 (F, DQ) as well. */
+int cpu_ew_simd_level(void);
 
 /* ---- stream.c: streams, events, tasks --------------------------------------------------- */
 

@@ -200,30 +200,90 @@ CPU_EW_UNARY_OPS(EW_DEFINE_UNARY_LOOPS)
 CPU_EW_BINARY_OPS(EW_DEFINE_BINARY_LOOPS)
 CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
 
-/* The float32 and float64 loops again for AVX2+FMA and AVX-512, one of which is chosen at load
+/* The float loops again for AVX2+FMA+F16C and AVX-512, one of which is chosen at load
  * (cpu_ew_select_simd; no -march flags): math-bound ops (SLEEF's vector math, cpu_expf, the
- * composites over them) then run at full vector width, not at the baseline's SSE2. */
+ * composites over them) then run at full vector width, not at the baseline's SSE2, and float16
+ * / bfloat16 convert 8 or 16 lanes at a time instead of one by one. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
 #define EW_SIMD 1
-#define EW_AVX2_ATTRS __attribute__((target("avx2,fma")))
-#define EW_AVX512_ATTRS __attribute__((target("avx512f,avx512dq,fma")))
+#include <cpuid.h>
+
+#include "half_simd.h"
+#define EW_AVX2_ATTRS __attribute__((target("avx2,fma,f16c")))
+#define EW_AVX512_ATTRS __attribute__((target("avx512f,avx512dq,fma,f16c")))
 /* EW_IF_SIMD_<CODE>(x): x for the dtypes that get the wider loops, nothing for the others. */
 #define EW_IF_SIMD_FLOAT32(...) __VA_ARGS__
 #define EW_IF_SIMD_FLOAT64(...) __VA_ARGS__
+#define EW_IF_SIMD_FLOAT16(...) __VA_ARGS__
+#define EW_IF_SIMD_BFLOAT16(...) __VA_ARGS__
 #define EW_IF_SIMD_BOOL(...)
 #define EW_IF_SIMD_INT8(...)
 #define EW_IF_SIMD_UINT8(...)
 #define EW_IF_SIMD_INT16(...)
 #define EW_IF_SIMD_INT32(...)
 #define EW_IF_SIMD_INT64(...)
-#define EW_IF_SIMD_FLOAT16(...)
-#define EW_IF_SIMD_BFLOAT16(...)
+/* The loop per dtype: float16/bfloat16 go by chunks converted to float32 (half_simd.h). */
+#define EW_UNARY_ISA_FLOAT32 EW_UNARY_LOOP_
+#define EW_UNARY_ISA_FLOAT64 EW_UNARY_LOOP_
+#define EW_UNARY_ISA_FLOAT16 EW_UNARY_HALF_LOOP_
+#define EW_UNARY_ISA_BFLOAT16 EW_UNARY_HALF_LOOP_
+#define EW_BINARY_ISA_FLOAT32 EW_BINARY_LOOP_
+#define EW_BINARY_ISA_FLOAT64 EW_BINARY_LOOP_
+#define EW_BINARY_ISA_FLOAT16 EW_BINARY_HALF_LOOP_
+#define EW_BINARY_ISA_BFLOAT16 EW_BINARY_HALF_LOOP_
+
+/* float16/bfloat16 with a contiguous output: EW_HALF_CHUNK elements at a time converted to
+ * float32 at vector width (any input stride; 0 broadcasts), the op's float expression over the
+ * chunk (vectorized like float32's), the results converted back. Other outputs: the baseline
+ * loop. */
+#define EW_HALF_CHUNK 512
+#define EW_HALF_APPLY_OUT_SAME(name, isa, out, a, m, expr)                                     \
+  for (int64_t j = 0; j < m; ++j) a[j] = (float)(expr);                                       \
+  cpu_half_store_##name##isa(out, a, m);
+#define EW_HALF_APPLY_OUT_BOOL(name, isa, out, a, m, expr)                                     \
+  for (int64_t j = 0; j < m; ++j) ((uint8_t *)(out))[j] = (uint8_t)((expr) != 0);
+#define EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                               \
+  typedef EW_OT_##OUT(T) ew_ot;                                                                \
+  typedef float ew_ct;                                                                         \
+  (void)sizeof(ew_ct);                                                                         \
+  (void)aux;                                                                                   \
+  CPU_EW_LOAD_ATTRS_##op(aux)                                                                  \
+  if (s[0] != (int64_t)sizeof(ew_ot)) {                                                        \
+    ew_##op##_##name(p, s, n, aux);                                                            \
+    return;                                                                                    \
+  }
+#define EW_UNARY_HALF_LOOP_(op, OUT, name, T, isa, attrs)                                      \
+  attrs static void ew_##op##_##name##isa(char *const *p, const int64_t *s, int64_t n,         \
+                                          const void *aux) {                                   \
+    EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                                   \
+    float a[EW_HALF_CHUNK];                                                                    \
+    for (int64_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                                        \
+      const int64_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;                       \
+      cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
+      EW_HALF_APPLY_##OUT(name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j]))           \
+    }                                                                                          \
+  }
+#define EW_BINARY_HALF_LOOP_(op, OUT, name, T, isa, attrs)                                     \
+  attrs static void ew_##op##_##name##isa(char *const *p, const int64_t *s, int64_t n,         \
+                                          const void *aux) {                                   \
+    EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                                   \
+    float a[EW_HALF_CHUNK], b[EW_HALF_CHUNK];                                                  \
+    for (int64_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                                        \
+      const int64_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;                       \
+      cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
+      cpu_half_load_##name##isa(b, p[2] + i0 * s[2], s[2], m);                                 \
+      EW_HALF_APPLY_##OUT(name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j], b[j]))     \
+    }                                                                                          \
+  }
+
 #define EW_SIMD_UNARY(args, CODE, name, T)                                                     \
-  EW_IF_SIMD_##CODE(EW_CALL(EW_UNARY_LOOP_, EW_UNPACK args, name, T, _avx2, EW_AVX2_ATTRS)      \
-                    EW_CALL(EW_UNARY_LOOP_, EW_UNPACK args, name, T, _avx512, EW_AVX512_ATTRS))
+  EW_IF_SIMD_##CODE(                                                                           \
+      EW_CALL(EW_UNARY_ISA_##CODE, EW_UNPACK args, name, T, _avx2, EW_AVX2_ATTRS)              \
+      EW_CALL(EW_UNARY_ISA_##CODE, EW_UNPACK args, name, T, _avx512, EW_AVX512_ATTRS))
 #define EW_SIMD_BINARY(args, CODE, name, T)                                                    \
-  EW_IF_SIMD_##CODE(EW_CALL(EW_BINARY_LOOP_, EW_UNPACK args, name, T, _avx2, EW_AVX2_ATTRS)     \
-                    EW_CALL(EW_BINARY_LOOP_, EW_UNPACK args, name, T, _avx512, EW_AVX512_ATTRS))
+  EW_IF_SIMD_##CODE(                                                                           \
+      EW_CALL(EW_BINARY_ISA_##CODE, EW_UNPACK args, name, T, _avx2, EW_AVX2_ATTRS)             \
+      EW_CALL(EW_BINARY_ISA_##CODE, EW_UNPACK args, name, T, _avx512, EW_AVX512_ATTRS))
 #define EW_DEFINE_SIMD_UNARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_SIMD_UNARY, (op, OUT))
 #define EW_DEFINE_SIMD_BINARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_SIMD_BINARY, (op, OUT))
 CPU_EW_UNARY_OPS(EW_DEFINE_SIMD_UNARY_LOOPS)
@@ -233,12 +293,17 @@ CPU_EW_BINARY_OPS(EW_DEFINE_SIMD_BINARY_LOOPS)
 /* 0: the baseline loops, 1: AVX2+FMA, 2: AVX-512 (set once at load). */
 static int g_ew_isa = 0;
 
+int cpu_ew_simd_level(void) { return g_ew_isa; }
+
 void cpu_ew_select_simd(void) {
 #ifdef EW_SIMD
   __builtin_cpu_init();
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+  if (!f16c || !__builtin_cpu_supports("fma")) return; /* every AVX2 CPU has both */
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
     g_ew_isa = 2;
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  else if (__builtin_cpu_supports("avx2"))
     g_ew_isa = 1;
 #endif
 }
@@ -252,7 +317,7 @@ typedef struct ew_op {
   int arity;
   HWP_DType out; /* HWP_DTYPE_BOOL, or -1 for "the input's dtype" */
   cpu_inner_fn fn[HWP_DTYPE_COUNT];
-  cpu_inner_fn fn_isa[2][HWP_DTYPE_COUNT]; /* AVX2, AVX-512 loops (float32/float64); or NULL */
+  cpu_inner_fn fn_isa[2][HWP_DTYPE_COUNT]; /* AVX2, AVX-512 loops (float dtypes); or NULL */
   int nattrs; /* attributes a native composite's expression reads (into aux.attr) */
   const hwps_attr_spec *attrs;
 } ew_op;

@@ -224,3 +224,80 @@ def test_transpose_copy_tiles_edges_and_batches(dtype):
           else hwport.transpose(a[1:, 3:], [1, 0]), "offset start")
     check(base, lambda a: a[::2, 1:].T if isinstance(a, np.ndarray)
           else hwport.transpose(a[::2, 1:], [1, 0]), "every other row")
+
+
+# ---- float16 / bfloat16 by vector conversions ----------------------------------------------
+
+HALF = ("float16", "bfloat16")
+HALF_LENGTHS = (*range(1, 40), 63, 64, 65, 511, 512, 513, 1025)  # lanes 8/16, chunks of 512
+
+
+def _half_values(rng, dtype: str, n: int) -> np.ndarray:
+    v = rng.standard_normal(n) * 8
+    fi = np.finfo(np_dtype(dtype))
+    specials = [np.nan, np.inf, -np.inf, 0.0, -0.0, float(fi.max), float(fi.tiny) / 2]
+    v[rng.integers(0, n, size=max(1, n // 8))] = rng.choice(specials, size=max(1, n // 8))
+    return v.astype(np.float32).astype(np_dtype(dtype))
+
+
+def _same_bits_or_nan(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    g, w = got.astype(np.float32), want.astype(np.float32)
+    nan = np.isnan(w)
+    assert np.array_equal(np.isnan(g), nan), what
+    assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16)), what
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_add_multiply_bit_exact(dtype):
+    """float16/bfloat16 add and multiply round float32's result to nearest even: bit-equal to
+    numpy's float32 arithmetic cast back, at every length around the lane and chunk sizes, from
+    an offset start, a strided input and a broadcast scalar (overflow to inf, subnormals, NaN
+    and inf included)."""
+    rng = rng_for("half_binary", dtype)
+    dt = np_dtype(dtype)
+    x = _half_values(rng, dtype, 2 * 1026 + 2)
+    y = _half_values(rng, dtype, 2 * 1026 + 2)
+    tx, ty = hwport.to_tensor(x, place=PLACE), hwport.to_tensor(y, place=PLACE)
+    ops = (("add", lambda a, b: a + b), ("multiply", lambda a, b: a * b))
+    with np.errstate(over="ignore", invalid="ignore"):
+        _binary_cases(ops, x, y, tx, ty, dt)
+
+
+def _binary_cases(ops, x, y, tx, ty, dt) -> None:
+    for name, f in ops:
+        for n in HALF_LENGTHS:
+            want = f(x[:n].astype(np.float32), y[:n].astype(np.float32)).astype(dt)
+            _same_bits_or_nan(f(tx[:n], ty[:n]).numpy(), want, f"{name} length {n}")
+            want = f(x[1:n + 1].astype(np.float32), y[:n].astype(np.float32)).astype(dt)
+            _same_bits_or_nan(f(tx[1:n + 1], ty[:n]).numpy(), want, f"{name} {n} offset 1")
+        want = f(x[::2].astype(np.float32), y[:1027].astype(np.float32)).astype(dt)
+        _same_bits_or_nan(f(tx[::2], ty[:1027]).numpy(), want, f"{name} strided")
+        want = f(x[:1025].astype(np.float32), y[5].astype(np.float32)).astype(dt)
+        _same_bits_or_nan(f(tx[:1025], ty[5:6]).numpy(), want, f"{name} broadcast")
+
+
+HALF_MATH = ("exp", "sigmoid", "gelu", "tanh", "sqrt")
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_math_chunks_match_the_oracle(dtype):
+    """Unary math and composites on float16/bfloat16 at the lane and chunk edges and from a
+    strided view, within the ops.yaml tolerance of a float64 oracle; and bit-equal to the same
+    op on the float32 upcast rounded back (the chunked path computes exactly that)."""
+    rng = rng_for("half_math", dtype)
+    dt = np_dtype(dtype)
+    for op in HALF_MATH:
+        fn, ref_fn, (lo, hi) = MATH[op]
+        x = rng.uniform(max(lo, -10), min(hi, 10), 2 * 1026).astype(np.float32).astype(dt)
+        t = hwport.to_tensor(x, place=PLACE)
+        t32 = hwport.to_tensor(x.astype(np.float32), place=PLACE)
+        rtol, atol = _tol(op, dtype)
+        for n in HALF_LENGTHS:
+            got = fn(t[:n]).numpy()
+            with np.errstate(all="ignore"):
+                ref = ref_fn(x[:n].astype(np.float64))
+            np.testing.assert_allclose(got.astype(np.float64), ref, rtol=rtol, atol=atol,
+                                       err_msg=f"{op} {dtype} length {n}")
+            _same_bits_or_nan(got, fn(t32[:n]).numpy().astype(dt), f"{op} {dtype} {n} vs f32")
+        got = fn(t[::2]).numpy()
+        _same_bits_or_nan(got, fn(t32[::2]).numpy().astype(dt), f"{op} {dtype} strided")
