@@ -301,3 +301,28 @@ def test_half_math_chunks_match_the_oracle(dtype):
             _same_bits_or_nan(got, fn(t32[:n]).numpy().astype(dt), f"{op} {dtype} {n} vs f32")
         got = fn(t[::2]).numpy()
         _same_bits_or_nan(got, fn(t32[::2]).numpy().astype(dt), f"{op} {dtype} strided")
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_norm_rows_match_float32_rounded(dtype):
+    """layer_norm / rms_norm / softmax on float16/bfloat16 gather rows to float32 at vector
+    width and scatter them back: bit-equal to the float32 kernel on the upcast rounded back, for
+    row lengths around the lane widths, and within tolerance of numpy."""
+    rng = rng_for("half_norms", dtype)
+    dt = np_dtype(dtype)
+    for c in (1, 7, 8, 9, 15, 16, 17, 33, 100, 1030):
+        x = (rng.standard_normal((5, c)) * 3).astype(np.float32).astype(dt)
+        w = rng.standard_normal(c).astype(np.float32).astype(dt)
+        t, t32 = hwport.to_tensor(x, place=PLACE), hwport.to_tensor(x.astype(np.float32),
+                                                                    place=PLACE)
+        tw, tw32 = hwport.to_tensor(w, place=PLACE), hwport.to_tensor(w.astype(np.float32),
+                                                                      place=PLACE)
+        for name, f in (("layer_norm", lambda a, b: F.layer_norm(a, b, None)),
+                        ("rms_norm", F.rms_norm),
+                        ("softmax", lambda a, b: F.softmax(a))):
+            got = f(t, tw).numpy()
+            _same_bits_or_nan(got, f(t32, tw32).numpy().astype(dt), f"{name} {dtype} [5,{c}]")
+        e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(-1, keepdims=True))
+        rtol, atol = _tol("softmax", dtype)
+        np.testing.assert_allclose(F.softmax(t).numpy().astype(np.float64),
+                                   e / e.sum(-1, keepdims=True), rtol=rtol, atol=atol)
