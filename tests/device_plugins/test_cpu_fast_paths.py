@@ -326,3 +326,31 @@ def test_half_norm_rows_match_float32_rounded(dtype):
         rtol, atol = _tol("softmax", dtype)
         np.testing.assert_allclose(F.softmax(t).numpy().astype(np.float64),
                                    e / e.sum(-1, keepdims=True), rtol=rtol, atol=atol)
+
+
+# ---- float32 sums ---------------------------------------------------------------------------
+
+def test_float32_sum_runs_accumulate_in_float64():
+    """float32 sum/mean runs (the AVX2/AVX-512 loop with 32 float64 lanes) at lengths around the
+    lane count, from an offset and over strided and 2-D inputs: every element added in float64,
+    so the result is within one float32 ulp of the exactly rounded sum even where the values
+    cancel (a float32 accumulation would be off by many)."""
+    rng = rng_for("f32_sum")
+    base = (rng.standard_normal(70_000) * 100).astype(np.float32)
+    t = hwport.to_tensor(base, place=PLACE)
+
+    def check(got: np.ndarray, x: np.ndarray, what: str, mean: bool = False) -> None:
+        exact = x.astype(np.float64).sum(axis=-1) / (x.shape[-1] if mean else 1)
+        want = exact.astype(np.float32)
+        ulp = np.spacing(np.abs(want))
+        assert np.all(np.abs(got.astype(np.float64) - want) <= ulp), (what, got, want)
+
+    for n in (1, 31, 32, 33, 63, 64, 65, 1000, 1031, 65_537):
+        check(t[:n].sum().numpy(), base[:n], f"sum {n}")
+        check(t[3:n + 3].sum().numpy(), base[3:n + 3], f"sum {n} offset 3")
+        check(t[:n].mean().numpy(), base[:n], f"mean {n}", mean=True)
+    check(t[::3].sum().numpy(), base[::3], "strided")
+    x2 = base[:64 * 1031].reshape(64, 1031)
+    check(hwport.to_tensor(x2, place=PLACE).sum(axis=-1).numpy(), x2, "rows")
+    cancel = np.concatenate([base[:5000], -base[:5000], np.float32([0.25])])
+    check(hwport.to_tensor(cancel, place=PLACE).sum().numpy(), cancel, "cancelling")
