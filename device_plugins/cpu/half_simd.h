@@ -48,28 +48,23 @@ static inline CPU_HALF_AVX512 void cpu_half_load_float16_avx512(float *d, const 
   CPU_HALF_LOAD_TAIL(cpu_f16_to_f32)
 }
 
-static inline CPU_HALF_AVX2 void cpu_half_store_float16_avx2(char *o, const float *d,
-                                                             int64_t m) {
-  int64_t i = 0;
-  for (; i + 8 <= m; i += 8)
-    _mm_storeu_si128((__m128i *)(o + 2 * i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(d + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < m; ++i) {
-    uint16_t h = cpu_f32_to_f16(d[i]);
-    memcpy(o + 2 * i, &h, 2);
+/* o[0..m) = d rounded to float16: W lanes per conversion (VEC_CVT), the tail one by one. */
+#define CPU_HALF_STORE_F16(isa, ATTRS, W, VEC_CVT)                                             \
+  static inline ATTRS void cpu_half_store_float16##isa(char *o, const float *d, int64_t m) {   \
+    int64_t i = 0;                                                                             \
+    for (; i + W <= m; i += W) VEC_CVT(o + 2 * i, d + i);                                      \
+    for (; i < m; ++i) {                                                                       \
+      uint16_t h = cpu_f32_to_f16(d[i]);                                                       \
+      memcpy(o + 2 * i, &h, 2);                                                                \
+    }                                                                                          \
   }
-}
-static inline CPU_HALF_AVX512 void cpu_half_store_float16_avx512(char *o, const float *d,
-                                                                 int64_t m) {
-  int64_t i = 0;
-  for (; i + 16 <= m; i += 16)
-    _mm256_storeu_si256((__m256i *)(o + 2 * i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(d + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < m; ++i) {
-    uint16_t h = cpu_f32_to_f16(d[i]);
-    memcpy(o + 2 * i, &h, 2);
-  }
-}
+#define CPU_HALF_CVT8(o, d)                                                                    \
+  _mm_storeu_si128((__m128i *)(o), _mm256_cvtps_ph(_mm256_loadu_ps(d), _MM_FROUND_TO_NEAREST_INT))
+#define CPU_HALF_CVT16(o, d)                                                                   \
+  _mm256_storeu_si256((__m256i *)(o),                                                          \
+                      _mm512_cvtps_ph(_mm512_loadu_ps(d), _MM_FROUND_TO_NEAREST_INT))
+CPU_HALF_STORE_F16(_avx2, CPU_HALF_AVX2, 8, CPU_HALF_CVT8)
+CPU_HALF_STORE_F16(_avx512, CPU_HALF_AVX512, 16, CPU_HALF_CVT16)
 
 /* bfloat16: the plain loops, which vectorize in these instruction sets. */
 #define CPU_HALF_BF16(isa, ATTRS)                                                              \

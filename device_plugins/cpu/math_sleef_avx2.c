@@ -8,22 +8,11 @@
 #include "sleef_math.h"
 
 /* 'd': 8 floats or 4 doubles in a ymm. */
-#define CPU_SLEEF_AVX2_1(f, ulp)                                                               \
-  __m256 _ZGVdN8v_cpu_v##f##_f(__m256 x);                                                      \
-  __m256d _ZGVdN4v_cpu_v##f##_d(__m256d x);                                                    \
-  __m256 _ZGVdN8v_cpu_v##f##_f(__m256 x) { return Sleef_##f##f8_##ulp##avx2(x); }              \
-  __m256d _ZGVdN4v_cpu_v##f##_d(__m256d x) { return Sleef_##f##d4_##ulp##avx2(x); }
-#define CPU_SLEEF_AVX2_2(f, ulp)                                                               \
-  __m256 _ZGVdN8vv_cpu_v##f##_f(__m256 x, __m256 y);                                           \
-  __m256d _ZGVdN4vv_cpu_v##f##_d(__m256d x, __m256d y);                                        \
-  __m256 _ZGVdN8vv_cpu_v##f##_f(__m256 x, __m256 y) { return Sleef_##f##f8_##ulp##avx2(x, y); } \
-  __m256d _ZGVdN4vv_cpu_v##f##_d(__m256d x, __m256d y) { return Sleef_##f##d4_##ulp##avx2(x, y); }
-CPU_SLEEF_UNARY(CPU_SLEEF_AVX2_1)
+#define CPU_SLEEF_ISA1(fn, ulp) CPU_SLEEF_WRAP1(d, 8, 4, __m256, __m256d, avx2, fn, ulp)
+#define CPU_SLEEF_ISA2(fn, ulp) CPU_SLEEF_WRAP2(d, 8, 4, __m256, __m256d, avx2, fn, ulp)
+CPU_SLEEF_UNARY(CPU_SLEEF_ISA1)
 
-__m256 _ZGVdN8v_cpu_vsqrt_f(__m256 x);
-__m256d _ZGVdN4v_cpu_vsqrt_d(__m256d x);
-__m256 _ZGVdN8v_cpu_vsqrt_f(__m256 x) { return _mm256_sqrt_ps(x); }
-__m256d _ZGVdN4v_cpu_vsqrt_d(__m256d x) { return _mm256_sqrt_pd(x); }
+CPU_SLEEF_SQRT(d, 8, 4, __m256, __m256d, _mm256_sqrt_ps, _mm256_sqrt_pd)
 
 __m256 _ZGVdN8v_cpu_vlog1p_f(__m256 x);
 __m256d _ZGVdN4v_cpu_vlog1p_d(__m256d x);
@@ -39,6 +28,6 @@ __m256d _ZGVdN4v_cpu_vlog1p_d(__m256d x) {
   if (_mm256_movemask_pd(big) == 0) return r;
   return _mm256_blendv_pd(r, Sleef_logd4_u10avx2(x), big);
 }
-CPU_SLEEF_BINARY(CPU_SLEEF_AVX2_2)
+CPU_SLEEF_BINARY(CPU_SLEEF_ISA2)
 
 #endif

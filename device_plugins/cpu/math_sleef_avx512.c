@@ -8,26 +8,11 @@
 #include "sleef_math.h"
 
 /* 'e': 16 floats or 8 doubles in a zmm. */
-#define CPU_SLEEF_AVX512_1(f, ulp)                                                             \
-  __m512 _ZGVeN16v_cpu_v##f##_f(__m512 x);                                                     \
-  __m512d _ZGVeN8v_cpu_v##f##_d(__m512d x);                                                    \
-  __m512 _ZGVeN16v_cpu_v##f##_f(__m512 x) { return Sleef_##f##f16_##ulp##avx512f(x); }         \
-  __m512d _ZGVeN8v_cpu_v##f##_d(__m512d x) { return Sleef_##f##d8_##ulp##avx512f(x); }
-#define CPU_SLEEF_AVX512_2(f, ulp)                                                             \
-  __m512 _ZGVeN16vv_cpu_v##f##_f(__m512 x, __m512 y);                                          \
-  __m512d _ZGVeN8vv_cpu_v##f##_d(__m512d x, __m512d y);                                        \
-  __m512 _ZGVeN16vv_cpu_v##f##_f(__m512 x, __m512 y) {                                         \
-    return Sleef_##f##f16_##ulp##avx512f(x, y);                                                \
-  }                                                                                            \
-  __m512d _ZGVeN8vv_cpu_v##f##_d(__m512d x, __m512d y) {                                       \
-    return Sleef_##f##d8_##ulp##avx512f(x, y);                                                 \
-  }
-CPU_SLEEF_UNARY(CPU_SLEEF_AVX512_1)
+#define CPU_SLEEF_ISA1(fn, ulp) CPU_SLEEF_WRAP1(e, 16, 8, __m512, __m512d, avx512f, fn, ulp)
+#define CPU_SLEEF_ISA2(fn, ulp) CPU_SLEEF_WRAP2(e, 16, 8, __m512, __m512d, avx512f, fn, ulp)
+CPU_SLEEF_UNARY(CPU_SLEEF_ISA1)
 
-__m512 _ZGVeN16v_cpu_vsqrt_f(__m512 x);
-__m512d _ZGVeN8v_cpu_vsqrt_d(__m512d x);
-__m512 _ZGVeN16v_cpu_vsqrt_f(__m512 x) { return _mm512_sqrt_ps(x); }
-__m512d _ZGVeN8v_cpu_vsqrt_d(__m512d x) { return _mm512_sqrt_pd(x); }
+CPU_SLEEF_SQRT(e, 16, 8, __m512, __m512d, _mm512_sqrt_ps, _mm512_sqrt_pd)
 
 __m512 _ZGVeN16v_cpu_vlog1p_f(__m512 x);
 __m512d _ZGVeN8v_cpu_vlog1p_d(__m512d x);
@@ -41,6 +26,6 @@ __m512d _ZGVeN8v_cpu_vlog1p_d(__m512d x) {
   __mmask8 big = _mm512_cmp_pd_mask(x, _mm512_set1_pd(CPU_SLEEF_LOG1P_BIG_D), _CMP_GT_OQ);
   return big == 0 ? r : _mm512_mask_blend_pd(big, r, Sleef_logd8_u10avx512f(x));
 }
-CPU_SLEEF_BINARY(CPU_SLEEF_AVX512_2)
+CPU_SLEEF_BINARY(CPU_SLEEF_ISA2)
 
 #endif

@@ -7,28 +7,19 @@
 #include "sleef_math.h"
 
 /* The x86-64 vector function ABI's SSE2 variants ('b': 4 floats or 2 doubles in an xmm). */
-#define CPU_SLEEF_SSE2_1(f, ulp)                                                               \
-  float cpu_v##f##_f(float x) { return Sleef_##f##f_##ulp(x); }                                \
-  double cpu_v##f##_d(double x) { return Sleef_##f##_##ulp(x); }                               \
-  __m128 _ZGVbN4v_cpu_v##f##_f(__m128 x);                                                      \
-  __m128d _ZGVbN2v_cpu_v##f##_d(__m128d x);                                                    \
-  __m128 _ZGVbN4v_cpu_v##f##_f(__m128 x) { return Sleef_##f##f4_##ulp##sse2(x); }              \
-  __m128d _ZGVbN2v_cpu_v##f##_d(__m128d x) { return Sleef_##f##d2_##ulp##sse2(x); }
-#define CPU_SLEEF_SSE2_2(f, ulp)                                                               \
-  float cpu_v##f##_f(float x, float y) { return Sleef_##f##f_##ulp(x, y); }                    \
-  double cpu_v##f##_d(double x, double y) { return Sleef_##f##_##ulp(x, y); }                  \
-  __m128 _ZGVbN4vv_cpu_v##f##_f(__m128 x, __m128 y);                                           \
-  __m128d _ZGVbN2vv_cpu_v##f##_d(__m128d x, __m128d y);                                        \
-  __m128 _ZGVbN4vv_cpu_v##f##_f(__m128 x, __m128 y) { return Sleef_##f##f4_##ulp##sse2(x, y); } \
-  __m128d _ZGVbN2vv_cpu_v##f##_d(__m128d x, __m128d y) { return Sleef_##f##d2_##ulp##sse2(x, y); }
-CPU_SLEEF_UNARY(CPU_SLEEF_SSE2_1)
+#define CPU_SLEEF_SCALAR1(fn, ulp)                                                             \
+  float cpu_v##fn##_f(float x) { return Sleef_##fn##f_##ulp(x); }                              \
+  double cpu_v##fn##_d(double x) { return Sleef_##fn##_##ulp(x); }                             \
+  CPU_SLEEF_WRAP1(b, 4, 2, __m128, __m128d, sse2, fn, ulp)
+#define CPU_SLEEF_SCALAR2(fn, ulp)                                                             \
+  float cpu_v##fn##_f(float x, float y) { return Sleef_##fn##f_##ulp(x, y); }                  \
+  double cpu_v##fn##_d(double x, double y) { return Sleef_##fn##_##ulp(x, y); }                \
+  CPU_SLEEF_WRAP2(b, 4, 2, __m128, __m128d, sse2, fn, ulp)
+CPU_SLEEF_UNARY(CPU_SLEEF_SCALAR1)
 
 float cpu_vsqrt_f(float x) { return __builtin_sqrtf(x); }
 double cpu_vsqrt_d(double x) { return __builtin_sqrt(x); }
-__m128 _ZGVbN4v_cpu_vsqrt_f(__m128 x);
-__m128d _ZGVbN2v_cpu_vsqrt_d(__m128d x);
-__m128 _ZGVbN4v_cpu_vsqrt_f(__m128 x) { return _mm_sqrt_ps(x); }
-__m128d _ZGVbN2v_cpu_vsqrt_d(__m128d x) { return _mm_sqrt_pd(x); }
+CPU_SLEEF_SQRT(b, 4, 2, __m128, __m128d, _mm_sqrt_ps, _mm_sqrt_pd)
 
 float cpu_vlog1p_f(float x) {
   return x > CPU_SLEEF_LOG1P_BIG_F ? Sleef_logf_u10(x) : Sleef_log1pf_u10(x);
@@ -48,6 +39,6 @@ __m128d _ZGVbN2v_cpu_vlog1p_d(__m128d x) {
   if (_mm_movemask_pd(big) == 0) return r;
   return _mm_or_pd(_mm_and_pd(big, Sleef_logd2_u10sse2(x)), _mm_andnot_pd(big, r));
 }
-CPU_SLEEF_BINARY(CPU_SLEEF_SSE2_2)
+CPU_SLEEF_BINARY(CPU_SLEEF_SCALAR2)
 
 #endif

@@ -37,6 +37,33 @@
 #define CPU_SLEEF_DECLARE2(f, ulp)                                                             \
   CPU_SLEEF_ATTRS float cpu_v##f##_f(float x, float y);                                        \
   CPU_SLEEF_ATTRS double cpu_v##f##_d(double x, double y);
+/* The vector variants of CPU_SLEEF_UNARY / CPU_SLEEF_BINARY for one instruction set, defined
+ * (with their prototypes) by the wrapper file of that set: ABI letter and lane counts (float,
+ * double), vector types, and SLEEF's suffix (sse2, avx2, avx512f). */
+#define CPU_SLEEF_PASTE(a, b, c, d, e) a##b##c##d##e
+#define CPU_SLEEF_FN(fn, lanes, ulp, isa) CPU_SLEEF_PASTE(Sleef_, fn, lanes, _, ulp##isa)
+#define CPU_SLEEF_WRAP1(abi, nf, nd, VF, VD, isa, fn, ulp)                                     \
+  VF _ZGV##abi##N##nf##v_cpu_v##fn##_f(VF x);                                                  \
+  VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x);                                                  \
+  VF _ZGV##abi##N##nf##v_cpu_v##fn##_f(VF x) { return CPU_SLEEF_FN(fn, f##nf, ulp, isa)(x); }  \
+  VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x) { return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x); }
+#define CPU_SLEEF_WRAP2(abi, nf, nd, VF, VD, isa, fn, ulp)                                     \
+  VF _ZGV##abi##N##nf##vv_cpu_v##fn##_f(VF x, VF y);                                           \
+  VD _ZGV##abi##N##nd##vv_cpu_v##fn##_d(VD x, VD y);                                           \
+  VF _ZGV##abi##N##nf##vv_cpu_v##fn##_f(VF x, VF y) {                                          \
+    return CPU_SLEEF_FN(fn, f##nf, ulp, isa)(x, y);                                            \
+  }                                                                                            \
+  VD _ZGV##abi##N##nd##vv_cpu_v##fn##_d(VD x, VD y) {                                          \
+    return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x, y);                                            \
+  }
+
+/* sqrt's vector variants: the instruction (SQRTF, SQRTD: the set's sqrt intrinsics). */
+#define CPU_SLEEF_SQRT(abi, nf, nd, VF, VD, SQRTF, SQRTD)                                      \
+  VF _ZGV##abi##N##nf##v_cpu_vsqrt_f(VF x);                                                    \
+  VD _ZGV##abi##N##nd##v_cpu_vsqrt_d(VD x);                                                    \
+  VF _ZGV##abi##N##nf##v_cpu_vsqrt_f(VF x) { return SQRTF(x); }                                \
+  VD _ZGV##abi##N##nd##v_cpu_vsqrt_d(VD x) { return SQRTD(x); }
+
 CPU_SLEEF_UNARY(CPU_SLEEF_DECLARE1)
 CPU_SLEEF_DECLARE1(log1p, u10)
 /* sqrt: the instruction (correctly rounded; SLEEF's "u05" sqrt is not, at the top of the range),
