@@ -22,7 +22,7 @@ PYTHON="${HWPORT_PYTHON:-python3}"
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.hwport-requirements.sha256"
-APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev
+APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev libsleef-dev
               pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
 # Build + test requirements. The entries of pyproject.toml's [build-system].requires,
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
