@@ -86,7 +86,7 @@ def numpy_rows() -> None:
         return (x_np - m) / np.sqrt(v + 1e-5) * w_np + bias_np
 
     report("layer_norm [4096,4096] f32",
-           best_of(lambda: hwport.nn.functional.layer_norm(x, w, bias)),
+           best_of(lambda: hwport.nn.functional.layer_norm(x, [4096], w, bias)),
            best_of(np_layer_norm, sync=False), 1.0)
 
     m_np = rng.standard_normal((1024, 1024)).astype(np.float32)
@@ -136,7 +136,7 @@ def _torch_cases() -> list[tuple[str, str, Callable[[], object], Callable[[], ob
     x, tx = pair((4096, 4096))
     w, tw = pair((4096,))
     bias, tbias = pair((4096,))
-    add("table", "layer_norm [4096^2] f32", lambda: F.layer_norm(x, w, bias),
+    add("table", "layer_norm [4096^2] f32", lambda: F.layer_norm(x, [4096], w, bias),
         lambda: tF.layer_norm(tx, (4096,), tw, tbias))
     add("table", "softmax [4096^2] f32", lambda: F.softmax(x), lambda: torch.softmax(tx, -1))
     add("table", "transpose+contiguous [4096^2]",
@@ -172,7 +172,7 @@ def _torch_cases() -> list[tuple[str, str, Callable[[], object], Callable[[], ob
         add(short, f"add 4M {short}", lambda h=h, h2=h2: h + h2, lambda a=th_, b=th2: a + b)
         add(short, f"exp 4M {short}", lambda h=h: hwport.exp(h), lambda a=th_: torch.exp(a))
         add(short, f"layer_norm [1024,4096] {short}",
-            lambda r=r, wr=wr, br=br: F.layer_norm(r, wr, br),
+            lambda r=r, wr=wr, br=br: F.layer_norm(r, [4096], wr, br),
             lambda a=tr, w_=twr, b_=tbr: tF.layer_norm(a, (4096,), w_, b_))
     u2, tu2 = pair((N4M,))
     r, tr = pair((1024, 4096))
@@ -180,7 +180,7 @@ def _torch_cases() -> list[tuple[str, str, Callable[[], object], Callable[[], ob
     br, tbr = pair((4096,))
     add("f32ref", "add 4M f32", lambda: u + u2, lambda: tu + tu2)
     add("f32ref", "exp 4M f32", lambda: hwport.exp(u), lambda: torch.exp(tu))
-    add("f32ref", "layer_norm [1024,4096] f32", lambda: F.layer_norm(r, wr, br),
+    add("f32ref", "layer_norm [1024,4096] f32", lambda: F.layer_norm(r, [4096], wr, br),
         lambda: tF.layer_norm(tr, (4096,), twr, tbr))
 
     # the geometric mean's set: every float32 unary primitive with a torch namesake

@@ -57,6 +57,11 @@ missing_prereqs() {
      ! compgen -G "/usr/include/openblas/cblas.h" >/dev/null; then
     echo "libopenblas-dev (OpenBLAS with cblas.h)"
   fi
+  # SLEEF, the vector math library: the CPU plugin's float math (device_plugins/cpu/sleef.cmake;
+  # without it the build still works, with scalar libm).
+  if [[ ! -f /usr/include/sleef.h ]] && ! compgen -G "/usr/include/*/sleef.h" >/dev/null; then
+    echo "libsleef-dev (SLEEF, sleef.h)"
+  fi
   # The OpenCL headers, ICD loader and PoCL (a CPU OpenCL implementation): the OpenCL reference
   # plugin (device_plugins/opencl; without them the build skips it and says so).
   if [[ ! -f /usr/include/CL/cl.h ]]; then
