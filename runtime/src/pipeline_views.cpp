@@ -67,6 +67,14 @@ PyObject* reshaped(const Tensor* x, Shape shape) {
 
 Tensor* input(const BoundArgs& a) { return a.slot[0] ? as_tensor(a.slot[0]) : nullptr; }
 
+// A view as the op's result: like every output (infer_meta.check_size) it must be
+// representable; tensor_nbytes throws otherwise and the call takes the Python path, which
+// raises its message (expand to 2**62 elements: OutOfMemoryError naming expand).
+PyObject* view_result(const OpSpec& op, Tensor&& t) {
+  tensor_nbytes(t.shape, t.dtype, op.name);
+  return to_python(std::move(t));
+}
+
 // An ints attribute (None or absent: `none_ok` says whether that is the empty list).
 bool ints_attr(const BoundArgs& a, int slot, bool none_ok, std::vector<int64_t>* out) {
   PyObject* v = a.slot[slot];
@@ -117,7 +125,7 @@ PyObject* run_squeeze(const OpSpec& op, const BoundArgs& a) {
     out.shape.push_back(x->shape[i]);
     out.strides.push_back(x->strides[i]);
   }
-  return to_python(std::move(out));
+  return view_result(op, std::move(out));
 }
 
 PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a) {
@@ -139,7 +147,7 @@ PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a) {
       out.strides.push_back(x->strides[src++]);
     }
   }
-  return to_python(std::move(out));
+  return view_result(op, std::move(out));
 }
 
 PyObject* run_expand(const OpSpec& op, const BoundArgs& a) {
@@ -155,7 +163,7 @@ PyObject* run_expand(const OpSpec& op, const BoundArgs& a) {
   const size_t lead = shape.size() - x->shape.size();
   for (size_t i = lead; i < shape.size(); ++i)
     out.strides[i] = x->shape[i - lead] == shape[i] ? x->strides[i - lead] : 0;
-  return to_python(std::move(out));
+  return view_result(op, std::move(out));
 }
 
 PyObject* run_transpose(const OpSpec& op, const BoundArgs& a) {
@@ -167,13 +175,12 @@ PyObject* run_transpose(const OpSpec& op, const BoundArgs& a) {
   if (!reversed && !int_list(p, &given)) return nullptr;
   if (!infer_transpose({&x->shape, x->dtype}, reversed ? nullptr : &given, &perm))
     return nullptr;
-  (void)op;  // one rule for every op of the family
   Tensor out = *x;
   for (size_t k = 0; k < perm.size(); ++k) {
     out.shape[k] = x->shape[perm[k]];
     out.strides[k] = x->strides[perm[k]];
   }
-  return to_python(std::move(out));
+  return view_result(op, std::move(out));
 }
 
 }  // namespace hwport::pipeline
