@@ -4,7 +4,7 @@ constant_folding, and fuse (the DRR fusions of pir/passes/fusions.py)."""
 
 from __future__ import annotations
 
-from . import canonicalize, constant_folding, cse, dce, fusions
+from . import canonicalize, constant_folding, cse, dce, fusions, lower_to_kernel
 from .manager import (
            Nested,
            Pass,
@@ -23,8 +23,24 @@ from .rewrite import (
            is_trivially_dead,
 )
 
-__all__ = ["Listener", "Nested", "Pass", "PassError", "PassManager", "PassTiming",
-           "PatternRewriter", "RewritePattern", "apply_patterns_greedily", "canonicalize",
-           "constant_folding", "cse",
-           "dce", "fusions", "is_trivially_dead", "parse_pipeline", "register_pass",
-           "registered_passes"]
+__all__ = [
+           "Listener",
+           "Nested",
+           "Pass",
+           "PassError",
+           "PassManager",
+           "PassTiming",
+           "PatternRewriter",
+           "RewritePattern",
+           "apply_patterns_greedily",
+           "canonicalize",
+           "constant_folding",
+           "cse",
+           "dce",
+           "fusions",
+           "is_trivially_dead",
+           "lower_to_kernel",
+           "parse_pipeline",
+           "register_pass",
+           "registered_passes",
+]
