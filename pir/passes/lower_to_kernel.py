@@ -381,9 +381,9 @@ def _matmul(lw: Lowering, op: Any, inputs: list[Any], plan: Any, key_dtype: str)
     x = lw.broadcast_view(x, tuple(batch) + tuple(xs[-2:]))
     y = lw.broadcast_view(y, tuple(batch) + tuple(ys[-2:]))
     shape = (*batch, xs[-2], ys[-1])
-    if xs[-1] == 0 and math.prod(shape) > 0:
-        raise LoweringError("matmul: an inner dimension of 0 (eager fills zeros) is not "
-                            "lowered yet")
+    if xs[-1] == 0 and math.prod(shape) > 0:  # eager: zeros_like of the output, no matmul
+        out = lw.call("zeros", [], {"shape": list(shape), "dtype": key_dtype})[0]
+        return [lw.reshape_view(op.name, out, plan.outputs[0].shape)]
     out = lw.kernel(op.name, "matmul", key_dtype, [x, y], [(shape, key_dtype)], {})[0]
     return [lw.reshape_view(op.name, out, plan.outputs[0].shape)]
 
@@ -423,6 +423,8 @@ def lower_program_block(block: Block, place: Any) -> None:
                                             dict(op.attributes)))
         elif name.startswith("pd_op."):
             given = {k: py_value(a) for k, a in op.attributes.items()}
+            if name == "pd_op.split" and len(given["sections"]) == 1:
+                given["sections"] = given["sections"][0]  # PIR's reading: a count of parts
             outs = lw.call(name[len("pd_op."):], [get(v) for v in op.operands], given)
             if len(op.results) == 1 and isinstance(op.result().type, VectorType):
                 mapped[op.result()] = outs

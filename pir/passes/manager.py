@@ -166,7 +166,7 @@ class PassManager:
         return changed
 
 
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.\-]*|[{}(),=]|[^\s{}(),=]+)")
+_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.:\-]*|[{}(),=]|[^\s{}(),=]+)")
 
 
 def parse_pipeline(text: str) -> list[Pass | Nested]:

@@ -157,7 +157,6 @@ void Executor::add_contiguous_copies() {
 void Executor::plan_memory() {
   const size_t n = meta_.size(), none = static_cast<size_t>(-1);
   std::vector<size_t> first(n, none), last(n, 0);
-  std::vector<bool> escapes(n, false);
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const Instr& ins = instrs_[i];
     for (int s : ins.in) last[root_[s]] = std::max(last[root_[s]], i);
@@ -169,25 +168,23 @@ void Executor::plan_memory() {
         last[s] = std::max(last[s], i);
       }
   }
-  for (int s : outputs_) escapes[root_[s]] = true;
+  // Program outputs live to the end of the run (they are in the arena too: the next run takes a
+  // fresh arena while the caller holds one of them).
+  for (int s : outputs_) last[root_[s]] = instrs_.size();
   std::vector<Placement> items;
   for (size_t s = 0; s < n; ++s) {
     if (first[s] == none || is_view_[s] || is_fed_[s] || is_bound_[s]) continue;
     const uint64_t nbytes = tensor_nbytes(meta_[s].shape, meta_[s].dtype, "Executor");
-    if (escapes[s]) {
-      auto st = Storage::allocate(device_, nbytes);
-      slots_[s].storage = st;
-      out_storages_.emplace_back(static_cast<int>(s), std::move(st));
-      continue;
-    }
     items.push_back({static_cast<int>(s), aligned(nbytes), first[s], last[s]});
   }
   arena_bytes_ = place_greedy(items);
-  if (arena_bytes_ > 0) arena_ = Storage::allocate(device_, arena_bytes_, /*segment_start=*/false);
+  if (arena_bytes_ > 0) arena_ = Storage::allocate(device_, arena_bytes_);
   for (const Placement& p : items) {
     slots_[p.slot].storage = arena_;
     slots_[p.slot].offset = static_cast<int64_t>(p.offset / itemsize(meta_[p.slot].dtype));
+    arena_slots_.push_back(p.slot);
   }
+  arena_uses_ = arena_.use_count();
 }
 
 std::string Executor::where(size_t i) const {
@@ -211,12 +208,10 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
                                   " " + dtype_name(t.dtype) + " on " + t.device()->name);
     slots_[s] = t.is_contiguous() ? t : contiguous(t);
   }
-  // An output storage still held by the caller (a result of an earlier run) is theirs now.
-  for (auto& [s, st] : out_storages_) {
-    if (st.use_count() > 2) {
-      st = Storage::allocate(device_, st->nbytes());
-      slots_[s].storage = st;
-    }
+  // Outputs of an earlier run that the caller still holds view the arena: it is theirs now.
+  if (arena_ && arena_.use_count() > arena_uses_) {
+    arena_ = Storage::allocate(device_, arena_bytes_);
+    for (int s : arena_slots_) slots_[s].storage = arena_;
   }
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const Instr& ins = instrs_[i];
@@ -224,7 +219,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
       Tensor& out = slots_[ins.out[0]];
       out.storage = slots_[ins.in[0]].storage;
       out.shape = ins.shape;
-      out.offset = ins.offset;
+      out.offset = slots_[ins.in[0]].offset + ins.offset;  // a root may sit inside the arena
       continue;
     }
     if (ins.skip) continue;

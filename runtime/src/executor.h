@@ -2,9 +2,10 @@
 // (pir/passes/lower_to_kernel.py) as a flat instruction list. Built once: every kernel's op id
 // resolved in the kernel registry, its attributes packed, inputs that a kernel without
 // HWP_KERNEL_ACCEPTS_STRIDED cannot take as views given a planned contiguous copy, and every
-// intermediate value placed by liveness into one arena (values whose lifetimes do not overlap
-// share bytes). Program outputs get their own storages, reused by the next run unless the
-// caller still holds them, so a steady-state run makes no allocator call. Views (reshape,
+// value placed by liveness into one arena (values whose lifetimes do not overlap share bytes;
+// the program's outputs live to the end of the run and are returned as views of it). A run
+// makes no allocator call unless the caller still holds an output of an earlier run: then the
+// run takes a fresh arena, so that output is never overwritten. Views (reshape,
 // transpose, broadcast, slice as eager makes them) are metadata instructions.
 #pragma once
 
@@ -68,8 +69,8 @@ class Executor {
   std::vector<int> root_;  // the slot owning a view's storage (itself for others)
   std::shared_ptr<Storage> arena_;
   uint64_t arena_bytes_ = 0;
-  // Program outputs computed here: (slot, its storage); replaced when a caller still holds one.
-  std::vector<std::pair<int, std::shared_ptr<Storage>>> out_storages_;
+  std::vector<int> arena_slots_;  // the slots whose memory is in the arena
+  long arena_uses_ = 0;            // the arena's use count when no caller holds an output
 };
 
 }  // namespace hwport
