@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 import hwport
 from hwport import pir
 from hwport.runtime import _core
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.pir.executor_cases import mlp_eager, mlp_params, mlp_program
 
 UNARY = ["exp", "neg", "relu", "tanh", "abs", "sigmoid"]
 BINARY = ["add", "multiply", "maximum", "subtract"]
@@ -56,27 +61,6 @@ def chain_eager(x: hwport.Tensor, y: hwport.Tensor, n: int) -> hwport.Tensor:
 def best(fn: Callable[[], object], number: int, repeat: int) -> float:
     """Median of `repeat` timings of `number` calls, per call (seconds)."""
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
-
-
-def mlp(batch: int, d_in: int, hidden: int, d_out: int) -> pir.Program:
-    p = pir.Program()
-    with pir.Builder(p) as b:
-        x = b.data("x", [batch, d_in], "float32")
-        h = b.pd_op.gelu(b.pd_op.add(b.pd_op.matmul(x, b.parameter("w1", [d_in, hidden],
-                                                                    "float32")),
-                                     b.parameter("b1", [hidden], "float32")))
-        y = b.pd_op.add(b.pd_op.matmul(h, b.parameter("w2", [hidden, d_out], "float32")),
-                        b.parameter("b2", [d_out], "float32"))
-        out = b.pd_op.layer_norm(y, b.parameter("g", [d_out], "float32"),
-                                 b.parameter("beta", [d_out], "float32"), epsilon=1e-5)
-        b.output(out if isinstance(out, pir.Value) else out[0], "out")
-    return p
-
-
-def mlp_eager(x: hwport.Tensor, ps: dict[str, hwport.Tensor]) -> hwport.Tensor:
-    h = hwport.nn.functional.gelu(hwport.matmul(x, ps["w1"]) + ps["b1"])
-    y = hwport.matmul(h, ps["w2"]) + ps["b2"]
-    return hwport.nn.functional.layer_norm(y, [y.shape[-1]], ps["g"], ps["beta"], 1e-5)
 
 
 def main() -> None:
@@ -119,11 +103,9 @@ def main() -> None:
 
     # ---- MLP forward: peak memory and time ----
     dims = (64, 256, 1024, 256)
-    p = mlp(*dims)
+    p = mlp_program(*dims)
+    ps = mlp_params(place, p)
     rng = np.random.default_rng(0)
-    ps = {op.attr("parameter_name"): hwport.to_tensor(
-        rng.standard_normal(op.result().type.shape).astype("float32"), place=place)
-        for op in p.ops if op.name == "builtin.parameter"}
     xm = hwport.to_tensor(rng.standard_normal(dims[:2]).astype("float32"), place=place)
     mlp_eager(xm, ps)
     base = _core.memory_stats(place)["allocated_bytes"]

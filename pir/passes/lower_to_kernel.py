@@ -207,20 +207,18 @@ class Lowering:
 
     def _promote_unsupported(self, op: Any, inputs: list[Any], metas: list[Any],
                              key_index: int | None) -> tuple[list[Any], list[Any]]:
+        """dispatch._promote_unsupported itself, its cast of the key input lowered."""
         from hwport.phi_ops import dispatch
-        from hwport.phi_ops.infer_meta import Meta
 
-        if key_index is None or op.category not in dispatch._INT_TO_FLOAT_CATEGORIES:
+        if key_index is None or not isinstance(inputs[key_index], Value):
             return inputs, metas
-        m = metas[key_index]
-        if m is None or isinstance(m, list) or m.dtype in op.dtypes:
-            return inputs, metas
-        float_only = all(d.startswith(("float", "bfloat")) for d in op.dtypes)
-        if float_only and m.dtype in ("bool", "int8", "uint8", "int16", "int32", "int64"):
-            inputs, metas = list(inputs), list(metas)
-            inputs[key_index] = self.cast(op.name, inputs[key_index], "float32")
-            metas[key_index] = Meta(m.shape, "float32")
-        return inputs, metas
+        given = list(inputs)
+        given[key_index] = _Castable(self, op.name, inputs[key_index])
+        out, metas = dispatch._promote_unsupported(op, given, metas, key_index)
+        out = list(out)
+        if isinstance(out[key_index], _Castable):
+            out[key_index] = out[key_index].value
+        return out, metas
 
     def _fused_kernel_fits(self, op: Any, inputs: list[Any], key_dtype: str) -> bool:
         if not self._core.has_kernel(op.name, self.place, key_dtype):
@@ -304,6 +302,17 @@ class Lowering:
         op = self._add("builtin.constant", [], [TensorType(tuple(t.shape), str(t.dtype))],
                        {"value": attr(scalar)})
         return self.root(op.result())
+
+
+class _Castable:
+    """A value as dispatch's cast() sees a tensor: its dtype, and astype (a cast kernel)."""
+
+    def __init__(self, lw: Lowering, op_name: str, value: Value) -> None:
+        self.lw, self.op_name, self.value = lw, op_name, value
+        self.dtype = value.type.dtype
+
+    def astype(self, dtype: str) -> Value:
+        return self.lw.cast(self.op_name, self.value, dtype)
 
 
 class _Recorder:

@@ -13,7 +13,16 @@ from hwport.pir.passes import PassManager
 from hwport.pir.passes.lower_to_kernel import LoweringError
 from hwport.runtime import _core
 
-from .executor_cases import bits, eager, every_case, one_op_program, representative_cases
+from .executor_cases import (
+    bits,
+    eager,
+    every_case,
+    mlp_eager,
+    mlp_params,
+    mlp_program,
+    one_op_program,
+    representative_cases,
+)
 
 PLACES = ["custom:cpu", "custom:opencl"]
 CASES = representative_cases()
@@ -52,42 +61,14 @@ def test_every_sample_case_equals_eager_bit_for_bit(place):
 
 # ---- the lowered program -----------------------------------------------------------------
 
-def _mlp(batch: int = 8, d_in: int = 16, hidden: int = 32, d_out: int = 8) -> pir.Program:
-    p = pir.Program()
-    with pir.Builder(p) as b:
-        x = b.data("x", [batch, d_in], "float32")
-        h = b.pd_op.gelu(b.pd_op.add(b.pd_op.matmul(x, b.parameter("w1", [d_in, hidden],
-                                                                    "float32")),
-                                     b.parameter("b1", [hidden], "float32")))
-        y = b.pd_op.add(b.pd_op.matmul(h, b.parameter("w2", [hidden, d_out], "float32")),
-                        b.parameter("b2", [d_out], "float32"))
-        out = b.pd_op.layer_norm(y, b.parameter("g", [d_out], "float32"),
-                                 b.parameter("beta", [d_out], "float32"), epsilon=1e-5)
-        b.output(out if isinstance(out, pir.Value) else out[0], "out")
-    return p
-
-
-def _mlp_params(place: str, p: pir.Program, seed: int = 0) -> dict[str, hwport.Tensor]:
-    rng = np.random.default_rng(seed)
-    return {op.attr("parameter_name"): hwport.to_tensor(
-        rng.standard_normal(op.result().type.shape).astype("float32"), place=place)
-        for op in p.ops if op.name == "builtin.parameter"}
-
-
-def _mlp_eager(x, ps):
-    h = hwport.nn.functional.gelu(hwport.matmul(x, ps["w1"]) + ps["b1"])
-    y = hwport.matmul(h, ps["w2"]) + ps["b2"]
-    return hwport.nn.functional.layer_norm(y, [y.shape[-1]], ps["g"], ps["beta"], 1e-5)
-
-
 @pytest.mark.parametrize("place", PLACES)
 def test_mlp_equals_eager_bit_for_bit(place):
-    p = _mlp()
-    ps = _mlp_params(place, p)
+    p = mlp_program()
+    ps = mlp_params(place, p)
     x = hwport.to_tensor(np.random.default_rng(1).standard_normal((8, 16)).astype("float32"),
                          place=place)
     (got,) = pir.Executor(p, place, parameters=ps).run({"x": x})
-    want = _mlp_eager(x, ps).numpy()
+    want = mlp_eager(x, ps).numpy()
     assert bits(got.numpy()) == bits(want)
     # and the oracle agrees within float32 rounding (the eager path is not the only judge)
     xs, pn = x.numpy().astype("float64"), {k: v.numpy().astype("float64") for k, v in ps.items()}
@@ -157,8 +138,8 @@ def test_symbolic_shapes_are_refused_naming_the_op():
 
 def test_no_allocator_call_in_a_steady_state_run():
     place = "custom:cpu"
-    p = _mlp()
-    exe = pir.Executor(p, place, parameters=_mlp_params(place, p))
+    p = mlp_program()
+    exe = pir.Executor(p, place, parameters=mlp_params(place, p))
     x = hwport.to_tensor(np.ones((8, 16), "float32"), place=place)
     first = exe.run({"x": x})[0].numpy()
     del first
@@ -203,13 +184,13 @@ def test_liveness_lets_a_chain_share_two_buffers():
 
 def test_mlp_peak_memory_is_at_most_eagers():
     place = "custom:cpu"
-    p = _mlp(batch=64, d_in=64, hidden=256, d_out=64)
-    ps = _mlp_params(place, p)
+    p = mlp_program(batch=64, d_in=64, hidden=256, d_out=64)
+    ps = mlp_params(place, p)
     x = hwport.to_tensor(np.ones((64, 64), "float32"), place=place)
-    _mlp_eager(x, ps)  # warm the caches
+    mlp_eager(x, ps)  # warm the caches
     base = _core.memory_stats(place)["allocated_bytes"]
     _core.reset_peak_memory_stats(place)
-    out = _mlp_eager(x, ps)
+    out = mlp_eager(x, ps)
     eager_peak = _core.memory_stats(place)["peak_allocated_bytes"] - base
     del out
     base = _core.memory_stats(place)["allocated_bytes"]
@@ -223,10 +204,10 @@ def test_mlp_peak_memory_is_at_most_eagers():
 # ---- errors --------------------------------------------------------------------------------
 
 def test_run_errors_name_the_feed_and_the_parameter():
-    p = _mlp()
+    p = mlp_program()
     with pytest.raises(KeyError, match="parameter 'w1' is not bound"):
         pir.Executor(p, "custom:cpu").run({})
-    exe = pir.Executor(p, "custom:cpu", parameters=_mlp_params("custom:cpu", p))
+    exe = pir.Executor(p, "custom:cpu", parameters=mlp_params("custom:cpu", p))
     with pytest.raises(KeyError, match=r"missing feed\(s\) \['x'\]"):
         exe.run({})
     with pytest.raises(ValueError, match=r"feed 'x' expected shape \[8, 16\] float32"):
