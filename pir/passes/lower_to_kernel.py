@@ -229,7 +229,6 @@ class Lowering:
 
     # ---- decompositions, traced ----------------------------------------------------------
     def decompose(self, op: Any, inputs: list[Any], plan: Any) -> list[Value]:
-        from hwport.phi_ops import dispatch
 
         core = self._core
         sid = core._storage_id
@@ -251,17 +250,7 @@ class Lowering:
 
         traced = [[sample(t) for t in v] if isinstance(v, list) else None if v is None
                   else sample(v) for v in inputs]
-        recorder = _Recorder()
-        if core.registered_layer("trace") is not None:
-            raise LoweringError(f"{op.name}: the pipeline's trace layer is in use; "
-                                "lower_to_kernel traces decompositions through it")
-        core.register_layer("trace", recorder)
-        core.layer_enter("trace")
-        try:
-            result = dispatch._decompose(op, traced, plan, self.place)
-        finally:
-            core.layer_leave("trace")
-            core.register_layer("trace", None)
+        calls, result = trace_decomposition(op, traced, plan, self.place)
 
         def value_of(t: Any) -> Value:
             key = sid(t)
@@ -275,10 +264,7 @@ class Lowering:
             shape, strides, offset = _layout_of(t)
             return self.view(root, shape, strides, offset)
 
-        for name, args, recorded, out in recorder.calls:
-            if recorded.get("_sizes") is False:  # split: a count of equal parts, not sizes
-                recorded["sections"] = recorded["sections"][0]
-            attrs = {k: v for k, v in recorded.items() if not k.startswith("_")}
+        for name, args, attrs, out in calls:
             ins = [[value_of(t) for t in a] if isinstance(a, list) else None if a is None
                    else value_of(a) for a in args]
             got = self.call(name, ins, attrs)
@@ -313,6 +299,35 @@ class _Castable:
 
     def astype(self, dtype: str) -> Value:
         return self.lw.cast(self.op_name, self.value, dtype)
+
+
+def trace_decomposition(op: Any, inputs: list[Any], plan: Any,
+                        place: Any) -> tuple[list[tuple[str, list[Any], dict[str, Any], Any]],
+                                             Any]:
+    """Runs op's decomposition (dispatch._decompose: the function eager runs) on `inputs`
+    in the pipeline's trace layer: (the calls it made itself as (op, inputs, attrs as the op
+    functions take them, result), its result)."""
+    from hwport.phi_ops import dispatch
+    from hwport.runtime import _core
+
+    if _core.registered_layer("trace") is not None:
+        raise LoweringError(f"{op.name}: the pipeline's trace layer is in use; tracing a "
+                            "decomposition needs it")
+    recorder = _Recorder()
+    _core.register_layer("trace", recorder)
+    _core.layer_enter("trace")
+    try:
+        result = dispatch._decompose(op, inputs, plan, place)
+    finally:
+        _core.layer_leave("trace")
+        _core.register_layer("trace", None)
+    calls = []
+    for name, args, recorded, out in recorder.calls:
+        if recorded.get("_sizes") is False:  # split: a count of equal parts, not sizes
+            recorded["sections"] = recorded["sections"][0]
+        calls.append((name, args, {k: v for k, v in recorded.items()
+                                   if not k.startswith("_")}, out))
+    return calls, result
 
 
 class _Recorder:
