@@ -79,6 +79,10 @@ class Executor:
                 outputs.append(slot(op.operand(0)))
                 self.output_names.append(op.attr("output_name"))
             elif name == "kernel.phi_kernel":
+                if op.attr("device_type") != self.place.device_type:
+                    raise ValueError(f"Executor: the program was lowered for "
+                                     f"{op.attr('device_type')!r} ({op.attr('op_name')}), it "
+                                     f"cannot run on {self.place}")
                 instrs.append(("kernel", op.attr("kernel_name"), op.attr("dtype"),
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
                                kernel_attrs(op)))

@@ -212,3 +212,23 @@ def test_run_errors_name_the_feed_and_the_parameter():
         exe.run({})
     with pytest.raises(ValueError, match=r"feed 'x' expected shape \[8, 16\] float32"):
         exe.run({"x": hwport.to_tensor(np.ones((8, 15), "float32"), place="custom:cpu")})
+
+
+def test_a_program_lowered_for_one_place_is_refused_on_another():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        b.output(b.pd_op.exp(b.data("x", [4], "float32")), "y")
+    PassManager("lower_to_kernel{place=custom:cpu}").run(p)
+    with pytest.raises(ValueError, match=r"lowered for 'cpu' \(exp\).*custom:opencl"):
+        pir.Executor(p, "custom:opencl").run({})
+
+
+def test_a_strided_feed_is_taken_as_its_values():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [3, 4], "float32")
+        b.output(b.pd_op.multiply(x, x), "y")
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    t = hwport.to_tensor(a, place="custom:cpu").T  # a [3, 4] view with strides (1, 3)
+    (got,) = pir.Executor(p, "custom:cpu").run({"x": t})
+    np.testing.assert_array_equal(got.numpy(), a.T * a.T)
