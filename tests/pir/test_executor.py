@@ -32,6 +32,8 @@ def _run_case(case, place):
     p, feeds = one_op_program(case)
     want = eager(case, place)
     exe = pir.Executor(p, place)
+    exe.program.verify()  # the lowered program is valid IR, and its text round-trips
+    assert str(pir.parse(str(exe.program))) == str(exe.program)
     got = [o.numpy() for o in exe.run({k: hwport.to_tensor(v, place=place)
                                        for k, v in feeds.items()})]
     assert len(got) == len(want), case.id
