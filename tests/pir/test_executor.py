@@ -138,8 +138,8 @@ def test_symbolic_shapes_are_refused_naming_the_op():
 
 # ---- memory ----------------------------------------------------------------------------------
 
-def test_no_allocator_call_in_a_steady_state_run():
-    place = "custom:cpu"
+@pytest.mark.parametrize("place", PLACES)
+def test_no_allocator_call_in_a_steady_state_run(place):
     p = mlp_program()
     exe = pir.Executor(p, place, parameters=mlp_params(place, p))
     x = hwport.to_tensor(np.ones((8, 16), "float32"), place=place)
@@ -184,8 +184,8 @@ def test_liveness_lets_a_chain_share_two_buffers():
     assert bits(got.numpy()) == bits(hwport.neg(want).numpy())
 
 
-def test_mlp_peak_memory_is_at_most_eagers():
-    place = "custom:cpu"
+@pytest.mark.parametrize("place", PLACES)
+def test_mlp_peak_memory_is_at_most_eagers(place):
     p = mlp_program(batch=64, d_in=64, hidden=256, d_out=64)
     ps = mlp_params(place, p)
     x = hwport.to_tensor(np.ones((64, 64), "float32"), place=place)
