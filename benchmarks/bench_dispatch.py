@@ -1,11 +1,12 @@
 """Per-op eager overhead on 1-element float32 tensors on custom:cpu, and MLP forward steps,
 against PyTorch CPU (one thread) measured in the same run (issue 13's targets: per-op median
-<= 1.0x PyTorch, every op <= 1.5x; MLP steps <= 1.0x).
+<= 1.0x PyTorch, every op <= 1.5x; MLP steps <= 1.0x); and the enqueue cost per op on
+custom:opencl against custom:cpu (target <= 2x), where an OpenCL device is present.
 
 Run: .venv/bin/python benchmarks/bench_dispatch.py [--before] [--quick]
-  --before  the op functions and Tensor operators of main's phi_ops/functional.py and
-            hwport/tensor.py (`git show main:...`, the Python path of every op) on this build:
-            the baseline of the C++ op pipeline, measured in the same way
+  --before  the op functions and Tensor operators of phi_ops/functional.py as they were before
+            the C++ op pipeline (commit BEFORE: every op through phi_ops.dispatch.call) on this
+            build: the pipeline's baseline, measured in the same way
   --quick   fewer repeats (a smoke run)"""
 
 from __future__ import annotations
@@ -23,19 +24,20 @@ import numpy as np
 import hwport
 
 ROOT = Path(__file__).resolve().parents[1]
+BEFORE = "c428439^1"  # main before the C++ op pipeline was merged
 
 
 def use_main_python_path() -> None:
-    """Replaces the op functions, hwport's re-exports, Tensor methods and operators by main's
-    (every op through phi_ops.dispatch.call, a + b and a * b through bind_tensor.cpp)."""
+    """Replaces the op functions, hwport's re-exports, Tensor methods and operators by those of
+    BEFORE (every op through phi_ops.dispatch.call, a + b and a * b through bind_tensor.cpp)."""
     from hwport import tensor
     from hwport.nn import functional as nn_functional
     from hwport.ops import __dict__ as ops_dict
     from hwport.phi_ops import functional
 
-    src = subprocess.check_output(["git", "show", "main:phi_ops/functional.py"], cwd=ROOT)
+    src = subprocess.check_output(["git", "show", f"{BEFORE}:phi_ops/functional.py"], cwd=ROOT)
     functional.__dict__.pop("PIPELINE_OPERATORS", None)
-    exec(compile(src, "main:phi_ops/functional.py", "exec"), functional.__dict__)
+    exec(compile(src, f"{BEFORE}:phi_ops/functional.py", "exec"), functional.__dict__)
     functional.PIPELINE_OPERATORS = {}
     for name in functional.OP_NAMES:
         fn = getattr(functional, name)
@@ -164,7 +166,45 @@ def main() -> int:
         t_hw = per_op_us(hw_done, n, repeat)
         t_th = per_op_us(th, n, repeat)
         print(f"{f'{batch}, {d}, {h}':<18}{t_hw:>10.1f}{t_th:>10.1f}{t_hw / t_th:>8.2f}")
+    enqueue_cost(number)
     return 0
+
+
+def enqueue_cost(number: int) -> None:
+    """Per-op time of back-to-back calls (one synchronize per burst) on custom:opencl against
+    custom:cpu: what a device's launch path costs the host."""
+    places = [p for p in ("custom:opencl", "custom:cpu")
+              if p.split(":")[1] in hwport.device.get_all_custom_device_type()]
+    if len(places) < 2:
+        print("\n# enqueue cost: no OpenCL device here; skipped")
+        return
+    import hwport.nn.functional as hf
+
+    def cases(place: str) -> dict[str, Callable[[], object]]:
+        a = hwport.to_tensor(np.ones(1, np.float32), place=place)
+        m = hwport.to_tensor(np.ones((2, 2), np.float32), place=place)
+        return {"add": lambda: hwport.add(a, a), "exp": lambda: hwport.exp(a),
+                "a * 2.0": lambda: a * 2.0, "sum": lambda: hwport.sum(a),
+                "matmul 2x2": lambda: hwport.matmul(m, m), "softmax": lambda: hf.softmax(a),
+                "layer_norm": lambda: hf.layer_norm(a, [1]), "gelu": lambda: hf.gelu(a)}
+
+    burst = max(number // 10, 200)
+    times: dict[str, dict[str, float]] = {}
+    for place in places:
+        for name, fn in cases(place).items():
+            def run(fn=fn, place=place):
+                for _ in range(burst):
+                    fn()
+                hwport.device.synchronize(place)
+            times.setdefault(name, {})[place] = per_op_us(run, 1, 5) / burst
+    print(f"\n# enqueue cost per op, 1-element float32, bursts of {burst} calls + one "
+          "synchronize (target: opencl <= 2x cpu)")
+    print(f"{'op':<18}{'opencl us':>10}{'cpu us':>10}{'ratio':>8}")
+    ratios = []
+    for name, t in times.items():
+        ratios.append(t["custom:opencl"] / t["custom:cpu"])
+        print(f"{name:<18}{t['custom:opencl']:>10.2f}{t['custom:cpu']:>10.2f}{ratios[-1]:>8.2f}")
+    print(f"max ratio {max(ratios):.2f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The pipeline layers' cost: per-op time of hwport.add / hwport.exp on 1-element float32 on
-custom:cpu with no layer registered, with the profiler layer registered but not active (the
-issue's target: within 3%), and while a Profiler records; plus the one check an inactive
+"""The pipeline layers' cost: per-op time of add, exp, matmul, softmax, layer_norm, reshape,
+slicing and a scalar operand on 1-element (matmul: 2x2) float32 on custom:cpu with no layer
+registered, with the profiler layer registered but not active (the issue's target: within 3%),
+and while a Profiler records; plus the one check an inactive
 pipeline makes per call (_core.layers_active()) on its own. The conditions are measured
 interleaved, best of several rounds, so machine load affects them alike.
 
@@ -34,7 +35,12 @@ def main() -> None:
 
     a = hwport.to_tensor(np.ones(1, np.float32), place="custom:cpu")
     b = hwport.to_tensor(np.ones(1, np.float32), place="custom:cpu")
-    ops = {"add": lambda: hwport.add(a, b), "exp": lambda: hwport.exp(a)}
+    m = hwport.to_tensor(np.ones((2, 2), np.float32), place="custom:cpu")
+    F = hwport.nn.functional
+    ops = {"add": lambda: hwport.add(a, b), "exp": lambda: hwport.exp(a),
+           "matmul": lambda: hwport.matmul(m, m), "softmax": lambda: F.softmax(a),
+           "layer_norm": lambda: F.layer_norm(a, [1]), "reshape": lambda: hwport.reshape(m, [4]),
+           "a[0:1]": lambda: a[0:1], "a - 2.0": lambda: a - 2.0}
 
     def unregistered(fn: Callable[[], object]) -> float:
         _core.register_layer("profiler", None)
@@ -68,13 +74,13 @@ def main() -> None:
 
     print(f"per-op time, 1-element float32 on custom:cpu (best of {args.rounds} rounds of "
           f"{args.number} calls)")
-    print(f"{'op':<6}{'none registered':>18}{'registered, inactive':>24}{'profiling':>14}"
+    print(f"{'op':<11}{'none registered':>18}{'registered, inactive':>24}{'profiling':>14}"
           f"{'inactive/none':>16}{'profiling/none':>16}")
     for op in ops:
         base = best[(op, "none registered")]
         reg = best[(op, "registered, inactive")]
         prof = best[(op, "profiling")]
-        print(f"{op:<6}{base:>15.0f} ns{reg:>21.0f} ns{prof:>11.0f} ns"
+        print(f"{op:<11}{base:>15.0f} ns{reg:>21.0f} ns{prof:>11.0f} ns"
               f"{reg / base:>15.3f}x{prof / base:>15.2f}x")
     add = best[("add", "none registered")]
     print(f"the inactive check alone (_core.layers_active()): {check:.0f} ns per call, "

@@ -54,7 +54,20 @@ class ResolvedTarget:
 
 
 def _is_path(spec: str) -> bool:
-    return "/" in spec or spec.endswith(".so") or Path(spec).exists()
+    return "/" in spec or spec.endswith((".so", ".py")) or Path(spec).exists()
+
+
+def _loadable(path: str) -> str:
+    """The file the host loads for `path`: a Python plugin (.py) is checked through its entry
+    library (hwport.device_plugins.python.prepare), like any C plugin."""
+    if not path.endswith(".py"):
+        return path
+    from hwport.device_plugins.python import PrepareError, prepare
+
+    try:
+        return str(prepare(path))
+    except PrepareError as exc:
+        raise HwcheckUsageError(f"--plugin {path}: {exc}") from None
 
 
 def resolve_targets(specs: Sequence[str], env: dict[str, str] | None = None,
@@ -81,6 +94,7 @@ def resolve_targets(specs: Sequence[str], env: dict[str, str] | None = None,
             path = str(Path(spec).resolve())
             if not Path(path).is_file():
                 raise HwcheckUsageError(f"--plugin {spec}: no such file")
+            shown, path = path, _loadable(path)
             penv = {**base_env, "HWPORT_PLUGIN_PATH": path}
             found = listing.probe(penv)
             rec = next((p for p in found["plugins"]
@@ -90,9 +104,9 @@ def resolve_targets(specs: Sequence[str], env: dict[str, str] | None = None,
                            if Path(e["path"]).resolve() == Path(path)]
                 reason = reasons[0] if reasons else "not loaded (no reason recorded)"
                 info = {"device_type": "", "path": path, "load_error": reason}
-                out.append(ResolvedTarget(path, Target("", path, penv), info))
+                out.append(ResolvedTarget(shown, Target("", path, penv), info))
             else:
-                out.append(ResolvedTarget(path, Target(rec["device_type"], path, penv), rec))
+                out.append(ResolvedTarget(shown, Target(rec["device_type"], path, penv), rec))
         else:
             assert default is not None
             rec = next((p for p in default["plugins"] if p["device_type"] == spec), None)

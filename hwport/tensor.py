@@ -167,7 +167,7 @@ def _bind_ops() -> None:
             setattr(Tensor, dunder, _core._pipeline_operator(op_id, swapped, dunder))
             continue
         setattr(Tensor, dunder, _reflected(fn) if reflected else fn)
-    Tensor.__getitem__ = getitem
+    Tensor.__getitem__ = _core._getitem_method(getitem)  # basic forms in C++, else getitem
     Tensor.__hash__ = object.__hash__  # __eq__ is elementwise; identity stays hashable
     Tensor.T = property(functional.transpose)
     Tensor.astype = lambda self, dtype: functional.cast(self, dtype=dtype)

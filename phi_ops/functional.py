@@ -157,7 +157,7 @@ def softplus(x: Any, beta: float | None=1.0, threshold: float | None=20.0, name:
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.softplus)"""
-    return _call('softplus', (x,), {'beta': beta, 'threshold': threshold})
+    return _op_call(18, x, beta, threshold)
 
 
 def floor(x: Any, name: str | None = None) -> Any:
@@ -405,7 +405,7 @@ def clip(x: Any, min: float | None=None, max: float | None=None, name: str | Non
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.clip)"""
-    return _call('clip', (x,), {'min': min, 'max': max})
+    return _op_call(52, x, min, max)
 
 
 def sum(x: Any, axis: int | list[int] | None=None, dtype: Any=None, keepdim: bool=False, name: str | None = None) -> Any:
@@ -530,7 +530,7 @@ def matmul(x: Any, y: Any, transpose_x: bool=False, transpose_y: bool=False, nam
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: matmul
     kernel contract: x [B..., M, K] and y [B..., K, N] strided views already broadcast to the same batch dims (stride 0), transposes already applied as views, 1-D operands already unsqueezed; output [B..., M, N]. Integer inputs wrap; accumulates in float32 for float16/bfloat16 inputs."""
-    return _call('matmul', (x, y), {'transpose_x': transpose_x, 'transpose_y': transpose_y})
+    return _op_call(67, x, y, transpose_x, transpose_y)
 
 
 def reshape(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
@@ -538,7 +538,7 @@ def reshape(x: Any, shape: int | list[int] | None, name: str | None = None) -> A
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.reshape)"""
-    return _call('reshape', (x,), {'shape': shape})
+    return _op_call(68, x, shape)
 
 
 def transpose(x: Any, perm: int | list[int] | None=None, name: str | None = None) -> Any:
@@ -546,7 +546,7 @@ def transpose(x: Any, perm: int | list[int] | None=None, name: str | None = None
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.transpose)"""
-    return _call('transpose', (x,), {'perm': perm})
+    return _op_call(69, x, perm)
 
 
 def flatten(x: Any, start_axis: int | None=0, stop_axis: int | None=-1, name: str | None = None) -> Any:
@@ -554,7 +554,7 @@ def flatten(x: Any, start_axis: int | None=0, stop_axis: int | None=-1, name: st
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.flatten)"""
-    return _call('flatten', (x,), {'start_axis': start_axis, 'stop_axis': stop_axis})
+    return _op_call(70, x, start_axis, stop_axis)
 
 
 def squeeze(x: Any, axis: int | list[int] | None=None, name: str | None = None) -> Any:
@@ -562,7 +562,7 @@ def squeeze(x: Any, axis: int | list[int] | None=None, name: str | None = None) 
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.squeeze)"""
-    return _call('squeeze', (x,), {'axis': axis})
+    return _op_call(71, x, axis)
 
 
 def unsqueeze(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
@@ -570,7 +570,7 @@ def unsqueeze(x: Any, axis: int | list[int] | None, name: str | None = None) -> 
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.unsqueeze)"""
-    return _call('unsqueeze', (x,), {'axis': axis})
+    return _op_call(72, x, axis)
 
 
 def expand(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
@@ -578,7 +578,7 @@ def expand(x: Any, shape: int | list[int] | None, name: str | None = None) -> An
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.expand)"""
-    return _call('expand', (x,), {'shape': shape})
+    return _op_call(73, x, shape)
 
 
 def concat(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
@@ -588,7 +588,7 @@ def concat(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     kernel contract: n >= 1 inputs of the output dtype, equal except along attr axis (non-negative)."""
     xs = x
     try:
-        return _call('concat', (xs,), {'axis': axis})
+        return _op_call(74, xs, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
@@ -737,7 +737,7 @@ def sort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None =
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.sort)"""
-    return _call('sort', (x,), {'axis': axis, 'descending': descending})
+    return _op_call(89, x, axis, descending)
 
 
 def argsort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:
@@ -745,7 +745,7 @@ def argsort(x: Any, axis: int | None=-1, descending: bool=False, name: str | Non
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr axis non-negative, attr descending; stable; NaN sorts last (ascending) / first (descending); int64 output."""
-    return _call('argsort', (x,), {'axis': axis, 'descending': descending})
+    return _op_call(90, x, axis, descending)
 
 
 def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -838,7 +838,7 @@ def copy(x: Any, name: str | None = None) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: Any strided input to a contiguous output of the same dtype and shape (bit-exact)."""
-    return _call('copy', (x,), {})
+    return _op_call(101, x)
 
 
 def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
@@ -873,7 +873,7 @@ def softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None = N
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     if dtype is not None:
         raise _api_args.unsupported('softmax', 'dtype', None, dtype)
-    return _call('softmax', (x,), {'axis': axis})
+    return _op_call(105, x, axis)
 
 
 def log_softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None = None) -> Any:
@@ -884,7 +884,7 @@ def log_softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     if dtype is not None:
         raise _api_args.unsupported('log_softmax', 'dtype', None, dtype)
-    return _call('log_softmax', (x,), {'axis': axis})
+    return _op_call(106, x, axis)
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, epsilon: float | None=1e-05, name: str | None = None) -> Any:
@@ -894,7 +894,7 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     decomposes into primitives (phi_ops.decompositions.layer_norm)
     kernel contract: A native kernel (optional: the op decomposes otherwise) accumulates in float32 for float16/bfloat16 inputs."""
     normalized_ndim = _api_args.normalized_shape('layer_norm', normalized_shape, x)
-    return _call('layer_norm', (x, weight, bias), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
+    return _op_call(107, x, weight, bias, normalized_ndim, epsilon)
 
 
 def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None=1e-05, name: str | None = None) -> Any:
@@ -907,7 +907,7 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
     x = input
     epsilon = eps
     try:
-        return _call('rms_norm', (x, weight), {'normalized_ndim': normalized_ndim, 'epsilon': epsilon})
+        return _op_call(108, x, weight, normalized_ndim, epsilon)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'x': 'input', 'epsilon': 'eps'}) from exc.__cause__
 
@@ -1144,6 +1144,8 @@ PIPELINE_OPERATORS = {
     '__ror__': (49, True),
     '__xor__': (50, False),
     '__rxor__': (50, True),
+    '__matmul__': (67, False),
+    '__rmatmul__': (67, True),
 }
 
 # Functions of hwport.nn.functional.

@@ -22,7 +22,7 @@ PYTHON="${HWPORT_PYTHON:-python3}"
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.hwport-requirements.sha256"
-APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev
+APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev libsleef-dev
               pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
 # Build + test requirements. The entries of pyproject.toml's [build-system].requires,
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
@@ -56,6 +56,11 @@ missing_prereqs() {
   if ! compgen -G "/usr/include/*/openblas*/cblas.h" >/dev/null &&
      ! compgen -G "/usr/include/openblas/cblas.h" >/dev/null; then
     echo "libopenblas-dev (OpenBLAS with cblas.h)"
+  fi
+  # SLEEF, the vector math library: the CPU plugin's float math (device_plugins/cpu/sleef.cmake;
+  # without it the build still works, with scalar libm).
+  if [[ ! -f /usr/include/sleef.h ]] && ! compgen -G "/usr/include/*/sleef.h" >/dev/null; then
+    echo "libsleef-dev (SLEEF, sleef.h)"
   fi
   # The OpenCL headers, ICD loader and PoCL (a CPU OpenCL implementation): the OpenCL reference
   # plugin (device_plugins/opencl; without them the build skips it and says so).

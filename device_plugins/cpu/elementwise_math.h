@@ -18,6 +18,9 @@
 #include <string.h>
 
 #include "fast_expf.h"
+#ifdef HWPORT_CPU_HAVE_SLEEF
+#include "sleef_math.h"
+#endif
 
 /* ---- integers --------------------------------------------------------------------------- */
 
@@ -91,11 +94,19 @@ static inline _Bool cpu_ew_ipow_b(_Bool x, _Bool y) { return x | !y; }
 
 /* ---- floats (S: the math.h suffix, f for float, empty for double) ------------------------- */
 
+#ifdef HWPORT_CPU_HAVE_SLEEF
+#define CPU_EW_POW_f(x, y) cpu_vpow_f(x, y)
+#define CPU_EW_POW_d(x, y) cpu_vpow_d(x, y)
+#else
+#define CPU_EW_POW_f(x, y) powf(x, y)
+#define CPU_EW_POW_d(x, y) pow(x, y)
+#endif
+
 #define CPU_EW_FLOAT_HELPERS(sfx, F, S)                                                        \
   static inline F cpu_ew_neg_##sfx(F x) { return -x; }                                         \
   static inline F cpu_ew_abs_##sfx(F x) { return fabs##S(x); }                                 \
   static inline F cpu_ew_sub_##sfx(F x, F y) { return x - y; }                                 \
-  static inline F cpu_ew_ipow_##sfx(F x, F y) { return pow##S(x, y); }                         \
+  static inline F cpu_ew_ipow_##sfx(F x, F y) { return CPU_EW_POW_##sfx(x, y); }               \
   /* numpy: -1, 0 or 1; NaN stays NaN; -0.0 gives +0.0. */                                   \
   static inline F cpu_ew_sign_##sfx(F x) {                                                     \
     return x > 0 ? (F)1 : x < 0 ? (F)-1 : x == 0 ? (F)0 : x;                                   \
@@ -157,29 +168,37 @@ CPU_EW_FLOAT_HELPERS(d, double, )
 #define CPU_EW_ROUNDING(fn, x) _Generic((x), float: fn##f(x), double: fn(x), default: (x))
 
 /* float exp goes through the branch-free cpu_expf (~1.4 ulp), which vectorizes; libm's expf
- * does not, and exp bounds softmax/sigmoid/gelu throughput. */
+ * does not, and exp bounds softmax/sigmoid/gelu throughput. With SLEEF, the functions of
+ * sleef_math.h go to its vector math (1 ulp) for float and double (integers: libm's double). */
+#ifdef HWPORT_CPU_HAVE_SLEEF
+#define CPU_EW_VMATH1(fn, x)                                                                   \
+  _Generic((x), float: cpu_v##fn##_f(x), double: cpu_v##fn##_d(x), default: fn(x))
+#define cpu_ew_exp(x) _Generic((x), float: cpu_expf(x), double: cpu_vexp_d(x), default: exp(x))
+#else
+#define CPU_EW_VMATH1(fn, x) CPU_EW_MATH1(fn, x)
 #define cpu_ew_exp(x) _Generic((x), float: cpu_expf(x), default: exp(x))
+#endif
 #define cpu_ew_exp2(x) CPU_EW_MATH1(exp2, x)
-#define cpu_ew_expm1(x) CPU_EW_MATH1(expm1, x)
-#define cpu_ew_log(x) CPU_EW_MATH1(log, x)
-#define cpu_ew_log2(x) CPU_EW_MATH1(log2, x)
+#define cpu_ew_expm1(x) CPU_EW_VMATH1(expm1, x)
+#define cpu_ew_log(x) CPU_EW_VMATH1(log, x)
+#define cpu_ew_log2(x) CPU_EW_VMATH1(log2, x)
 #define cpu_ew_log10(x) CPU_EW_MATH1(log10, x)
-#define cpu_ew_log1p(x) CPU_EW_MATH1(log1p, x)
-#define cpu_ew_sqrt(x) CPU_EW_MATH1(sqrt, x)
+#define cpu_ew_log1p(x) CPU_EW_VMATH1(log1p, x)
+#define cpu_ew_sqrt(x) CPU_EW_VMATH1(sqrt, x)
 #define cpu_ew_cbrt(x) CPU_EW_MATH1(cbrt, x)
-#define cpu_ew_sin(x) CPU_EW_MATH1(sin, x)
-#define cpu_ew_cos(x) CPU_EW_MATH1(cos, x)
-#define cpu_ew_tan(x) CPU_EW_MATH1(tan, x)
+#define cpu_ew_sin(x) CPU_EW_VMATH1(sin, x)
+#define cpu_ew_cos(x) CPU_EW_VMATH1(cos, x)
+#define cpu_ew_tan(x) CPU_EW_VMATH1(tan, x)
 #define cpu_ew_asin(x) CPU_EW_MATH1(asin, x)
 #define cpu_ew_acos(x) CPU_EW_MATH1(acos, x)
 #define cpu_ew_atan(x) CPU_EW_MATH1(atan, x)
 #define cpu_ew_sinh(x) CPU_EW_MATH1(sinh, x)
 #define cpu_ew_cosh(x) CPU_EW_MATH1(cosh, x)
-#define cpu_ew_tanh(x) CPU_EW_MATH1(tanh, x)
+#define cpu_ew_tanh(x) CPU_EW_VMATH1(tanh, x)
 #define cpu_ew_asinh(x) CPU_EW_MATH1(asinh, x)
 #define cpu_ew_acosh(x) CPU_EW_MATH1(acosh, x)
 #define cpu_ew_atanh(x) CPU_EW_MATH1(atanh, x)
-#define cpu_ew_erf(x) CPU_EW_MATH1(erf, x)
+#define cpu_ew_erf(x) CPU_EW_VMATH1(erf, x)
 #define cpu_ew_erfc(x) CPU_EW_MATH1(erfc, x)
 #define cpu_ew_tgamma(x) CPU_EW_MATH1(tgamma, x)
 #define cpu_ew_lgamma(x) CPU_EW_MATH1(lgamma, x)

@@ -111,9 +111,10 @@ void cpu_register_reduction_kernels(const HWP_HostApi *host);   /* kernels_reduc
 void cpu_register_linalg_kernels(const HWP_HostApi *host);      /* kernels_linalg.c */
 void cpu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index.c */
 void cpu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.c */
-/* kernels_exp_simd.c: the float32 exp loop at the CPU's vector width, chosen at load. */
-void cpu_exp_select_simd(void);
-void cpu_exp_f32_inner(char *const *ptrs, const int64_t *strides, int64_t n, const void *aux);
+/* kernels_elementwise.c: picks the elementwise loops' instruction set (AVX2, AVX-512) at load. */
+void cpu_ew_select_simd(void);
+/* The level it chose: 0 the baseline (SSE2), 1 AVX2+FMA+F16C, 2 AVX-512 (F, DQ) as well. */
+int cpu_ew_simd_level(void);
 
 /* ---- stream.c: streams, events, tasks --------------------------------------------------- */
 

@@ -85,6 +85,45 @@
 CPU_FOR_EACH_DTYPE(CPU_DEFINE_ADD)
 CPU_FOR_EACH_DTYPE(CPU_DEFINE_MUL)
 
+/* float16/bfloat16 with a contiguous output, for AVX2+F16C and AVX-512 (chosen at load, see
+ * cpu_ew_simd_level): chunks converted to float32 at vector width (half_simd.h), added or
+ * multiplied, converted back. Other outputs: the loops above. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
+#include "half_simd.h"
+#define BIN_HALF 1
+#define BIN_HALF_CHUNK 512
+#define CPU_DEFINE_HALF_LOOP(OP, OPEXPR, name, isa, ATTRS)                                     \
+  ATTRS static void OP##_##name##isa(char *const *p, const int64_t *s, int64_t n,              \
+                                     const void *aux) {                                        \
+    if (s[0] != 2) {                                                                           \
+      OP##_##name(p, s, n, aux);                                                               \
+      return;                                                                                  \
+    }                                                                                          \
+    float a[BIN_HALF_CHUNK], b[BIN_HALF_CHUNK];                                                \
+    for (int64_t i0 = 0; i0 < n; i0 += BIN_HALF_CHUNK) {                                       \
+      const int64_t m = n - i0 < BIN_HALF_CHUNK ? n - i0 : BIN_HALF_CHUNK;                     \
+      cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
+      cpu_half_load_##name##isa(b, p[2] + i0 * s[2], s[2], m);                                 \
+      for (int64_t j = 0; j < m; ++j) a[j] = OPEXPR(a[j], b[j]);                               \
+      cpu_half_store_##name##isa(p[0] + i0 * 2, a, m);                                         \
+    }                                                                                          \
+  }
+#define CPU_DEFINE_HALF_LOOPS(OP, OPEXPR)                                                      \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx2, __attribute__((target("avx2,fma,f16c"))))   \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx2, __attribute__((target("avx2,fma,f16c"))))  \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx512,                                           \
+                       __attribute__((target("avx512f,avx512dq,fma,f16c"))))                   \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx512,                                          \
+                       __attribute__((target("avx512f,avx512dq,fma,f16c"))))
+CPU_DEFINE_HALF_LOOPS(add, OP_add)
+CPU_DEFINE_HALF_LOOPS(multiply, OP_multiply)
+static const cpu_inner_fn g_add_half[2][2] = {{add_float16_avx2, add_bfloat16_avx2},
+                                             {add_float16_avx512, add_bfloat16_avx512}};
+static const cpu_inner_fn g_multiply_half[2][2] = {
+    {multiply_float16_avx2, multiply_bfloat16_avx2},
+    {multiply_float16_avx512, multiply_bfloat16_avx512}};
+#endif
+
 #define CPU_ADD_ENTRY(CODE, name, T) [HWP_DTYPE_##CODE] = add_##name,
 #define CPU_MUL_ENTRY(CODE, name, T) [HWP_DTYPE_##CODE] = multiply_##name,
 static const cpu_inner_fn g_add[HWP_DTYPE_COUNT] = {CPU_FOR_EACH_DTYPE(CPU_ADD_ENTRY)};
@@ -106,6 +145,12 @@ static HWP_Status binary(const HWP_KernelContext *ctx, const char *op,
   st = cpu_prepare_task(ctx, op, &task, &nelems);
   if (st != HWP_OK) return st;
   task.u.ew.fn = table[d];
+#ifdef BIN_HALF
+  const int level = cpu_ew_simd_level();
+  if (level > 0 && (d == HWP_DTYPE_FLOAT16 || d == HWP_DTYPE_BFLOAT16))
+    task.u.ew.fn = (table == g_add ? g_add_half : g_multiply_half)[level - 1]
+                                                                  [d == HWP_DTYPE_BFLOAT16];
+#endif
   return cpu_launch(ctx, op, &task, nelems);
 }
 

@@ -85,9 +85,10 @@
 
 /* Unary: contiguous (vectorized), else strided. Element types with alignment 1: views carry no
  * alignment promise. */
-#define EW_UNARY_LOOP(args, CODE, name, T) EW_CALL(EW_UNARY_LOOP_, EW_UNPACK args, name, T)
-#define EW_UNARY_LOOP_(op, OUT, name, T)                                                       \
-  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) {  \
+#define EW_UNARY_LOOP(args, CODE, name, T) EW_CALL(EW_UNARY_LOOP_, EW_UNPACK args, name, T, , )
+#define EW_UNARY_LOOP_(op, OUT, name, T, isa, attrs)                                           \
+  attrs static void ew_##op##_##name##isa(char *const *p, const int64_t *s, int64_t n,         \
+                                          const void *aux) {                                   \
     typedef EW_OT_##OUT(T) ew_ot;                                                              \
     typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
     typedef T ew_ui __attribute__((aligned(1)));                                               \
@@ -113,9 +114,10 @@
   }
 
 /* Binary: contiguous, contiguous with a broadcast scalar on either side, else strided. */
-#define EW_BINARY_LOOP(args, CODE, name, T) EW_CALL(EW_BINARY_LOOP_, EW_UNPACK args, name, T)
-#define EW_BINARY_LOOP_(op, OUT, name, T)                                                      \
-  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) {  \
+#define EW_BINARY_LOOP(args, CODE, name, T) EW_CALL(EW_BINARY_LOOP_, EW_UNPACK args, name, T, , )
+#define EW_BINARY_LOOP_(op, OUT, name, T, isa, attrs)                                          \
+  attrs static void ew_##op##_##name##isa(char *const *p, const int64_t *s, int64_t n,         \
+                                          const void *aux) {                                   \
     typedef EW_OT_##OUT(T) ew_ot;                                                              \
     typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
     typedef T ew_ui __attribute__((aligned(1)));                                               \
@@ -198,6 +200,114 @@ CPU_EW_UNARY_OPS(EW_DEFINE_UNARY_LOOPS)
 CPU_EW_BINARY_OPS(EW_DEFINE_BINARY_LOOPS)
 CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
 
+/* The float loops again for AVX2+FMA+F16C and AVX-512, one of which is chosen at load
+ * (cpu_ew_select_simd; no -march flags): math-bound ops (SLEEF's vector math, cpu_expf, the
+ * composites over them) then run at full vector width, not at the baseline's SSE2, and float16
+ * / bfloat16 convert 8 or 16 lanes at a time instead of one by one. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
+#define EW_SIMD 1
+#include <cpuid.h>
+
+#include "half_simd.h"
+#define EW_AVX2_ATTRS __attribute__((target("avx2,fma,f16c")))
+#define EW_AVX512_ATTRS __attribute__((target("avx512f,avx512dq,fma,f16c")))
+/* EW_IF_SIMD_<CODE>(x): x for the dtypes that get the wider loops, nothing for the others. */
+#define EW_IF_SIMD_FLOAT32(...) __VA_ARGS__
+#define EW_IF_SIMD_FLOAT64(...) __VA_ARGS__
+#define EW_IF_SIMD_FLOAT16(...) __VA_ARGS__
+#define EW_IF_SIMD_BFLOAT16(...) __VA_ARGS__
+#define EW_IF_SIMD_BOOL(...)
+#define EW_IF_SIMD_INT8(...)
+#define EW_IF_SIMD_UINT8(...)
+#define EW_IF_SIMD_INT16(...)
+#define EW_IF_SIMD_INT32(...)
+#define EW_IF_SIMD_INT64(...)
+/* The loop per dtype: float16/bfloat16 go by chunks converted to float32 (half_simd.h). */
+#define EW_UNARY_ISA_FLOAT32 EW_UNARY_LOOP_
+#define EW_UNARY_ISA_FLOAT64 EW_UNARY_LOOP_
+#define EW_UNARY_ISA_FLOAT16 EW_UNARY_HALF_LOOP_
+#define EW_UNARY_ISA_BFLOAT16 EW_UNARY_HALF_LOOP_
+#define EW_BINARY_ISA_FLOAT32 EW_BINARY_LOOP_
+#define EW_BINARY_ISA_FLOAT64 EW_BINARY_LOOP_
+#define EW_BINARY_ISA_FLOAT16 EW_BINARY_HALF_LOOP_
+#define EW_BINARY_ISA_BFLOAT16 EW_BINARY_HALF_LOOP_
+
+/* float16/bfloat16 with a contiguous output: EW_HALF_CHUNK elements at a time converted to
+ * float32 at vector width (any input stride; 0 broadcasts), the op's float expression over the
+ * chunk (vectorized like float32's), the results converted back. Other outputs: the baseline
+ * loop. */
+#define EW_HALF_CHUNK 512
+#define EW_HALF_APPLY_OUT_SAME(name, isa, out, a, m, expr)                                     \
+  for (int64_t j = 0; j < m; ++j) a[j] = (float)(expr);                                       \
+  cpu_half_store_##name##isa(out, a, m);
+#define EW_HALF_APPLY_OUT_BOOL(name, isa, out, a, m, expr)                                     \
+  for (int64_t j = 0; j < m; ++j) ((uint8_t *)(out))[j] = (uint8_t)((expr) != 0);
+#define EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                               \
+  typedef EW_OT_##OUT(T) ew_ot;                                                                \
+  typedef float ew_ct;                                                                         \
+  (void)sizeof(ew_ct);                                                                         \
+  (void)aux;                                                                                   \
+  CPU_EW_LOAD_ATTRS_##op(aux)                                                                  \
+  if (s[0] != (int64_t)sizeof(ew_ot)) {                                                        \
+    ew_##op##_##name(p, s, n, aux);                                                            \
+    return;                                                                                    \
+  }
+#define EW_UNARY_HALF_LOOP_(op, OUT, name, T, isa, attrs)                                      \
+  attrs static void ew_##op##_##name##isa(char *const *p, const int64_t *s, int64_t n,         \
+                                          const void *aux) {                                   \
+    EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                                   \
+    float a[EW_HALF_CHUNK];                                                                    \
+    for (int64_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                                        \
+      const int64_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;                       \
+      cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
+      EW_HALF_APPLY_##OUT(name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j]))           \
+    }                                                                                          \
+  }
+#define EW_BINARY_HALF_LOOP_(op, OUT, name, T, isa, attrs)                                     \
+  attrs static void ew_##op##_##name##isa(char *const *p, const int64_t *s, int64_t n,         \
+                                          const void *aux) {                                   \
+    EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                                   \
+    float a[EW_HALF_CHUNK], b[EW_HALF_CHUNK];                                                  \
+    for (int64_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                                        \
+      const int64_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;                       \
+      cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
+      cpu_half_load_##name##isa(b, p[2] + i0 * s[2], s[2], m);                                 \
+      EW_HALF_APPLY_##OUT(name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j], b[j]))     \
+    }                                                                                          \
+  }
+
+#define EW_SIMD_UNARY(args, CODE, name, T)                                                     \
+  EW_IF_SIMD_##CODE(                                                                           \
+      EW_CALL(EW_UNARY_ISA_##CODE, EW_UNPACK args, name, T, _avx2, EW_AVX2_ATTRS)              \
+      EW_CALL(EW_UNARY_ISA_##CODE, EW_UNPACK args, name, T, _avx512, EW_AVX512_ATTRS))
+#define EW_SIMD_BINARY(args, CODE, name, T)                                                    \
+  EW_IF_SIMD_##CODE(                                                                           \
+      EW_CALL(EW_BINARY_ISA_##CODE, EW_UNPACK args, name, T, _avx2, EW_AVX2_ATTRS)             \
+      EW_CALL(EW_BINARY_ISA_##CODE, EW_UNPACK args, name, T, _avx512, EW_AVX512_ATTRS))
+#define EW_DEFINE_SIMD_UNARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_SIMD_UNARY, (op, OUT))
+#define EW_DEFINE_SIMD_BINARY_LOOPS(op, OUT) CPU_EW_DTYPES_##op(EW_SIMD_BINARY, (op, OUT))
+CPU_EW_UNARY_OPS(EW_DEFINE_SIMD_UNARY_LOOPS)
+CPU_EW_BINARY_OPS(EW_DEFINE_SIMD_BINARY_LOOPS)
+#endif
+
+/* 0: the baseline loops, 1: AVX2+FMA, 2: AVX-512 (set once at load). */
+static int g_ew_isa = 0;
+
+int cpu_ew_simd_level(void) { return g_ew_isa; }
+
+void cpu_ew_select_simd(void) {
+#ifdef EW_SIMD
+  __builtin_cpu_init();
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+  if (!f16c || !__builtin_cpu_supports("fma")) return; /* every AVX2 CPU has both */
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    g_ew_isa = 2;
+  else if (__builtin_cpu_supports("avx2"))
+    g_ew_isa = 1;
+#endif
+}
+
 /* ---- kernels ---------------------------------------------------------------------------- */
 
 /* Per op: the inner loop of each registered dtype (NULL: not registered), and the output dtype
@@ -207,24 +317,35 @@ typedef struct ew_op {
   int arity;
   HWP_DType out; /* HWP_DTYPE_BOOL, or -1 for "the input's dtype" */
   cpu_inner_fn fn[HWP_DTYPE_COUNT];
+  cpu_inner_fn fn_isa[2][HWP_DTYPE_COUNT]; /* AVX2, AVX-512 loops (float dtypes); or NULL */
   int nattrs; /* attributes a native composite's expression reads (into aux.attr) */
   const hwps_attr_spec *attrs;
 } ew_op;
 
 #define EW_FN_ENTRY(op, CODE, name, T) [HWP_DTYPE_##CODE] = ew_##op##_##name,
+#ifdef EW_SIMD
+#define EW_FN_AVX2(op, CODE, name, T) EW_IF_SIMD_##CODE([HWP_DTYPE_##CODE] = ew_##op##_##name##_avx2, )
+#define EW_FN_AVX512(op, CODE, name, T)                                                        \
+  EW_IF_SIMD_##CODE([HWP_DTYPE_##CODE] = ew_##op##_##name##_avx512, )
+#define EW_FN_ISA(op) {{CPU_EW_DTYPES_##op(EW_FN_AVX2, op)}, {CPU_EW_DTYPES_##op(EW_FN_AVX512, op)}}
+#else
+#define EW_FN_ISA(op) EW_NO_ISA
+#endif
+#define EW_NO_ISA {{NULL}, {NULL}}
 #define EW_OUT_OUT_SAME (-1)
 #define EW_OUT_OUT_BOOL HWP_DTYPE_BOOL
-#define EW_OP_TABLE(op, OUT, ARITY)                                                            \
+#define EW_OP_TABLE(op, OUT, ARITY, ISA)                                                       \
   static const hwps_attr_spec ew_attrs_##op[] = {CPU_EW_ATTR_SPECS_##op{NULL, 0, 0}};          \
   static const ew_op ew_op_##op = {#op,                                                        \
                                    ARITY,                                                      \
                                    EW_OUT_##OUT,                                               \
                                    {CPU_EW_DTYPES_##op(EW_FN_ENTRY, op)},                      \
+                                   ISA,                                                        \
                                    CPU_EW_NATTRS_##op,                                         \
                                    ew_attrs_##op};
-#define EW_UNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 1)
-#define EW_BINARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 2)
-#define EW_TERNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 3)
+#define EW_UNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 1, EW_FN_ISA(op))
+#define EW_BINARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 2, EW_FN_ISA(op))
+#define EW_TERNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 3, EW_NO_ISA)
 CPU_EW_UNARY_OPS(EW_UNARY_TABLE)
 CPU_EW_BINARY_OPS(EW_BINARY_TABLE)
 CPU_EW_TERNARY_OPS(EW_TERNARY_TABLE)
@@ -250,7 +371,7 @@ static HWP_Status ew_check(const HWP_KernelContext *ctx, const ew_op *op, cpu_in
     return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: output has dtype %s, expected %s", op->name,
                      cpu_dtype_name(ctx->outputs[0].dtype), cpu_dtype_name(out));
   *fn = op->fn[d];
-  if (op == &ew_op_exp && d == HWP_DTYPE_FLOAT32) *fn = cpu_exp_f32_inner; /* full-width SIMD */
+  if (g_ew_isa > 0 && op->fn_isa[g_ew_isa - 1][d] != NULL) *fn = op->fn_isa[g_ew_isa - 1][d];
   return HWP_OK;
 }
 

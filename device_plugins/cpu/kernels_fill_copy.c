@@ -1,8 +1,10 @@
 /* hwport CPU plugin — the fill and copy kernels. Both move raw element bits, so one inner loop
  * per element size (1, 2, 4, 8 bytes) serves every dtype. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "convert.h"
+#include "parallel.h"
 
 #define CPU_DEFINE_FILL_COPY(N, T)                                                             \
   static void fill_##N(char *const *p, const int64_t *s, int64_t n, const void *aux) {         \
@@ -99,6 +101,112 @@ HWP_Status cpu_kernel_fill(const HWP_KernelContext *ctx) {
   return cpu_launch(ctx, "fill", &task, nelems);
 }
 
+/* ---- transposing copies ----------------------------------------------------------------
+ * A copy whose output rows are contiguous while the input runs contiguously down the output's
+ * columns (a transpose of the last two dims, the input's innermost stride not 1) reads or writes
+ * a new cache line per element in the row-by-row loop. It goes by TR_TILE x TR_TILE tiles
+ * instead, whose input lines stay in cache while the output rows are written (4-byte elements
+ * as 4 x 4 register transposes). Tiles run in parallel over the thread pool. */
+#define TR_TILE 32
+#define TR_MIN_ELEMENTS 4096 /* below this, the plain loop */
+
+typedef struct tr_plan {
+  cpu_elementwise ew; /* output and input; the last two dims are transposed */
+  int64_t esz, tiles_r, tiles_c, tiles_per_matrix;
+} tr_plan;
+
+/* out[r][c] = *(x + r * N + c * xsc): row by row, contiguous writes (the tile's input lines
+ * stay in cache). */
+#define CPU_DEFINE_TR_TILE(N, T)                                                               \
+  static void tr_tile_##N(char *o, int64_t osr, const char *x, int64_t xsc, int64_t rows,      \
+                          int64_t cols) {                                                      \
+    typedef CPU_UA(T) UA;                                                                      \
+    for (int64_t r = 0; r < rows; ++r) {                                                       \
+      UA *dst = (UA *)(o + r * osr);                                                           \
+      const char *src = x + r * N;                                                             \
+      for (int64_t c = 0; c < cols; ++c) dst[c] = *(const UA *)(src + c * xsc);                \
+    }                                                                                          \
+  }
+CPU_DEFINE_TR_TILE(1, uint8_t)
+CPU_DEFINE_TR_TILE(2, uint16_t)
+CPU_DEFINE_TR_TILE(4, uint32_t)
+CPU_DEFINE_TR_TILE(8, uint64_t)
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* 4-byte elements: 4 x 4 blocks transposed in registers (SSE2, the x86-64 baseline), the
+ * partial blocks at the tile's edges by the scalar loop. */
+static void tr_tile_4_sse2(char *o, int64_t osr, const char *x, int64_t xsc, int64_t rows,
+                           int64_t cols) {
+  const int64_t r4 = rows & ~(int64_t)3, c4 = cols & ~(int64_t)3;
+  for (int64_t r = 0; r < r4; r += 4) {
+    for (int64_t c = 0; c < c4; c += 4) {
+      const char *s = x + r * 4 + c * xsc;
+      __m128 a = _mm_loadu_ps((const float *)s), b = _mm_loadu_ps((const float *)(s + xsc));
+      __m128 e = _mm_loadu_ps((const float *)(s + 2 * xsc));
+      __m128 d = _mm_loadu_ps((const float *)(s + 3 * xsc));
+      _MM_TRANSPOSE4_PS(a, b, e, d);
+      char *t = o + r * osr + c * 4;
+      _mm_storeu_ps((float *)t, a);
+      _mm_storeu_ps((float *)(t + osr), b);
+      _mm_storeu_ps((float *)(t + 2 * osr), e);
+      _mm_storeu_ps((float *)(t + 3 * osr), d);
+    }
+  }
+  if (c4 < cols) tr_tile_4(o + c4 * 4, osr, x + c4 * xsc, xsc, r4, cols - c4);
+  if (r4 < rows) tr_tile_4(o + r4 * osr, osr, x + r4 * 4, xsc, rows - r4, cols);
+}
+#endif
+
+static void tr_tiles(void *ctx, int64_t begin, int64_t end) {
+  const tr_plan *P = ctx;
+  const cpu_elementwise *ew = &P->ew;
+  const int last = ew->ndim - 1;
+  const int64_t R = ew->shape[last - 1], C = ew->shape[last];
+  const int64_t osr = ew->strides[0][last - 1], xsc = ew->strides[1][last];
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t mat = t / P->tiles_per_matrix, in_mat = t % P->tiles_per_matrix;
+    int64_t r0 = (in_mat / P->tiles_c) * TR_TILE, c0 = (in_mat % P->tiles_c) * TR_TILE;
+    char *o = ew->base[0];
+    const char *x = ew->base[1];
+    for (int k = last - 2; k >= 0; --k) { /* the outer (batch) dims of matrix `mat` */
+      int64_t i = mat % ew->shape[k];
+      mat /= ew->shape[k];
+      o += i * ew->strides[0][k];
+      x += i * ew->strides[1][k];
+    }
+    o += r0 * osr + c0 * P->esz;
+    x += r0 * P->esz + c0 * xsc;
+    int64_t rows = R - r0 < TR_TILE ? R - r0 : TR_TILE, cols = C - c0 < TR_TILE ? C - c0 : TR_TILE;
+    switch (P->esz) {
+    case 1: tr_tile_1(o, osr, x, xsc, rows, cols); break;
+    case 2: tr_tile_2(o, osr, x, xsc, rows, cols); break;
+#ifdef __SSE2__
+    case 4: tr_tile_4_sse2(o, osr, x, xsc, rows, cols); break;
+#else
+    case 4: tr_tile_4(o, osr, x, xsc, rows, cols); break;
+#endif
+    default: tr_tile_8(o, osr, x, xsc, rows, cols); break;
+    }
+  }
+}
+
+static HWP_Status tr_run(void *payload) {
+  tr_plan *P = payload;
+  int64_t matrices = 1;
+  for (int k = 0; k < P->ew.ndim - 2; ++k) matrices *= P->ew.shape[k];
+  cpu_parallel_for(matrices * P->tiles_per_matrix, 4, tr_tiles, P);
+  return HWP_OK;
+}
+
+/* Whether the prepared copy is a transpose of its last two dims (see above). */
+static int tr_applies(const cpu_elementwise *ew, int64_t esz, uint64_t nelems) {
+  if (ew->ndim < 2 || nelems < TR_MIN_ELEMENTS) return 0;
+  const int last = ew->ndim - 1;
+  return ew->strides[0][last] == esz && ew->strides[1][last] != esz &&
+         ew->strides[1][last - 1] == esz && ew->shape[last] >= 8 && ew->shape[last - 1] >= 8;
+}
+
 HWP_Status cpu_kernel_copy(const HWP_KernelContext *ctx) {
   HWP_Status st = cpu_check_context(ctx, "copy", 1, 1);
   if (st != HWP_OK) return st;
@@ -111,6 +219,18 @@ HWP_Status cpu_kernel_copy(const HWP_KernelContext *ctx) {
   uint64_t nelems;
   st = cpu_prepare_task(ctx, "copy", &task, &nelems);
   if (st != HWP_OK) return st;
-  task.u.ew.fn = by_size(hwp_dtype_size(d), 0);
+  const int64_t esz = (int64_t)hwp_dtype_size(d);
+  if (tr_applies(&task.u.ew, esz, nelems)) {
+    tr_plan *P = malloc(sizeof *P);
+    if (P == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "copy: no memory for a task");
+    P->ew = task.u.ew;
+    P->esz = esz;
+    const int last = P->ew.ndim - 1;
+    P->tiles_r = (P->ew.shape[last - 1] + TR_TILE - 1) / TR_TILE;
+    P->tiles_c = (P->ew.shape[last] + TR_TILE - 1) / TR_TILE;
+    P->tiles_per_matrix = P->tiles_r * P->tiles_c;
+    return cpu_submit_call(ctx, "copy", tr_run, free, P, nelems); /* takes P */
+  }
+  task.u.ew.fn = by_size((size_t)esz, 0);
   return cpu_launch(ctx, "copy", &task, nelems);
 }

@@ -218,6 +218,38 @@ static int blas_layout(const char *p, int64_t isz, int64_t rows, int64_t cols, i
   }
   return 0;
 }
+
+/* A product with one row (M == 1) or one column (N == 1) as a matrix-vector product: sgemm
+ * would pack the matrix first, a copy as costly as the product itself (gemv reads it once).
+ * Operands as blas_layout describes them; c is contiguous. M == N == 1 is a gemv of length 1. */
+static void blas_gemv(int dbl, int64_t M, int64_t N, int64_t K, const void *a,
+                      enum CBLAS_TRANSPOSE ta, int lda, const void *b, enum CBLAS_TRANSPOSE tb,
+                      int ldb, void *c) {
+  const void *mat, *vec;
+  enum CBLAS_TRANSPOSE op;
+  int rows, cols, ld, inc;
+  if (M == 1) { /* c[n] = sum_k a[k] b[k, n]: the matrix is b, read transposed */
+    mat = b;
+    vec = a;
+    inc = ta == CblasNoTrans ? 1 : lda; /* a is a 1 x K row, or K x 1 stored with ld lda */
+    op = tb == CblasNoTrans ? CblasTrans : CblasNoTrans;
+    rows = (int)(tb == CblasNoTrans ? K : N);
+    cols = (int)(tb == CblasNoTrans ? N : K);
+    ld = ldb;
+  } else { /* c[m] = sum_k a[m, k] b[k] */
+    mat = a;
+    vec = b;
+    inc = tb == CblasNoTrans ? ldb : 1; /* b is a K x 1 column stored with ld ldb, or 1 x K */
+    op = ta;
+    rows = (int)(ta == CblasNoTrans ? M : K);
+    cols = (int)(ta == CblasNoTrans ? K : M);
+    ld = lda;
+  }
+  if (dbl)
+    cblas_dgemv(CblasRowMajor, op, rows, cols, 1.0, mat, ld, vec, inc, 0.0, c, 1);
+  else
+    cblas_sgemv(CblasRowMajor, op, rows, cols, 1.0f, mat, ld, vec, inc, 0.0f, c, 1);
+}
 #endif
 
 /* ---- the kernel ---------------------------------------------------------------------------- */
@@ -303,7 +335,9 @@ static HWP_Status mm_blas(const mm_plan *P, int64_t b) {
   }
   pthread_once(&g_blas_once, blas_init_threads);
   pthread_mutex_lock(&g_blas_mu);
-  if (dbl)
+  if (M == 1 || N == 1)
+    blas_gemv(dbl, M, N, K, ap, ta, lda, bp, tb, ldb, cp);
+  else if (dbl)
     cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0, ap, lda, bp, ldb, 0.0, cp,
                 (int)(N > 1 ? N : 1));
   else

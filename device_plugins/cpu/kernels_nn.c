@@ -78,7 +78,40 @@ NN_DEFINE_IO(nn_f64, double, double, NN_ID, NN_ID)
     NAME##_scatter_tile }
 static const nn_io g_nn_io[4] = {NN_IO(nn_f16, float), NN_IO(nn_bf16, float),
                                  NN_IO(nn_f32, float), NN_IO(nn_f64, double)};
-static const nn_io *nn_io_of(HWP_DType dt) { return &g_nn_io[dt - HWP_DTYPE_FLOAT16]; }
+
+/* float16/bfloat16 rows gathered and scattered at vector width (F16C; half_simd.h) when the
+ * elementwise loops run at AVX2 or AVX-512 (cpu_ew_simd_level); the indexed forms stay scalar. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
+#include "half_simd.h"
+#define NN_HALF_IO(name, short, isa, ATTRS)                                                    \
+  ATTRS static void nn_##short##isa##_gather(void *dst, const char *p, int64_t n, int64_t s) { \
+    cpu_half_load_##name##isa((float *)dst, p, s * 2, n);                                      \
+  }                                                                                            \
+  ATTRS static void nn_##short##isa##_scatter(char *out, const void *src, int64_t n) {         \
+    cpu_half_store_##name##isa(out, (const float *)src, n);                                    \
+  }
+#define NN_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+#define NN_AVX512_F16C __attribute__((target("avx512f,avx512dq,fma,f16c")))
+NN_HALF_IO(float16, f16, _avx2, NN_AVX2_F16C)
+NN_HALF_IO(bfloat16, bf16, _avx2, NN_AVX2_F16C)
+NN_HALF_IO(float16, f16, _avx512, NN_AVX512_F16C)
+NN_HALF_IO(bfloat16, bf16, _avx512, NN_AVX512_F16C)
+#define NN_IO_HALF(short, isa)                                                                 \
+  { sizeof(float), nn_##short##isa##_gather, nn_##short##_gather_off, nn_##short##_gather_tile,  \
+    nn_##short##isa##_scatter, nn_##short##_scatter_tile }
+static const nn_io g_nn_io_half[2][2] = {{NN_IO_HALF(f16, _avx2), NN_IO_HALF(bf16, _avx2)},
+                                         {NN_IO_HALF(f16, _avx512), NN_IO_HALF(bf16, _avx512)}};
+#define NN_HAVE_HALF_IO 1
+#endif
+
+static const nn_io *nn_io_of(HWP_DType dt) {
+#ifdef NN_HAVE_HALF_IO
+  const int level = cpu_ew_simd_level();
+  if (level > 0 && (dt == HWP_DTYPE_FLOAT16 || dt == HWP_DTYPE_BFLOAT16))
+    return &g_nn_io_half[level - 1][dt == HWP_DTYPE_BFLOAT16];
+#endif
+  return &g_nn_io[dt - HWP_DTYPE_FLOAT16];
+}
 
 #define NN_LANES 16   /* independent float accumulators */
 #define NN_BLOCK 1024 /* elements summed in CT lanes before they are added into a double */

@@ -32,24 +32,39 @@ ATTR_KINDS = {"bool": "Bool", "int": "Int", "float": "Float", "str": "Str", "dty
 OUT_RULES = {"same": "Same", "bool": "Bool", "int64": "Int64", "float": "Float", "sum": "Sum"}
 
 
-def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str) -> str | None:
+def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str,
+           inputs: Sequence[str] = ("x",)) -> str | None:
     """The C++ rule family serving an op, from its ops.yaml fields (`attrs`: name -> type;
-    None: the Python path).
+    `inputs` as ops.yaml writes them, "weight?" optional; None: the Python path).
 
-    unary   elementwise ops of one input (category and rule `unary`) whose attributes, if
-            any, are bools the kernel reads as they are (gelu's approximate) or the dtype
-            attribute their out_dtype names (cast); float attrs carry per-op checks
-            (softplus) and stay in Python for now
-    binary  elementwise ops of two inputs with broadcasting and promotion (category and rule
-            `binary`: arithmetic, comparisons, logical and bitwise ops), Python scalars
-            included
-    reduce  reductions (category `reduction`, rule `reduce`): axis, keepdim, sum's dtype, and
-            bool attributes the kernel reads as they are (var's unbiased)
-    where   the `where` rule: condition, x, y broadcast, x and y promoted (scalars included)"""
+    unary      the `unary` rule on one input whose attributes are bools, floats, an int
+               `axis` (normalized as the Python rule does) or the dtype attribute its
+               out_dtype names (cast); integer inputs of float-only ops of category unary
+               compute in float32
+    norm       the `unary` rule on x and optional affine inputs with normalized_ndim and
+               epsilon (layer_norm, rms_norm: their shape and dtype checks)
+    binary     elementwise ops of two inputs with broadcasting and promotion (category and rule
+               `binary`: arithmetic, comparisons, logical and bitwise ops), Python scalars
+               included
+    reduce     reductions (category `reduction`, rule `reduce`): axis, keepdim, sum's dtype,
+               and bool attributes the kernel reads as they are (var's unbiased)
+    where      the `where` rule: condition, x, y broadcast, x and y promoted (scalars included)
+    matmul     the `matmul` rule (transposes, 1-D operands, batch broadcasting)
+    concat     the `concat` rule (inputs promoted, axis normalized)
+    reshape    the `reshape` rule (-1 resolved; a view where the layout allows, else a copy)
+    flatten    the `flatten` rule (a reshape)
+    transpose, squeeze, unsqueeze, expand
+               their rules (views)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
-    if category == "unary" and infer_meta == "unary" and all(
-            t == "bool" or (n == out_attr and t == "dtype") for n, t in attrs.items()):
+    inputs = list(inputs)
+    if infer_meta == "unary" and inputs == ["x"] and all(
+            t in ("bool", "float") or (n == "axis" and t == "int")
+            or (n == out_attr and t == "dtype") for n, t in attrs.items()):
         return "unary"
+    if infer_meta == "unary" and inputs[:1] == ["x"] and len(inputs) > 1 and all(
+            i.endswith("?") for i in inputs[1:]) and attrs == {
+            "normalized_ndim": "int", "epsilon": "float"}:
+        return "norm"
     if category == "binary" and infer_meta == "binary" and not attrs:
         return "binary"
     if infer_meta == "where" and not attrs:
@@ -57,6 +72,15 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if category == "reduction" and infer_meta == "reduce" and set(attrs.values()) <= {
             "ints", "bool", "dtype"} and out_attr is None:
         return "reduce"
+    if infer_meta == "matmul" and set(attrs) == {"transpose_x", "transpose_y"}:
+        return "matmul"
+    if infer_meta == "concat" and attrs == {"axis": "int"} and len(inputs) == 1:
+        return "concat"
+    if infer_meta in ("reshape", "transpose", "squeeze", "unsqueeze", "expand") and \
+            inputs == ["x"] and len(attrs) == 1:
+        return infer_meta
+    if infer_meta == "flatten" and inputs == ["x"] and set(attrs) == {"start_axis", "stop_axis"}:
+        return infer_meta
     return None
 
 
@@ -72,19 +96,19 @@ def _cstr(s: str) -> str:
 
 
 def _default(kind: str, spec: dict) -> str:
-    """AttrDefault{has_default, is_none, b, i, f}."""
+    """AttrDefault{has_default, is_none, b, i, f, is_float}."""
     if "default" not in spec:
-        return "{false, false, false, 0, 0.0}"
+        return "{false, false, false, 0, 0.0, false}"
     v = spec["default"]
     if v is None or (kind == "ints" and v == []):
-        return "{true, true, false, 0, 0.0}"
+        return "{true, true, false, 0, 0.0, false}"
     if isinstance(v, bool):
-        return f"{{true, false, {str(v).lower()}, 0, 0.0}}"
+        return f"{{true, false, {str(v).lower()}, 0, 0.0, false}}"
     if isinstance(v, int):
-        return f"{{true, false, false, {v}LL, 0.0}}"
+        return f"{{true, false, false, {v}LL, {float(v)!r}, false}}"
     if isinstance(v, float):
-        return f"{{true, false, false, 0, {v!r}}}"
-    return "{true, false, false, 0, 0.0}"  # str/dtype/list defaults: Python-only ops
+        return f"{{true, false, false, 0, {v!r}, true}}"
+    return "{true, false, false, 0, 0.0, false}"  # str/dtype/list defaults: Python-only ops
 
 
 def _group(groups: dict, value: str | list[str]) -> list[str]:
@@ -116,7 +140,7 @@ def render(raw: dict) -> str:
             lines.append(f"const AttrSpec kAttrs_{name}[] = {{{', '.join(attr_rows)}}};")
         rule = str(e.get("out_dtype", "same"))
         fam = family(e["category"], e["infer_meta"], {a: s["type"] for a, s in attrs.items()},
-                     rule)
+                     rule, inputs)
         dtypes = _group(groups, e["dtypes"])
         kernel_dtypes = _group(groups, e.get("kernel_dtypes", e["dtypes"]))
         out_rule = OUT_RULES.get(rule, "Attr")

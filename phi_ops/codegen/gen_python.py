@@ -167,8 +167,9 @@ def docstring(op: OpDef) -> str:
 
 def in_pipeline(op: OpDef) -> bool:
     """Whether the op's calls take the C++ pipeline (its fast path, else the Python path)."""
+    inputs = [i.name + ("..." if i.variadic else "?" if i.optional else "") for i in op.inputs]
     return family(op.category, op.infer_meta, {a.name: a.type for a in op.attrs},
-                  op.out_dtype) is not None
+                  op.out_dtype, inputs) is not None
 
 
 def function(op: OpDef, op_id: int) -> str:

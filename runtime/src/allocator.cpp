@@ -7,6 +7,31 @@
 
 namespace hwport {
 
+namespace {
+
+void plain_wait(std::mutex& mutex) { mutex.lock(); }
+AllocatorLockWaiter g_waiter = plain_wait;
+
+// lock_guard, with the contended wait through g_waiter.
+class AllocatorLock {
+ public:
+  explicit AllocatorLock(std::mutex& mutex) : mutex_(mutex) {
+    if (!mutex_.try_lock()) g_waiter(mutex_);
+  }
+  ~AllocatorLock() { mutex_.unlock(); }
+  AllocatorLock(const AllocatorLock&) = delete;
+  AllocatorLock& operator=(const AllocatorLock&) = delete;
+
+ private:
+  std::mutex& mutex_;
+};
+
+}  // namespace
+
+void set_allocator_lock_waiter(AllocatorLockWaiter waiter) {
+  g_waiter = waiter ? waiter : plain_wait;
+}
+
 bool CachingAllocator::BySize::operator()(const Block* a, const Block* b) const {
   if (a->stream != b->stream) return a->stream < b->stream;
   if (a->size != b->size) return a->size < b->size;
@@ -74,7 +99,7 @@ Block* CachingAllocator::new_segment(uint64_t segment_size, HWP_Stream stream,
 }
 
 Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream, bool segment_start) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   if (nbytes > kMaxAllocation) {  // no device holds it; rounding it up would wrap
     ++stats_.num_ooms;
     raise(ErrorKind::OutOfMemory, "out of memory on " + device_->name + ": tried to allocate " +
@@ -159,7 +184,7 @@ void CachingAllocator::insert_free(Block* block) {
 
 void CachingAllocator::free(Block* block) {
   if (!block) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   ++stats_.num_frees;
   --stats_.active_blocks;
   stats_.allocated_bytes -= block->size;
@@ -186,7 +211,7 @@ void CachingAllocator::free(Block* block) {
 }
 
 void CachingAllocator::record_stream(Block* block, HWP_Stream stream) {
-  std::lock_guard<std::mutex> lock(mutex_);  // forget_stream may change block->stream
+  AllocatorLock lock(mutex_);  // forget_stream may change block->stream
   if (stream == block->stream) return;
   for (HWP_Stream s : block->other_streams)
     if (s == stream) return;
@@ -195,7 +220,7 @@ void CachingAllocator::record_stream(Block* block, HWP_Stream stream) {
 
 void CachingAllocator::forget_stream(HWP_Stream stream, HWP_Stream replacement) {
   if (!stream || stream == replacement) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   const Plugin& plugin = *device_->plugin;
   // Events recorded on it: complete (its work is), so they go before the stream does.
   for (auto& p : pending_) {
@@ -277,13 +302,13 @@ void CachingAllocator::release_cached_locked() {
 }
 
 void CachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   process_pending_locked(true);
   release_cached_locked();
 }
 
 AllocatorStats CachingAllocator::stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   if (!pending_.empty()) process_pending_locked(false);
   AllocatorStats out = stats_;
   out.cached_blocks = small_pool_.size() + large_pool_.size();
@@ -291,7 +316,7 @@ AllocatorStats CachingAllocator::stats() {
 }
 
 void CachingAllocator::reset_peak() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  AllocatorLock lock(mutex_);
   stats_.peak_allocated_bytes = stats_.allocated_bytes;
   stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }

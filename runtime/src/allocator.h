@@ -16,6 +16,14 @@
 
 namespace hwport {
 
+// How a thread waits for an allocator's mutex that another thread holds. The allocator calls
+// the plugin inside its critical sections, and a plugin written in Python runs there under
+// the GIL (which Python hands between threads at any bytecode): a thread that waited holding
+// the GIL would deadlock with it. The Python module installs a waiter that releases the GIL
+// while it waits; the default just waits.
+using AllocatorLockWaiter = void (*)(std::mutex& mutex);
+void set_allocator_lock_waiter(AllocatorLockWaiter waiter);
+
 struct Device;
 
 struct Block {

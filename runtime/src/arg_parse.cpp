@@ -56,9 +56,11 @@ DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype) {
   return is_floating(tensor_dtype) ? tensor_dtype : DType::Float32;
 }
 
-bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* out_dtype) {
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, int64_t ndim, Attrs* out,
+                  DType* out_dtype) {
   for (int a = 0; a < op.num_attrs; ++a) {
     const AttrSpec& spec = op.attrs[a];
+    const AttrDefault& def = spec.default_value;
     PyObject* v = args.slot[op.num_inputs + a];
     if (a == op.out_attr && spec.kind == AttrKind::DType) {
       if (!v || v == Py_None) return false;  // Python: "dtype is required"
@@ -69,22 +71,65 @@ bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* ou
       out->emplace_back(spec.name, std::move(name));
       continue;
     }
-    if (spec.kind != AttrKind::Bool) return false;
-    bool value;
-    if (!v) {
-      if (!spec.default_value.has_default || spec.default_value.is_none) return false;
-      value = spec.default_value.b;
-    } else if (PyBool_Check(v)) {
-      value = v == Py_True;
-    } else {
-      return false;
+    if (v == Py_None) {  // only where None is the default (else Python's message)
+      if (!def.has_default || !def.is_none) return false;
+      continue;
     }
-    out->emplace_back(spec.name, AttrValue::of_bool(value));
+    if (!v && (!def.has_default)) return false;
+    switch (spec.kind) {
+      case AttrKind::Bool: {
+        if (!v) {
+          if (def.is_none) return false;
+          out->emplace_back(spec.name, AttrValue::of_bool(def.b));
+        } else if (PyBool_Check(v)) {
+          out->emplace_back(spec.name, AttrValue::of_bool(v == Py_True));
+        } else {
+          return false;
+        }
+        break;
+      }
+      case AttrKind::Int: {
+        int64_t x = def.i;
+        if (!v && def.is_none) continue;
+        if (v && !plain_int(v, &x)) return false;
+        if (std::strcmp(spec.name, "axis") == 0) {  // infer_meta.normalize_axis
+          const int64_t bound = ndim > 1 ? ndim : 1;
+          if (x < -bound || x >= bound) return false;
+          x = x < 0 ? x + bound : x;
+        }
+        out->emplace_back(spec.name, AttrValue::of_int(x));
+        break;
+      }
+      case AttrKind::Float: {
+        if (!v) {
+          if (def.is_none) continue;
+          out->emplace_back(spec.name, def.is_float ? AttrValue::of_float(def.f)
+                                                    : AttrValue::of_int(def.i));
+        } else if (PyFloat_CheckExact(v)) {
+          out->emplace_back(spec.name, AttrValue::of_float(PyFloat_AS_DOUBLE(v)));
+        } else {
+          int64_t x;  // an int stays exact (dispatch._number); beyond int64: Python's rule
+          if (!plain_int(v, &x)) return false;
+          out->emplace_back(spec.name, AttrValue::of_int(x));
+        }
+        break;
+      }
+      default: return false;
+    }
   }
   return true;
 }
 
-namespace {
+bool attr_number(const Attrs& attrs, const char* name, double* out) {
+  for (const auto& [n, v] : attrs) {
+    if (n != name) continue;
+    if (v.type == HWP_ATTR_FLOAT64) *out = v.f;
+    else if (v.type == HWP_ATTR_INT64) *out = static_cast<double>(v.i);
+    else return false;
+    return true;
+  }
+  return false;
+}
 
 bool plain_int(PyObject* v, int64_t* out) {
   if (!PyLong_CheckExact(v)) return false;  // bools and numpy ints: Python's rule
@@ -115,8 +160,6 @@ bool int_list(PyObject* v, std::vector<int64_t>* out) {
   }
   return true;
 }
-
-}  // namespace
 
 bool reduce_attrs(const OpSpec& op, const BoundArgs& args, ReduceAttrs* out, Attrs* kernel) {
   for (int a = 0; a < op.num_attrs; ++a) {

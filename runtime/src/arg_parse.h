@@ -36,11 +36,20 @@ bool is_plain_scalar(PyObject* obj);
 // float keeps a float dtype, else float32.
 DType weak_scalar_dtype(PyObject* scalar, DType tensor_dtype);
 
-// The kernel attributes of the op from the bound arguments (defaults for those not given):
-// bools as they are, the dtype attribute of an attr:<name> out_dtype by name (as
-// phi_ops/dispatch.py passes it; its value in *out_dtype). False where one is of another kind
-// or form (a dtype that does not parse throws: the caller sends the call to Python).
-bool kernel_attrs(const OpSpec& op, const BoundArgs& args, Attrs* out, DType* out_dtype);
+// The kernel attributes of the op from the bound arguments (defaults for those not given), as
+// phi_ops/dispatch.py passes them: bools as they are; ints (an `axis` normalized against
+// `ndim`, the input's); floats as FLOAT64, a Python int given for one as INT64, None (given or
+// by default) left out; the dtype attribute of an attr:<name> out_dtype by name (its value in
+// *out_dtype). False where one is of another kind or form, or out of range (a dtype that does
+// not parse throws: the caller sends the call to Python).
+bool kernel_attrs(const OpSpec& op, const BoundArgs& args, int64_t ndim, Attrs* out,
+                  DType* out_dtype);
+// The number an attribute of `attrs` holds (INT64 or FLOAT64), false when absent.
+bool attr_number(const Attrs& attrs, const char* name, double* out);
+// A plain Python int (not a bool, not a numpy int) that fits int64.
+bool plain_int(PyObject* v, int64_t* out);
+// None, an int or a list/tuple of ints (plain ints only); false otherwise.
+bool int_list(PyObject* v, std::vector<int64_t>* out);
 
 // A reduction's attributes: axis (None, an int or a list of ints), keepdim (a bool), dtype
 // (None or a dtype), the other bools as kernel attributes. False where one is of another form.

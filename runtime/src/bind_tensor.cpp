@@ -123,10 +123,7 @@ py::capsule dlpack_capsule(const Tensor& t, py::handle stream, py::handle max_ve
                                   (want_copy == false ? " with copy=False" : ""));
     }
   }
-  if (want_copy == true) {
-    py::gil_scoped_release nogil;
-    src = clone(t);
-  }
+  if (want_copy == true) src = clone(t);  // GIL held: it allocates (see empty_cache)
   std::optional<int64_t> consumer_stream;
   if (!stream.is_none()) {
     if (!py::isinstance<py::int_>(stream))
@@ -199,6 +196,9 @@ void bind_tensor(py::module_& m) {
                              "Element offset of the view into its storage.")
       .def("_view", &make_view, py::arg("shape"), py::arg("strides"), py::arg("offset"),
            "A view sharing this tensor's storage (strides and offset in elements).")
+      .def("_shares_storage", [](const Tensor& a, const Tensor& b) {
+        return a.storage == b.storage;
+      }, py::arg("other"), "Whether the two tensors view the same memory.")
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("contiguous", [](const Tensor& t) { return contiguous(t); })
       .def("numpy", &to_numpy, "A copy of the data as a numpy array (synchronizes).")

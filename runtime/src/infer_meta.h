@@ -53,6 +53,43 @@ bool infer_reduce(const OpSpec& op, const MetaIn& x, const ReduceAttrs& attrs, R
 // condition computed as bool.
 bool infer_where(const OpSpec& op, const MetaIn& condition, const MetaIn& x, const MetaIn& y,
                  ElementwisePlan* plan);
+// norm (layer_norm, rms_norm; phi_ops/infer_meta.py _check_norm): normalized_ndim in
+// [1, ndim], each given affine input of x's trailing shape and a floating dtype, epsilon >= 0;
+// the output is x's shape and dtype, which keys the kernel.
+bool infer_norm(const OpSpec& op, const MetaIn& x, const MetaIn* const* affine, int n_affine,
+                int64_t normalized_ndim, double epsilon, ElementwisePlan* plan);
+
+struct MatmulPlan {
+  Shape batch;      // the broadcast batch dims
+  int64_t m, k, n;  // x [batch, m, k] @ y [batch, k, n] after transposes and unsqueezes
+  Shape shape;      // of the result (vector operands' dims dropped)
+  DType dtype;      // both operands are cast to it; it keys the kernel
+};
+// matmul: operands of >= 1 dim, transposes of the last two dims (of >= 2-D operands), 1-D
+// operands as a row (x) or a column (y), inner dims equal, batch dims broadcast, promoted dtype.
+bool infer_matmul(const OpSpec& op, const MetaIn& x, const MetaIn& y, bool transpose_x,
+                  bool transpose_y, MatmulPlan* plan);
+// concat: >= 1 inputs of >= 1 dim, equal except along `axis` (normalized into *norm_axis),
+// promoted dtype.
+bool infer_concat(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
+                  DType* dtype, int64_t* norm_axis);
+// reshape: at most one -1 (resolved), sizes >= 0, the element count kept.
+bool infer_reshape(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out);
+// transpose: perm (nullptr: reversed dims) normalized, a permutation of x's dims.
+bool infer_transpose(const MetaIn& x, const std::vector<int64_t>* perm,
+                     std::vector<int64_t>* out);
+
+// squeeze: axes ([]: every size-1 dim) normalized, unique; the listed size-1 dims dropped.
+bool infer_squeeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                   std::vector<int64_t>* norm_axes);
+// unsqueeze: axes normalized against the output's rank, unique.
+bool infer_unsqueeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                     std::vector<int64_t>* norm_axes);
+// flatten: start/stop normalized, start <= stop; a 0-d x becomes [1].
+bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out);
+// expand: at least x's rank; -1 keeps x's dim (not for new leading dims); sizes 1 broadcast.
+bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -1,10 +1,12 @@
 // The pybind11 module hwport.runtime._core: plugin loading, places, devices, memory, tensors.
 #include <pybind11/stl.h>
 
+#include "allocator.h"
 #include "bindings.h"
 #include "dispatch.h"
 #include "dlpack.h"
 #include "errors.h"
+#include "indexing_fast.h"
 #include "ops.h"
 #include "pipeline.h"
 
@@ -354,9 +356,10 @@ PYBIND11_MODULE(_core, m) {
     device_from_py(place)->allocator->reset_peak();
   }, py::arg("place") = py::none());
   m.def("empty_cache", [](py::handle place) {
-    Device* d = device_from_py(place);
-    py::gil_scoped_release nogil;
-    d->allocator->empty_cache();
+    // With the GIL held: the allocator calls the plugin under its mutex, and a plugin written
+    // in Python (device_plugins/python) takes the GIL there; released, a thread holding the
+    // GIL and waiting for the allocator's mutex would deadlock with it.
+    device_from_py(place)->allocator->empty_cache();
   }, py::arg("place") = py::none());
   m.def("synchronize", [](py::handle place) {
     Device* d = device_from_py(place);
@@ -400,6 +403,13 @@ PYBIND11_MODULE(_core, m) {
     py::gil_scoped_release nogil;
     DeviceManager::instance().shutdown();
   });
+  // A thread holding the GIL waits for an allocator's mutex without it (allocator.h).
+  set_allocator_lock_waiter([](std::mutex& mutex) {
+    if (!PyGILState_Check()) return mutex.lock();
+    py::gil_scoped_release nogil;
+    mutex.lock();
+  });
   pipeline::register_pipeline(m);  // after `empty`, the default output allocator
+  register_indexing(m);
   m.attr("ABI_VERSION") = py::make_tuple(HWP_ABI_VERSION_MAJOR, HWP_ABI_VERSION_MINOR);
 }

@@ -1,7 +1,9 @@
 #include "pipeline.h"
+#include "pipeline_run.h"
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <new>
 #include <string>
 #include <vector>
@@ -15,6 +17,19 @@
 #include "py_convert.h"
 
 namespace hwport::pipeline {
+
+namespace {
+
+}  // namespace
+
+PyObject* to_python(Tensor&& t) { return pybind11::cast(std::move(t)).release().ptr(); }
+
+void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
+            Tensor* out, const Attrs& attrs) {
+  if (out->numel() == 0) return;
+  Tensor* outs[] = {out};
+  run_kernel(registry_id(op), key, device, in, n, outs, 1, attrs);
+}
 
 namespace {
 
@@ -87,22 +102,14 @@ PyObject* python_path(const OpSpec& op, const BoundArgs& a) {
   return out;
 }
 
-PyObject* to_python(Tensor&& t) { return pybind11::cast(std::move(t)).release().ptr(); }
-
-void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
-            Tensor* out, const Attrs& attrs) {
-  if (out->numel() == 0) return;
-  Tensor* outs[] = {out};
-  run_kernel(registry_id(op), key, device, in, n, outs, 1, attrs);
-}
-
 // The fast paths: nullptr = take the Python path (never with a Python error set).
 PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
   Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
   if (!x) return nullptr;  // a Python scalar input: Python's rule
   Attrs attrs;
   DType attr_dtype = x->dtype;
-  if (!kernel_attrs(op, a, &attrs, &attr_dtype)) return nullptr;
+  if (!kernel_attrs(op, a, x->ndim(), &attrs, &attr_dtype)) return nullptr;
+  if (!unary_attrs_valid(op, attrs)) return nullptr;
   ElementwisePlan plan;
   if (!infer_unary(op, {&x->shape, x->dtype}, attr_dtype, &plan)) return nullptr;
   Device* device = x->device();
@@ -235,6 +242,15 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Binary: return run_binary(op, a);
     case Family::Reduce: return run_reduce(op, a);
     case Family::Where: return run_where(op, a);
+    case Family::Norm: return run_norm(op, a);
+    case Family::Matmul: return run_matmul(op, a);
+    case Family::Concat: return run_concat(op, a);
+    case Family::Reshape: return run_reshape(op, a);
+    case Family::Transpose: return run_transpose(op, a);
+    case Family::Squeeze: return run_squeeze(op, a);
+    case Family::Unsqueeze: return run_unsqueeze(op, a);
+    case Family::Flatten: return run_flatten(op, a);
+    case Family::Expand: return run_expand(op, a);
     default: return nullptr;
   }
 }
@@ -334,6 +350,15 @@ const char* family_name(Family f) {
     case Family::Binary: return "binary";
     case Family::Reduce: return "reduce";
     case Family::Where: return "where";
+    case Family::Norm: return "norm";
+    case Family::Matmul: return "matmul";
+    case Family::Concat: return "concat";
+    case Family::Reshape: return "reshape";
+    case Family::Transpose: return "transpose";
+    case Family::Squeeze: return "squeeze";
+    case Family::Unsqueeze: return "unsqueeze";
+    case Family::Flatten: return "flatten";
+    case Family::Expand: return "expand";
     default: return "";
   }
 }
@@ -341,48 +366,175 @@ const char* family_name(Family f) {
 // Test hook: the C++ rule's (shape, out dtype, key dtype[, normalized axes]) for `metas`
 // ((shape, dtype name) per input) and `attrs` (by name), or None where the call would take the
 // Python path.
-pybind11::object infer_py(const std::string& name,
-                          const std::vector<std::pair<Shape, std::string>>& metas,
-                          pybind11::dict attrs) {
+// One (shape, dtype name) meta of the test hook.
+bool meta_from_py(pybind11::handle m, std::vector<Shape>* shapes, MetaIn* out) {
+  namespace py = pybind11;
+  auto pair = m.cast<std::pair<Shape, std::string>>();
+  DType d;
+  if (!dtype_from_name(pair.second, &d)) throw py::value_error("unknown dtype " + pair.second);
+  shapes->push_back(std::move(pair.first));
+  *out = {nullptr, d};
+  return true;
+}
+
+// Test hook: the C++ rule's (shape, out dtype, key dtype[, normalized axes]) for `metas` (per
+// input: (shape, dtype name), None for an absent optional input, a list of them for a
+// variadic one) and `attrs` (by name), or None where the call would take the Python path.
+pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind11::dict attrs) {
   namespace py = pybind11;
   const OpSpec* op = op_spec(name.c_str());
   if (!op) throw py::value_error("_pipeline_infer: unknown op " + name);
-  std::vector<MetaIn> in;
-  for (const auto& m : metas) {
-    DType d;
-    if (!dtype_from_name(m.second, &d)) throw py::value_error("unknown dtype " + m.second);
-    in.push_back({&m.first, d});
+  if (metas.size() != static_cast<size_t>(op->num_inputs)) return py::none();
+  std::vector<Shape> shapes;
+  shapes.reserve(64);
+  std::vector<MetaIn> in(metas.size());
+  std::vector<bool> present(metas.size(), false);
+  std::vector<MetaIn> listed;  // the variadic input's metas
+  for (size_t i = 0; i < metas.size(); ++i) {
+    py::handle m = metas[i];
+    if (m.is_none()) continue;
+    if (py::isinstance<py::list>(m)) {
+      for (py::handle e : m) {
+        MetaIn one;
+        meta_from_py(e, &shapes, &one);
+        listed.push_back(one);
+      }
+      continue;
+    }
+    meta_from_py(m, &shapes, &in[i]);
+    present[i] = true;
+  }
+  size_t next = 0;  // every shape is in place now: point into them
+  for (size_t i = 0; i < metas.size(); ++i) {
+    py::handle m = metas[i];
+    if (m.is_none()) continue;
+    if (py::isinstance<py::list>(m)) {
+      for (MetaIn& one : listed) one.shape = &shapes[next++];
+      continue;
+    }
+    in[i].shape = &shapes[next++];
   }
   BoundArgs a;
   a.count = op->num_inputs + op->num_attrs;
   for (int k = 0; k < op->num_attrs; ++k)
     if (attrs.contains(op->attrs[k].name))
       a.slot[op->num_inputs + k] = py::object(attrs[op->attrs[k].name]).ptr();  // kept by attrs
-  if (in.size() != static_cast<size_t>(op->num_inputs)) return py::none();
+  const bool all_plain = listed.empty() &&
+                         std::all_of(present.begin(), present.end(), [](bool p) { return p; });
+  const auto meta_tuple = [](const Shape& shape, DType out, DType key) {
+    return py::make_tuple(py::tuple(py::cast(shape)), dtype_name(out), dtype_name(key));
+  };
   try {
     ElementwisePlan plan;
     Attrs kernel;
-    if (op->family == Family::Unary) {
-      DType attr_dtype = in[0].dtype;
-      if (!kernel_attrs(*op, a, &kernel, &attr_dtype) ||
-          !infer_unary(*op, in[0], attr_dtype, &plan))
-        return py::none();
-    } else if (op->family == Family::Binary) {
-      if (!infer_binary(*op, in[0], in[1], &plan)) return py::none();
-    } else if (op->family == Family::Where) {
-      if (!infer_where(*op, in[0], in[1], in[2], &plan)) return py::none();
-    } else if (op->family == Family::Reduce) {
-      ReduceAttrs given;
-      ReducePlan r;
-      if (!reduce_attrs(*op, a, &given, &kernel) || !infer_reduce(*op, in[0], given, &r))
-        return py::none();
-      return py::make_tuple(py::tuple(py::cast(r.shape)), dtype_name(r.out), dtype_name(r.key),
-                            py::cast(r.axes));
-    } else {
-      return py::none();
+    switch (op->family) {
+      case Family::Norm: {
+        if (!present[0]) return py::none();
+        const MetaIn* affine[2] = {nullptr, nullptr};
+        for (int i = 1; i < op->num_inputs; ++i)
+          if (present[i]) affine[i - 1] = &in[i];
+        DType unused = in[0].dtype;
+        double nd = 0, eps = 0;
+        if (!kernel_attrs(*op, a, static_cast<int64_t>(in[0].shape->size()), &kernel,
+                          &unused) ||
+            !attr_number(kernel, "normalized_ndim", &nd) ||
+            !attr_number(kernel, "epsilon", &eps) ||
+            !infer_norm(*op, in[0], affine, op->num_inputs - 1, static_cast<int64_t>(nd), eps,
+                        &plan))
+          return py::none();
+        return meta_tuple(plan.shape, plan.out, plan.compute);
+      }
+      case Family::Concat: {
+        int64_t axis = op->attrs[0].default_value.i, norm = 0;
+        PyObject* v = a.slot[op->num_inputs];
+        Shape shape;
+        DType dtype;
+        if ((v && !plain_int(v, &axis)) || !infer_concat(*op, listed, axis, &shape, &dtype, &norm))
+          return py::none();
+        return meta_tuple(shape, dtype, dtype);
+      }
+      default: break;
     }
-    return py::make_tuple(py::tuple(py::cast(plan.shape)), dtype_name(plan.out),
-                          dtype_name(plan.compute));
+    if (!all_plain) return py::none();
+    switch (op->family) {
+      case Family::Unary: {
+        DType attr_dtype = in[0].dtype;
+        if (!kernel_attrs(*op, a, static_cast<int64_t>(in[0].shape->size()), &kernel,
+                          &attr_dtype) ||
+            !unary_attrs_valid(*op, kernel) || !infer_unary(*op, in[0], attr_dtype, &plan))
+          return py::none();
+        break;
+      }
+      case Family::Binary:
+        if (!infer_binary(*op, in[0], in[1], &plan)) return py::none();
+        break;
+      case Family::Where:
+        if (!infer_where(*op, in[0], in[1], in[2], &plan)) return py::none();
+        break;
+      case Family::Reduce: {
+        ReduceAttrs given;
+        ReducePlan r;
+        if (!reduce_attrs(*op, a, &given, &kernel) || !infer_reduce(*op, in[0], given, &r))
+          return py::none();
+        return py::make_tuple(py::tuple(py::cast(r.shape)), dtype_name(r.out),
+                              dtype_name(r.key), py::cast(r.axes));
+      }
+      case Family::Matmul: {
+        PyObject* tx = a.slot[op->num_inputs];
+        PyObject* ty = a.slot[op->num_inputs + 1];
+        if ((tx && !PyBool_Check(tx)) || (ty && !PyBool_Check(ty))) return py::none();
+        MatmulPlan m;
+        if (!infer_matmul(*op, in[0], in[1], tx == Py_True, ty == Py_True, &m))
+          return py::none();
+        return meta_tuple(m.shape, m.dtype, m.dtype);
+      }
+      case Family::Reshape: {
+        std::vector<int64_t> given;
+        Shape shape;
+        PyObject* v = a.slot[op->num_inputs];
+        if (!v || v == Py_None || !int_list(v, &given) || !infer_reshape(in[0], given, &shape))
+          return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Transpose: {
+        std::vector<int64_t> given, perm;
+        PyObject* v = a.slot[op->num_inputs];
+        const bool reversed = !v || v == Py_None;
+        if ((!reversed && !int_list(v, &given)) ||
+            !infer_transpose(in[0], reversed ? nullptr : &given, &perm))
+          return py::none();
+        Shape shape;
+        for (int64_t p : perm) shape.push_back((*in[0].shape)[p]);
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Squeeze:
+      case Family::Unsqueeze:
+      case Family::Expand: {
+        std::vector<int64_t> given, axes;
+        Shape shape;
+        PyObject* v = a.slot[op->num_inputs];
+        const bool none = !v || v == Py_None;
+        if (none && op->family != Family::Squeeze) return py::none();
+        if (!none && !int_list(v, &given)) return py::none();
+        const bool ok = op->family == Family::Squeeze ? infer_squeeze(in[0], given, &shape, &axes)
+                        : op->family == Family::Unsqueeze
+                            ? infer_unsqueeze(in[0], given, &shape, &axes)
+                            : infer_expand(in[0], given, &shape);
+        if (!ok) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Flatten: {
+        int64_t b[2] = {op->attrs[0].default_value.i, op->attrs[1].default_value.i};
+        for (int k = 0; k < 2; ++k)
+          if (PyObject* v = a.slot[op->num_inputs + k])
+            if (!plain_int(v, &b[k])) return py::none();
+        Shape shape;
+        if (!infer_flatten(in[0], b[0], b[1], &shape)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      default: return py::none();
+    }
+    return meta_tuple(plan.shape, plan.out, plan.compute);
   } catch (const Error&) {
     return py::none();
   }

@@ -10,7 +10,10 @@
 namespace hwport::pipeline {
 
 // The C++ rule family serving an op; None: every call takes the Python path.
-enum class Family : uint8_t { None, Unary, Binary, Reduce, Where };
+enum class Family : uint8_t {
+  None, Unary, Binary, Reduce, Where, Norm, Matmul, Concat, Reshape, Transpose, Squeeze,
+  Unsqueeze, Flatten, Expand
+};
 enum class AttrKind : uint8_t { Bool, Int, Float, Str, DType, Ints, Floats };
 // ops.yaml out_dtype; Attr (attr:<name>) is served by Python only for now.
 enum class OutRule : uint8_t { Same, Bool, Int64, Float, Sum, Attr };
@@ -27,6 +30,7 @@ struct AttrDefault {
   bool b;
   int64_t i;
   double f;
+  bool is_float;  // the default is a float (else an int: a float attribute passes it as one)
 };
 
 struct AttrSpec {

@@ -248,7 +248,7 @@ def _layer_norm(xp: Any, ins: list[Any], a: dict[str, Any]) -> Any:
 def _rms_norm(xp: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     x, w = ins
     axes = _normalized(a, x)
-    y = x / xp.sqrt(xp.mean(x * x, axis=axes, keepdims=True) + a.get("epsilon", 1e-6))
+    y = x / xp.sqrt(xp.mean(x * x, axis=axes, keepdims=True) + a.get("epsilon", 1e-5))
     return y * w if w is not None else y
 
 

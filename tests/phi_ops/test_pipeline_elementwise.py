@@ -15,6 +15,7 @@ import pytest
 
 import hwport
 from hwport.phi_ops import dispatch, functional, infer_meta
+from hwport.phi_ops.api_args import public_call
 from hwport.phi_ops.codegen.gen_cpp_ops import family
 from hwport.phi_ops.infer_meta import Meta
 from hwport.phi_ops.sample_inputs import ALL_DTYPES, cases_for, device_inputs, dname
@@ -25,6 +26,9 @@ OPS = load_ops()
 PLACE = "custom:cpu"
 TABLE = {name: (op_id, fam, keywords) for op_id, name, fam, keywords in _core._pipeline_ops()}
 COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
+# Families whose ops are views (reshape and flatten copy where no view fits): run in C++ as
+# their decompositions do.
+VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand"}
 
 
 @contextlib.contextmanager
@@ -66,18 +70,26 @@ def test_table_is_ops_yaml_in_order():
     assert [TABLE[n][0] for n in OPS] == list(range(len(OPS)))
 
 
+def _raw_inputs(op) -> list[str]:
+    return [i.name + ("..." if i.variadic else "?" if i.optional else "") for i in op.inputs]
+
+
 def test_families_follow_ops_yaml_fields():
     for name, op in OPS.items():
         expected = family(op.category, op.infer_meta, {a.name: a.type for a in op.attrs},
-                          op.out_dtype) or ""
+                          op.out_dtype, _raw_inputs(op)) or ""
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
-    assert fams == {"unary", "binary", "reduce", "where"}
+    assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
+                    *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
-            "max", "min", "var", "where", "cast"} <= set(COVERED)
-    assert "softplus" not in COVERED and "clip" not in COVERED  # per-op checks: Python
+            "max", "min", "var", "where", "cast", "softplus", "clip", "softmax", "log_softmax",
+            "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
+            "squeeze", "unsqueeze", "expand"} <= set(COVERED)
+    # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
+    assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -120,10 +132,11 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
     try:
         norm = dispatch._attrs(op, attrs)
         k = op.key_input_index()
-        _, metas = dispatch._promote_unsupported(op, [_Meta(m.dtype) for m in metas],
-                                                 list(metas), k)
+        stand_ins = [m if m is None or isinstance(m, list) else _Meta(m.dtype) for m in metas]
+        _, metas = dispatch._promote_unsupported(op, stand_ins, list(metas), k)
         plan = infer_meta.infer(op, metas, norm)
-        key = plan.casts.get(k, metas[k].dtype)
+        key_meta = metas[k][0] if isinstance(metas[k], list) else metas[k]
+        key = plan.casts.get(k, key_meta.dtype)
         dispatch._check_dtype(op, key, metas, k)
     except (TypeError, ValueError, IndexError):
         return None
@@ -131,15 +144,42 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
     return out + (plan.attrs["axis"],) if op.infer_meta == "reduce" else out
 
 
-def cpp_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
-    got = _core._pipeline_infer(op_name, [(list(m.shape), m.dtype) for m in metas], attrs)
+def cpp_plan(op_name: str, metas: list, attrs: dict) -> tuple | None:
+    def one(m):
+        if m is None:
+            return None
+        if isinstance(m, list):
+            return [one(e) for e in m]
+        return (list(m.shape), m.dtype)
+
+    got = _core._pipeline_infer(op_name, [one(m) for m in metas], attrs)
     return None if got is None else (tuple(got[0]),) + tuple(got[1:])
 
 
+def _meta(v):
+    """The Meta of a sample input (None stays None, a list of arrays a list of Metas)."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [_meta(e) for e in v]
+    return Meta(tuple(np.shape(v)), dname(v))
+
+
 def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
-    """The reductions' forms the C++ rule leaves to Python on purpose: a 0-d x (returned
-    cast, no kernel) and a zero-size reduced dim (max/min refuse, the rest fill)."""
-    if OPS[op_name].infer_meta != "reduce":
+    """The forms the C++ rules leave to Python on purpose: a reduction of a 0-d x (returned
+    cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
+    K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
+    decomposition keeps their precision)."""
+    op = OPS[op_name]
+    if op.infer_meta == "matmul":
+        x = metas[0]
+        k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
+        return k == 0
+    if not op.is_primitive and len(metas) > 1:
+        floats = [m.dtype for m in metas if m is not None and not isinstance(m, list)
+                  and m.dtype.startswith(("float", "bfloat"))]
+        return len(set(floats)) > 1
+    if op.infer_meta != "reduce":
         return False
     x = metas[0]
     axis = attrs.get("axis")
@@ -150,17 +190,41 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
 def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
     """Every shape case of phi_ops.sample_inputs for the op (every dtype it lists), and every
     dtype (pair) of all ten on a few shapes, broadcasting failures included."""
+    op = OPS[op_name]
     out = []
-    for d in OPS[op_name].dtypes:
+    for d in op.dtypes:
         for case in cases_for(op_name, d):
-            out.append(([Meta(tuple(np.shape(v)), dname(v)) for v in case.inputs], case.attrs))
-    n = len(OPS[op_name].inputs)
+            out.append(([_meta(v) for v in case.inputs], case.attrs))
+    n = len(op.inputs)
+    if op.inputs[0].variadic:  # concat: lists of one to three tensors
+        for dts in itertools.product(ALL_DTYPES, repeat=2):
+            for shp in [[(2, 3), (2, 5)], [(2, 3), (4, 3)], [(3,), (0,)], [(), ()], [(2, 3)]]:
+                for axis in (0, 1, -1, 2, -3):
+                    out.append(([[Meta(s, d) for s, d in zip(shp, dts, strict=False)]],
+                                {"axis": axis}))
+        return out
     shapes = {1: [[()], [(0, 3)], [(4, 5)]],
               2: [[(3, 1, 5), (4, 5)], [(2,), (3,)], [(), ()], [(0, 3), (1, 3)],
                   [(2, 0), (3, 1)]],
               3: [[(3, 1, 1), (4, 1), (5,)], [(2,), (3,), (1,)], [(), (), ()],
                   [(4, 1), (), (2,)]]}[n]
     attr_sets: list[dict] = [{}]
+    extra = {"matmul": [{"transpose_x": tx, "transpose_y": ty} for tx in (False, True)
+                        for ty in (False, True)],
+             "reshape": [{"shape": s} for s in ([-1], [5, -1], [0, -1], [-1, -1], [20], [2, -2],
+                                                [4, 5, 1], [])],
+             "transpose": [{"perm": p} for p in (None, [1, 0], [0], [-1, 0], [0, 0], [2, 0])],
+             "squeeze": [{"axis": a} for a in (None, [], [0], [-1], [1, 0], [0, 0], [2], 3)],
+             "unsqueeze": [{"axis": a} for a in ([0], [-1], [0, 2], [1, 1], [5], [-4], 1)],
+             "expand": [{"shape": s} for s in ([4, 5], [2, 4, 5], [-1, 5], [-1, -1, 5], [3, 5],
+                                               [4, 0], [0, 4, 5], [5])],
+             "flatten": [{"start_axis": a, "stop_axis": b} for a in (0, 1, -1, 2)
+                         for b in (0, -1, 1, -3)]}
+    attr_sets += extra.get(op.infer_meta, [])
+    if op.infer_meta == "unary" and "axis" in op.attr_map:
+        attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
+    if op.infer_meta in ("reshape", "unsqueeze", "expand"):
+        attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
                       for k in (False, True)]
@@ -192,6 +256,17 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def _same_tensor(got, want, inputs) -> bool:
+    """Equal bytes, and the same layout: a view of the same input at the same strides and
+    offset where the Python path made a view, fresh memory where it did not."""
+    if not _same(got.numpy(), want.numpy()):
+        return False
+    if (tuple(got.strides), got._offset) != (tuple(want.strides), want._offset):
+        return False
+    bases = [t for t in inputs if isinstance(t, hwport.Tensor)]
+    return [got._shares_storage(t) for t in bases] == [want._shares_storage(t) for t in bases]
+
+
 @pytest.mark.parametrize("op_name", COVERED)
 def test_results_equal_the_python_path(op_name):
     op = OPS[op_name]
@@ -201,17 +276,20 @@ def test_results_equal_the_python_path(op_name):
             if case.large:
                 continue
             inputs = device_inputs(case, PLACE)
+            args, kwargs = public_call(op, inputs, dict(case.attrs))
             with deferred_calls() as deferred:
-                got = getattr(functional, op_name)(*inputs, **case.attrs).numpy()
+                got = getattr(functional, op_name)(*args, **kwargs)
             with python_path():
                 before = _fast_count()
-                want = dispatch.call(op_name, inputs, dict(case.attrs)).numpy()
+                want = dispatch.call(op_name, inputs, dict(case.attrs))
                 assert _fast_count() == before
-            assert _same(got, want), case.id
+            assert _same_tensor(got, want, inputs), case.id
             # A primitive, or a composite with a native kernel, runs in C++; a composite
-            # without one decomposes in Python (whose primitives then take the C++ path).
-            native = op.is_primitive or _core.has_kernel(op_name, PLACE, case.key_dtype())
-            metas = [Meta(tuple(np.shape(v)), dname(v)) for v in case.inputs]
+            # without one decomposes in Python (whose primitives then take the C++ path); the
+            # view families (reshape, transpose) are their decompositions, in C++.
+            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
+                      or _core.has_kernel(op_name, PLACE, case.key_dtype()))
+            metas = [_meta(v) for v in case.inputs]
             native = native and not _python_only_form(op_name, metas, case.attrs)
             assert (op_name not in deferred) == native, case.id
             ran_fast += native

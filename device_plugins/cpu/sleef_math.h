@@ -1,0 +1,74 @@
+/* hwport CPU plugin — float32/float64 math through SLEEF, reached by the generated elementwise
+ * loops through GCC's simd clones (HWPORT_CPU_HAVE_SLEEF, see sleef.cmake).
+ *
+ * Each function f of CPU_SLEEF_UNARY / CPU_SLEEF_BINARY is declared here as cpu_vf_f (float) and
+ * cpu_vf_d (double) with __attribute__((simd)): when GCC vectorizes a loop that calls one, it
+ * calls the vector variant of the x86-64 vector function ABI for the loop's instruction set
+ * (_ZGVbN4v_cpu_vsin_f for SSE2, _ZGVdN8v_ for AVX2, _ZGVeN16v_ for AVX-512; ...vv_ for two
+ * arguments), and the scalar function elsewhere (tails, strided views). math_sleef_scalar.c
+ * (scalar and SSE2), math_sleef_avx2.c and math_sleef_avx512.c define them over SLEEF's
+ * functions of the listed accuracy (u10: at most 1.0 ulp; tanh u35: 3.5 ulp, within every
+ * dtype's tolerance and 4x faster than its u10, which works in double-float). Which
+ * instruction set a loop runs is chosen at load (kernels_elementwise.c). */
+#ifndef HWPORT_CPU_SLEEF_MATH_H
+#define HWPORT_CPU_SLEEF_MATH_H
+
+/* X(function, SLEEF accuracy suffix) */
+#define CPU_SLEEF_UNARY(X)                                                                     \
+  X(exp, u10) X(expm1, u10) X(log, u10) X(log2, u10) X(sin, u10) X(cos, u10) X(tan, u10)      \
+  X(tanh, u35) X(erf, u10)
+#define CPU_SLEEF_BINARY(X) X(pow, u10)
+/* log1p too, but SLEEF's overflows to inf above 1e38 (float) / 1e307 (double), where
+ * log1p(x) == log(x) in the type: the wrappers take log there. */
+#define CPU_SLEEF_LOG1P_BIG_F 1e38f
+#define CPU_SLEEF_LOG1P_BIG_D 1e307
+
+/* The wrapper files define the vector variants themselves: there the scalar functions carry
+ * no simd attribute (else GCC would also emit clones of their bodies under the same names). */
+#ifdef CPU_SLEEF_DEFINING_WRAPPERS
+#define CPU_SLEEF_ATTRS __attribute__((const, nothrow))
+#else
+#define CPU_SLEEF_ATTRS __attribute__((simd("notinbranch"), const, nothrow))
+#endif
+
+#define CPU_SLEEF_DECLARE1(f, ulp)                                                             \
+  CPU_SLEEF_ATTRS float cpu_v##f##_f(float x);                                                 \
+  CPU_SLEEF_ATTRS double cpu_v##f##_d(double x);
+#define CPU_SLEEF_DECLARE2(f, ulp)                                                             \
+  CPU_SLEEF_ATTRS float cpu_v##f##_f(float x, float y);                                        \
+  CPU_SLEEF_ATTRS double cpu_v##f##_d(double x, double y);
+/* The vector variants of CPU_SLEEF_UNARY / CPU_SLEEF_BINARY for one instruction set, defined
+ * (with their prototypes) by the wrapper file of that set: ABI letter and lane counts (float,
+ * double), vector types, and SLEEF's suffix (sse2, avx2, avx512f). */
+#define CPU_SLEEF_PASTE(a, b, c, d, e) a##b##c##d##e
+#define CPU_SLEEF_FN(fn, lanes, ulp, isa) CPU_SLEEF_PASTE(Sleef_, fn, lanes, _, ulp##isa)
+#define CPU_SLEEF_WRAP1(abi, nf, nd, VF, VD, isa, fn, ulp)                                     \
+  VF _ZGV##abi##N##nf##v_cpu_v##fn##_f(VF x);                                                  \
+  VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x);                                                  \
+  VF _ZGV##abi##N##nf##v_cpu_v##fn##_f(VF x) { return CPU_SLEEF_FN(fn, f##nf, ulp, isa)(x); }  \
+  VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x) { return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x); }
+#define CPU_SLEEF_WRAP2(abi, nf, nd, VF, VD, isa, fn, ulp)                                     \
+  VF _ZGV##abi##N##nf##vv_cpu_v##fn##_f(VF x, VF y);                                           \
+  VD _ZGV##abi##N##nd##vv_cpu_v##fn##_d(VD x, VD y);                                           \
+  VF _ZGV##abi##N##nf##vv_cpu_v##fn##_f(VF x, VF y) {                                          \
+    return CPU_SLEEF_FN(fn, f##nf, ulp, isa)(x, y);                                            \
+  }                                                                                            \
+  VD _ZGV##abi##N##nd##vv_cpu_v##fn##_d(VD x, VD y) {                                          \
+    return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x, y);                                            \
+  }
+
+/* sqrt's vector variants: the instruction (SQRTF, SQRTD: the set's sqrt intrinsics). */
+#define CPU_SLEEF_SQRT(abi, nf, nd, VF, VD, SQRTF, SQRTD)                                      \
+  VF _ZGV##abi##N##nf##v_cpu_vsqrt_f(VF x);                                                    \
+  VD _ZGV##abi##N##nd##v_cpu_vsqrt_d(VD x);                                                    \
+  VF _ZGV##abi##N##nf##v_cpu_vsqrt_f(VF x) { return SQRTF(x); }                                \
+  VD _ZGV##abi##N##nd##v_cpu_vsqrt_d(VD x) { return SQRTD(x); }
+
+CPU_SLEEF_UNARY(CPU_SLEEF_DECLARE1)
+CPU_SLEEF_DECLARE1(log1p, u10)
+/* sqrt: the instruction (correctly rounded; SLEEF's "u05" sqrt is not, at the top of the range),
+ * through the same simd clones because libm's sqrt sets errno and so never vectorizes. */
+CPU_SLEEF_DECLARE1(sqrt, u05)
+CPU_SLEEF_BINARY(CPU_SLEEF_DECLARE2)
+
+#endif /* HWPORT_CPU_SLEEF_MATH_H */

@@ -1,0 +1,61 @@
+// The norm and matmul families (phi_ops/infer_meta.py unary + _check_norm, matmul).
+#include "infer_meta.h"
+
+namespace hwport::pipeline {
+
+bool infer_norm(const OpSpec& op, const MetaIn& x, const MetaIn* const* affine, int n_affine,
+                int64_t normalized_ndim, double epsilon, ElementwisePlan* plan) {
+  const int64_t nd = static_cast<int64_t>(x.shape->size());
+  if (normalized_ndim < 1 || normalized_ndim > nd || !(epsilon >= 0)) return false;
+  const Shape trailing(x.shape->end() - normalized_ndim, x.shape->end());
+  for (int i = 0; i < n_affine; ++i) {
+    const MetaIn* m = affine[i];
+    if (m && (*m->shape != trailing || !is_floating(m->dtype))) return false;
+  }
+  if (!op.has_kernel_dtype(x.dtype)) return false;  // float-only: no int promotion for nn ops
+  plan->shape = *x.shape;
+  plan->out = plan->compute = x.dtype;
+  return true;
+}
+
+namespace {
+
+// numpy broadcasting of two batch shapes.
+bool broadcast_batch(const Shape& a, const Shape& b, Shape* out) {
+  const size_t n = a.size() > b.size() ? a.size() : b.size();
+  out->assign(n, 1);
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t da = k < n - a.size() ? 1 : a[k - (n - a.size())];
+    const int64_t db = k < n - b.size() ? 1 : b[k - (n - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    (*out)[k] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool infer_matmul(const OpSpec& op, const MetaIn& x, const MetaIn& y, bool transpose_x,
+                  bool transpose_y, MatmulPlan* plan) {
+  Shape xs = *x.shape, ys = *y.shape;
+  if (xs.empty() || ys.empty()) return false;
+  if (transpose_x && xs.size() >= 2) std::swap(xs[xs.size() - 1], xs[xs.size() - 2]);
+  if (transpose_y && ys.size() >= 2) std::swap(ys[ys.size() - 1], ys[ys.size() - 2]);
+  const bool x_vec = xs.size() == 1, y_vec = ys.size() == 1;
+  if (x_vec) xs.insert(xs.begin(), 1);
+  if (y_vec) ys.push_back(1);
+  if (xs.back() != ys[ys.size() - 2]) return false;
+  if (!broadcast_batch(Shape(xs.begin(), xs.end() - 2), Shape(ys.begin(), ys.end() - 2),
+                       &plan->batch))
+    return false;
+  plan->m = xs[xs.size() - 2];
+  plan->k = xs.back();
+  plan->n = ys.back();
+  plan->shape = plan->batch;
+  if (!x_vec) plan->shape.push_back(plan->m);
+  if (!y_vec) plan->shape.push_back(plan->n);
+  plan->dtype = promote_types(x.dtype, y.dtype);
+  return op.has_kernel_dtype(plan->dtype);
+}
+
+}  // namespace hwport::pipeline

@@ -1,0 +1,178 @@
+// The concat, reshape and transpose families (phi_ops/infer_meta.py concat, reshape,
+// transpose).
+#include <algorithm>
+
+#include "infer_meta.h"
+
+namespace hwport::pipeline {
+
+bool infer_concat(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
+                  DType* dtype, int64_t* norm_axis) {
+  if (xs.empty()) return false;
+  const Shape& first = *xs[0].shape;
+  const int64_t nd = static_cast<int64_t>(first.size());
+  if (nd == 0 || axis < -nd || axis >= nd) return false;
+  const int64_t a = axis < 0 ? axis + nd : axis;
+  *shape = first;
+  (*shape)[a] = 0;
+  DType common = xs[0].dtype;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Shape& s = *xs[i].shape;
+    if (s.size() != first.size()) return false;
+    for (int64_t k = 0; k < nd; ++k)
+      if (k != a && s[k] != first[k]) return false;
+    (*shape)[a] += s[a];
+    if (i) common = promote_types(common, xs[i].dtype);
+  }
+  if (!op.has_kernel_dtype(common)) return false;
+  *dtype = common;
+  *norm_axis = a;
+  return true;
+}
+
+bool infer_reshape(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out) {
+  int64_t numel = 1;
+  for (int64_t d : *x.shape) numel *= d;
+  *out = shape;
+  int unknown = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (unknown >= 0) return false;
+      unknown = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      return false;
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      return false;
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || numel % known) return false;
+    (*out)[unknown] = numel / known;
+  } else if (known != numel) {
+    return false;
+  }
+  return out->size() <= HWP_MAX_NDIM;
+}
+
+bool infer_transpose(const MetaIn& x, const std::vector<int64_t>* perm,
+                     std::vector<int64_t>* out) {
+  const int64_t nd = static_cast<int64_t>(x.shape->size());
+  out->clear();
+  if (!perm) {
+    for (int64_t k = nd - 1; k >= 0; --k) out->push_back(k);
+    return true;
+  }
+  const int64_t bound = nd > 1 ? nd : 1;
+  for (int64_t p : *perm) {
+    if (p < -bound || p >= bound) return false;
+    out->push_back(p < 0 ? p + bound : p);
+  }
+  std::vector<int64_t> sorted = *out;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t k = 0; k < static_cast<int64_t>(sorted.size()); ++k)
+    if (sorted[k] != k) return false;
+  return static_cast<int64_t>(sorted.size()) == nd;
+}
+
+}  // namespace hwport::pipeline
+
+namespace hwport::pipeline {
+
+namespace {
+
+// infer_meta.normalize_axes: each in [-bound, bound), sorted, unique.
+bool norm_axes_unique(const std::vector<int64_t>& axes, int64_t ndim,
+                      std::vector<int64_t>* out) {
+  const int64_t bound = ndim > 1 ? ndim : 1;
+  out->clear();
+  for (int64_t a : axes) {
+    if (a < -bound || a >= bound) return false;
+    out->push_back(a < 0 ? a + bound : a);
+  }
+  std::sort(out->begin(), out->end());
+  return std::adjacent_find(out->begin(), out->end()) == out->end();
+}
+
+bool norm_axis(int64_t a, int64_t ndim, int64_t* out) {
+  const int64_t bound = ndim > 1 ? ndim : 1;
+  if (a < -bound || a >= bound) return false;
+  *out = a < 0 ? a + bound : a;
+  return true;
+}
+
+}  // namespace
+
+bool infer_squeeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                   std::vector<int64_t>* norm_axes) {
+  const Shape& s = *x.shape;
+  const int64_t nd = static_cast<int64_t>(s.size());
+  if (!axes.empty()) {
+    if (!norm_axes_unique(axes, nd, norm_axes)) return false;
+  } else {
+    norm_axes->clear();
+    for (int64_t i = 0; i < nd; ++i)
+      if (s[i] == 1) norm_axes->push_back(i);
+  }
+  out->clear();
+  for (int64_t i = 0; i < nd; ++i) {
+    const bool listed = std::find(norm_axes->begin(), norm_axes->end(), i) != norm_axes->end();
+    if (!(listed && s[i] == 1)) out->push_back(s[i]);
+  }
+  return true;
+}
+
+bool infer_unsqueeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
+                     std::vector<int64_t>* norm_axes) {
+  const int64_t out_nd = static_cast<int64_t>(x.shape->size() + axes.size());
+  if (out_nd > HWP_MAX_NDIM || !norm_axes_unique(axes, out_nd, norm_axes)) return false;
+  out->clear();
+  size_t src = 0;
+  for (int64_t i = 0; i < out_nd; ++i) {
+    if (std::find(norm_axes->begin(), norm_axes->end(), i) != norm_axes->end()) {
+      out->push_back(1);
+    } else {
+      if (src >= x.shape->size()) return false;  // an axis beyond the output's rank
+      out->push_back((*x.shape)[src++]);
+    }
+  }
+  return true;
+}
+
+bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out) {
+  const Shape& s = *x.shape;
+  const int64_t nd = static_cast<int64_t>(s.size());
+  int64_t a, b;
+  if (!norm_axis(start, nd, &a) || !norm_axis(stop, nd, &b)) return false;
+  if (nd == 0) {
+    *out = {1};
+    return true;
+  }
+  if (a > b) return false;
+  out->assign(s.begin(), s.begin() + a);
+  int64_t n = 1;
+  for (int64_t i = a; i <= b; ++i) n *= s[i];
+  out->push_back(n);
+  out->insert(out->end(), s.begin() + b + 1, s.end());
+  return true;
+}
+
+bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out) {
+  const Shape& s = *x.shape;
+  if (shape.size() < s.size() || shape.size() > HWP_MAX_NDIM) return false;
+  const size_t lead = shape.size() - s.size();
+  *out = shape;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i];
+    if (i < lead) {
+      if (d < 0) return false;
+      continue;
+    }
+    const int64_t src = s[i - lead];
+    if (d == -1) (*out)[i] = src;
+    else if (d < 0 || (src != 1 && src != d)) return false;
+  }
+  return true;
+}
+
+}  // namespace hwport::pipeline

@@ -1,0 +1,173 @@
+// The norm, matmul and concat families of the op-call pipeline: each does what
+// phi_ops/dispatch.py does for the op (its _launch_matmul, _fused_kernel_fits), so results
+// are identical.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "infer_meta.h"
+#include "kernel_cache.h"
+#include "ops.h"
+#include "pipeline_run.h"
+
+namespace hwport::pipeline {
+
+bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs) {
+  if (std::strcmp(op.name, "softplus") == 0) {
+    double beta = 0;
+    return attr_number(attrs, "beta", &beta) && beta != 0 && !std::isnan(beta);
+  }
+  return true;
+}
+
+namespace {
+
+// A composite's native kernel runs only where every floating input has the key dtype
+// (phi_ops/dispatch.py _fused_kernel_fits).
+bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
+                       int n) {
+  if (op.primitive) return true;
+  if (!native_kernel(op, device, key)) return false;
+  for (int i = 0; i < n; ++i)
+    if (in[i] && is_floating(in[i]->dtype) && in[i]->dtype != key) return false;
+  return true;
+}
+
+Tensor contiguous_view(const Tensor& t, const Shape& shape) {  // dispatch.reshape_view
+  Tensor c = contiguous(t);
+  c.shape = shape;
+  c.strides = contiguous_strides(shape);
+  return c;
+}
+
+Tensor swap_last(Tensor t) {
+  const size_t n = t.shape.size();
+  std::swap(t.shape[n - 1], t.shape[n - 2]);
+  std::swap(t.strides[n - 1], t.strides[n - 2]);
+  return t;
+}
+
+bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out) {
+  PyObject* v = a.slot[op.num_inputs + k];
+  if (!v) {
+    *out = op.attrs[k].default_value.b;
+    return op.attrs[k].default_value.has_default && !op.attrs[k].default_value.is_none;
+  }
+  if (!PyBool_Check(v)) return false;
+  *out = v == Py_True;
+  return true;
+}
+
+}  // namespace
+
+// layer_norm(x, weight?, bias?) / rms_norm(x, weight?): attrs as the Python path passes them
+// (normalized_ndim, epsilon, has_<input> per affine input).
+PyObject* run_norm(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  if (!x) return nullptr;
+  const int n = op.num_inputs;
+  const Tensor* in[3] = {x, nullptr, nullptr};
+  MetaIn metas[3];
+  const MetaIn* affine[2] = {nullptr, nullptr};
+  Device* device = x->device();
+  for (int i = 1; i < n; ++i) {
+    PyObject* v = a.slot[i];
+    if (!v || v == Py_None) continue;
+    const Tensor* t = as_tensor(v);
+    if (!t || t->device() != device) return nullptr;
+    in[i] = t;
+    metas[i] = {&t->shape, t->dtype};
+    affine[i - 1] = &metas[i];
+  }
+  Attrs attrs;
+  DType unused = x->dtype;
+  if (!kernel_attrs(op, a, x->ndim(), &attrs, &unused)) return nullptr;
+  double nd = 0, eps = 0;
+  if (!attr_number(attrs, "normalized_ndim", &nd) || !attr_number(attrs, "epsilon", &eps))
+    return nullptr;
+  ElementwisePlan plan;
+  if (!infer_norm(op, {&x->shape, x->dtype}, affine, n - 1, static_cast<int64_t>(nd), eps,
+                  &plan))
+    return nullptr;
+  if (!fused_kernel_fits(op, device, plan.compute, in, n)) return nullptr;
+  std::vector<const Tensor*> given;
+  for (int i = 0; i < n; ++i) {
+    if (i) attrs.emplace_back(std::string("has_") + op.inputs[i].name,
+                              AttrValue::of_bool(in[i] != nullptr));
+    if (in[i]) given.push_back(in[i]);
+  }
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, given.data(), static_cast<int>(given.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
+PyObject* run_matmul(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Tensor* y = a.slot[1] ? as_tensor(a.slot[1]) : nullptr;
+  bool tx = false, ty = false;
+  if (!x || !y || !bool_attr(op, a, 0, &tx) || !bool_attr(op, a, 1, &ty)) return nullptr;
+  Device* device = x->device();
+  if (y->device() != device) return nullptr;
+  MatmulPlan plan;
+  if (!infer_matmul(op, {&x->shape, x->dtype}, {&y->shape, y->dtype}, tx, ty, &plan))
+    return nullptr;
+  if (plan.k == 0) return nullptr;  // zeros: the Python path's form
+  Tensor vx = cast(*x, plan.dtype), vy = cast(*y, plan.dtype);
+  if (vx.ndim() == 1) vx = contiguous_view(vx, {1, vx.shape[0]});
+  if (vy.ndim() == 1) vy = contiguous_view(vy, {vy.shape[0], 1});
+  if (tx && x->ndim() >= 2) vx = swap_last(std::move(vx));
+  if (ty && y->ndim() >= 2) vy = swap_last(std::move(vy));
+  Shape xs = plan.batch, ys = plan.batch;
+  xs.insert(xs.end(), {plan.m, plan.k});
+  ys.insert(ys.end(), {plan.k, plan.n});
+  vx = broadcast_to(vx, xs);
+  vy = broadcast_to(vy, ys);
+  Shape full = plan.batch;
+  full.insert(full.end(), {plan.m, plan.n});
+  Tensor out = Tensor::empty(full, plan.dtype, device, op.name);
+  const Tensor* in[] = {&vx, &vy};
+  launch(op, plan.dtype, device, in, 2, &out, Attrs{});
+  if (out.shape != plan.shape) {  // a vector operand's dim dropped: a view of the result
+    out.shape = plan.shape;
+    out.strides = contiguous_strides(plan.shape);
+  }
+  return to_python(std::move(out));
+}
+
+PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
+  PyObject* seq = a.slot[0];
+  if (!seq || !(PyList_Check(seq) || PyTuple_Check(seq))) return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  int64_t axis = 0;
+  PyObject* axis_obj = a.slot[1];
+  if (axis_obj && !plain_int(axis_obj, &axis)) return nullptr;
+  if (!axis_obj) axis = op.attrs[0].default_value.i;
+  std::vector<const Tensor*> xs;
+  std::vector<MetaIn> metas;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const Tensor* t = as_tensor(items[i]);
+    if (!t || (i && t->device() != xs[0]->device())) return nullptr;
+    xs.push_back(t);
+    metas.push_back({&t->shape, t->dtype});
+  }
+  Shape shape;
+  DType dtype;
+  int64_t norm_axis;
+  if (!infer_concat(op, metas, axis, &shape, &dtype, &norm_axis)) return nullptr;
+  Device* device = xs[0]->device();
+  std::vector<Tensor> casted;
+  casted.reserve(xs.size());
+  for (const Tensor*& t : xs) {
+    if (t->dtype == dtype) continue;
+    casted.push_back(cast(*t, dtype));
+    t = &casted.back();
+  }
+  Tensor out = Tensor::empty(shape, dtype, device, op.name);
+  Attrs attrs;
+  attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
+  launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
+}  // namespace hwport::pipeline

@@ -1,0 +1,35 @@
+// The fast paths of the op-call pipeline's families beyond the elementwise and reduction ones
+// (pipeline_families.cpp, pipeline_views.cpp), and what they share with pipeline.cpp. Each returns the result, or
+// nullptr to send the call to the Python path (never with a Python error set); hwport::Error
+// thrown inside also sends it there (pipeline.cpp call_op).
+#pragma once
+
+#include <Python.h>
+
+#include "arg_parse.h"
+#include "dispatch.h"
+#include "pipeline_ops.h"
+#include "tensor.h"
+
+namespace hwport::pipeline {
+
+PyObject* to_python(Tensor&& t);
+// Runs the op's kernel keyed by `key` into `out` (nothing for an empty output).
+void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
+            Tensor* out, const Attrs& attrs);
+// The per-op checks of phi_ops/infer_meta.py _UNARY_CHECKS that the unary family's attributes
+// need (softplus: beta nonzero and not NaN).
+bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs);
+
+PyObject* run_norm(const OpSpec& op, const BoundArgs& a);
+PyObject* run_matmul(const OpSpec& op, const BoundArgs& a);
+PyObject* run_concat(const OpSpec& op, const BoundArgs& a);
+// pipeline_views.cpp
+PyObject* run_reshape(const OpSpec& op, const BoundArgs& a);
+PyObject* run_flatten(const OpSpec& op, const BoundArgs& a);
+PyObject* run_transpose(const OpSpec& op, const BoundArgs& a);
+PyObject* run_squeeze(const OpSpec& op, const BoundArgs& a);
+PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a);
+PyObject* run_expand(const OpSpec& op, const BoundArgs& a);
+
+}  // namespace hwport::pipeline
