@@ -31,6 +31,7 @@ from .core import (
     Value,
 )
 from .dialect import Dialect, OpInfo, all_dialects, lookup_op, register_dialect
+from .executor import Executor
 from .infer import InferMetaError, infer_result_types
 from .parser import ParseError, parse
 from .printer import print_program
@@ -41,8 +42,9 @@ from .verifier import VerificationError, verify
 
 __all__ = [
     "NULL", "UNKNOWN", "ArrayAttr", "Attribute", "Block", "BlockArgument", "BoolAttr",
-    "Builder", "Constraint", "Constraints", "DTypeAttr", "Dialect", "DoubleAttr", "IRError",
-    "InferMetaError", "Int64Attr", "Location", "NullAttr", "OpInfo", "OpOperand", "OpResult",
+    "Builder", "Constraint", "Constraints", "DTypeAttr", "Dialect", "DoubleAttr", "Executor",
+    "IRError", "InferMetaError", "Int64Attr", "Location", "NullAttr", "OpInfo", "OpOperand",
+    "OpResult",
     "Operation", "ParseError", "PlaceAttr", "Program", "Region", "StrAttr", "SymExpr",
     "TensorType", "Type", "Value", "VectorType", "VerificationError", "all_dialects", "attr",
     "infer_result_types", "lookup_op", "parse", "print_program", "register_dialect", "sym",

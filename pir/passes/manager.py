@@ -55,7 +55,14 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
 
 
 def registered_passes() -> dict[str, type[Pass]]:
-    from . import canonicalize, constant_folding, cse, dce, fusions  # noqa: F401 (register)
+    from . import (  # noqa: F401 (register)
+        canonicalize,
+        constant_folding,
+        cse,
+        dce,
+        fusions,
+        lower_to_kernel,
+    )
 
     return dict(_REGISTRY)
 
@@ -159,7 +166,7 @@ class PassManager:
         return changed
 
 
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.\-]*|[{}(),=]|[^\s{}(),=]+)")
+_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.:\-]*|[{}(),=]|[^\s{}(),=]+)")
 
 
 def parse_pipeline(text: str) -> list[Pass | Nested]:

@@ -249,6 +249,11 @@ void register_exceptions(py::module_& m) {
 }
 
 }  // namespace
+
+AttrValue attr_value_from_py(const std::string& op, const std::string& name, py::handle v) {
+  return attr_from_py(op, name, v);
+}
+
 }  // namespace hwport
 
 PYBIND11_MODULE(_core, m) {
@@ -292,6 +297,7 @@ PYBIND11_MODULE(_core, m) {
   bind_tensor(m);
   bind_streams(m);
   bind_layers(m);
+  bind_executor(m);
 
   m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
                            const std::string& probe_exe, double probe_timeout_s) {

@@ -216,7 +216,8 @@ def test_pipeline_text_options_nesting_and_errors():
                                          "cf.if(dce,cse)"]
     assert {"dce", "cse", "canonicalize"} <= set(registered_passes())
     with pytest.raises(PassError, match="unknown pass 'dse'; registered: canonicalize, "
-                                        "constant_folding, cse, dce, fuse"):
+                                        "constant_folding, cse, dce, decompose, fuse, "
+                                        "lower_to_kernel"):
         parse_pipeline("dce,dse")
     with pytest.raises(PassError, match=r"pass canonicalize: option max_iterations='x' is not "
                                         r"a int"):

@@ -1,0 +1,137 @@
+"""The program executor (runtime/src/executor.h) against eager dispatch, measured in the same
+run (issue 14's targets):
+
+- per-op overhead on 1-element float32 tensors: a chain of ops (add, multiply, exp, neg,
+  relu, tanh, maximum, ...) run by the executor vs the same calls made eagerly; target
+  executor/eager <= 0.3x
+- allocator calls per steady-state run (hwport.runtime.memory_stats num_allocs); target 0
+- peak memory of an MLP forward (matmul, add, gelu, matmul, add, layer_norm) above what the
+  inputs and parameters hold: executor vs eager; target <= 1.0x; and its time per forward
+
+Run: .venv/bin/python benchmarks/bench_executor.py [--place custom:cpu] [--quick]"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import hwport
+from hwport import pir
+from hwport.runtime import _core
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.pir.executor_cases import mlp_eager, mlp_params, mlp_program
+
+UNARY = ["exp", "neg", "relu", "tanh", "abs", "sigmoid"]
+BINARY = ["add", "multiply", "maximum", "subtract"]
+
+
+def chain_program(n: int) -> pir.Program:
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        v = b.data("x", [1], "float32")
+        y = b.data("y", [1], "float32")
+        for i in range(n):
+            if i % 2:
+                v = getattr(b.pd_op, BINARY[(i // 2) % len(BINARY)])(v, y)
+            else:
+                v = getattr(b.pd_op, UNARY[(i // 2) % len(UNARY)])(v)
+        b.output(v, "out")
+    return p
+
+
+def chain_eager(x: hwport.Tensor, y: hwport.Tensor, n: int) -> hwport.Tensor:
+    v = x
+    for i in range(n):
+        if i % 2:
+            v = getattr(hwport, BINARY[(i // 2) % len(BINARY)])(v, y)
+        else:
+            name = UNARY[(i // 2) % len(UNARY)]
+            fn = getattr(hwport, name, None) or getattr(hwport.nn.functional, name)
+            v = fn(v)
+    return v
+
+
+def best(fn: Callable[[], object], number: int, repeat: int) -> float:
+    """Median of `repeat` timings of `number` calls, per call (seconds)."""
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--place", default="custom:cpu")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    place = args.place
+    number, repeat = (200, 5) if args.quick else (2000, 9)
+    n = 64
+
+    # ---- per-op overhead ----
+    x = hwport.to_tensor(np.array([0.5], "float32"), place=place)
+    y = hwport.to_tensor(np.array([0.25], "float32"), place=place)
+    exe = pir.Executor(chain_program(n), place)
+    feeds = {"x": x, "y": y}
+    got = exe.run(feeds)[0].numpy()
+    want = chain_eager(x, y, n).numpy()
+    assert got.tobytes() == want.tobytes(), (got, want)
+    # work is asynchronous on the place's stream: each timed run waits for its kernels
+    t_exe = best(lambda: (exe.run(feeds), _core.synchronize(place)), number // 10, repeat) / n
+    t_eager = best(lambda: (chain_eager(x, y, n), _core.synchronize(place)), number // 10,
+                   repeat) / n
+    print(f"place {place}; chain of {n} ops on 1-element float32 tensors")
+    print(f"  per-op: executor {t_exe * 1e6:.2f} us, eager {t_eager * 1e6:.2f} us, "
+          f"ratio {t_exe / t_eager:.3f}x (target <= 0.3x)")
+
+    # ---- allocator calls per steady-state run ----
+    runs = 100
+    exe.run(feeds)
+    before = _core.memory_stats(place)["num_allocs"]
+    for _ in range(runs):
+        exe.run(feeds)
+    calls = (_core.memory_stats(place)["num_allocs"] - before) / runs
+    before = _core.memory_stats(place)["num_allocs"]
+    for _ in range(runs):
+        chain_eager(x, y, n)
+    eager_calls = (_core.memory_stats(place)["num_allocs"] - before) / runs
+    print(f"  allocator calls per run: executor {calls:g} (target 0), eager {eager_calls:g}")
+
+    # ---- MLP forward: peak memory and time ----
+    dims = (64, 256, 1024, 256)
+    p = mlp_program(*dims)
+    ps = mlp_params(place, p)
+    rng = np.random.default_rng(0)
+    xm = hwport.to_tensor(rng.standard_normal(dims[:2]).astype("float32"), place=place)
+    mlp_eager(xm, ps)
+    base = _core.memory_stats(place)["allocated_bytes"]
+    _core.reset_peak_memory_stats(place)
+    out = mlp_eager(xm, ps)
+    eager_peak = _core.memory_stats(place)["peak_allocated_bytes"] - base
+    want = out.numpy()
+    del out
+    base = _core.memory_stats(place)["allocated_bytes"]
+    _core.reset_peak_memory_stats(place)
+    mexe = pir.Executor(p, place, parameters=ps)
+    (out,) = mexe.run({"x": xm})
+    exe_peak = _core.memory_stats(place)["peak_allocated_bytes"] - base
+    assert out.numpy().tobytes() == want.tobytes()
+    del out
+    print(f"MLP forward {dims}: peak memory executor {exe_peak / 2**20:.2f} MiB "
+          f"(arena {mexe.arena_bytes / 2**20:.2f} MiB), eager {eager_peak / 2**20:.2f} MiB, "
+          f"ratio {exe_peak / eager_peak:.3f}x (target <= 1.0x)")
+    mfeeds = {"x": xm}
+    t_exe = best(lambda: (mexe.run(mfeeds), _core.synchronize(place)), max(number // 100, 5),
+                 repeat)
+    t_eager = best(lambda: (mlp_eager(xm, ps), _core.synchronize(place)),
+                   max(number // 100, 5), repeat)
+    print(f"  time per forward: executor {t_exe * 1e6:.1f} us, eager {t_eager * 1e6:.1f} us, "
+          f"ratio {t_exe / t_eager:.3f}x")
+
+
+if __name__ == "__main__":
+    main()

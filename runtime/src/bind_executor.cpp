@@ -1,0 +1,72 @@
+// _core.Executor: the program executor (executor.h) for Python. hwport.pir.Executor flattens a
+// kernel-dialect program into the plain lists this constructor takes (see pir/executor.py).
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "errors.h"
+#include "executor.h"
+
+namespace hwport {
+
+namespace {
+
+Executor::Instr instr_from_py(const py::tuple& t) {
+  Executor::Instr ins;
+  const std::string kind = py::str(t[0]);
+  if (kind == "view") {
+    ins.kind = Executor::Kind::View;
+    ins.in = {t[1].cast<int>()};
+    ins.out = {t[2].cast<int>()};
+    ins.shape = t[3].cast<Shape>();
+    ins.strides = t[4].cast<Shape>();
+    ins.offset = t[5].cast<int64_t>();
+    if (ins.shape.size() != ins.strides.size())
+      raise(ErrorKind::Value, "Executor: a view's shape and strides differ in length");
+    return ins;
+  }
+  if (kind != "kernel") raise(ErrorKind::Value, "Executor: unknown instruction kind '" + kind + "'");
+  ins.kernel = t[1].cast<std::string>();
+  ins.dtype = dtype_from_py(t[2], ins.kernel.c_str(), "dtype");
+  ins.in = t[3].cast<std::vector<int>>();
+  ins.out = t[4].cast<std::vector<int>>();
+  for (auto item : t[5].cast<py::dict>()) {
+    if (item.second.is_none()) continue;  // as _core.launch: an absent attribute
+    const std::string name = py::str(item.first);
+    ins.attrs.emplace_back(name, attr_value_from_py(ins.kernel, name, item.second));
+  }
+  return ins;
+}
+
+}  // namespace
+
+void bind_executor(py::module_& m) {
+  py::class_<Executor>(m, "Executor",
+      "A lowered program as a flat instruction list with planned memory (runtime/src/executor.h).")
+      .def(py::init([](py::handle place, const py::list& slots, const py::list& feeds,
+                       const py::list& bound, const py::list& instrs, std::vector<int> outputs) {
+             std::vector<Executor::SlotMeta> metas;
+             for (py::handle s : slots) {
+               auto t = s.cast<py::tuple>();
+               metas.push_back({t[0].cast<Shape>(), dtype_from_py(t[1], "Executor", "dtype")});
+             }
+             std::vector<std::pair<std::string, int>> fs;
+             for (py::handle f : feeds) fs.push_back(f.cast<std::pair<std::string, int>>());
+             std::vector<std::pair<int, Tensor>> bs;
+             for (py::handle b : bound) bs.push_back(b.cast<std::pair<int, Tensor>>());
+             std::vector<Executor::Instr> is;
+             for (py::handle i : instrs) is.push_back(instr_from_py(i.cast<py::tuple>()));
+             return std::make_unique<Executor>(device_from_py(place), std::move(metas),
+                                               std::move(fs), std::move(bs), std::move(is),
+                                               std::move(outputs));
+           }), py::arg("place"), py::arg("slots"), py::arg("feeds"), py::arg("bound"),
+           py::arg("instructions"), py::arg("outputs"))
+      .def("run", &Executor::run, py::arg("feeds"), "Feeds in the constructor's order.")
+      .def_property_readonly("num_instructions", &Executor::num_instructions)
+      .def_property_readonly("arena_bytes", &Executor::arena_bytes)
+      .def("describe", &Executor::describe);
+  // The lowering pass traces decompositions and tells views from fresh tensors by this.
+  m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage.get()); },
+        py::arg("tensor"), "An id of the storage under a tensor (shared by its views).");
+}
+
+}  // namespace hwport

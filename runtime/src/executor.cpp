@@ -1,0 +1,262 @@
+#include "executor.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "errors.h"
+#include "kernel_registry.h"
+#include "ops.h"
+
+namespace hwport {
+
+namespace {
+
+constexpr uint64_t kArenaAlign = 256;  // every value's bytes start on this boundary
+
+uint64_t aligned(uint64_t n) { return (std::max<uint64_t>(n, 1) + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
+bool contiguous_layout(const Shape& shape, const Shape& strides) {
+  Tensor t;
+  t.shape = shape;
+  t.strides = strides;
+  return t.is_contiguous();
+}
+
+struct Placement {
+  int slot;
+  uint64_t nbytes;
+  size_t first, last;  // instructions defining it and using it last (inclusive)
+  uint64_t offset = 0;
+};
+
+// Offsets in one arena: largest values first, each at the lowest offset free of every placed
+// value whose lifetime overlaps its own (TFLite's greedy-by-size arena planner).
+uint64_t place_greedy(std::vector<Placement>& items) {
+  std::sort(items.begin(), items.end(), [](const Placement& a, const Placement& b) {
+    return a.nbytes != b.nbytes ? a.nbytes > b.nbytes : a.first < b.first;
+  });
+  uint64_t total = 0;
+  std::vector<const Placement*> placed;
+  for (Placement& p : items) {
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    for (const Placement* q : placed)
+      if (q->first <= p.last && p.first <= q->last) busy.emplace_back(q->offset, q->offset + q->nbytes);
+    std::sort(busy.begin(), busy.end());
+    uint64_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + p.nbytes <= lo) break;
+      at = std::max(at, hi);
+    }
+    p.offset = at;
+    total = std::max(total, at + p.nbytes);
+    placed.push_back(&p);
+  }
+  return total;
+}
+
+}  // namespace
+
+Executor::Executor(Device* device, std::vector<SlotMeta> slots,
+                   std::vector<std::pair<std::string, int>> feeds,
+                   std::vector<std::pair<int, Tensor>> bound, std::vector<Instr> instrs,
+                   std::vector<int> outputs)
+    : device_(device), meta_(std::move(slots)), feeds_(std::move(feeds)),
+      outputs_(std::move(outputs)), instrs_(std::move(instrs)) {
+  const size_t n = meta_.size();
+  auto check_slot = [n](int s) {
+    if (s < 0 || static_cast<size_t>(s) >= n)
+      raise(ErrorKind::Value, "Executor: value slot " + std::to_string(s) + " out of range");
+  };
+  slots_.resize(n);
+  is_view_.assign(n, false);
+  is_fed_.assign(n, false);
+  is_bound_.assign(n, false);
+  root_.resize(n);
+  for (size_t s = 0; s < n; ++s) {
+    root_[s] = static_cast<int>(s);
+    slots_[s].shape = meta_[s].shape;
+    slots_[s].dtype = meta_[s].dtype;
+    slots_[s].strides = contiguous_strides(meta_[s].shape);
+  }
+  for (const auto& [name, s] : feeds_) {
+    check_slot(s);
+    is_fed_[s] = true;
+  }
+  for (auto& [s, t] : bound) {
+    check_slot(s);
+    if (t.device() != device_)
+      raise(ErrorKind::Value, "Executor: a bound tensor of slot " + std::to_string(s) + " is on " +
+                                  t.device()->name + ", the program runs on " + device_->name);
+    slots_[s] = contiguous(t);  // the lowering computed view layouts over contiguous roots
+    is_bound_[s] = true;
+  }
+  for (Instr& ins : instrs_) {
+    for (int s : ins.in) check_slot(s);
+    for (int s : ins.out) check_slot(s);
+    if (ins.kind == Kind::View) {
+      const int out = ins.out.at(0);
+      is_view_[out] = true;
+      root_[out] = root_[ins.in.at(0)];
+      slots_[out].strides = ins.strides;
+      continue;
+    }
+    ins.op = op_id(ins.kernel);
+    for (int s : ins.out) ins.skip |= numel(meta_[s].shape) == 0;
+  }
+  for (int s : outputs_) check_slot(s);
+  add_contiguous_copies();
+  plan_memory();
+  for (const Instr& ins : instrs_) {
+    std::vector<const Tensor*> in;
+    std::vector<Tensor*> out;
+    for (int s : ins.in) in.push_back(&slots_[s]);
+    for (int s : ins.out) out.push_back(&slots_[s]);
+    in_ptrs_.push_back(std::move(in));
+    out_ptrs_.push_back(std::move(out));
+  }
+}
+
+// A kernel that only takes contiguous inputs gets a view input copied, as run_kernel would do
+// on every call, but into planned memory (no allocation per run).
+void Executor::add_contiguous_copies() {
+  std::vector<Instr> out;
+  out.reserve(instrs_.size());
+  for (Instr& ins : instrs_) {
+    if (ins.kind == Kind::Kernel && ins.op != core_ops().copy && !ins.skip) {
+      const KernelEntry* entry = device_->plugin->kernels.find(ins.op, ins.dtype);
+      for (int& s : ins.in) {
+        if (!entry || entry->accepts_strided() || contiguous_layout(meta_[s].shape, slots_[s].strides))
+          continue;
+        Instr copy;
+        copy.kernel = "copy";
+        copy.op = core_ops().copy;
+        copy.dtype = meta_[s].dtype;
+        copy.in = {s};
+        const int fresh = static_cast<int>(meta_.size());
+        meta_.push_back(meta_[s]);
+        Tensor t;
+        t.shape = meta_[s].shape;
+        t.dtype = meta_[s].dtype;
+        t.strides = contiguous_strides(t.shape);
+        slots_.push_back(t);
+        is_view_.push_back(false);
+        is_fed_.push_back(false);
+        is_bound_.push_back(false);
+        root_.push_back(fresh);
+        copy.out = {fresh};
+        copy.skip = numel(t.shape) == 0;
+        out.push_back(std::move(copy));
+        s = fresh;
+      }
+    }
+    out.push_back(std::move(ins));
+  }
+  instrs_ = std::move(out);
+}
+
+void Executor::plan_memory() {
+  const size_t n = meta_.size(), none = static_cast<size_t>(-1);
+  std::vector<size_t> first(n, none), last(n, 0);
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
+    for (int s : ins.in) last[root_[s]] = std::max(last[root_[s]], i);
+    if (ins.kind == Kind::Kernel)
+      for (int s : ins.out) {
+        if (first[s] != none)
+          raise(ErrorKind::Value, "Executor: value slot " + std::to_string(s) + " is defined twice");
+        first[s] = i;
+        last[s] = std::max(last[s], i);
+      }
+  }
+  // Program outputs live to the end of the run (they are in the arena too: the next run takes a
+  // fresh arena while the caller holds one of them).
+  for (int s : outputs_) last[root_[s]] = instrs_.size();
+  std::vector<Placement> items;
+  for (size_t s = 0; s < n; ++s) {
+    if (first[s] == none || is_view_[s] || is_fed_[s] || is_bound_[s]) continue;
+    const uint64_t nbytes = tensor_nbytes(meta_[s].shape, meta_[s].dtype, "Executor");
+    items.push_back({static_cast<int>(s), aligned(nbytes), first[s], last[s]});
+  }
+  arena_bytes_ = place_greedy(items);
+  if (arena_bytes_ > 0) arena_ = Storage::allocate(device_, arena_bytes_);
+  for (const Placement& p : items) {
+    slots_[p.slot].storage = arena_;
+    slots_[p.slot].offset = static_cast<int64_t>(p.offset / itemsize(meta_[p.slot].dtype));
+    arena_slots_.push_back(p.slot);
+  }
+  arena_uses_ = arena_.use_count();
+}
+
+std::string Executor::where(size_t i) const {
+  const Instr& ins = instrs_[i];
+  return "Executor.run: instruction " + std::to_string(i) + " (" +
+         (ins.kind == Kind::View ? std::string("view") : ins.kernel + " " + dtype_name(ins.dtype)) +
+         "): ";
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
+  if (feeds.size() != feeds_.size())
+    raise(ErrorKind::Value, "Executor.run: expected " + std::to_string(feeds_.size()) +
+                                " feed(s), got " + std::to_string(feeds.size()));
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const auto& [name, s] = feeds_[i];
+    const Tensor& t = feeds[i];
+    if (t.device() != device_ || t.dtype != meta_[s].dtype || t.shape != meta_[s].shape)
+      raise(ErrorKind::Value, "Executor.run: feed '" + name + "' expected shape " +
+                                  shape_str(meta_[s].shape) + " " + dtype_name(meta_[s].dtype) +
+                                  " on " + device_->name + ", got shape " + shape_str(t.shape) +
+                                  " " + dtype_name(t.dtype) + " on " + t.device()->name);
+    slots_[s] = t.is_contiguous() ? t : contiguous(t);
+  }
+  // Outputs of an earlier run that the caller still holds view the arena: it is theirs now.
+  if (arena_ && arena_.use_count() > arena_uses_) {
+    arena_ = Storage::allocate(device_, arena_bytes_);
+    for (int s : arena_slots_) slots_[s].storage = arena_;
+  }
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind == Kind::View) {
+      Tensor& out = slots_[ins.out[0]];
+      out.storage = slots_[ins.in[0]].storage;
+      out.shape = ins.shape;
+      out.offset = slots_[ins.in[0]].offset + ins.offset;  // a root may sit inside the arena
+      continue;
+    }
+    if (ins.skip) continue;
+    try {
+      run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(), static_cast<int>(ins.in.size()),
+                 out_ptrs_[i].data(), static_cast<int>(ins.out.size()), ins.attrs);
+    } catch (const Error& e) {
+      raise(e.kind(), where(i) + e.what());
+    }
+  }
+  std::vector<Tensor> out;
+  out.reserve(outputs_.size());
+  for (int s : outputs_) out.push_back(slots_[s]);
+  // Drop the run's references to the feeds and to views, so that outputs the caller releases
+  // come back to this executor.
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (is_fed_[s] || is_view_[s]) slots_[s].storage.reset();
+  return out;
+}
+
+std::string Executor::describe() const {
+  std::ostringstream os;
+  auto slots = [&os](const std::vector<int>& v) {
+    for (size_t k = 0; k < v.size(); ++k) os << (k ? ", %" : "%") << v[k];
+  };
+  for (const Instr& ins : instrs_) {
+    slots(ins.out);
+    if (ins.kind == Kind::View) {
+      os << " = view(%" << ins.in[0] << ") " << shape_str(ins.shape) << " strides "
+         << shape_str(ins.strides) << " offset " << ins.offset << "\n";
+      continue;
+    }
+    os << " = " << ins.kernel << "<" << dtype_name(ins.dtype) << ">(";
+    slots(ins.in);
+    os << ")" << (ins.skip ? " skipped (empty)" : "") << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace hwport

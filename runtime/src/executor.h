@@ -1,0 +1,76 @@
+// The program executor (DESIGN.md, "PIR, to_static, inference"): runs a kernel-dialect program
+// (pir/passes/lower_to_kernel.py) as a flat instruction list. Built once: every kernel's op id
+// resolved in the kernel registry, its attributes packed, inputs that a kernel without
+// HWP_KERNEL_ACCEPTS_STRIDED cannot take as views given a planned contiguous copy, and every
+// value placed by liveness into one arena (values whose lifetimes do not overlap share bytes;
+// the program's outputs live to the end of the run and are returned as views of it). A run
+// makes no allocator call unless the caller still holds an output of an earlier run: then the
+// run takes a fresh arena, so that output is never overwritten. Views (reshape,
+// transpose, broadcast, slice as eager makes them) are metadata instructions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dispatch.h"
+#include "tensor.h"
+
+namespace hwport {
+
+class Executor {
+ public:
+  enum class Kind { Kernel, View };
+  struct Instr {
+    Kind kind = Kind::Kernel;
+    std::string kernel;  // the registry name launched (diagnostics)
+    int op = -1;         // registry id
+    DType dtype = DType::Float32;
+    std::vector<int> in, out;  // value slots
+    Attrs attrs;
+    bool skip = false;  // an empty output: eager launches nothing either
+    Shape shape, strides;  // View: the view's layout over its input's storage
+    int64_t offset = 0;
+  };
+  struct SlotMeta {
+    Shape shape;
+    DType dtype = DType::Float32;
+  };
+
+  // `feeds`: (name, slot) of the program's data inputs; `bound`: (slot, tensor) for parameters
+  // and constants (made contiguous once); `outputs`: the slots returned by run().
+  Executor(Device* device, std::vector<SlotMeta> slots,
+           std::vector<std::pair<std::string, int>> feeds,
+           std::vector<std::pair<int, Tensor>> bound, std::vector<Instr> instrs,
+           std::vector<int> outputs);
+
+  // Feeds in `feeds` order (checked against the program's shapes and dtypes).
+  std::vector<Tensor> run(const std::vector<Tensor>& feeds);
+
+  const std::vector<std::pair<std::string, int>>& feeds() const { return feeds_; }
+  size_t num_instructions() const { return instrs_.size(); }
+  uint64_t arena_bytes() const { return arena_bytes_; }
+  std::string describe() const;  // the instruction list, one line each
+
+ private:
+  void add_contiguous_copies();
+  void plan_memory();
+  std::string where(size_t i) const;
+
+  Device* device_;
+  std::vector<SlotMeta> meta_;
+  std::vector<Tensor> slots_;
+  std::vector<std::pair<std::string, int>> feeds_;
+  std::vector<int> outputs_;
+  std::vector<Instr> instrs_;
+  std::vector<std::vector<const Tensor*>> in_ptrs_;
+  std::vector<std::vector<Tensor*>> out_ptrs_;
+  std::vector<bool> is_view_, is_fed_, is_bound_;
+  std::vector<int> root_;  // the slot owning a view's storage (itself for others)
+  std::shared_ptr<Storage> arena_;
+  uint64_t arena_bytes_ = 0;
+  std::vector<int> arena_slots_;  // the slots whose memory is in the arena
+  long arena_uses_ = 0;            // the arena's use count when no caller holds an output
+};
+
+}  // namespace hwport

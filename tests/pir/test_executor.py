@@ -1,0 +1,236 @@
+"""lower_to_kernel and the C++ program executor: one-op programs of every op against eager
+dispatch bit for bit (the same kernels on the same place), an MLP, the memory plan (no
+allocator call per steady-state run, peak memory at most eager's), views, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hwport
+from hwport import pir
+from hwport.pir.passes import PassManager
+from hwport.pir.passes.lower_to_kernel import LoweringError
+from hwport.runtime import _core
+
+from .executor_cases import (
+    bits,
+    eager,
+    every_case,
+    mlp_eager,
+    mlp_params,
+    mlp_program,
+    one_op_program,
+    representative_cases,
+)
+
+PLACES = ["custom:cpu", "custom:opencl"]
+CASES = representative_cases()
+
+
+def _run_case(case, place):
+    p, feeds = one_op_program(case)
+    want = eager(case, place)
+    exe = pir.Executor(p, place)
+    exe.program.verify()  # the lowered program is valid IR, and its text round-trips
+    assert str(pir.parse(str(exe.program))) == str(exe.program)
+    got = [o.numpy() for o in exe.run({k: hwport.to_tensor(v, place=place)
+                                       for k, v in feeds.items()})]
+    assert len(got) == len(want), case.id
+    for g, w in zip(got, want, strict=True):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), case.id
+        assert bits(g) == bits(w), f"{case.id}: executor {g} vs eager {w}"
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_one_op_program_equals_eager_bit_for_bit(case, place):
+    _run_case(case, place)
+
+
+def test_representative_cases_cover_every_op():
+    from hwport.phi_ops.schema import load_ops
+
+    assert {c.op for c in CASES} == set(load_ops())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("place", PLACES)
+def test_every_sample_case_equals_eager_bit_for_bit(place):
+    for case in every_case():
+        _run_case(case, place)
+
+
+# ---- the lowered program -----------------------------------------------------------------
+
+@pytest.mark.parametrize("place", PLACES)
+def test_mlp_equals_eager_bit_for_bit(place):
+    p = mlp_program()
+    ps = mlp_params(place, p)
+    x = hwport.to_tensor(np.random.default_rng(1).standard_normal((8, 16)).astype("float32"),
+                         place=place)
+    (got,) = pir.Executor(p, place, parameters=ps).run({"x": x})
+    want = mlp_eager(x, ps).numpy()
+    assert bits(got.numpy()) == bits(want)
+    # and the oracle agrees within float32 rounding (the eager path is not the only judge)
+    xs, pn = x.numpy().astype("float64"), {k: v.numpy().astype("float64") for k, v in ps.items()}
+    from math import erf
+
+    h = xs @ pn["w1"] + pn["b1"]
+    h = h * 0.5 * (1 + np.vectorize(erf)(h / np.sqrt(2)))
+    y = h @ pn["w2"] + pn["b2"]
+    y = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got.numpy(), y * pn["g"] + pn["beta"], rtol=1e-4, atol=1e-4)
+
+
+def test_lowering_binds_kernels_views_and_casts():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [2, 3], "int32")
+        w = b.data("w", [2, 4], "float32")
+        y = b.pd_op.exp(x)  # a float-only op: int32 computes in float32, as eager
+        b.output(b.pd_op.matmul(y, w, transpose_x=True), "out")
+        b.output(b.pd_op.add(w, b.data("b", [4], "float32")), "sum")
+    PassManager("lower_to_kernel{place=custom:cpu}").run(p)
+    text = str(p)
+    lines = [line.strip() for line in text.splitlines()]
+    kernels = [line for line in lines if '"kernel.' in line]
+    assert [k.split('"')[1] for k in kernels] == [
+        "kernel.phi_kernel", "kernel.phi_kernel", "kernel.view", "kernel.phi_kernel",
+        "kernel.view", "kernel.phi_kernel"]
+    assert 'kernel_name:"cast",device_type:"cpu",dtype:(pd_op.DataType)int32' in kernels[0]
+    assert 'kernel_name:"exp"' in kernels[1] and "float32" in kernels[1]
+    # x^T as a view (strides swapped), then the plain matmul kernel without attributes
+    assert "shape:[(Int64)3,(Int64)2],strides:[(Int64)1,(Int64)3]" in kernels[2]
+    assert 'kernel_name:"matmul"' in kernels[3] and "attr." not in kernels[3]
+    assert "strides:[(Int64)0,(Int64)1]" in kernels[4]  # b broadcast to [2, 4], stride 0
+    p.verify()
+    assert str(pir.parse(text)) == text
+
+
+def test_a_composite_without_a_fitting_kernel_lowers_to_its_decomposition():
+    # float16 x with a float32 weight: eager decomposes rms_norm to keep the weight's
+    # precision (dispatch._fused_kernel_fits), so the lowering does too
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [2, 8], "float16")
+        b.output(b.pd_op.rms_norm(x, b.data("w", [8], "float32"), epsilon=1e-6), "out")
+    exe = pir.Executor(p, "custom:cpu")
+    names = [op.attr("kernel_name") for op in exe.program.ops
+             if op.name == "kernel.phi_kernel"]
+    assert names == ["cast", "multiply", "sum", "divide", "add", "sqrt", "divide", "multiply",
+                     "cast"]  # in float32: x cast up, the result cast back to float16
+    rng = np.random.default_rng(3)
+    x = hwport.to_tensor(rng.standard_normal((2, 8)).astype("float16"), place="custom:cpu")
+    w = hwport.to_tensor(rng.standard_normal(8).astype("float32"), place="custom:cpu")
+    (got,) = exe.run({"x": x, "w": w})
+    want = hwport.nn.functional.rms_norm(x, [8], w, 1e-6)
+    assert bits(got.numpy()) == bits(want.numpy())
+
+
+def test_symbolic_shapes_are_refused_naming_the_op():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        b.output(b.pd_op.exp(b.data("x", ["s0", 4], "float32")), "y")
+    with pytest.raises(LoweringError, match=r"builtin.data.*static shapes"):
+        pir.Executor(p, "custom:cpu")
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("place", PLACES)
+def test_no_allocator_call_in_a_steady_state_run(place):
+    p = mlp_program()
+    exe = pir.Executor(p, place, parameters=mlp_params(place, p))
+    x = hwport.to_tensor(np.ones((8, 16), "float32"), place=place)
+    first = exe.run({"x": x})[0].numpy()
+    del first
+    before = _core.memory_stats(place)
+    for _ in range(3):
+        out = exe.run({"x": x})
+        del out
+    after = _core.memory_stats(place)
+    assert after["num_allocs"] == before["num_allocs"]
+
+
+def test_an_output_the_caller_holds_is_never_overwritten():
+    place = "custom:cpu"
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        b.output(b.pd_op.exp(b.data("x", [4], "float32")), "y")
+    exe = pir.Executor(p, place)
+    (a,) = exe.run({"x": hwport.to_tensor(np.zeros(4, "float32"), place=place)})
+    before = _core.memory_stats(place)["num_allocs"]
+    (b2,) = exe.run({"x": hwport.to_tensor(np.ones(4, "float32"), place=place)})
+    assert _core.memory_stats(place)["num_allocs"] == before + 2  # the feed and a new output
+    np.testing.assert_array_equal(a.numpy(), np.ones(4, "float32"))  # exp(0), kept
+    np.testing.assert_allclose(b2.numpy(), np.exp(np.ones(4, "float32")), rtol=1e-6)
+
+
+def test_liveness_lets_a_chain_share_two_buffers():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        v = b.data("x", [64], "float32")
+        for _ in range(10):
+            v = b.pd_op.exp(v)
+        b.output(b.pd_op.neg(v), "y")
+    exe = pir.Executor(p, "custom:cpu")
+    assert exe.arena_bytes == 2 * 256  # 10 intermediates of 256 bytes, two alive at a time
+    x = np.linspace(-1, 0, 64).astype("float32")
+    (got,) = exe.run({"x": hwport.to_tensor(x, place="custom:cpu")})
+    want = hwport.to_tensor(x, place="custom:cpu")
+    for _ in range(10):
+        want = hwport.exp(want)
+    assert bits(got.numpy()) == bits(hwport.neg(want).numpy())
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_mlp_peak_memory_is_at_most_eagers(place):
+    p = mlp_program(batch=64, d_in=64, hidden=256, d_out=64)
+    ps = mlp_params(place, p)
+    x = hwport.to_tensor(np.ones((64, 64), "float32"), place=place)
+    mlp_eager(x, ps)  # warm the caches
+    base = _core.memory_stats(place)["allocated_bytes"]
+    _core.reset_peak_memory_stats(place)
+    out = mlp_eager(x, ps)
+    eager_peak = _core.memory_stats(place)["peak_allocated_bytes"] - base
+    del out
+    base = _core.memory_stats(place)["allocated_bytes"]
+    _core.reset_peak_memory_stats(place)
+    exe = pir.Executor(p, place, parameters=ps)
+    exe.run({"x": x})
+    exe_peak = _core.memory_stats(place)["peak_allocated_bytes"] - base
+    assert 0 < exe_peak <= eager_peak, (exe_peak, eager_peak)
+
+
+# ---- errors --------------------------------------------------------------------------------
+
+def test_run_errors_name_the_feed_and_the_parameter():
+    p = mlp_program()
+    with pytest.raises(KeyError, match="parameter 'w1' is not bound"):
+        pir.Executor(p, "custom:cpu").run({})
+    exe = pir.Executor(p, "custom:cpu", parameters=mlp_params("custom:cpu", p))
+    with pytest.raises(KeyError, match=r"missing feed\(s\) \['x'\]"):
+        exe.run({})
+    with pytest.raises(ValueError, match=r"feed 'x' expected shape \[8, 16\] float32"):
+        exe.run({"x": hwport.to_tensor(np.ones((8, 15), "float32"), place="custom:cpu")})
+
+
+def test_a_program_lowered_for_one_place_is_refused_on_another():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        b.output(b.pd_op.exp(b.data("x", [4], "float32")), "y")
+    PassManager("lower_to_kernel{place=custom:cpu}").run(p)
+    with pytest.raises(ValueError, match=r"lowered for 'cpu' \(exp\).*custom:opencl"):
+        pir.Executor(p, "custom:opencl").run({})
+
+
+def test_a_strided_feed_is_taken_as_its_values():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [3, 4], "float32")
+        b.output(b.pd_op.multiply(x, x), "y")
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+    t = hwport.to_tensor(a, place="custom:cpu").T  # a [3, 4] view with strides (1, 3)
+    (got,) = pir.Executor(p, "custom:cpu").run({"x": t})
+    np.testing.assert_array_equal(got.numpy(), a.T * a.T)
