@@ -24,6 +24,9 @@ struct ElementwisePlan {
   bool cast[3] = {false, false, false};  // input i is cast first (where's condition: to bool)
 };
 
+// numpy broadcasting of two shapes; false where they do not broadcast.
+bool broadcast(const Shape& a, const Shape& b, Shape* out);
+
 // unary: float-only ops compute integer/bool inputs in float32 (phi_ops/dispatch.py
 // _promote_unsupported); the key dtype must have a kernel dtype.
 // attr_dtype: the dtype attribute of an attr:<name> out_dtype (cast), else unused.

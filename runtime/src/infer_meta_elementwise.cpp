@@ -34,9 +34,6 @@ bool infer_unary(const OpSpec& op, const MetaIn& x, DType attr_dtype, Elementwis
   return true;
 }
 
-namespace {
-
-// numpy broadcasting of two shapes; false where they do not broadcast.
 bool broadcast(const Shape& a, const Shape& b, Shape* out) {
   if (a == b) {
     *out = a;
@@ -52,8 +49,6 @@ bool broadcast(const Shape& a, const Shape& b, Shape* out) {
   }
   return true;
 }
-
-}  // namespace
 
 bool infer_binary(const OpSpec& op, const MetaIn& x, const MetaIn& y, ElementwisePlan* plan) {
   if (!broadcast(*x.shape, *y.shape, &plan->shape)) return false;

@@ -18,23 +18,6 @@ bool infer_norm(const OpSpec& op, const MetaIn& x, const MetaIn* const* affine, 
   return true;
 }
 
-namespace {
-
-// numpy broadcasting of two batch shapes.
-bool broadcast_batch(const Shape& a, const Shape& b, Shape* out) {
-  const size_t n = a.size() > b.size() ? a.size() : b.size();
-  out->assign(n, 1);
-  for (size_t k = 0; k < n; ++k) {
-    const int64_t da = k < n - a.size() ? 1 : a[k - (n - a.size())];
-    const int64_t db = k < n - b.size() ? 1 : b[k - (n - b.size())];
-    if (da != db && da != 1 && db != 1) return false;
-    (*out)[k] = da == 1 ? db : da;
-  }
-  return true;
-}
-
-}  // namespace
-
 bool infer_matmul(const OpSpec& op, const MetaIn& x, const MetaIn& y, bool transpose_x,
                   bool transpose_y, MatmulPlan* plan) {
   Shape xs = *x.shape, ys = *y.shape;
@@ -45,8 +28,8 @@ bool infer_matmul(const OpSpec& op, const MetaIn& x, const MetaIn& y, bool trans
   if (x_vec) xs.insert(xs.begin(), 1);
   if (y_vec) ys.push_back(1);
   if (xs.back() != ys[ys.size() - 2]) return false;
-  if (!broadcast_batch(Shape(xs.begin(), xs.end() - 2), Shape(ys.begin(), ys.end() - 2),
-                       &plan->batch))
+  if (!broadcast(Shape(xs.begin(), xs.end() - 2), Shape(ys.begin(), ys.end() - 2),
+                 &plan->batch))
     return false;
   plan->m = xs[xs.size() - 2];
   plan->k = xs.back();
