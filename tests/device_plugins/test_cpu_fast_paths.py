@@ -317,8 +317,8 @@ def test_half_norm_rows_match_float32_rounded(dtype):
                                                                     place=PLACE)
         tw, tw32 = hwport.to_tensor(w, place=PLACE), hwport.to_tensor(w.astype(np.float32),
                                                                       place=PLACE)
-        for name, f in (("layer_norm", lambda a, b: F.layer_norm(a, b, None)),
-                        ("rms_norm", F.rms_norm),
+        for name, f in (("layer_norm", lambda a, b: F.layer_norm(a, [a.shape[-1]], b, None)),
+                        ("rms_norm", lambda a, b: F.rms_norm(a, [a.shape[-1]], b)),
                         ("softmax", lambda a, b: F.softmax(a))):
             got = f(t, tw).numpy()
             _same_bits_or_nan(got, f(t32, tw32).numpy().astype(dt), f"{name} {dtype} [5,{c}]")
