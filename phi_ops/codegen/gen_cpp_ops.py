@@ -132,7 +132,8 @@ def render(raw: dict) -> str:
             variadic, optional = i.endswith("..."), i.endswith("?")
             base = i[:-3] if variadic else i[:-1] if optional else i
             in_rows.append(f"{{{_cstr(base)}, {str(optional).lower()}, {str(variadic).lower()}}}")
-        attr_rows = [f"{{{_cstr(a)}, AttrKind::{ATTR_KINDS[s['type']]}, {_default(s['type'], s)}}}"
+        attr_rows = [f"{{{_cstr(a)}, AttrKind::{ATTR_KINDS[s['type']]}, {_default(s['type'], s)}, "
+                     f"{str(a == 'axis' and s['type'] == 'int').lower()}}}"
                      for a, s in attrs.items()]
         if in_rows:
             lines.append(f"const InputSpec kInputs_{name}[] = {{{', '.join(in_rows)}}};")
@@ -142,6 +143,10 @@ def render(raw: dict) -> str:
         fam = family(e["category"], e["infer_meta"], {a: s["type"] for a, s in attrs.items()},
                      rule, inputs)
         dtypes = _group(groups, e["dtypes"])
+        # phi_ops/dispatch.py _promote_unsupported: integer inputs of float-only unary ops
+        # compute in float32
+        ints_as_float32 = e["category"] == "unary" and all(
+            d.startswith(("float", "bfloat")) for d in dtypes)
         kernel_dtypes = _group(groups, e.get("kernel_dtypes", e["dtypes"]))
         out_rule = OUT_RULES.get(rule, "Attr")
         # attr:<name>: the index of that attribute (-1: another rule)
@@ -150,6 +155,7 @@ def render(raw: dict) -> str:
         rows.append(
             f"    {{{op_id}, {_cstr(name)}, {_cstr(e['category'])}, {_cstr(e['infer_meta'])}, "
             f"Family::{(fam or 'none').capitalize()}, {str(e['kind'] == 'primitive').lower()}, "
+            f"{str(ints_as_float32).lower()}, "
             f"OutRule::{out_rule}, {out_attr}, {_mask(dtypes)}, {_mask(kernel_dtypes)}, "
             f"{len(inputs)}, {f'kInputs_{name}' if inputs else 'nullptr'}, "
             f"{len(attrs)}, {f'kAttrs_{name}' if attrs else 'nullptr'}, "

@@ -92,11 +92,7 @@ bool kernel_attrs(const OpSpec& op, const BoundArgs& args, int64_t ndim, Attrs* 
         int64_t x = def.i;
         if (!v && def.is_none) continue;
         if (v && !plain_int(v, &x)) return false;
-        if (std::strcmp(spec.name, "axis") == 0) {  // infer_meta.normalize_axis
-          const int64_t bound = ndim > 1 ? ndim : 1;
-          if (x < -bound || x >= bound) return false;
-          x = x < 0 ? x + bound : x;
-        }
+        if (spec.is_axis && !normalize_axis(x, ndim, &x)) return false;
         out->emplace_back(spec.name, AttrValue::of_int(x));
         break;
       }

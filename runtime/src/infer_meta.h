@@ -24,6 +24,12 @@ struct ElementwisePlan {
   bool cast[3] = {false, false, false};  // input i is cast first (where's condition: to bool)
 };
 
+// infer_meta.normalize_axis: axis in [-max(ndim, 1), max(ndim, 1)) made non-negative (a 0-d
+// tensor takes -1 and 0); false out of range.
+bool normalize_axis(int64_t axis, int64_t ndim, int64_t* out);
+// infer_meta.normalize_axes: each normalized, then sorted; false out of range or repeated.
+bool normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, std::vector<int64_t>* out);
+
 // numpy broadcasting of two shapes; false where they do not broadcast.
 bool broadcast(const Shape& a, const Shape& b, Shape* out);
 

@@ -1,6 +1,4 @@
 // The unary and binary families (phi_ops/infer_meta.py unary / binary).
-#include <cstring>
-
 #include "infer_meta.h"
 
 namespace hwport::pipeline {
@@ -18,9 +16,7 @@ bool out_dtype(const OpSpec& op, DType common, DType* out) {
 bool infer_unary(const OpSpec& op, const MetaIn& x, DType attr_dtype, ElementwisePlan* plan) {
   DType d = x.dtype;
   plan->cast[0] = false;
-  // phi_ops/dispatch.py _promote_unsupported: category unary only
-  if (!op.has_dtype(d) && op.float_only() && !is_floating(d) &&
-      std::strcmp(op.category, "unary") == 0) {
+  if (!op.has_dtype(d) && op.ints_as_float32 && !is_floating(d)) {
     d = DType::Float32;  // exp(int32) computes in float32, as PyTorch does
     plan->cast[0] = true;
   }

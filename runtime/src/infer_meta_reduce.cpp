@@ -13,12 +13,7 @@ bool infer_reduce(const OpSpec& op, const MetaIn& x, const ReduceAttrs& attrs, R
   if (attrs.axis.empty()) {
     for (int64_t i = 0; i < ndim; ++i) plan->axes.push_back(i);
   } else {
-    for (int64_t a : attrs.axis) {
-      if (a < -ndim || a >= ndim) return false;  // AxisError
-      plan->axes.push_back(a < 0 ? a + ndim : a);
-    }
-    std::sort(plan->axes.begin(), plan->axes.end());
-    if (std::adjacent_find(plan->axes.begin(), plan->axes.end()) != plan->axes.end())
+    if (!normalize_axes(attrs.axis, ndim, &plan->axes))
       return false;  // "names a dimension twice"
   }
   for (int64_t a : plan->axes)

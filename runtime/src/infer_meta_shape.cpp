@@ -11,8 +11,8 @@ bool infer_concat(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis,
   if (xs.empty()) return false;
   const Shape& first = *xs[0].shape;
   const int64_t nd = static_cast<int64_t>(first.size());
-  if (nd == 0 || axis < -nd || axis >= nd) return false;
-  const int64_t a = axis < 0 ? axis + nd : axis;
+  int64_t a;
+  if (nd == 0 || !normalize_axis(axis, nd, &a)) return false;
   *shape = first;
   (*shape)[a] = 0;
   DType common = xs[0].dtype;
@@ -63,11 +63,9 @@ bool infer_transpose(const MetaIn& x, const std::vector<int64_t>* perm,
     for (int64_t k = nd - 1; k >= 0; --k) out->push_back(k);
     return true;
   }
-  const int64_t bound = nd > 1 ? nd : 1;
-  for (int64_t p : *perm) {
-    if (p < -bound || p >= bound) return false;
-    out->push_back(p < 0 ? p + bound : p);
-  }
+  out->resize(perm->size());
+  for (size_t k = 0; k < perm->size(); ++k)
+    if (!normalize_axis((*perm)[k], nd, &(*out)[k])) return false;
   std::vector<int64_t> sorted = *out;
   std::sort(sorted.begin(), sorted.end());
   for (int64_t k = 0; k < static_cast<int64_t>(sorted.size()); ++k)
@@ -79,36 +77,27 @@ bool infer_transpose(const MetaIn& x, const std::vector<int64_t>* perm,
 
 namespace hwport::pipeline {
 
-namespace {
-
-// infer_meta.normalize_axes: each in [-bound, bound), sorted, unique.
-bool norm_axes_unique(const std::vector<int64_t>& axes, int64_t ndim,
-                      std::vector<int64_t>* out) {
+bool normalize_axis(int64_t axis, int64_t ndim, int64_t* out) {
   const int64_t bound = ndim > 1 ? ndim : 1;
-  out->clear();
-  for (int64_t a : axes) {
-    if (a < -bound || a >= bound) return false;
-    out->push_back(a < 0 ? a + bound : a);
-  }
-  std::sort(out->begin(), out->end());
-  return std::adjacent_find(out->begin(), out->end()) == out->end();
-}
-
-bool norm_axis(int64_t a, int64_t ndim, int64_t* out) {
-  const int64_t bound = ndim > 1 ? ndim : 1;
-  if (a < -bound || a >= bound) return false;
-  *out = a < 0 ? a + bound : a;
+  if (axis < -bound || axis >= bound) return false;
+  *out = axis < 0 ? axis + bound : axis;
   return true;
 }
 
-}  // namespace
+bool normalize_axes(const std::vector<int64_t>& axes, int64_t ndim, std::vector<int64_t>* out) {
+  out->resize(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (!normalize_axis(axes[i], ndim, &(*out)[i])) return false;
+  std::sort(out->begin(), out->end());
+  return std::adjacent_find(out->begin(), out->end()) == out->end();
+}
 
 bool infer_squeeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
                    std::vector<int64_t>* norm_axes) {
   const Shape& s = *x.shape;
   const int64_t nd = static_cast<int64_t>(s.size());
   if (!axes.empty()) {
-    if (!norm_axes_unique(axes, nd, norm_axes)) return false;
+    if (!normalize_axes(axes, nd, norm_axes)) return false;
   } else {
     norm_axes->clear();
     for (int64_t i = 0; i < nd; ++i)
@@ -125,7 +114,7 @@ bool infer_squeeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out
 bool infer_unsqueeze(const MetaIn& x, const std::vector<int64_t>& axes, Shape* out,
                      std::vector<int64_t>* norm_axes) {
   const int64_t out_nd = static_cast<int64_t>(x.shape->size() + axes.size());
-  if (out_nd > HWP_MAX_NDIM || !norm_axes_unique(axes, out_nd, norm_axes)) return false;
+  if (out_nd > HWP_MAX_NDIM || !normalize_axes(axes, out_nd, norm_axes)) return false;
   out->clear();
   size_t src = 0;
   for (int64_t i = 0; i < out_nd; ++i) {
@@ -143,7 +132,7 @@ bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out) {
   const Shape& s = *x.shape;
   const int64_t nd = static_cast<int64_t>(s.size());
   int64_t a, b;
-  if (!norm_axis(start, nd, &a) || !norm_axis(stop, nd, &b)) return false;
+  if (!normalize_axis(start, nd, &a) || !normalize_axis(stop, nd, &b)) return false;
   if (nd == 0) {
     *out = {1};
     return true;

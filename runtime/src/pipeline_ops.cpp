@@ -7,12 +7,6 @@ namespace {
 #include "pipeline_ops.inc"
 }  // namespace
 
-bool OpSpec::float_only() const {
-  for (int d = 0; d < kNumDTypes; ++d)
-    if (((dtypes >> d) & 1u) && !is_floating(static_cast<DType>(d))) return false;
-  return true;
-}
-
 int num_ops() { return kNumOpSpecs; }
 
 const OpSpec* op_spec(int id) { return id >= 0 && id < kNumOpSpecs ? &kOpTable[id] : nullptr; }

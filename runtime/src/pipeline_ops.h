@@ -37,6 +37,7 @@ struct AttrSpec {
   const char* name;
   AttrKind kind;
   AttrDefault default_value;
+  bool is_axis;  // an int `axis`: normalized against the input's rank
 };
 
 struct OpSpec {
@@ -46,6 +47,7 @@ struct OpSpec {
   const char* infer_meta;
   Family family;
   bool primitive;
+  bool ints_as_float32;  // phi_ops/dispatch.py _promote_unsupported: category unary, float-only
   OutRule out_rule;
   int out_attr;            // OutRule::Attr: the index of the dtype attribute; else -1
   uint32_t dtypes;         // bit i: DType i
@@ -58,8 +60,6 @@ struct OpSpec {
 
   bool has_dtype(DType d) const { return (dtypes >> static_cast<int>(d)) & 1u; }
   bool has_kernel_dtype(DType d) const { return (kernel_dtypes >> static_cast<int>(d)) & 1u; }
-  // Every dtype of the op is floating (exp, log: integer inputs compute in float32).
-  bool float_only() const;
 };
 
 int num_ops();
