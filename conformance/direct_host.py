@@ -296,11 +296,12 @@ class DirectHost:
                 else:
                     os.environ[k] = v
         self.init_message = self._describe_init()
-        self.dev = self.mem = self.streams = None
+        self.dev = self.mem = self.streams = self.profiler = None
         if self.api is not None:
             self.dev = member(self.api, "HWP_PluginApi", "device")
             self.mem = member(self.api, "HWP_PluginApi", "memory")
             self.streams = member(self.api, "HWP_PluginApi", "stream")
+            self.profiler = member(self.api, "HWP_PluginApi", "profiler")
 
     def _describe_init(self) -> str:
         """Why init failed, with what the plugin said (plugin.h: on error *out may be set only
@@ -381,10 +382,12 @@ class DirectHost:
 
     # ---- optional functions -------------------------------------------------------------
     def optional(self, table: str, name: str):
-        """An optional function of the device/memory/stream table, or None when absent."""
+        """An optional function of the device/memory/stream/profiler table, or None when
+        absent."""
         ptr, ctype = {"device": (self.dev, "HWP_DeviceTable"),
                       "memory": (self.mem, "HWP_MemoryTable"),
-                      "stream": (self.streams, "HWP_StreamTable")}[table]
+                      "stream": (self.streams, "HWP_StreamTable"),
+                      "profiler": (self.profiler, "HWP_ProfilerTable")}[table]
         return None if ptr is None else member(ptr, ctype, name)
 
     def require(self, table: str, name: str):
@@ -590,10 +593,11 @@ class DirectHost:
     # ---- kernels ----------------------------------------------------------------------
     def call_kernel(self, op: str, dtype: int, inputs: list[View], outputs: list[View],
                     attrs: dict | None = None, stream=NULL, device: int = 0,
-                    scramble: bool = True) -> int:
+                    scramble: bool = True, correlation_id: int = 0) -> int:
         reg = self.registrations[(op, dtype)]
         ctx = ffi.new("HWP_KernelContext *")
         ctx.struct_size = ffi.sizeof("HWP_KernelContext")
+        ctx.correlation_id = correlation_id
         ctx.device = device
         ctx.stream = stream
         ctx.num_inputs = len(inputs)

@@ -46,7 +46,8 @@ TIERS: tuple[Tier, ...] = (
     Tier("runtime", "the device runtime (loading, devices, memory, streams and events) behaves "
          "as the C ABI documents",
          {"abi": PASS_OR_OPTIONAL, "device": PASS_OR_OPTIONAL, "memory": PASS_OR_OPTIONAL,
-          "stream": PASS_OR_OPTIONAL, "transfers": PASS_OR_OPTIONAL}),
+          "stream": PASS_OR_OPTIONAL, "transfers": PASS_OR_OPTIONAL,
+          "profiler": PASS_OR_OPTIONAL}),
     Tier("kernels-native", "every op of ops.yaml, in every dtype the plugin claims, runs on the "
          "device (its own kernels, or a decomposition into them) with correct results, never on "
          "the CPU fallback",

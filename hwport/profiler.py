@@ -9,9 +9,11 @@ The profiler is the outermost layer of the op-call pipeline (runtime/src/layers.
 call on a thread where a Profiler is running is one event with its name, input shapes and
 dtypes, place, host time and the path kernel selection took (native kernel, decomposition,
 counted CPU fallback). The ops a decomposition runs are events nested under it, so their time
-is also part of their parent's. Host time only: the plugin ABI gives no device timestamps yet
-(its profiler table is empty, events have no elapsed time); with synchronize=True each op waits
-for its device work, so its host time covers it. docs/profiler.md has the details.
+is also part of their parent's. Device time comes from plugins with a profiler table (ABI 1.2):
+each kernel launch carries its op call's correlation id and the plugin reports the device work
+it timed for it as spans (`Event.device_spans`, a Device column in the summary, device tracks in
+the trace); elsewhere with synchronize=True each op waits for its device work, so its host time
+covers it. docs/profiler.md has the details.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -40,12 +43,31 @@ class ProfilerTarget(Enum):
 
 
 class SortedKeys(Enum):
-    """How summary() sorts its rows (Paddle's CPU keys; host time is the only time there is)."""
+    """How summary() sorts its rows (Paddle's keys): host time (CPU*) or device time (GPU*:
+    the device work of the calls, their nested calls' included, on any device)."""
 
     CPUTotal = 0
     CPUAvg = 1
     CPUMax = 2
     CPUMin = 3
+    GPUTotal = 4
+    GPUAvg = 5
+    GPUMax = 6
+    GPUMin = 7
+
+
+@dataclass(slots=True, frozen=True)
+class DeviceSpan:
+    """A piece of device work a plugin timed for an op call's launch (perf_counter_ns clock)."""
+
+    name: str
+    place: str
+    start_ns: int
+    end_ns: int
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
 
 
 @dataclass(slots=True, eq=False)
@@ -66,6 +88,13 @@ class Event:
     dtypes: list[Any] | None = None  # None: not recorded (record_shapes=False, user ranges)
     path: str = ""
     error: str = ""
+    correlation_id: int = 0  # what the call's kernel launches carried to the plugin
+    device_spans: list[DeviceSpan] | None = None  # the device work of its own launches
+
+    @property
+    def device_ns(self) -> int:
+        """Device time of the call's own launches (its nested calls' not included)."""
+        return sum(d.duration_ns for d in self.device_spans) if self.device_spans else 0
 
     @property
     def duration_ns(self) -> int:
@@ -114,6 +143,7 @@ class _ProfilerLayer:
         for p in state.profilers:
             p._events.append(ev)
         stack.append(ev)
+        ev.correlation_id = call.correlation_id
         ev.start_ns = time.perf_counter_ns()
         try:
             out = next(call)
@@ -226,6 +256,8 @@ class Profiler(_Scope):
         self._stop_ns = 0
         self._step = 0
         self._step_event: Event | None = None
+        self._device_session = False
+        self._timed_places: list[str] = []
 
     # ---- recording ------------------------------------------------------------------------
 
@@ -238,6 +270,7 @@ class Profiler(_Scope):
         state.profilers.append(self)
         state.synchronize += self._synchronize
         self._thread = threading.get_ident()
+        self._start_device_timing()
         self._start_ns = time.perf_counter_ns()
         self._open_step()
 
@@ -253,8 +286,41 @@ class Profiler(_Scope):
         self._thread = None
         self._stop_ns = time.perf_counter_ns()
         _core.layer_leave(_LAYER_NAME)
+        self._stop_device_timing()
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
+
+    # A plugin's profiler failing costs the device time, never the profile.
+    def _start_device_timing(self) -> None:
+        try:
+            self._timed_places = list(_core.device_profiler_start())
+            self._device_session = True
+        except Exception as exc:  # noqa: BLE001 - reported, then profiling goes on
+            warnings.warn(f"Profiler.start: no device time: {exc}", RuntimeWarning,
+                          stacklevel=3)
+
+    def _stop_device_timing(self) -> None:
+        if not self._device_session:
+            return
+        self._device_session = False
+        try:
+            spans = _core.device_profiler_stop()
+        except Exception as exc:  # noqa: BLE001
+            warnings.warn(f"Profiler.stop: device time lost: {exc}", RuntimeWarning,
+                          stacklevel=3)
+            return
+        by_id = {ev.correlation_id: ev for ev in self._events if ev.correlation_id}
+        for corr, place, name, begin, end in spans:
+            ev = by_id.get(corr)
+            if ev is not None:
+                if ev.device_spans is None:
+                    ev.device_spans = []
+                ev.device_spans.append(DeviceSpan(name, place, begin, end))
+
+    @property
+    def timed_places(self) -> list[str]:
+        """The places whose plugins timed device work during the last start..stop."""
+        return list(self._timed_places)
 
     def _on_enter(self) -> None:
         self.start()
@@ -291,6 +357,7 @@ class Profiler(_Scope):
     def _rows(self, sorted_by: SortedKeys) -> list[dict[str, Any]]:
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         child_ns: dict[int, int] = {}
+        device_ns = self._inclusive_device_ns()
         for ev in self._events:
             if ev.parent is not None:
                 child_ns[id(ev.parent)] = child_ns.get(id(ev.parent), 0) + ev.duration_ns
@@ -299,7 +366,12 @@ class Profiler(_Scope):
                 continue
             r = rows.setdefault((ev.kind, ev.name), {
                 "name": ev.name, "kind": ev.kind, "calls": 0, "total": 0, "self": 0,
-                "max": 0, "min": None, "paths": {}})
+                "max": 0, "min": None, "paths": {}, "device": 0, "device_max": 0,
+                "device_min": None})
+            dev = device_ns.get(id(ev), 0)
+            r["device"] += dev
+            r["device_max"] = max(r["device_max"], dev)
+            r["device_min"] = dev if r["device_min"] is None else min(r["device_min"], dev)
             d = ev.duration_ns
             r["calls"] += 1
             r["total"] += d
@@ -311,8 +383,29 @@ class Profiler(_Scope):
         key = {SortedKeys.CPUTotal: lambda r: r["total"],
                SortedKeys.CPUAvg: lambda r: r["total"] / r["calls"],
                SortedKeys.CPUMax: lambda r: r["max"],
-               SortedKeys.CPUMin: lambda r: r["min"]}[sorted_by]
+               SortedKeys.CPUMin: lambda r: r["min"],
+               SortedKeys.GPUTotal: lambda r: r["device"],
+               SortedKeys.GPUAvg: lambda r: r["device"] / r["calls"],
+               SortedKeys.GPUMax: lambda r: r["device_max"],
+               SortedKeys.GPUMin: lambda r: r["device_min"]}[sorted_by]
         return sorted(rows.values(), key=lambda r: (-key(r), r["name"]))
+
+    def _inclusive_device_ns(self) -> dict[int, int]:
+        """id(event) -> device time of its launches and its nested calls' (children start
+        after their parent, so one backward pass adds each total into its parent's)."""
+        total: dict[int, int] = {}
+        for ev in reversed(self._events):
+            t = total.get(id(ev), 0) + ev.device_ns
+            if t:
+                total[id(ev)] = t
+                if ev.parent is not None:
+                    total[id(ev.parent)] = total.get(id(ev.parent), 0) + t
+        return total
+
+    @property
+    def has_device_time(self) -> bool:
+        """True when some plugin reported device work for the recorded calls."""
+        return any(ev.device_spans for ev in self._events)
 
     def summary(self, sorted_by: SortedKeys = SortedKeys.CPUTotal, op_detail: bool = True,
                 thread_sep: bool = False, time_unit: str = "ms") -> str:
@@ -327,26 +420,31 @@ class Profiler(_Scope):
             raise ValueError(f"Profiler.summary: time_unit expected one of 's', 'ms', 'us', "
                              f"'ns', got {time_unit!r}")
         rows = self._rows(sorted_by)
+        device = self.has_device_time
         head = ["Name", "Calls", f"Total({time_unit})", f"Avg({time_unit})",
-                f"Max({time_unit})", f"Min({time_unit})", f"Self({time_unit})", "Path"]
+                f"Max({time_unit})", f"Min({time_unit})", f"Self({time_unit})"]
+        head += [f"Device({time_unit})", f"DeviceAvg({time_unit})"] if device else []
+        head.append("Path")
         body = []
         for r in rows:
             paths = ", ".join(p if len(r["paths"]) == 1 else f"{p} {n}"
                               for p, n in sorted(r["paths"].items()))
-            body.append([r["name"], str(r["calls"])]
-                        + [f"{v / scale:.4f}" for v in (r["total"], r["total"] / r["calls"],
-                                                         r["max"], r["min"], r["self"])]
+            values = [r["total"], r["total"] / r["calls"], r["max"], r["min"], r["self"]]
+            values += [r["device"], r["device"] / r["calls"]] if device else []
+            body.append([r["name"], str(r["calls"])] + [f"{v / scale:.4f}" for v in values]
                         + [paths])
         widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
         line = "-" * (sum(widths) + 2 * (len(widths) - 1))
+        left = (0, len(head) - 1)
 
         def fmt(row: list[str]) -> str:
-            return "  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w)
+            return "  ".join(c.ljust(w) if i in left else c.rjust(w)
                              for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
 
         wall = (self._stop_ns or time.perf_counter_ns()) - self._start_ns
+        timed = f"; device time on {', '.join(self._timed_places)}" if device else ""
         title = (f"hwport profiler: {sum(r['calls'] for r in rows if r['kind'] == 'op')} op "
-                 f"calls in {wall / scale:.4f} {time_unit} (host time)")
+                 f"calls in {wall / scale:.4f} {time_unit} (host time{timed})")
         text = "\n".join([title, line, fmt(head), line, *map(fmt, body), line])
         print(text)
         return text
@@ -374,6 +472,19 @@ class Profiler(_Scope):
             out.append({"name": ev.name, "cat": ev.kind, "ph": "X", "ts": ts,
                         "dur": (ev.start_ns + ev.duration_ns - base) / 1e3 - ts, "pid": pid,
                         "tid": ev.tid, "args": args})
+        # Device work on one track per place (Perfetto shows it under the host threads), each
+        # span naming the op call whose launch it was.
+        places = sorted({d.place for ev in self._events for d in ev.device_spans or ()})
+        track = {p: -(i + 1) for i, p in enumerate(places)}
+        out += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": track[p],
+                 "args": {"name": f"{p} device"}} for p in places]
+        for ev in self._events:
+            for d in ev.device_spans or ():
+                ts = (d.start_ns - base) / 1e3
+                out.append({"name": d.name, "cat": "device", "ph": "X", "ts": ts,
+                            "dur": (d.end_ns - base) / 1e3 - ts, "pid": pid,
+                            "tid": track[d.place],
+                            "args": {"op": ev.name, "correlation_id": ev.correlation_id}})
         return {"traceEvents": out, "displayTimeUnit": "ms"}
 
     def export(self, path: str, format: str = "json") -> None:
@@ -396,5 +507,5 @@ def export_chrome_tracing(dir_name: str,
     return handle
 
 
-__all__ = ["Event", "Profiler", "ProfilerTarget", "RecordEvent", "SortedKeys",
+__all__ = ["DeviceSpan", "Event", "Profiler", "ProfilerTarget", "RecordEvent", "SortedKeys",
            "export_chrome_tracing"]

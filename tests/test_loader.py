@@ -28,6 +28,10 @@ import pytest
 from tests.conftest import ABI_INCLUDE_DIR, INSTALL_ROOT, REPO_ROOT
 from tests.conftest import zoo_plugin_path as plugin_path
 
+# The headers' minor version (what the zoo's plugins declare; older/newer_minor relative to it).
+MINOR = int(re.search(r"#define HWP_ABI_VERSION_MINOR (\d+)",
+                      (ABI_INCLUDE_DIR / "hwport" / "types.h").read_text()).group(1))
+
 GOOD_VARIANTS = ["good", "newer_minor", "older_minor"]
 
 # variant -> substrings the reason in plugin_errors() must contain
@@ -353,7 +357,7 @@ def test_good_plugin_metadata_and_kernel(tmp_path):
     """, tmp_path, plugin_path_entries=[good])
     entry = plugin_entry(res["info"], "test_good")
     assert same_path(entry["path"], good)
-    assert entry["abi_version"] == "1.1"
+    assert entry["abi_version"] == f"1.{MINOR}"
     assert entry["plugin_version"] == "1.0.0"
     assert entry["device_count"] == 2
     assert entry["num_kernels"] == 1
@@ -431,7 +435,7 @@ def test_newer_minor_plugin_loads_and_works(tmp_path):
     info = res["info"]
     assert not errors_for(info, path), info["errors"]
     entry = plugin_entry(info, "test_newer_minor")
-    assert entry["abi_version"] == "1.2"
+    assert entry["abi_version"] == f"1.{MINOR + 1}"
     # The plugin looked for a next-minor host field only as far as host->struct_size allowed.
     assert "host extension: absent" in entry["plugin_version"], entry
     assert entry["device_count"] == 2 and entry["num_kernels"] == 1
@@ -563,18 +567,18 @@ ZOO_CHECK_SRC = REPO_ROOT / "tests" / "plugins" / "zoo_host_check.c"
 
 # variant -> facts zoo_host_check must print (key=value lines)
 ZOO_FACTS = {
-    "good": {"entry": "present", "init_status": "0", "abi": "1.1", "device_type": "test_good",
+    "good": {"entry": "present", "init_status": "0", "abi": f"1.{MINOR}", "device_type": "test_good",
              "plugin_version": "1.0.0", "num_kernels": "1", "stream": "no",
              "device_count": "2", "api_struct_size": "96", "exercise": "ok"},
     "missing_entry": {"entry": "missing"},
-    "wrong_major": {"init_status": "0", "abi": "2.1", "device_type": "test_wrong_major"},
-    "newer_minor": {"init_status": "0", "abi": "1.2", "api_struct_size": "104",
+    "wrong_major": {"init_status": "0", "abi": f"2.{MINOR}", "device_type": "test_wrong_major"},
+    "newer_minor": {"init_status": "0", "abi": f"1.{MINOR + 1}", "api_struct_size": "104",
                     "memory_table_size": "144", "device_type": "test_newer_minor",
                     "plugin_version": "next minor (host extension: absent)", "exercise": "ok"},
     "older_minor": {"init_status": "0", "abi": "1.0", "api_struct_size": "56",
                     "device_table_size": "24", "memory_table_size": "48", "stream": "no",
                     "device_type": "test_older_minor", "exercise": "ok"},
-    "short_struct": {"init_status": "0", "api_struct_size": "16", "abi": "1.1"},
+    "short_struct": {"init_status": "0", "api_struct_size": "16", "abi": f"1.{MINOR}"},
     "short_table": {"init_status": "0", "memory_table_size": "40",
                     "device_type": "test_short_table"},
     "missing_required": {"init_status": "0", "copy_d2d": "null",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-SUITE_NAMES = ("abi", "device", "memory", "stream", "transfers", "kernels", "thresholds",
-               "guards", "coverage")
+SUITE_NAMES = ("abi", "device", "memory", "stream", "transfers", "profiler", "kernels",
+               "thresholds", "guards", "coverage")
 
 
 def load_suite(name: str) -> ModuleType:

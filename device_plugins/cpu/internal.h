@@ -132,6 +132,10 @@ enum cpu_task_kind {
 typedef struct cpu_task {
   struct cpu_task *next;
   int32_t kind;
+  /* Set by the stream when the task is queued: the launch's correlation id (0: not profiled)
+   * and what it reports as the span's name (profiler.c). */
+  uint64_t correlation_id;
+  const char *name;
   union {
     cpu_elementwise ew;
     struct {
@@ -161,6 +165,11 @@ HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
                            HWP_Status (*run)(void *payload), void (*release)(void *payload),
                            void *payload, uint64_t work);
 
+/* cpu_submit for the work of a kernel launch: also carries ctx's correlation id, so that a
+ * profiled launch's work is timed (profiler.c). */
+HWP_Status cpu_submit_launch(const HWP_KernelContext *ctx, const cpu_task *task, uint64_t work,
+                             const char *op);
+
 /* Submits `task` (a prototype the caller owns; copied if it has to wait) to `stream` of
  * `device`. `work` is the task's size in elements, for the inline decision. A NULL stream runs
  * the task synchronously after the device's streams have drained. `fn` names the caller in
@@ -172,5 +181,19 @@ HWP_Status cpu_submit(int32_t device, HWP_Stream stream, const cpu_task *task, u
 HWP_Status cpu_synchronize_device(int32_t device);
 
 extern const HWP_StreamTable cpu_stream_table;
+
+/* ---- profiler.c: device time (ABI 1.2) ---------------------------------------------------- */
+
+extern const HWP_ProfilerTable cpu_profiler_table;
+
+/* ctx's correlation id, 0 when the host predates it (ABI < 1.2) or does not profile. */
+static inline uint64_t cpu_correlation_id(const HWP_KernelContext *ctx) {
+  return HWP_HAS_FIELD(ctx, HWP_KernelContext, correlation_id) ? ctx->correlation_id : 0;
+}
+
+/* Runs `run(task)` and, when `correlation_id` is nonzero and `device` is being profiled,
+ * reports the time it took as one span named `name`. */
+HWP_Status cpu_run_timed(HWP_Status (*run)(const cpu_task *), const cpu_task *task,
+                         int32_t device, uint64_t correlation_id, const char *name);
 
 #endif /* HWPORT_CPU_INTERNAL_H */

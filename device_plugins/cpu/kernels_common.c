@@ -187,7 +187,7 @@ HWP_Status cpu_prepare_task(const HWP_KernelContext *ctx, const char *op, cpu_ta
 HWP_Status cpu_launch(const HWP_KernelContext *ctx, const char *op, cpu_task *task,
                       uint64_t nelems) {
   if (nelems == 0) return HWP_OK;
-  return cpu_submit(ctx->device, ctx->stream, task, nelems, op);
+  return cpu_submit_launch(ctx, task, nelems, op);
 }
 
 /* ---- registration ----------------------------------------------------------------------- */

@@ -20,7 +20,7 @@ static const HWP_PluginApi g_api = {
     .stream = &cpu_stream_table,
     .ccl = NULL,
     .codegen = NULL,
-    .profiler = NULL,
+    .profiler = &cpu_profiler_table,
     .shutdown = cpu_shutdown,
 };
 

@@ -107,9 +107,12 @@ static cpu_task *task_alloc_locked(cpu_stream *s) {
   if (t != NULL) {
     s->free_tasks = t->next;
     --s->num_free_tasks;
+    t->correlation_id = 0;
     return t;
   }
-  return malloc(sizeof(cpu_task));
+  t = malloc(sizeof(cpu_task));
+  if (t != NULL) t->correlation_id = 0;
+  return t;
 }
 
 static void task_recycle_locked(cpu_stream *s, cpu_task *t) {
@@ -149,7 +152,7 @@ static void *worker_main(void *arg) {
     s->busy = 1;
     pthread_mutex_unlock(&s->mu);
 
-    HWP_Status st = task_run(t);
+    HWP_Status st = cpu_run_timed(task_run, t, s->device, t->correlation_id, t->name);
 
     pthread_mutex_lock(&s->mu);
     s->busy = 0;
@@ -231,13 +234,13 @@ static HWP_Status get_event(int32_t device, HWP_Event ev, const char *fn, int an
 
 /* *taken is set once the task has run or been queued (it then owns what it carries). */
 static HWP_Status submit(int32_t device, HWP_Stream handle, const cpu_task *task, uint64_t work,
-                         const char *fn, int *taken) {
+                         const char *fn, uint64_t correlation_id, int *taken) {
   *taken = 0;
   if (handle == NULL) { /* the synchronous default stream */
     HWP_Status st = cpu_synchronize_device(device);
     if (st != HWP_OK) return st;
     *taken = 1;
-    return task_run(task);
+    return cpu_run_timed(task_run, task, device, correlation_id, fn);
   }
   cpu_stream *s = NULL;
   HWP_Status st = get_stream(device, handle, fn, &s);
@@ -245,7 +248,8 @@ static HWP_Status submit(int32_t device, HWP_Stream handle, const cpu_task *task
   pthread_mutex_lock(&s->mu);
   if (idle_locked(s) && work <= g_cpu.inline_elements) {
     *taken = 1;
-    st = task_run(task); /* small work on an idle stream: run it here, in order */
+    /* small work on an idle stream: run it here, in order */
+    st = cpu_run_timed(task_run, task, device, correlation_id, fn);
     pthread_mutex_unlock(&s->mu);
     return st;
   }
@@ -255,6 +259,8 @@ static HWP_Status submit(int32_t device, HWP_Stream handle, const cpu_task *task
     return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no host memory for a stream task", fn);
   }
   memcpy(t, task, sizeof *t);
+  t->correlation_id = correlation_id;
+  t->name = fn;
   enqueue_locked(s, t);
   *taken = 1;
   pthread_mutex_unlock(&s->mu);
@@ -264,7 +270,13 @@ static HWP_Status submit(int32_t device, HWP_Stream handle, const cpu_task *task
 HWP_Status cpu_submit(int32_t device, HWP_Stream handle, const cpu_task *task, uint64_t work,
                       const char *fn) {
   int taken;
-  return submit(device, handle, task, work, fn, &taken);
+  return submit(device, handle, task, work, fn, 0, &taken);
+}
+
+HWP_Status cpu_submit_launch(const HWP_KernelContext *ctx, const cpu_task *task, uint64_t work,
+                             const char *op) {
+  int taken;
+  return submit(ctx->device, ctx->stream, task, work, op, cpu_correlation_id(ctx), &taken);
 }
 
 HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
@@ -277,7 +289,8 @@ HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
   task.u.call.release = release;
   task.u.call.payload = payload;
   int taken;
-  HWP_Status st = submit(ctx->device, ctx->stream, &task, work, op, &taken);
+  HWP_Status st = submit(ctx->device, ctx->stream, &task, work, op, cpu_correlation_id(ctx),
+                         &taken);
   if (!taken && release != NULL) release(payload); /* never ran: release it here, once */
   return st;
 }

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "device_profiler.h"
 #include "errors.h"
 #include "layers.h"
 
@@ -65,10 +66,30 @@ void bind_layers(py::module_& m) {
       .def_readwrite("place", &OpCall::place)
       .def_readwrite("dtype", &OpCall::dtype)
       .def_readwrite("path", &OpCall::path)
+      .def_readonly("correlation_id", &OpCall::correlation_id,
+                    "The id the launches of this call carry to plugins that time device work "
+                    "(given as the profiler layer takes the call; 0 before).")
       .def("__repr__", [](const OpCall& c) {
         return "OpCall(" + c.op + ", dtype=" + c.dtype +
                (c.path.empty() ? "" : ", path=" + c.path) + ")";
       });
+
+  // Both release the GIL: they call plugins, and a Python plugin takes it on its own threads.
+  m.def("device_profiler_start", &device_profiler::start_session,
+        py::call_guard<py::gil_scoped_release>(),
+        "Opens a device-timing session; returns the places whose plugins time device work.");
+  m.def("device_profiler_stop", []() {
+        std::vector<device_profiler::Span> spans;
+        {
+          py::gil_scoped_release release;
+          spans = device_profiler::stop_session();
+        }
+        py::list out;
+        for (const auto& s : spans)
+          out.append(py::make_tuple(s.correlation_id, s.device, s.name, s.begin_ns, s.end_ns));
+        return out;
+      }, "Closes a session; returns (correlation_id, place, name, begin_ns, end_ns) per span "
+         "reported since timing began (CLOCK_MONOTONIC, time.perf_counter_ns's clock).");
 
   py::class_<Next>(m, "LayerNext", "The rest of the pipeline after a layer: call it with the "
                                    "OpCall to continue the call.")

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <new>
 
+#include "device_profiler.h"
 #include "errors.h"
 #include "ops.h"
 
@@ -212,6 +213,7 @@ void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs
   ctx.host_context = &call;
   ctx.get_attr = host_get_attr;
   ctx.allocate_workspace = host_allocate_workspace;
+  ctx.correlation_id = device_profiler::current_correlation_id;
   HWP_Status status = entry->fn(&ctx);
   // A kernel may refuse a call it cannot handle (a shape or attribute value) with
   // HWP_ERROR_NOT_SUPPORTED: the call then runs on the counted CPU fallback, as if there were

@@ -1,5 +1,6 @@
 #include "layers.h"
 
+#include "device_profiler.h"
 #include "errors.h"
 
 namespace hwport::layers {
@@ -69,7 +70,14 @@ py::object Next::operator()(const std::shared_ptr<OpCall>& call) const {
     if (!(active_mask & kOrder[i])) continue;
     // A copy: the layer stays alive through its call even if it unregisters itself.
     std::shared_ptr<Layer> layer = registry()[i];
-    if (layer) return layer->on_call(call, Next(i + 1, inner_));
+    if (!layer) continue;
+    if (kOrder[i] == kProfiler) {
+      // The call's device work, its nested calls' excepted, is correlated with it.
+      call->correlation_id = device_profiler::next_correlation_id();
+      device_profiler::CorrelationScope scope(call->correlation_id);
+      return layer->on_call(call, Next(i + 1, inner_));
+    }
+    return layer->on_call(call, Next(i + 1, inner_));
   }
   return inner_(call);
 }

@@ -58,6 +58,9 @@ struct OpCall {
   py::object place;
   std::string dtype;
   std::string path;
+  // Given by the pipeline as the profiler layer takes the call (0 before): the launches the
+  // call makes carry it to plugins that time device work (device_profiler.h).
+  uint64_t correlation_id = 0;
 };
 
 class Next;

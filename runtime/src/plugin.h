@@ -27,6 +27,8 @@ struct Plugin {
   bool has_ccl = false;
   bool has_codegen = false;
   bool has_profiler = false;
+  HWP_ProfilerTable profiler{};
+  bool has_device_timing = false;  // profiler.start and profiler.stop (ABI 1.2)
   const char* (*get_last_error_fn)(void) = nullptr;
   void (*shutdown)(void) = nullptr;
   int32_t device_count = 0;

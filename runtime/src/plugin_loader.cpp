@@ -362,11 +362,17 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   HWP_DeviceTable device{};
   HWP_MemoryTable memory{};
   HWP_StreamTable stream{};
+  HWP_ProfilerTable profiler{};
   const bool has_stream_table = HWP_HAS_FIELD(api, HWP_PluginApi, stream) && api->stream;
+  const bool has_profiler_table = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) && api->profiler;
   if (!read_struct(api->device, "HWP_PluginApi.device (the HWP_DeviceTable)", &device, reason) ||
       !read_struct(api->memory, "HWP_PluginApi.memory (the HWP_MemoryTable)", &memory, reason) ||
       (has_stream_table &&
-       !read_struct(api->stream, "HWP_PluginApi.stream (the HWP_StreamTable)", &stream, reason)))
+       !read_struct(api->stream, "HWP_PluginApi.stream (the HWP_StreamTable)", &stream,
+                    reason)) ||
+      (has_profiler_table && !read_struct(api->profiler,
+                                          "HWP_PluginApi.profiler (the HWP_ProfilerTable)",
+                                          &profiler, reason)))
     return nullptr;
   const size_t device_required = END_OF(HWP_DeviceTable, synchronize_device);
   if (device.struct_size < device_required) {
@@ -410,7 +416,13 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   if (HWP_HAS_FIELD(api, HWP_PluginApi, shutdown)) plugin->shutdown = api->shutdown;
   plugin->has_ccl = HWP_HAS_FIELD(api, HWP_PluginApi, ccl) && api->ccl;
   plugin->has_codegen = HWP_HAS_FIELD(api, HWP_PluginApi, codegen) && api->codegen;
-  plugin->has_profiler = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) && api->profiler;
+  plugin->has_profiler = has_profiler_table;
+  if (has_profiler_table) {
+    profiler.struct_size = sizeof(profiler);
+    plugin->profiler = profiler;
+    // Device timing needs both halves (a 1.0/1.1 table holds only struct_size).
+    plugin->has_device_timing = profiler.start && profiler.stop;
+  }
   if (has_stream_table) {
     stream.struct_size = sizeof(stream);
     plugin->stream = stream;

@@ -29,7 +29,7 @@ constexpr bool hwp_golden_streq(const char *a, const char *b) {
 
 // ---- versions and macros
 HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MAJOR, 1);
-HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MINOR, 1);
+HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MINOR, 2);
 HWP_GOLDEN_VALUE(HWP_MAX_NDIM, 16);
 static_assert(hwp_golden_streq(HWP_PLUGIN_INIT_SYMBOL, "hwport_plugin_init"),
               "the entry point symbol is part of the ABI");
@@ -40,6 +40,8 @@ static_assert(std::is_same<HWP_DType, int32_t>::value, "typedef HWP_DType change
 static_assert(std::is_same<HWP_KernelFn, HWP_Status (*)(const HWP_KernelContext *)>::value,
     "typedef HWP_KernelFn changed");
 static_assert(std::is_same<HWP_AttrType, int32_t>::value, "typedef HWP_AttrType changed");
+static_assert(std::is_same<HWP_DeviceSpanSink, void (*)(void *, const HWP_DeviceSpan *)>::value,
+    "typedef HWP_DeviceSpanSink changed");
 static_assert(std::is_same<HWP_PluginInitFn, HWP_Status (*)(const HWP_HostApi *,
     const HWP_PluginApi **)>::value, "typedef HWP_PluginInitFn changed");
 static_assert(std::is_same<HWP_LogLevel, int32_t>::value, "typedef HWP_LogLevel changed");
@@ -195,7 +197,7 @@ HWP_GOLDEN_FIELD(HWP_StreamTable, native_stream, 88, HWP_Status (*)(int32_t, HWP
 HWP_GOLDEN_FIELD(HWP_StreamTable, native_stream_wait, 96, HWP_Status (*)(int32_t, uintptr_t,
     HWP_Stream));
 
-HWP_GOLDEN_SIZE(HWP_KernelContext, 80, 8);
+HWP_GOLDEN_SIZE(HWP_KernelContext, 88, 8);
 HWP_GOLDEN_FIELD(HWP_KernelContext, struct_size, 0, size_t);
 HWP_GOLDEN_FIELD(HWP_KernelContext, device, 8, int32_t);
 HWP_GOLDEN_FIELD(HWP_KernelContext, stream, 16, HWP_Stream);
@@ -209,6 +211,7 @@ HWP_GOLDEN_FIELD(HWP_KernelContext, get_attr, 64, HWP_Status (*)(const HWP_Kerne
     const char *, HWP_AttrType, void *, int64_t *));
 HWP_GOLDEN_FIELD(HWP_KernelContext, allocate_workspace, 72,
     HWP_Status (*)(const HWP_KernelContext *, uint64_t, HWP_Buffer *));
+HWP_GOLDEN_FIELD(HWP_KernelContext, correlation_id, 80, uint64_t);
 
 HWP_GOLDEN_SIZE(HWP_KernelRegistration, 40, 8);
 HWP_GOLDEN_FIELD(HWP_KernelRegistration, struct_size, 0, size_t);
@@ -224,8 +227,18 @@ HWP_GOLDEN_FIELD(HWP_CclTable, struct_size, 0, size_t);
 HWP_GOLDEN_SIZE(HWP_CodegenTable, 8, 8);
 HWP_GOLDEN_FIELD(HWP_CodegenTable, struct_size, 0, size_t);
 
-HWP_GOLDEN_SIZE(HWP_ProfilerTable, 8, 8);
+HWP_GOLDEN_SIZE(HWP_DeviceSpan, 48, 8);
+HWP_GOLDEN_FIELD(HWP_DeviceSpan, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_DeviceSpan, correlation_id, 8, uint64_t);
+HWP_GOLDEN_FIELD(HWP_DeviceSpan, device, 16, int32_t);
+HWP_GOLDEN_FIELD(HWP_DeviceSpan, name, 24, const char *);
+HWP_GOLDEN_FIELD(HWP_DeviceSpan, begin_ns, 32, uint64_t);
+HWP_GOLDEN_FIELD(HWP_DeviceSpan, end_ns, 40, uint64_t);
+
+HWP_GOLDEN_SIZE(HWP_ProfilerTable, 24, 8);
 HWP_GOLDEN_FIELD(HWP_ProfilerTable, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_ProfilerTable, start, 8, HWP_Status (*)(int32_t, HWP_DeviceSpanSink, void *));
+HWP_GOLDEN_FIELD(HWP_ProfilerTable, stop, 16, HWP_Status (*)(int32_t));
 
 HWP_GOLDEN_SIZE(HWP_HostApi, 48, 8);
 HWP_GOLDEN_FIELD(HWP_HostApi, struct_size, 0, size_t);

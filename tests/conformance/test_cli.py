@@ -28,7 +28,7 @@ def test_list_shows_plugins_capabilities_and_skipped_ones(tmp_path):
     by_type = {p["device_type"]: p for p in found["plugins"]}
     cpu = by_type["cpu"]
     assert cpu["path"] == str(installed_plugin("device_plugins/cpu/libhwport_cpu.so"))
-    assert cpu["abi_version"] == found["abi_version"] == "1.1"
+    assert cpu["abi_version"] == found["abi_version"] == "1.2"
     assert cpu["device_count"] == 2 and len(cpu["devices"]) == 2  # HWPORT_CPU_DEVICES=2
     # the CPU plugin has a kernel for every primitive in every dtype ops.yaml lists
     assert cpu["dtypes"] == list(dtype_groups()["all"])
@@ -42,7 +42,7 @@ def test_list_shows_plugins_capabilities_and_skipped_ones(tmp_path):
 
     text = hwcheck("list", "--plugin", str(broken), cwd=tmp_path)
     assert text.returncode == 0
-    assert "cpu  abi 1.1" in text.stdout and "optional: device.get_properties" in text.stdout
+    assert "cpu  abi 1.2" in text.stdout and "optional: device.get_properties" in text.stdout
     assert "1 plugin(s) skipped" in text.stdout and "ABI major version 2" in text.stdout
 
 

@@ -143,7 +143,7 @@ def test_other_minor_versions_pass(variant):
                      "abi::stats_struct_size"}
     assert_passes(results, optional)
     assert results["abi::abi_major"].details["abi_version"] == {
-        "newer_minor": "1.2", "older_minor": "1.0"}.get(variant, "1.1")
+        "newer_minor": "1.3", "older_minor": "1.0"}.get(variant, "1.2")
 
 
 def test_plugin_file_of_a_builtin_plugin_comes_from_the_runtime():

@@ -24,7 +24,8 @@ def _r(suite: str, name: str, status: Status = Status.PASS, **details) -> Plugin
 def _port(**overrides: Status) -> list[PluginResult]:
     """A port where everything passes; overrides: {"<suite>__<name>": status}."""
     cases = [("abi", "load"), ("device", "count"), ("memory", "stats"), ("stream", "order"),
-             ("transfers", "h2d/4097-off1"), ("kernels", "add/float32/x"),
+             ("transfers", "h2d/4097-off1"), ("profiler", "spans"),
+             ("kernels", "add/float32/x"),
              ("thresholds", "add/float32/n-4097"), ("guards", "add/float32/x"),
              ("coverage", "add")]
     out = []

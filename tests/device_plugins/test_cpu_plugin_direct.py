@@ -118,12 +118,14 @@ def test_exports_only_the_init_symbol(cpu_plugin_so):
 def test_init_returns_the_api(cpu):
     api = cpu.api
     assert api.struct_size == ffi.sizeof("HWP_PluginApi")
-    assert (api.abi_major, api.abi_minor) == (1, 1)
+    assert (api.abi_major, api.abi_minor) == (1, 2)
     assert ffi.string(api.device_type) == b"cpu"
     assert ffi.string(api.plugin_version) == b"0.1.0"
     assert api.device != NULL and api.memory != NULL and api.stream != NULL
     assert api.get_last_error != NULL and api.shutdown != NULL
-    assert api.ccl == NULL and api.codegen == NULL and api.profiler == NULL
+    assert api.ccl == NULL and api.codegen == NULL
+    assert api.profiler.struct_size == ffi.sizeof("HWP_ProfilerTable")
+    assert api.profiler.start != NULL and api.profiler.stop != NULL
     assert api.device.struct_size == ffi.sizeof("HWP_DeviceTable")
     assert api.memory.struct_size == ffi.sizeof("HWP_MemoryTable")
     assert api.stream.struct_size == ffi.sizeof("HWP_StreamTable")

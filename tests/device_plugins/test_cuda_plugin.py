@@ -79,7 +79,7 @@ def test_import_hwport_loads_the_plugin_in_a_fresh_process():
     assert out["errors"] == [], out["errors"]
     assert len(out["cuda"]) == 1
     entry = out["cuda"][0]
-    assert entry["abi_version"] == "1.1" and entry["has_streams"]
+    assert entry["abi_version"] == "1.2" and entry["has_streams"]
     assert entry["num_kernels"] == len(expected_registrations())
     assert out["sum"] == 3.0  # the host still works next to the plugin
 

@@ -90,7 +90,7 @@ def test_runtime_cli_lists_the_plugin():
     proc = subprocess.run([sys.executable, "-m", "hwport.runtime"], capture_output=True,
                           text=True, timeout=120, cwd=INSTALL_ROOT.parent)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^\s*opencl\s+abi 1\.1", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^\s*opencl\s+abi 1\.2", proc.stdout, re.M), proc.stdout
     assert "custom:opencl:0" in proc.stdout
 
 
@@ -380,7 +380,7 @@ def test_direct_api_shape(ocl):
 
     api = ocl.api
     assert ffi.string(api.device_type) == b"opencl"
-    assert (api.abi_major, api.abi_minor) == (1, 1)
+    assert (api.abi_major, api.abi_minor) == (1, 2)
     assert api.stream != NULL and api.ccl == NULL and api.codegen == NULL
     assert ocl.registrations  # the generated elementwise kernels
     assert ocl.device_count() >= 1

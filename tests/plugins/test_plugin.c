@@ -61,6 +61,14 @@
  *                    (in order, oldest first: valid in itself), so the missing wait shows every
  *                    time rather than only when the streams happen to race.
  *
+ * Profiler-table bugs (ABI 1.2; hwcheck's profiler suite and hwport.profiler must cope):
+ *
+ *   profiler_start_fails  a profiler table whose start always fails with HWP_ERROR_DEVICE
+ *                    ("performance counters are in use"): hwport.profiler records host time
+ *                    only, with a warning.
+ *   profiler_ids     a profiler table that times "add" but reports every launch, profiled or
+ *                    not, with correlation id 1 (it never reads ctx->correlation_id).
+ *
  * Implicit-ordering bugs, each good_streams (real worker threads) with one rule broken, as a
  * port could ship it (the stream and device suites' ordering cases must catch each):
  *
@@ -89,6 +97,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <time.h>
 
 /* ---- variant selection ------------------------------------------------------------------ */
 #define TP_ID_good 1
@@ -119,6 +128,9 @@
 #define TP_ID_exit3_init 26
 #define TP_ID_garbage_device_type 27
 #define TP_ID_garbage_last_error 28
+/* Profiler-table bugs (ids 250-259). */
+#define TP_ID_profiler_start_fails 250
+#define TP_ID_profiler_ids 251
 /* Memory accounting and guard-region bugs (ids 200-249). */
 #define TP_ID_peak_forgets 200
 #define TP_ID_refused_counts 201
@@ -247,6 +259,51 @@ static HWP_Status tp_input_strides(const HWP_TensorView *in, const HWP_TensorVie
   return HWP_OK;
 }
 
+#if TP_IS(profiler_start_fails) || TP_IS(profiler_ids)
+/* One device, launches run synchronously on the calling thread: the sink is called there. */
+static HWP_DeviceSpanSink tp_sink;
+static void *tp_sink_context;
+
+static HWP_Status tp_profiler_start(int32_t device, HWP_DeviceSpanSink sink, void *context) {
+  HWP_Status st = tr_check_device(device, "profiler.start");
+  if (st != HWP_OK) return st;
+  if (sink == NULL) return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "profiler.start: sink is NULL");
+#if TP_IS(profiler_start_fails)
+  (void)context;
+  return tr_fail(HWP_ERROR_DEVICE, "profiler.start: performance counters are in use");
+#else
+  tp_sink = sink;
+  tp_sink_context = context;
+  return HWP_OK;
+#endif
+}
+
+static HWP_Status tp_profiler_stop(int32_t device) {
+  HWP_Status st = tr_check_device(device, "profiler.stop");
+  if (st != HWP_OK) return st;
+  tp_sink = NULL;
+  return HWP_OK;
+}
+
+static const HWP_ProfilerTable tp_profiler_table = {sizeof(HWP_ProfilerTable), tp_profiler_start,
+                                                    tp_profiler_stop};
+#endif
+
+#if TP_IS(profiler_ids)
+static uint64_t tp_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void tp_report(int32_t device, uint64_t begin, uint64_t end) {
+  if (tp_sink == NULL) return;
+  HWP_DeviceSpan span = {sizeof(HWP_DeviceSpan), 1 /* the bug: not ctx->correlation_id */,
+                         device, "add", begin, end};
+  tp_sink(tp_sink_context, &span);
+}
+#endif
+
 static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
   const HWP_TensorView *a, *b, *out;
   int64_t sa[HWP_MAX_NDIM], sb[HWP_MAX_NDIM], so[HWP_MAX_NDIM], idx[HWP_MAX_NDIM];
@@ -292,6 +349,9 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
   pb = (const float *)((const char *)b->buffer + b->byte_offset);
   po = (float *)((char *)out->buffer + out->byte_offset);
   tr_kernel_wait(ctx->device, ctx->stream);
+#if TP_IS(profiler_ids)
+  const uint64_t tp_begin = tp_now_ns();
+#endif
   for (i = 0; i < numel; ++i) {
     int64_t oa = 0, ob = 0, oo = 0;
     for (k = 0; k < out->ndim; ++k) {
@@ -314,6 +374,9 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
       idx[k] = 0;
     }
   }
+#if TP_IS(profiler_ids)
+  tp_report(ctx->device, tp_begin, tp_now_ns());
+#endif
   return HWP_OK;
 }
 
@@ -404,7 +467,15 @@ static const HWP_StreamTable tp_trap_stream_table = {
     trap_event_op,           trap_event_op,      trap_stream_event, NULL, NULL};
 static const HWP_CclTable tp_trap_ccl_table = {sizeof(HWP_CclTable)};
 static const HWP_CodegenTable tp_trap_codegen_table = {sizeof(HWP_CodegenTable)};
-static const HWP_ProfilerTable tp_trap_profiler_table = {sizeof(HWP_ProfilerTable)};
+static HWP_Status trap_profiler_start(int32_t d, HWP_DeviceSpanSink sink, void *context) {
+  (void)d; (void)sink; (void)context; TP_TRAP_BODY("HWP_PluginApi.profiler->start");
+}
+static HWP_Status trap_profiler_stop(int32_t d) {
+  (void)d; TP_TRAP_BODY("HWP_PluginApi.profiler->stop");
+}
+/* A 1.0 profiler table: struct_size only; the 1.2 functions lie beyond it. */
+static const HWP_ProfilerTable tp_trap_profiler_table = {
+    TP_END(HWP_ProfilerTable, struct_size), trap_profiler_start, trap_profiler_stop};
 
 /* Declared sizes: exactly the required prefix of each struct. */
 #define TP_DEVICE_TABLE_SIZE TP_END(HWP_DeviceTable, synchronize_device)
@@ -519,6 +590,9 @@ static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) 
 #ifdef TR_WITH_STREAMS
 #define TP_ASYNC_COPIES tr_copy_h2d_async, tr_copy_d2h_async, tr_copy_d2d_async, tr_memset_async
 #define TP_OPTIONAL_TABLES &tr_stream_table, NULL, NULL, NULL, NULL
+#elif TP_IS(profiler_start_fails) || TP_IS(profiler_ids)
+#define TP_ASYNC_COPIES NULL, NULL, NULL, NULL
+#define TP_OPTIONAL_TABLES NULL, NULL, NULL, &tp_profiler_table, NULL
 #else
 #define TP_ASYNC_COPIES NULL, NULL, NULL, NULL
 #define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL

@@ -52,6 +52,12 @@ struct HWP_KernelContext {
    * the host releases it after that work completes (stream-ordered). Ownership: the host. */
   HWP_Status (*allocate_workspace)(const HWP_KernelContext *ctx, uint64_t nbytes,
                                    HWP_Buffer *out);
+
+  /* Since 1.2 (read it when HWP_HAS_FIELD(ctx, HWP_KernelContext, correlation_id)). Nonzero
+   * while the host profiles the device (HWP_ProfilerTable.start): the op call this launch
+   * belongs to. A plugin that times device work reports each piece of work this launch
+   * enqueues with this id (profiler.h). Zero otherwise. */
+  uint64_t correlation_id;
 };
 
 typedef HWP_Status (*HWP_KernelFn)(const HWP_KernelContext *ctx);

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 #define HWP_ABI_VERSION_MAJOR 1
-#define HWP_ABI_VERSION_MINOR 1
+#define HWP_ABI_VERSION_MINOR 2
 
 #if defined(_WIN32)
 #define HWP_EXPORT __declspec(dllexport)
