@@ -17,6 +17,7 @@ import numpy as np
 
 from .attributes import ArrayAttr
 from .core import Value
+from .dialect import ELEMENTWISE, lookup_op
 from .program import Program
 from .types import TensorType
 
@@ -85,7 +86,7 @@ class Executor:
                                      f"cannot run on {self.place}")
                 instrs.append(("kernel", op.attr("kernel_name"), op.attr("dtype"),
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
-                               kernel_attrs(op)))
+                               kernel_attrs(op), _elementwise(op.attr("kernel_name"))))
             elif name == "kernel.view":
                 instrs.append(("view", slot(op.operand(0)), slot(op.result()),
                                op.attr("shape"), op.attr("strides"), op.attr("offset")))
@@ -119,6 +120,13 @@ class Executor:
         return self._impl.run([feeds[n] for n in self._feed_names])
 
     @property
+    def num_in_place(self) -> int:
+        """How many kernel results the memory plan writes over a dying input."""
+        if self._impl is None:
+            self._build()
+        return self._impl.num_in_place
+
+    @property
     def arena_bytes(self) -> int:
         if self._impl is None:
             self._build()
@@ -129,3 +137,11 @@ class Executor:
         if self._impl is None:
             self._build()
         return self._impl.describe()
+
+
+def _elementwise(kernel_name: str) -> bool:
+    """Whether the kernel's result element i depends on its inputs' element i only (the
+    Elementwise trait pd_op takes from ops.yaml's category): its result may be written over an
+    input of its shape and dtype (the executor's in-place plan)."""
+    info = lookup_op(f"pd_op.{kernel_name}")
+    return info is not None and ELEMENTWISE in info.traits

@@ -29,6 +29,7 @@ Executor::Instr instr_from_py(const py::tuple& t) {
   ins.dtype = dtype_from_py(t[2], ins.kernel.c_str(), "dtype");
   ins.in = t[3].cast<std::vector<int>>();
   ins.out = t[4].cast<std::vector<int>>();
+  ins.elementwise = t.size() > 6 && t[6].cast<bool>();
   for (auto item : t[5].cast<py::dict>()) {
     if (item.second.is_none()) continue;  // as _core.launch: an absent attribute
     const std::string name = py::str(item.first);
@@ -63,6 +64,7 @@ void bind_executor(py::module_& m) {
       .def("run", &Executor::run, py::arg("feeds"), "Feeds in the constructor's order.")
       .def_property_readonly("num_instructions", &Executor::num_instructions)
       .def_property_readonly("arena_bytes", &Executor::arena_bytes)
+      .def_property_readonly("num_in_place", &Executor::num_in_place)
       .def("describe", &Executor::describe);
   // The lowering pass traces decompositions and tells views from fresh tensors by this.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage.get()); },

@@ -3,10 +3,13 @@
 // resolved in the kernel registry, its attributes packed, inputs that a kernel without
 // HWP_KERNEL_ACCEPTS_STRIDED cannot take as views given a planned contiguous copy, and every
 // value placed by liveness into one arena (values whose lifetimes do not overlap share bytes;
-// the program's outputs live to the end of the run and are returned as views of it). A run
-// makes no allocator call unless the caller still holds an output of an earlier run: then the
-// run takes a fresh arena, so that output is never overwritten. Views (reshape,
-// transpose, broadcast, slice as eager makes them) are metadata instructions.
+// an elementwise kernel's result takes the bytes of an input of its size, dtype and layout
+// that dies at it: in place; the program's outputs live to the end of the run and are
+// returned as views of it). Kernel workspaces and the CPU fallback's staging copies are kept
+// across runs. A run makes no allocator call (after the first, which sizes the workspaces)
+// unless the caller still holds an output of an earlier run: then the run takes a fresh
+// arena, so that output is never overwritten. Views (reshape, transpose, broadcast, slice as
+// eager makes them) are metadata instructions.
 #pragma once
 
 #include <memory>
@@ -29,6 +32,8 @@ class Executor {
     std::vector<int> in, out;  // value slots
     Attrs attrs;
     bool skip = false;  // an empty output: eager launches nothing either
+    bool elementwise = false;  // out[i] depends on in[i] only: a result may overwrite an input
+    bool fallback = false;     // no kernel on the device: the counted CPU fallback, staged
     Shape shape, strides;  // View: the view's layout over its input's storage
     int64_t offset = 0;
   };
@@ -50,11 +55,31 @@ class Executor {
   const std::vector<std::pair<std::string, int>>& feeds() const { return feeds_; }
   size_t num_instructions() const { return instrs_.size(); }
   uint64_t arena_bytes() const { return arena_bytes_; }
+  size_t num_in_place() const { return num_in_place_; }  // results written over an input
   std::string describe() const;  // the instruction list, one line each
 
  private:
+  // Workspaces kept across runs: a launch's k-th request gets the k-th buffer, grown when a
+  // request is larger (launches run in order on one stream, so they can share them).
+  class KeptWorkspaces : public WorkspaceSource {
+   public:
+    explicit KeptWorkspaces(Device* device) : device_(device) {}
+    HWP_Buffer workspace(int k, uint64_t nbytes) override;
+
+   private:
+    Device* device_;
+    std::vector<std::shared_ptr<Storage>> held_;
+  };
+  // The CPU copies of a fallback instruction's operands, kept across runs.
+  struct Staging {
+    std::vector<Tensor> in, out;
+    std::vector<const Tensor*> in_ptrs;
+    std::vector<Tensor*> out_ptrs;
+  };
+
   void add_contiguous_copies();
   void plan_memory();
+  void run_fallback(size_t i);
   std::string where(size_t i) const;
 
   Device* device_;
@@ -71,6 +96,13 @@ class Executor {
   uint64_t arena_bytes_ = 0;
   std::vector<int> arena_slots_;  // the slots whose memory is in the arena
   long arena_uses_ = 0;            // the arena's use count when no caller holds an output
+  size_t num_in_place_ = 0;
+  std::vector<int> group_;  // the slot whose planned bytes a slot shares (itself if none)
+  KeptWorkspaces workspaces_;
+  Device* cpu_ = nullptr;  // where fallbacks run
+  std::unique_ptr<KeptWorkspaces> cpu_workspaces_;
+  std::vector<Staging> staging_;  // per instruction (empty unless a fallback)
+  std::vector<uint8_t> host_;     // the host hop of fallback copies
 };
 
 }  // namespace hwport
