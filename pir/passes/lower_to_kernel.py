@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from ..attributes import ArrayAttr, Attribute, DTypeAttr, StrAttr, attr
 from ..core import Block, Operation, Value
+from ..eager_attrs import given_attrs
 from ..types import TensorType, VectorType
 from .manager import Pass, register_pass
 
@@ -446,9 +447,8 @@ def lower_program_block(block: Block, place: Any) -> None:
             scratch.append(Operation.create(name, [get(op.operand(0))], [],
                                             dict(op.attributes)))
         elif name.startswith("pd_op."):
-            given = {k: py_value(a) for k, a in op.attributes.items()}
-            if name == "pd_op.split" and len(given["sections"]) == 1:
-                given["sections"] = given["sections"][0]  # PIR's reading: a count of parts
+            given = given_attrs(name[len("pd_op."):],
+                                {k: py_value(a) for k, a in op.attributes.items()})
             outs = lw.call(name[len("pd_op."):], [get(v) for v in op.operands], given)
             if len(op.results) == 1 and isinstance(op.result().type, VectorType):
                 mapped[op.result()] = outs

@@ -136,6 +136,31 @@ def test_symbolic_shapes_are_refused_naming_the_op():
         pir.Executor(p, "custom:cpu")
 
 
+def test_split_tells_a_count_from_one_part_size_as_eager_does():
+    """split(x, 2) is 2 equal parts, split(x, [4]) one part of size 4 (pd_op's num and
+    sections); both lower and run as eager's calls."""
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [4, 3], "float32")
+        halves = b.pd_op.split(x, sections=2)
+        whole = b.pd_op.split(x, sections=[4])
+        sizes = b.pd_op.split(x, sections=[1, -1])
+        for i, v in enumerate([*halves, *whole, *sizes]):
+            b.output(v, f"out{i}")
+    text = str(p)
+    assert "num:(Int64)2" in text and "sections:[(Int64)4]" in text
+    assert str(pir.parse(text)) == text
+    assert [len(v) for v in (halves, whole, sizes)] == [2, 1, 2]
+    xs = np.arange(12, dtype="float32").reshape(4, 3)
+    t = hwport.to_tensor(xs)
+    got = [o.numpy() for o in pir.Executor(p, "custom:cpu").run({"x": t})]
+    want = [*hwport.split(t, 2), *hwport.split(t, [4]), *hwport.split(t, [1, -1])]
+    assert [g.tolist() for g in got] == [w.numpy().tolist() for w in want]
+    with pytest.raises(pir.InferMetaError, match=r"sections \(part sizes\) or num .*not both"):
+        b = pir.Builder(p)
+        b.pd_op.split(x, sections=[2, 2], num=2)
+
+
 # ---- memory ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("place", PLACES)
