@@ -128,12 +128,67 @@ def test_a_composite_without_a_fitting_kernel_lowers_to_its_decomposition():
     assert bits(got.numpy()) == bits(want.numpy())
 
 
-def test_symbolic_shapes_are_refused_naming_the_op():
+@pytest.mark.parametrize("place", PLACES)
+def test_symbolic_batch_runs_bit_for_bit_per_shape_with_a_cached_plan(place):
+    p = mlp_program(batch="s0")
+    assert "builtin.tensor<s0x16xf32>" in str(p)
+    ps = mlp_params(place, p)
+    exe = pir.Executor(p, place, parameters=ps)
+    rng = np.random.default_rng(3)
+    xs = {n: hwport.to_tensor(rng.standard_normal((n, 16)).astype("float32"), place=place)
+          for n in (1, 3, 8)}
+    arenas = []
+    for n, x in xs.items():
+        (got,) = exe.run({"x": x})
+        assert tuple(got.shape) == (n, 8)
+        assert bits(got.numpy()) == bits(mlp_eager(x, ps).numpy()), n
+        arenas.append(exe.arena_bytes)  # the plan of this batch size
+    assert exe.num_plans == 3 and arenas == sorted(set(arenas)), arenas
+    for n in (3, 1):  # a signature seen before: its plan, no new lowering nor allocation
+        want = bits(mlp_eager(xs[n], ps).numpy())
+        exe.run({"x": xs[n]})
+        before = _core.memory_stats(place)["num_allocs"]
+        out = exe.run({"x": xs[n]})
+        got = bits(out[0].numpy())
+        del out
+        assert _core.memory_stats(place)["num_allocs"] == before
+        assert got == want
+    assert exe.num_plans == 3
+
+
+def test_symbols_bind_across_feeds_and_are_checked():
     p = pir.Program()
     with pir.Builder(p) as b:
-        b.output(b.pd_op.exp(b.data("x", ["s0", 4], "float32")), "y")
-    with pytest.raises(LoweringError, match=r"builtin.data.*static shapes"):
-        pir.Executor(p, "custom:cpu")
+        x = b.data("x", ["s0", "s1"], "float32")
+        y = b.data("y", ["s1"], "float32")
+        z = b.data("z", ["s0+1", 2], "float32")
+        b.output(b.pd_op.multiply(x, y), "xy")
+        b.output(b.pd_op.exp(z), "ez")
+    exe = pir.Executor(p, "custom:cpu")
+
+    def t(*shape):
+        return hwport.to_tensor(np.linspace(-1, 1, int(np.prod(shape)), dtype="float32")
+                                .reshape(shape))
+
+    for n, m in ((2, 3), (5, 1)):
+        xy, ez = exe.run({"x": t(n, m), "y": t(m), "z": t(n + 1, 2)})
+        assert bits(xy.numpy()) == bits(hwport.multiply(t(n, m), t(m)).numpy())
+        assert bits(ez.numpy()) == bits(hwport.exp(t(n + 1, 2)).numpy())
+    with pytest.raises(ValueError, match=r"feed 'y' dim 0 is s1, which is 3 \(feed 'x' dim "
+                                         r"1\), got 4"):
+        exe.run({"x": t(2, 3), "y": t(4), "z": t(3, 2)})
+    with pytest.raises(ValueError, match=r"feed 'z' dim 0 is s0\+1 = 3 .*got 4"):
+        exe.run({"x": t(2, 3), "y": t(3), "z": t(4, 2)})
+    with pytest.raises(ValueError, match=r"feed 'z' expected shape .*x2xf32>, got \[3, 5\]"):
+        exe.run({"x": t(2, 3), "y": t(3), "z": t(3, 5)})
+    with pytest.raises(ValueError, match=r"feed 'y' expected 1 dim\(s\)"):
+        exe.run({"x": t(2, 3), "y": t(3, 1), "z": t(3, 2)})
+    assert exe.num_plans == 2
+    q = pir.Program()  # symbols bind from the feeds only: a parameter's shape is static
+    with pir.Builder(q) as b:
+        b.output(b.pd_op.exp(b.parameter("w", ["s0"], "float32")), "y")
+    with pytest.raises(LoweringError, match=r"builtin.parameter.*static shapes"):
+        pir.Executor(q, "custom:cpu")
 
 
 def test_split_tells_a_count_from_one_part_size_as_eager_does():
