@@ -69,7 +69,22 @@ class Executor:
         instrs: list[tuple[Any, ...]] = []
         outputs: list[int] = []
         output_names: list[str] = []
-        for op in program.block.ops:
+        def emit(ops: list[Any]) -> None:
+            for op in ops:
+                emit_op(op)
+
+        def region(op: Any, k: int) -> tuple[int, list[int]]:
+            """Emits region k's ops (its cf.yield apart): (how many instructions, the slots
+            it yields)."""
+            block = op.regions[k].blocks[0]
+            start = len(instrs)
+            body = list(block.ops)
+            yielded = body.pop() if body and body[-1].name == "cf.yield" else None
+            emit(body)
+            return len(instrs) - start, [] if yielded is None else [
+                slot(v) for v in yielded.operands]
+
+        def emit_op(op: Any) -> None:
             name = op.name
             if name == "builtin.data":
                 feeds.append((op.attr("name"), slot(op.result())))
@@ -95,8 +110,26 @@ class Executor:
             elif name == "kernel.view":
                 instrs.append(("view", slot(op.operand(0)), slot(op.result()),
                                op.attr("shape"), op.attr("strides"), op.attr("offset")))
+            elif name == "cf.if":
+                at = len(instrs)
+                instrs.append(())
+                results = [slot(r) for r in op.results]
+                n_then, y_then = region(op, 0)
+                n_else, y_else = region(op, 1)
+                instrs[at] = ("if", slot(op.operand(0)), results, n_then, n_else, y_then,
+                              y_else)
+            elif name == "cf.while":
+                at = len(instrs)
+                instrs.append(())
+                results = [slot(r) for r in op.results]
+                args = [slot(a) for a in op.regions[0].blocks[0].args]
+                n_body, yielded = region(op, 0)
+                instrs[at] = ("while", slot(op.operand(0)), [slot(v) for v in op.operands[1:]],
+                              results, args, n_body, yielded)
             else:
                 raise ValueError(f"Executor: {name} is not an op of a lowered program")
+
+        emit(list(program.block.ops))
         self.output_names = output_names
         impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
         return _Plan(program, impl, [n for n, _ in feeds])

@@ -90,9 +90,23 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     slots_[s] = contiguous(t);  // the lowering computed view layouts over contiguous roots
     is_bound_[s] = true;
   }
-  for (Instr& ins : instrs_) {
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    Instr& ins = instrs_[i];
     for (int s : ins.in) check_slot(s);
     for (int s : ins.out) check_slot(s);
+    if (ins.kind == Kind::If || ins.kind == Kind::While) {
+      for (const auto* v : {&ins.args, &ins.yields, &ins.else_yields})
+        for (int s : *v) check_slot(s);
+      const bool loop = ins.kind == Kind::While;
+      if (ins.mid < i + 1 || ins.end < ins.mid || ins.end > instrs_.size() ||
+          (loop && (ins.args.size() + 1 != ins.in.size() || ins.yields.size() != ins.in.size() ||
+                    ins.out.size() + 1 != ins.in.size())) ||
+          (!loop && (ins.yields.size() != ins.out.size() ||
+                     ins.else_yields.size() != ins.out.size())))
+        raise(ErrorKind::Value, "Executor: malformed " + std::string(loop ? "while" : "if") +
+                                    " at instruction " + std::to_string(i));
+      continue;
+    }
     if (ins.kind == Kind::View) {
       const int out = ins.out.at(0);
       is_view_[out] = true;
@@ -146,7 +160,10 @@ HWP_Buffer Executor::KeptWorkspaces::workspace(int k, uint64_t nbytes) {
 void Executor::add_contiguous_copies() {
   std::vector<Instr> out;
   out.reserve(instrs_.size());
-  for (Instr& ins : instrs_) {
+  std::vector<size_t> start(instrs_.size() + 1);  // an instruction's new index (its copies')
+  for (size_t k = 0; k < instrs_.size(); ++k) {
+    Instr& ins = instrs_[k];
+    start[k] = out.size();
     if (ins.kind == Kind::Kernel && ins.op != core_ops().copy && !ins.skip) {
       const KernelEntry* entry = device_->plugin->kernels.find(ins.op, ins.dtype);
       for (int& s : ins.in) {
@@ -176,22 +193,46 @@ void Executor::add_contiguous_copies() {
     }
     out.push_back(std::move(ins));
   }
+  start[instrs_.size()] = out.size();
+  for (Instr& ins : out)
+    if (ins.kind == Kind::If || ins.kind == Kind::While) {
+      ins.mid = start[ins.mid];
+      ins.end = start[ins.end];
+    }
   instrs_ = std::move(out);
 }
 
 void Executor::plan_memory() {
   const size_t n = meta_.size(), none = static_cast<size_t>(-1);
   std::vector<size_t> first(n, none), last(n, 0);
+  auto use = [&](int s, size_t at) { last[root_[s]] = std::max(last[root_[s]], at); };
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const Instr& ins = instrs_[i];
-    for (int s : ins.in) last[root_[s]] = std::max(last[root_[s]], i);
-    if (ins.kind == Kind::Kernel)
-      for (int s : ins.out) {
+    for (int s : ins.in) use(s, i);
+    if (ins.kind == Kind::View) continue;
+    for (const auto* v : {&ins.out, &ins.args})
+      for (int s : *v) {
         if (first[s] != none)
           raise(ErrorKind::Value, "Executor: value slot " + std::to_string(s) + " is defined twice");
         first[s] = i;
         last[s] = std::max(last[s], i);
       }
+  }
+  // Regions: results and a loop's block arguments are written until the region's end, and
+  // yields read there; a loop's body runs again, so what it reads that was defined before the
+  // loop lives to the loop's end.
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind != Kind::If && ins.kind != Kind::While) continue;
+    for (const auto* v : {&ins.out, &ins.args, &ins.yields, &ins.else_yields})
+      for (int s : *v) use(s, ins.end);
+    if (ins.kind != Kind::While) continue;
+    for (size_t j = i + 1; j < ins.end; ++j)
+      for (const auto* v : {&instrs_[j].in, &instrs_[j].yields, &instrs_[j].else_yields})
+        for (int s : *v) {
+          const int r = root_[s];
+          if (first[r] != none && first[r] <= i) last[r] = std::max(last[r], ins.end);
+        }
   }
   // Program outputs live to the end of the run (they are in the arena too: the next run takes a
   // fresh arena while the caller holds one of them).
@@ -317,8 +358,88 @@ void Executor::run_fallback(size_t i) {
 std::string Executor::where(size_t i) const {
   const Instr& ins = instrs_[i];
   return "Executor.run: instruction " + std::to_string(i) + " (" +
-         (ins.kind == Kind::View ? std::string("view") : ins.kernel + " " + dtype_name(ins.dtype)) +
+         (ins.kind == Kind::View    ? std::string("view")
+          : ins.kind == Kind::If    ? std::string("if")
+          : ins.kind == Kind::While ? std::string("while")
+                                    : ins.kernel + " " + dtype_name(ins.dtype)) +
          "): ";
+}
+
+bool Executor::read_condition(int slot, size_t i) {
+  const Tensor& t = slots_[slot];
+  if (t.dtype != DType::Bool || numel(t.shape) != 1)
+    raise(ErrorKind::Value, where(i) + "the condition must be a bool tensor of one element, got " +
+                                shape_str(t.shape) + " " + dtype_name(t.dtype));
+  uint8_t value = 0;
+  const Plugin& p = *device_->plugin;
+  p.check(p.memory.copy_d2h(device_->index, &value, t.storage->buffer(), t.byte_offset(), 1),
+          "copy_d2h");
+  return value != 0;
+}
+
+// to[k] = from[k + skip_from] for every k (a copy kernel: the same one eager's copies run).
+void Executor::copy_slots(const std::vector<int>& from, const std::vector<int>& to,
+                          size_t skip_from) {
+  static const Attrs kNone;
+  for (size_t k = 0; k < to.size(); ++k) {
+    const int a = from[k + skip_from], b = to[k];
+    if (a == b || numel(meta_[b].shape) == 0) continue;
+    const Tensor* in = &slots_[a];
+    Tensor* out = &slots_[b];
+    run_kernel(core_ops().copy, meta_[b].dtype, device_, &in, 1, &out, 1, kNone, &workspaces_);
+  }
+}
+
+void Executor::run_range(size_t begin, size_t end) {
+  for (size_t i = begin; i < end;) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind == Kind::If) {
+      if (read_condition(ins.in[0], i)) {
+        run_range(i + 1, ins.mid);
+        copy_slots(ins.yields, ins.out, 0);
+      } else {
+        run_range(ins.mid, ins.end);
+        copy_slots(ins.else_yields, ins.out, 0);
+      }
+      i = ins.end;
+      continue;
+    }
+    if (ins.kind == Kind::While) {
+      copy_slots(ins.in, ins.out, 1);  // zero iterations: the results are the inits
+      bool again = read_condition(ins.in[0], i);
+      while (again) {
+        copy_slots(ins.out, ins.args, 0);
+        run_range(i + 1, ins.end);
+        copy_slots(ins.yields, ins.out, 1);
+        again = read_condition(ins.yields[0], i);
+      }
+      i = ins.end;
+      continue;
+    }
+    if (ins.kind == Kind::View) {
+      Tensor& out = slots_[ins.out[0]];
+      out.storage = slots_[ins.in[0]].storage;
+      out.shape = ins.shape;
+      out.offset = slots_[ins.in[0]].offset + ins.offset;  // a root may sit inside the arena
+      ++i;
+      continue;
+    }
+    if (ins.skip) {
+      ++i;
+      continue;
+    }
+    try {
+      if (ins.fallback)
+        run_fallback(i);
+      else
+        run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
+                   static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
+                   static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
+    } catch (const Error& e) {
+      raise(e.kind(), where(i) + e.what());
+    }
+    ++i;
+  }
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
@@ -340,27 +461,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
     arena_ = Storage::allocate(device_, arena_bytes_);
     for (int s : arena_slots_) slots_[s].storage = arena_;
   }
-  for (size_t i = 0; i < instrs_.size(); ++i) {
-    const Instr& ins = instrs_[i];
-    if (ins.kind == Kind::View) {
-      Tensor& out = slots_[ins.out[0]];
-      out.storage = slots_[ins.in[0]].storage;
-      out.shape = ins.shape;
-      out.offset = slots_[ins.in[0]].offset + ins.offset;  // a root may sit inside the arena
-      continue;
-    }
-    if (ins.skip) continue;
-    try {
-      if (ins.fallback)
-        run_fallback(i);
-      else
-        run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
-                   static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
-                   static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
-    } catch (const Error& e) {
-      raise(e.kind(), where(i) + e.what());
-    }
-  }
+  run_range(0, instrs_.size());
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (int s : outputs_) out.push_back(slots_[s]);
@@ -376,8 +477,27 @@ std::string Executor::describe() const {
   auto slots = [&os](const std::vector<int>& v) {
     for (size_t k = 0; k < v.size(); ++k) os << (k ? ", %" : "%") << v[k];
   };
-  for (const Instr& ins : instrs_) {
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
     slots(ins.out);
+    if (ins.kind == Kind::If) {
+      os << " = if(%" << ins.in[0] << ") then [" << i + 1 << ", " << ins.mid << ") yield (";
+      slots(ins.yields);
+      os << ") else [" << ins.mid << ", " << ins.end << ") yield (";
+      slots(ins.else_yields);
+      os << ")\n";
+      continue;
+    }
+    if (ins.kind == Kind::While) {
+      os << " = while(";
+      slots(ins.in);
+      os << ") args (";
+      slots(ins.args);
+      os << ") body [" << i + 1 << ", " << ins.end << ") yield (";
+      slots(ins.yields);
+      os << ")\n";
+      continue;
+    }
     if (ins.kind == Kind::View) {
       os << " = view(%" << ins.in[0] << ") " << shape_str(ins.shape) << " strides "
          << shape_str(ins.strides) << " offset " << ins.offset << "\n";

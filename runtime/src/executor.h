@@ -9,7 +9,11 @@
 // across runs. A run makes no allocator call (after the first, which sizes the workspaces)
 // unless the caller still holds an output of an earlier run: then the run takes a fresh
 // arena, so that output is never overwritten. Views (reshape, transpose, broadcast, slice as
-// eager makes them) are metadata instructions.
+// eager makes them) are metadata instructions. cf.if / cf.while are instructions over ranges
+// of the list (their regions, inline after them): the condition is read from a bool tensor of
+// one element, yielded values are copied into the results (a loop's carried values into its
+// block arguments before each iteration), and liveness keeps a value read inside a loop but
+// defined before it alive for the whole loop.
 #pragma once
 
 #include <memory>
@@ -23,7 +27,7 @@ namespace hwport {
 
 class Executor {
  public:
-  enum class Kind { Kernel, View };
+  enum class Kind { Kernel, View, If, While };
   struct Instr {
     Kind kind = Kind::Kernel;
     std::string kernel;  // the registry name launched (diagnostics)
@@ -36,6 +40,12 @@ class Executor {
     bool fallback = false;     // no kernel on the device: the counted CPU fallback, staged
     Shape shape, strides;  // View: the view's layout over its input's storage
     int64_t offset = 0;
+    // If: in = {cond}, out = results; the then-region is [i + 1, mid), the else-region
+    // [mid, end); they yield `yields` / `else_yields`. While: in = {cond, inits...}, out =
+    // results, `args` the body's block arguments, the body [i + 1, end) yields {next cond,
+    // next carried...}. mid and end: instruction indices.
+    std::vector<int> args, yields, else_yields;
+    size_t mid = 0, end = 0;
   };
   struct SlotMeta {
     Shape shape;
@@ -80,6 +90,9 @@ class Executor {
   void add_contiguous_copies();
   void plan_memory();
   void run_fallback(size_t i);
+  void run_range(size_t begin, size_t end);
+  bool read_condition(int slot, size_t i);
+  void copy_slots(const std::vector<int>& from, const std::vector<int>& to, size_t skip_from);
   std::string where(size_t i) const;
 
   Device* device_;

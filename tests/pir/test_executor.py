@@ -216,6 +216,105 @@ def test_split_tells_a_count_from_one_part_size_as_eager_does():
         b.pd_op.split(x, sections=[2, 2], num=2)
 
 
+
+# ---- control flow ----------------------------------------------------------------------------
+
+def _loop_program() -> pir.Program:
+    """while i < n: acc = acc * x + x if i is even else acc - x; i += 1 — then exp or neg
+    of acc by `flag` (a cf.if inside a cf.while, and one after it)."""
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [4], "float32")
+        n = b.data("n", [], "int64")
+        flag = b.data("flag", [], "bool")
+        i0 = b.pd_op.zeros_like(n)
+
+        def body(i, acc):
+            even = b.pd_op.equal(b.pd_op.remainder(i, b.pd_op.full_like(i, fill_value=2)),
+                                 b.pd_op.zeros_like(i))
+            (acc2,) = b.cf.if_(even, lambda: [b.pd_op.add(b.pd_op.multiply(acc, x), x)],
+                               lambda: [b.pd_op.subtract(acc, x)])
+            i2 = b.pd_op.add(i, b.pd_op.ones_like(i))
+            return b.pd_op.less_than(i2, n), [i2, acc2]
+
+        i_end, acc = b.cf.while_(b.pd_op.less_than(i0, n), [i0, x], body)
+        (r,) = b.cf.if_(flag, lambda: [b.pd_op.exp(acc)], lambda: [b.pd_op.neg(acc)])
+        b.output(r, "r")
+        b.output(i_end, "i")
+    return p
+
+
+def _loop_eager(x, n: int, flag: bool):
+    acc = x
+    for i in range(n):
+        acc = acc * x + x if i % 2 == 0 else acc - x
+    return hwport.exp(acc) if flag else hwport.neg(acc)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_while_and_if_run_as_the_same_python_loop_bit_for_bit(place):
+    exe = pir.Executor(_loop_program(), place)
+    exe.program.verify()
+    assert str(pir.parse(str(exe.program))) == str(exe.program)
+    xs = np.array([0.5, -0.25, 0.1, 1.0], "float32")
+    x = hwport.to_tensor(xs, place=place)
+    for n, flag in ((0, True), (1, False), (4, True), (7, False)):
+        feeds = {"x": x, "n": hwport.to_tensor(np.array(n, "int64"), place=place),
+                 "flag": hwport.to_tensor(np.array(flag), place=place)}
+        r, i = exe.run(feeds)
+        assert bits(r.numpy()) == bits(_loop_eager(x, n, flag).numpy()), (n, flag)
+        assert int(i.numpy()) == n
+    want = bits(_loop_eager(x, 7, False).numpy())
+    exe.run(feeds)
+    before = _core.memory_stats(place)["num_allocs"]
+    out = exe.run(feeds)
+    got = bits(out[0].numpy())
+    del out
+    assert _core.memory_stats(place)["num_allocs"] == before  # no allocation in a loop
+    assert got == want
+
+
+def test_a_loop_keeps_what_it_reads_from_before_it_alive():
+    """x2 = x * 2 is read in every iteration: its bytes must not be reused by a body value
+    (liveness to the loop's end), nor overwritten in place by the body's last use of it."""
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [8], "float32")
+        n = b.data("n", [], "int64")
+        x2 = b.pd_op.exp(x)
+
+        def body(i, acc):
+            i2 = b.pd_op.add(i, b.pd_op.ones_like(i))
+            return b.pd_op.less_than(i2, n), [i2, b.pd_op.tanh(b.pd_op.add(acc, x2))]
+
+        _, acc = b.cf.while_(b.pd_op.less_than(b.pd_op.zeros_like(n), n),
+                             [b.pd_op.zeros_like(n), b.pd_op.sin(x)], body)
+        b.output(acc, "acc")
+    exe = pir.Executor(p, "custom:cpu")
+    lines = exe.describe().splitlines()
+    assert not any("add<float32>" in ln and "in place" in ln for ln in lines), lines
+    x = hwport.to_tensor(np.linspace(-1, 1, 8, dtype="float32"))
+    (got,) = exe.run({"x": x, "n": hwport.to_tensor(np.array(5, "int64"))})
+    acc = hwport.sin(x)
+    for _ in range(5):
+        acc = hwport.tanh(acc + hwport.exp(x))
+    assert bits(got.numpy()) == bits(acc.numpy())
+
+
+def test_a_condition_must_be_a_one_element_bool():
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [2], "float32")
+        c = b.data("c", [2], "bool")
+        op = pir.Operation.create("cf.if", [c], [x.type], None, 2)
+        for region in op.regions:
+            with b.at(region.add_block()):
+                b.cf.yield_(x)
+        b.insert(op)
+        b.output(op.result(), "y")
+    with pytest.raises(pir.VerificationError, match="bool tensor of one element"):
+        p.verify()
+
 # ---- memory ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("place", PLACES)
