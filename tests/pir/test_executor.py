@@ -4,6 +4,8 @@ allocator call per steady-state run, peak memory at most eager's), views, errors
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -360,7 +362,7 @@ def test_kernel_workspaces_are_kept_across_runs():
 FALLBACK_SCRIPT = r"""
 import json, numpy as np, hwport
 from hwport import pir
-from hwport.runtime import _core, fallback_stats, reset_fallback_stats
+from hwport.runtime import _core, fallback_stats, reset_fallback_stats, set_fallback_mode
 
 P = "custom:test_good"  # the zoo plugin has add but no exp: exp runs on the CPU fallback
 p = pir.Program()
@@ -384,6 +386,11 @@ for _ in range(3):
     after = [_core.memory_stats(q)["num_allocs"] for q in (P, "custom:cpu")]
     res["allocs"].append([a - b for a, b in zip(after, before)])
     res["stats"] = {k[0]: v for k, v in fallback_stats().items()}
+set_fallback_mode("error")
+try:
+    exe.run({"x": x})
+except hwport.FallbackError as e:
+    res["error"] = str(e)
 print("RESULT " + json.dumps(res))
 """
 
@@ -402,6 +409,10 @@ def test_a_fallback_op_keeps_its_staging_buffers_across_runs():
     assert r["stats"] == r["eager_stats"] == {"exp": 1}  # counted as eager counts it
     # the first run stages the CPU copies (one input, one output); then none on either device
     assert r["allocs"] == [[0, 2], [0, 0], [0, 0]], r["allocs"]
+    # HWPORT_FALLBACK=error: eager's error, with the instruction
+    assert re.fullmatch(r"Executor.run: instruction 1 \(exp float32\): exp: no kernel for "
+                        r"dtype float32 on custom:test_good:0, and HWPORT_FALLBACK=error "
+                        r"forbids the CPU fallback", r["error"]), r["error"]
 
 
 def test_an_output_the_caller_holds_is_never_overwritten():
