@@ -152,6 +152,7 @@ HWP_Buffer Executor::KeptWorkspaces::workspace(int k, uint64_t nbytes) {
     ws.reset();  // back to the allocator's cache before the larger one is taken
     ws = Storage::allocate(device_, nbytes, /*segment_start=*/true);
   }
+  ws->record_stream(device_->current_stream());  // the stream may change between runs
   return ws->buffer();
 }
 
