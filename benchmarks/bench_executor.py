@@ -7,6 +7,8 @@ run (issue 14's targets):
 - allocator calls per steady-state run (hwport.runtime.memory_stats num_allocs); target 0
 - peak memory of an MLP forward (matmul, add, gelu, matmul, add, layer_norm) above what the
   inputs and parameters hold: executor vs eager; target <= 1.0x; and its time per forward
+- the RMSNorm program (pow, mean, add eps, rsqrt, multiply x, multiply weight): the timings
+  of the passes that fuse and lower it, and the fused program's executor time vs eager's
 
 Run: .venv/bin/python benchmarks/bench_executor.py [--place custom:cpu] [--quick]"""
 
@@ -130,7 +132,54 @@ def main() -> None:
     t_eager = best(lambda: (mlp_eager(xm, ps), _core.synchronize(place)),
                    max(number // 100, 5), repeat)
     print(f"  time per forward: executor {t_exe * 1e6:.1f} us, eager {t_eager * 1e6:.1f} us, "
-          f"ratio {t_exe / t_eager:.3f}x")
+          f"ratio {t_exe / t_eager:.3f}x; results written in place: "
+          f"{getattr(mexe, 'num_in_place', 'n/a')}")
+    rms_section(place, number, repeat)
+
+
+def rms_program(rows: int, cols: int) -> pir.Program:
+    """tests/pir/test_drr.py's RMSNorm: pow -> mean -> add eps -> rsqrt -> multiply x ->
+    multiply weight (the rms_norm_fusion pattern)."""
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [rows, cols], "float32")
+        w = b.parameter("w", [cols], "float32")
+        ms = b.pd_op.mean(b.pd_op.pow(x, b.constant(2.0, [], "float32")), axis=[-1],
+                          keepdim=True)
+        eps = b.pd_op.full(shape=[1], fill_value=1e-5, dtype="float32")
+        y = b.pd_op.multiply(b.pd_op.multiply(x, b.pd_op.rsqrt(b.pd_op.add(ms, eps))), w)
+        b.output(y, "y")
+    return p
+
+
+def rms_section(place: str, number: int, repeat: int) -> None:
+    from hwport.pir.passes import PassManager
+
+    rows, cols = 64, 1024
+    pipeline = f"canonicalize,cse,fuse,dce,lower_to_kernel{{place={place}}}"
+    p = rms_program(rows, cols)
+    pm = PassManager(pipeline, timing=True)
+    for _ in range(5):  # timings summed over 5 fresh programs
+        pm.run(rms_program(rows, cols))
+    print(f"RMSNorm program [{rows}, {cols}], '{pipeline}' x5:")
+    print("  " + pm.timing.report().replace("\n", "\n  "))
+    rng = np.random.default_rng(1)
+    w = hwport.to_tensor(rng.standard_normal(cols).astype("float32"), place=place)
+    x = hwport.to_tensor(rng.standard_normal((rows, cols)).astype("float32"), place=place)
+    PassManager("fuse,dce").run(p)
+    exe = pir.Executor(p, place, parameters={"w": w})
+    feeds = {"x": x}
+    (got,) = exe.run(feeds)
+
+    def eager() -> hwport.Tensor:
+        return hwport.nn.functional.rms_norm(x, [cols], w, 1e-5)
+
+    assert got.numpy().tobytes() == eager().numpy().tobytes()
+    t_exe = best(lambda: (exe.run(feeds), _core.synchronize(place)), max(number // 20, 5),
+                 repeat)
+    t_eager = best(lambda: (eager(), _core.synchronize(place)), max(number // 20, 5), repeat)
+    print(f"  fused program: executor {t_exe * 1e6:.1f} us, eager rms_norm "
+          f"{t_eager * 1e6:.1f} us, ratio {t_exe / t_eager:.3f}x")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
         x = b.data("x", ["s0", 4], "float32")
         w = b.parameter("w", [4, 8], "float32")
         y = b.pd_op.matmul(x, w, transpose_y=False)   # any op of ops.yaml, typed by InferMeta
-        parts = b.pd_op.split(y, sections=[2], axis=1)  # a variadic result: a list of values
+        parts = b.pd_op.split(y, sections=2, axis=1)  # a variadic result: a list of values
         z = b.pd_op.concat(parts, axis=0)              # a list operand: builtin.combine
         r = b.cf.if_(c, lambda: [b.pd_op.exp(z)], lambda: [b.pd_op.neg(z)])
 
@@ -23,6 +23,7 @@ from typing import Any
 from .attributes import Attribute, attr
 from .core import Block, Location, Operation, OpResult, Value
 from .dialect import OpInfo, default_attr, lookup_op, to_attr
+from .eager_attrs import builder_kwargs
 from .infer import infer_result_types
 from .program import Program
 from .symbolic import Dim
@@ -148,6 +149,7 @@ class _PdOp:
                 raise TypeError(f"{info.name}: operand {s.name} expected a pir Value"
                                 f"{' or a list of them' if s.variadic else ''}, got "
                                 f"{type(v).__name__}")
+        kwargs = builder_kwargs(info.op_def.name, kwargs)  # split(x, sections=3): 3 parts
         unknown = set(kwargs) - set(info.attr_map)
         if unknown:
             raise TypeError(f"{info.name}: unexpected argument(s) {sorted(unknown)}; it takes "

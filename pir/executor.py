@@ -17,7 +17,9 @@ import numpy as np
 
 from .attributes import ArrayAttr
 from .core import Value
+from .dialect import ELEMENTWISE, lookup_op
 from .program import Program
+from .symbolic import UNKNOWN, SymExpr
 from .types import TensorType
 
 
@@ -28,14 +30,17 @@ class Executor:
 
         self._core = _core
         self.place = _core.resolve_place(place)
-        if any(op.name.startswith("pd_op.") for op in program.walk()):
-            from .passes.lower_to_kernel import lower_program_block
-
-            program = program.clone()
-            lower_program_block(program.block, self.place)
+        self._data = [(op.attr("name"), op.result().type) for op in program.block.ops
+                      if op.name == "builtin.data"]
+        # symbolic dims in the data: lowered and planned per distinct feed-shape signature
+        self._symbolic = any(not t.is_static for _, t in self._data)
+        if not self._symbolic and any(op.name.startswith("pd_op.") for op in program.walk()):
+            program = _lowered(program, self.place, {})
         self.program = program
         self._parameters = dict(parameters or {})
         self._impl: Any = None
+        self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
+        self._feed_names = [n for n, _ in self._data]
         self.output_names: list[str] = []
 
     def bind(self, name: str, tensor: Any) -> None:
@@ -44,7 +49,7 @@ class Executor:
             raise RuntimeError(f"Executor.bind({name!r}): the program is already built")
         self._parameters[name] = tensor
 
-    def _build(self) -> None:
+    def _build(self, program: Program) -> _Plan:
         from .passes.lower_to_kernel import kernel_attrs
 
         slots: dict[Value, int] = {}
@@ -63,7 +68,23 @@ class Executor:
         bound: list[tuple[int, Any]] = []
         instrs: list[tuple[Any, ...]] = []
         outputs: list[int] = []
-        for op in self.program.block.ops:
+        output_names: list[str] = []
+        def emit(ops: list[Any]) -> None:
+            for op in ops:
+                emit_op(op)
+
+        def region(op: Any, k: int) -> tuple[int, list[int]]:
+            """Emits region k's ops (its cf.yield apart): (how many instructions, the slots
+            it yields)."""
+            block = op.regions[k].blocks[0]
+            start = len(instrs)
+            body = list(block.ops)
+            yielded = body.pop() if body and body[-1].name == "cf.yield" else None
+            emit(body)
+            return len(instrs) - start, [] if yielded is None else [
+                slot(v) for v in yielded.operands]
+
+        def emit_op(op: Any) -> None:
             name = op.name
             if name == "builtin.data":
                 feeds.append((op.attr("name"), slot(op.result())))
@@ -77,7 +98,7 @@ class Executor:
                 bound.append((slot(op.result()), self._constant(op)))
             elif name == "builtin.shadow_output":
                 outputs.append(slot(op.operand(0)))
-                self.output_names.append(op.attr("output_name"))
+                output_names.append(op.attr("output_name"))
             elif name == "kernel.phi_kernel":
                 if op.attr("device_type") != self.place.device_type:
                     raise ValueError(f"Executor: the program was lowered for "
@@ -85,14 +106,33 @@ class Executor:
                                      f"cannot run on {self.place}")
                 instrs.append(("kernel", op.attr("kernel_name"), op.attr("dtype"),
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
-                               kernel_attrs(op)))
+                               kernel_attrs(op), _elementwise(op.attr("kernel_name"))))
             elif name == "kernel.view":
                 instrs.append(("view", slot(op.operand(0)), slot(op.result()),
                                op.attr("shape"), op.attr("strides"), op.attr("offset")))
+            elif name == "cf.if":
+                at = len(instrs)
+                instrs.append(())
+                results = [slot(r) for r in op.results]
+                n_then, y_then = region(op, 0)
+                n_else, y_else = region(op, 1)
+                instrs[at] = ("if", slot(op.operand(0)), results, n_then, n_else, y_then,
+                              y_else)
+            elif name == "cf.while":
+                at = len(instrs)
+                instrs.append(())
+                results = [slot(r) for r in op.results]
+                args = [slot(a) for a in op.regions[0].blocks[0].args]
+                n_body, yielded = region(op, 0)
+                instrs[at] = ("while", slot(op.operand(0)), [slot(v) for v in op.operands[1:]],
+                              results, args, n_body, yielded)
             else:
                 raise ValueError(f"Executor: {name} is not an op of a lowered program")
-        self._feed_names = [n for n, _ in feeds]
-        self._impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
+
+        emit(list(program.block.ops))
+        self.output_names = output_names
+        impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
+        return _Plan(program, impl, [n for n, _ in feeds])
 
     def _constant(self, op: Any) -> Any:
         t = op.result().type
@@ -104,10 +144,23 @@ class Executor:
                                          self.place)
         return self._core.full(list(t.shape), value.value, t.dtype, self.place)
 
+    def _plan_for(self, given: list[Any]) -> _Plan:
+        """The plan of this feed-shape signature: the program with its symbols bound from the
+        feeds' shapes, lowered and planned once (slots, arena), then cached."""
+        key = tuple(tuple(t.shape) for t in given)
+        plan = self._plans.get(key)
+        if plan is None:
+            shapes = bind_shapes(self._data, key)
+            plan = self._build(_lowered(self.program, self.place, shapes))
+            self._plans[key] = plan
+        self._impl = plan.impl
+        return plan
+
     def run(self, feeds: dict[str, Any] | None = None) -> list[Any]:
-        """The program's outputs for `feeds` (name -> Tensor of the data's shape and dtype)."""
-        if self._impl is None:
-            self._build()
+        """The program's outputs for `feeds` (name -> Tensor of the data's shape and dtype;
+        a symbolic dim takes the feed's size, the same symbol the same size everywhere)."""
+        if not self._symbolic and self._impl is None:
+            self._impl = self._build(self.program).impl
         feeds = feeds or {}
         unknown = set(feeds) - set(self._feed_names)
         if unknown:
@@ -116,16 +169,94 @@ class Executor:
         missing = [n for n in self._feed_names if n not in feeds]
         if missing:
             raise KeyError(f"Executor.run: missing feed(s) {missing}")
-        return self._impl.run([feeds[n] for n in self._feed_names])
+        given = [feeds[n] for n in self._feed_names]
+        if self._symbolic:
+            return self._plan_for(given).impl.run(given)
+        return self._impl.run(given)
+
+    def _built(self) -> Any:
+        if self._impl is None:
+            if self._symbolic:
+                raise RuntimeError("Executor: a program with symbolic shapes is planned per "
+                                   "feed-shape signature; run it first")
+            self._impl = self._build(self.program).impl
+        return self._impl
+
+    @property
+    def num_plans(self) -> int:
+        """How many feed-shape signatures have a plan (1 for a static program once run)."""
+        return len(self._plans) if self._symbolic else int(self._impl is not None)
+
+    @property
+    def num_in_place(self) -> int:
+        """How many kernel results the memory plan writes over a dying input (of the plan
+        run last, for symbolic shapes)."""
+        return self._built().num_in_place
 
     @property
     def arena_bytes(self) -> int:
-        if self._impl is None:
-            self._build()
-        return self._impl.arena_bytes
+        return self._built().arena_bytes
 
     def describe(self) -> str:
         """The flattened instruction list, one per line."""
-        if self._impl is None:
-            self._build()
-        return self._impl.describe()
+        return self._built().describe()
+
+
+class _Plan:
+    def __init__(self, program: Program, impl: Any, feed_names: list[str]) -> None:
+        self.program, self.impl, self.feed_names = program, impl, feed_names
+
+
+def bind_shapes(data: list[tuple[str, TensorType]],
+                shapes: tuple[tuple[int, ...], ...]) -> dict[str, tuple[int, ...]]:
+    """Each data's static shape from its feed's: symbols bound (the same symbol the same size
+    in every feed), static dims checked, -1 taking any size, a dim expression (s0+1)
+    evaluated once its symbols are bound."""
+    values: dict[str, int] = {}
+    where: dict[str, str] = {}
+    later: list[tuple[str, int, SymExpr, int]] = []
+    for (name, t), shape in zip(data, shapes, strict=True):
+        if len(shape) != len(t.shape):
+            raise ValueError(f"Executor.run: feed {name!r} expected {len(t.shape)} dim(s) "
+                             f"({t}), got shape {list(shape)}")
+        for k, (d, n) in enumerate(zip(t.shape, shape, strict=True)):
+            if isinstance(d, SymExpr) and d.is_symbol():
+                s = next(iter(d.symbols))
+                if s not in values:
+                    values[s], where[s] = n, f"feed {name!r} dim {k}"
+                elif values[s] != n:
+                    raise ValueError(f"Executor.run: feed {name!r} dim {k} is {s}, which is "
+                                     f"{values[s]} ({where[s]}), got {n}")
+            elif isinstance(d, SymExpr):
+                later.append((name, k, d, n))
+            elif d != UNKNOWN and d != n:
+                raise ValueError(f"Executor.run: feed {name!r} expected shape {t}, got "
+                                 f"{list(shape)}")
+    for name, k, d, n in later:
+        v = d.substitute(values)
+        if v != n:
+            raise ValueError(f"Executor.run: feed {name!r} dim {k} is {d} = {v} with "
+                             f"{values}, got {n}")
+    return {name: shape for (name, _), shape in zip(data, shapes, strict=True)}
+
+
+def _lowered(program: Program, place: Any, shapes: dict[str, tuple[int, ...]]) -> Program:
+    """A lowered copy of `program` for `place`, its data typed with `shapes` (name -> static
+    shape; the lowering infers every other shape from them)."""
+    from .passes.lower_to_kernel import lower_program_block
+
+    program = program.clone()
+    for op in program.block.ops:
+        if op.name == "builtin.data" and op.attr("name") in shapes:
+            t = op.result().type
+            op.result().type = TensorType(tuple(shapes[op.attr("name")]), t.dtype)
+    lower_program_block(program.block, place)
+    return program
+
+
+def _elementwise(kernel_name: str) -> bool:
+    """Whether the kernel's result element i depends on its inputs' element i only (the
+    Elementwise trait pd_op takes from ops.yaml's category): its result may be written over an
+    input of its shape and dtype (the executor's in-place plan)."""
+    info = lookup_op(f"pd_op.{kernel_name}")
+    return info is not None and ELEMENTWISE in info.traits

@@ -28,6 +28,7 @@ from hwport.phi_ops.schema import OpDef
 
 from .attributes import Attribute, NullAttr
 from .dialect import AttrSpec, OpInfo, default_attr
+from .eager_attrs import meta_attrs
 from .symbolic import UNKNOWN, Constraints, Dim, SymExpr, product, simplify, sym
 from .types import TensorType, Type, VectorType
 
@@ -376,7 +377,7 @@ def infer_result_types(info: OpInfo, operand_types: Sequence[Type | None],
     ins = [_meta_of(info.name, spec.name, t, spec.variadic)
            for spec, t in zip(op.inputs, operand_types, strict=True)]
     try:
-        outs = infer_metas(op, ins, py_attrs(info, attrs), constraints)
+        outs = infer_metas(op, ins, meta_attrs(op.name, py_attrs(info, attrs)), constraints)
     except (ValueError, TypeError, IndexError, ArithmeticError, MemoryError) as exc:
         # MemoryError: a valid tensor larger than any device can hold (phi_ops.check_size)
         raise InferMetaError(str(exc)) from None

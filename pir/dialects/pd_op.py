@@ -28,6 +28,7 @@ from ..dialect import (
     OpInfo,
     register_dialect,
 )
+from ..eager_attrs import COUNT_ATTRS
 from ..infer import infer_result_types
 
 _ELEMENTWISE_CATEGORIES = {"unary", "binary", "ternary"}
@@ -75,14 +76,22 @@ def traits_of(op: OpDef) -> frozenset[str]:
     return frozenset(traits)
 
 
+def _attr_specs(op: OpDef) -> tuple[AttrSpec, ...]:
+    """ops.yaml's attributes; an ints attribute eager also takes as a count gets the count as
+    a companion int attribute after them (pir/eager_attrs.py), either of the two optional."""
+    ints, count = COUNT_ATTRS.get(op.name, (None, None))
+    specs = [AttrSpec(a.name, a.type, [] if a.name == ints
+                      else REQUIRED if a.default is YAML_REQUIRED else a.default)
+             for a in op.attrs]
+    return tuple(specs) + ((AttrSpec(count, "int", 0),) if count else ())
+
+
 def op_info(op: OpDef) -> OpInfo:
     return OpInfo(
         name=f"pd_op.{op.name}",
         operands=tuple(OperandSpec(i.name, i.optional, i.variadic) for i in op.inputs),
         results=tuple(OperandSpec(o.name, o.optional, o.variadic) for o in op.outputs),
-        attrs=tuple(AttrSpec(a.name, a.type,
-                             REQUIRED if a.default is YAML_REQUIRED else a.default)
-                    for a in op.attrs),
+        attrs=_attr_specs(op),
         traits=traits_of(op),
         interfaces={"InferMeta": infer_result_types, "Decompose": op.decompose,
                     "VJP": op.backward},

@@ -16,6 +16,7 @@ from ..attributes import ArrayAttr, Attribute, BoolAttr, DoubleAttr, Int64Attr
 from ..builder import Builder
 from ..core import Operation, Value
 from ..dialect import PURE
+from ..eager_attrs import given_attrs
 from ..types import TensorType
 from .manager import Pass, register_pass
 
@@ -86,8 +87,9 @@ class ConstantFolding(Pass):
             if any(a is None and v is not None for a, v in zip(inputs, inner.operands,
                                                                strict=True)):
                 continue
-            attrs = {k: a.value for k, a in inner.attributes.items()}
-            out = reference(inner.name.split(".", 1)[1], inputs, attrs)
+            name = inner.name.split(".", 1)[1]
+            attrs = given_attrs(name, {k: a.value for k, a in inner.attributes.items()})
+            out = reference(name, inputs, attrs)
             arrays = out if isinstance(out, tuple) else (out,)
             b = Builder(inner.parent)
             b.before = inner

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from ..builder import Builder
 from ..core import Block, Operation, Value
 from ..dialect import lookup_op
+from ..eager_attrs import given_attrs
 from ..types import TensorType
 from .lower_to_kernel import trace_decomposition
 from .manager import Pass, register_pass
@@ -45,7 +46,8 @@ def _decompose_op(op: Operation, place: str) -> bool:
     flat = [t for v in inputs if v is not None for t in (v if isinstance(v, list) else [v])]
     if not all(isinstance(t.type, TensorType) and t.type.is_static for t in flat):
         return False
-    attrs = dispatch._attrs(od, {k: a.value for k, a in op.attributes.items()})
+    attrs = dispatch._attrs(od, given_attrs(od.name, {k: a.value
+                                                      for k, a in op.attributes.items()}))
     metas = [[Meta(tuple(t.type.shape), t.type.dtype) for t in v] if isinstance(v, list)
              else None if v is None else Meta(tuple(v.type.shape), v.type.dtype)
              for v in inputs]

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..attributes import ArrayAttr, Attribute, DTypeAttr, StrAttr, attr
-from ..core import Block, Operation, Value
+from ..core import Block, Operation, OpResult, Value
+from ..eager_attrs import given_attrs
 from ..types import TensorType, VectorType
 from .manager import Pass, register_pass
 
@@ -423,16 +424,27 @@ def lower_program_block(block: Block, place: Any) -> None:
     old = list(block.ops)
     scratch = Block()
     lw = Lowering(scratch, place)
-    mapped: dict[Value, Any] = {}
+    _lower_ops(lw, old, {})
+    for op in reversed(old):
+        op.drop_all_references()
+    for op in old:
+        op.remove_from_parent()
+    for op in list(scratch.ops):
+        op.move_to_end(block)
+
+
+def _lower_ops(lw: Lowering, ops: Sequence[Operation], mapped: dict[Value, Any]) -> None:
+    """Lowers `ops` into lw.block; `mapped`: each value of the source program -> its lowered
+    value (a list for a vec[...])."""
 
     def get(v: Value | None) -> Any:
         return None if v is None else mapped[v]
 
-    for op in old:
+    for op in ops:
         name = op.name
         if name in ("builtin.data", "builtin.parameter", "builtin.constant"):
             new = Operation.create(name, [], [op.result().type], dict(op.attributes))
-            scratch.append(new)
+            lw.block.append(new)
             if not op.result().type.is_static:
                 raise LoweringError(f"{name} {op.attributes}: lower_to_kernel needs static "
                                     f"shapes, got {op.result().type}")
@@ -443,29 +455,60 @@ def lower_program_block(block: Block, place: Any) -> None:
             for r, v in zip(op.results, get(op.operand(0)), strict=True):
                 mapped[r] = v
         elif name == "builtin.shadow_output":
-            scratch.append(Operation.create(name, [get(op.operand(0))], [],
-                                            dict(op.attributes)))
+            lw.block.append(Operation.create(name, [get(op.operand(0))], [],
+                                             dict(op.attributes)))
         elif name.startswith("pd_op."):
-            given = {k: py_value(a) for k, a in op.attributes.items()}
-            if name == "pd_op.split" and len(given["sections"]) == 1:
-                given["sections"] = given["sections"][0]  # PIR's reading: a count of parts
+            given = given_attrs(name[len("pd_op."):],
+                                {k: py_value(a) for k, a in op.attributes.items()})
             outs = lw.call(name[len("pd_op."):], [get(v) for v in op.operands], given)
             if len(op.results) == 1 and isinstance(op.result().type, VectorType):
                 mapped[op.result()] = outs
             else:
                 for r, v in zip(op.results, outs, strict=True):
                     mapped[r] = v
+        elif name in ("cf.if", "cf.while"):
+            _lower_cf(lw, op, mapped)
+        elif name == "cf.yield":
+            lw.block.append(Operation.create(name, [_tensor(op, get(v)) for v in op.operands]))
         elif name.startswith("kernel."):
             raise LoweringError(f"{name}: the program is already lowered")
         else:
-            raise LoweringError(f"{name}: lower_to_kernel does not lower it yet (control "
-                                "flow comes with to_static)")
-    for op in reversed(old):
-        op.drop_all_references()
-    for op in old:
-        op.remove_from_parent()
-    for op in list(scratch.ops):
-        op.move_to_end(block)
+            raise LoweringError(f"{name}: lower_to_kernel does not lower it")
+
+
+def _tensor(op: Operation, v: Any) -> Value:
+    if not isinstance(v, Value) or not isinstance(v.type, TensorType) or not v.type.is_static:
+        raise LoweringError(f"{op.name}: lower_to_kernel takes static tensors across a region "
+                            f"boundary, got {getattr(v, 'type', v)}")
+    return v
+
+
+def _lower_cf(lw: Lowering, op: Operation, mapped: dict[Value, Any]) -> None:
+    """cf.if / cf.while keep their form; their regions' ops are lowered in place. Types come
+    from the lowered values (a loop's carried values; the then-region's yields), so symbolic
+    types bound by the executor need no rewrite. Results and a loop's block arguments are
+    fresh roots (the executor copies the yielded values into them); a view made inside a
+    region is not reused outside it (dominance)."""
+    operands = [_tensor(op, mapped[v]) for v in op.operands]
+    carried = [v.type for v in operands[1:]] if op.name == "cf.while" else []
+    new = Operation.create(op.name, operands, carried, dict(op.attributes), len(op.regions))
+    lw.block.append(new)
+    outer, views = lw.block, lw.views
+    try:
+        for old_region, region in zip(op.regions, new.regions, strict=True):
+            old_block = old_region.blocks[0]
+            block = region.add_block(carried)
+            for a, b in zip(old_block.args, block.args, strict=True):
+                mapped[a] = lw.root(b)
+            lw.block, lw.views = block, dict(views)
+            _lower_ops(lw, list(old_block.ops), mapped)
+    finally:
+        lw.block, lw.views = outer, views
+    if op.name == "cf.if":
+        yields = new.regions[0].blocks[0].ops[-1].operands
+        new.results = [OpResult(v.type, new, i) for i, v in enumerate(yields)]
+    for r, v in zip(op.results, new.results, strict=True):
+        mapped[r] = lw.root(v)
 
 
 @register_pass

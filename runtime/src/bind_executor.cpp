@@ -10,9 +10,30 @@ namespace hwport {
 
 namespace {
 
-Executor::Instr instr_from_py(const py::tuple& t) {
+// `at`: the instruction's index in the list (an if's or while's regions follow it).
+Executor::Instr instr_from_py(const py::tuple& t, size_t at) {
   Executor::Instr ins;
   const std::string kind = py::str(t[0]);
+  if (kind == "if") {  // ("if", cond, results, n_then, n_else, then_yields, else_yields)
+    ins.kind = Executor::Kind::If;
+    ins.in = {t[1].cast<int>()};
+    ins.out = t[2].cast<std::vector<int>>();
+    ins.mid = at + 1 + t[3].cast<size_t>();
+    ins.end = ins.mid + t[4].cast<size_t>();
+    ins.yields = t[5].cast<std::vector<int>>();
+    ins.else_yields = t[6].cast<std::vector<int>>();
+    return ins;
+  }
+  if (kind == "while") {  // ("while", cond, inits, results, args, n_body, yields)
+    ins.kind = Executor::Kind::While;
+    ins.in = {t[1].cast<int>()};
+    for (int s : t[2].cast<std::vector<int>>()) ins.in.push_back(s);
+    ins.out = t[3].cast<std::vector<int>>();
+    ins.args = t[4].cast<std::vector<int>>();
+    ins.mid = ins.end = at + 1 + t[5].cast<size_t>();
+    ins.yields = t[6].cast<std::vector<int>>();
+    return ins;
+  }
   if (kind == "view") {
     ins.kind = Executor::Kind::View;
     ins.in = {t[1].cast<int>()};
@@ -29,6 +50,7 @@ Executor::Instr instr_from_py(const py::tuple& t) {
   ins.dtype = dtype_from_py(t[2], ins.kernel.c_str(), "dtype");
   ins.in = t[3].cast<std::vector<int>>();
   ins.out = t[4].cast<std::vector<int>>();
+  ins.elementwise = t.size() > 6 && t[6].cast<bool>();
   for (auto item : t[5].cast<py::dict>()) {
     if (item.second.is_none()) continue;  // as _core.launch: an absent attribute
     const std::string name = py::str(item.first);
@@ -54,7 +76,8 @@ void bind_executor(py::module_& m) {
              std::vector<std::pair<int, Tensor>> bs;
              for (py::handle b : bound) bs.push_back(b.cast<std::pair<int, Tensor>>());
              std::vector<Executor::Instr> is;
-             for (py::handle i : instrs) is.push_back(instr_from_py(i.cast<py::tuple>()));
+             for (py::handle i : instrs)
+               is.push_back(instr_from_py(i.cast<py::tuple>(), is.size()));
              return std::make_unique<Executor>(device_from_py(place), std::move(metas),
                                                std::move(fs), std::move(bs), std::move(is),
                                                std::move(outputs));
@@ -63,6 +86,7 @@ void bind_executor(py::module_& m) {
       .def("run", &Executor::run, py::arg("feeds"), "Feeds in the constructor's order.")
       .def_property_readonly("num_instructions", &Executor::num_instructions)
       .def_property_readonly("arena_bytes", &Executor::arena_bytes)
+      .def_property_readonly("num_in_place", &Executor::num_in_place)
       .def("describe", &Executor::describe);
   // The lowering pass traces decompositions and tells views from fresh tensors by this.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage.get()); },

@@ -27,6 +27,8 @@ struct KernelCall {
   const Attrs* attrs;
   Device* device;
   std::vector<std::shared_ptr<Storage>> workspaces;
+  WorkspaceSource* source = nullptr;  // the caller's workspaces instead of the allocator's
+  int requests = 0;
 };
 
 const AttrValue* find_attr(const Attrs& attrs, const char* name) {
@@ -100,6 +102,10 @@ HWP_Status host_allocate_workspace(const HWP_KernelContext* ctx, uint64_t nbytes
   if (!ctx || !out || nbytes == 0) return HWP_ERROR_INVALID_ARGUMENT;
   auto* call = static_cast<KernelCall*>(ctx->host_context);
   try {
+    if (call->source) {
+      *out = call->source->workspace(call->requests++, nbytes);
+      return HWP_OK;
+    }
     // The ABI hands out a bare buffer, so the block must begin its segment.
     auto storage = Storage::allocate(call->device, nbytes, /*segment_start=*/true);
     *out = storage->buffer();
@@ -146,10 +152,7 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
     raise(ErrorKind::Fallback,
           name + why + ", and HWPORT_FALLBACK=error forbids the CPU fallback");
   }
-  {
-    std::lock_guard<std::mutex> lock(g_stats_mutex);
-    ++g_fallbacks[{op, device->plugin, dtype}];
-  }
+  count_fallback(op, device, dtype);
   std::vector<Tensor> cpu_in, cpu_out;
   cpu_in.reserve(num_inputs);
   cpu_out.reserve(num_outputs);
@@ -175,8 +178,14 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
 
 }  // namespace
 
+void count_fallback(int op, const Device* device, DType dtype) {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  ++g_fallbacks[{op, device->plugin, dtype}];
+}
+
 void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs, int num_inputs,
-                Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
+                Tensor* const* outputs, int num_outputs, const Attrs& attrs,
+                WorkspaceSource* workspaces) {
   if (num_inputs > kMaxOperands || num_outputs > kMaxOperands)
     raise(ErrorKind::Value, op_name(op) + ": too many operands");
   const KernelEntry* entry = device->plugin->kernels.find(op, dtype);
@@ -200,7 +209,7 @@ void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs
     outputs[i]->storage->record_stream(stream);
     fill_view(*outputs[i], &out_views[i]);
   }
-  KernelCall call{&attrs, device, {}};
+  KernelCall call{&attrs, device, {}, workspaces};
   HWP_KernelContext ctx;
   ctx.struct_size = sizeof(ctx);
   ctx.device = device->index;

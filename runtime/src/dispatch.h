@@ -28,10 +28,21 @@ struct AttrValue {
 };
 using Attrs = std::vector<std::pair<std::string, AttrValue>>;
 
+// Kernel workspace a launch takes from its caller instead of the allocator (the program
+// executor keeps its workspaces across runs). `k`: the request's index within the launch; the
+// buffer must begin its segment (a bare HWP_Buffer crosses the ABI). Throws hwport::Error.
+class WorkspaceSource {
+ public:
+  virtual ~WorkspaceSource() = default;
+  virtual HWP_Buffer workspace(int k, uint64_t nbytes) = 0;
+};
+
 // Runs `op` keyed by `dtype` on `device`; inputs are on `device` in the exact dtypes/shapes
-// the kernel expects, outputs are allocated contiguous. Throws hwport::Error.
+// the kernel expects, outputs are allocated contiguous. Throws hwport::Error. `workspaces`:
+// where the kernel's workspace comes from (nullptr: the allocator, per call).
 void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs, int num_inputs,
-                Tensor* const* outputs, int num_outputs, const Attrs& attrs);
+                Tensor* const* outputs, int num_outputs, const Attrs& attrs,
+                WorkspaceSource* workspaces = nullptr);
 
 // A copy of `t`'s view on `device` (same shape and strides), moving only the bytes it spans.
 Tensor transfer(const Tensor& t, Device* device);
@@ -42,5 +53,8 @@ FallbackMode fallback_mode();
 // (op, device type, dtype name) -> number of fallbacks.
 std::map<std::tuple<std::string, std::string, std::string>, uint64_t> fallback_stats();
 void reset_fallback_stats();
+// Counts one CPU fallback of (op, device's plugin, dtype) as run_kernel does: for a caller
+// that runs the fallback itself (the program executor, with staging buffers it keeps).
+void count_fallback(int op, const Device* device, DType dtype);
 
 }  // namespace hwport

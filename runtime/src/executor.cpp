@@ -61,7 +61,7 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
                    std::vector<std::pair<int, Tensor>> bound, std::vector<Instr> instrs,
                    std::vector<int> outputs)
     : device_(device), meta_(std::move(slots)), feeds_(std::move(feeds)),
-      outputs_(std::move(outputs)), instrs_(std::move(instrs)) {
+      outputs_(std::move(outputs)), instrs_(std::move(instrs)), workspaces_(device) {
   const size_t n = meta_.size();
   auto check_slot = [n](int s) {
     if (s < 0 || static_cast<size_t>(s) >= n)
@@ -90,9 +90,23 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     slots_[s] = contiguous(t);  // the lowering computed view layouts over contiguous roots
     is_bound_[s] = true;
   }
-  for (Instr& ins : instrs_) {
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    Instr& ins = instrs_[i];
     for (int s : ins.in) check_slot(s);
     for (int s : ins.out) check_slot(s);
+    if (ins.kind == Kind::If || ins.kind == Kind::While) {
+      for (const auto* v : {&ins.args, &ins.yields, &ins.else_yields})
+        for (int s : *v) check_slot(s);
+      const bool loop = ins.kind == Kind::While;
+      if (ins.mid < i + 1 || ins.end < ins.mid || ins.end > instrs_.size() ||
+          (loop && (ins.args.size() + 1 != ins.in.size() || ins.yields.size() != ins.in.size() ||
+                    ins.out.size() + 1 != ins.in.size())) ||
+          (!loop && (ins.yields.size() != ins.out.size() ||
+                     ins.else_yields.size() != ins.out.size())))
+        raise(ErrorKind::Value, "Executor: malformed " + std::string(loop ? "while" : "if") +
+                                    " at instruction " + std::to_string(i));
+      continue;
+    }
     if (ins.kind == Kind::View) {
       const int out = ins.out.at(0);
       is_view_[out] = true;
@@ -103,6 +117,10 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     ins.op = op_id(ins.kernel);
     for (int s : ins.out) ins.skip |= numel(meta_[s].shape) == 0;
   }
+  Device* cpu = DeviceManager::instance().cpu();
+  for (Instr& ins : instrs_)
+    ins.fallback = ins.kind == Kind::Kernel && !ins.skip && cpu && device_ != cpu &&
+                   !device_->plugin->kernels.find(ins.op, ins.dtype);
   for (int s : outputs_) check_slot(s);
   add_contiguous_copies();
   plan_memory();
@@ -114,6 +132,28 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     in_ptrs_.push_back(std::move(in));
     out_ptrs_.push_back(std::move(out));
   }
+  staging_.resize(instrs_.size());
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    if (!instrs_[i].fallback) continue;
+    cpu_ = cpu;
+    Staging& st = staging_[i];
+    st.in.resize(instrs_[i].in.size());
+    st.out.resize(instrs_[i].out.size());
+    for (Tensor& t : st.in) st.in_ptrs.push_back(&t);
+    for (Tensor& t : st.out) st.out_ptrs.push_back(&t);
+  }
+  if (cpu_) cpu_workspaces_ = std::make_unique<KeptWorkspaces>(cpu_);
+}
+
+HWP_Buffer Executor::KeptWorkspaces::workspace(int k, uint64_t nbytes) {
+  if (static_cast<size_t>(k) >= held_.size()) held_.resize(k + 1);
+  std::shared_ptr<Storage>& ws = held_[k];
+  if (!ws || ws->nbytes() < nbytes) {
+    ws.reset();  // back to the allocator's cache before the larger one is taken
+    ws = Storage::allocate(device_, nbytes, /*segment_start=*/true);
+  }
+  ws->record_stream(device_->current_stream());  // the stream may change between runs
+  return ws->buffer();
 }
 
 // A kernel that only takes contiguous inputs gets a view input copied, as run_kernel would do
@@ -121,7 +161,10 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
 void Executor::add_contiguous_copies() {
   std::vector<Instr> out;
   out.reserve(instrs_.size());
-  for (Instr& ins : instrs_) {
+  std::vector<size_t> start(instrs_.size() + 1);  // an instruction's new index (its copies')
+  for (size_t k = 0; k < instrs_.size(); ++k) {
+    Instr& ins = instrs_[k];
+    start[k] = out.size();
     if (ins.kind == Kind::Kernel && ins.op != core_ops().copy && !ins.skip) {
       const KernelEntry* entry = device_->plugin->kernels.find(ins.op, ins.dtype);
       for (int& s : ins.in) {
@@ -151,47 +194,253 @@ void Executor::add_contiguous_copies() {
     }
     out.push_back(std::move(ins));
   }
+  start[instrs_.size()] = out.size();
+  for (Instr& ins : out)
+    if (ins.kind == Kind::If || ins.kind == Kind::While) {
+      ins.mid = start[ins.mid];
+      ins.end = start[ins.end];
+    }
   instrs_ = std::move(out);
 }
 
 void Executor::plan_memory() {
   const size_t n = meta_.size(), none = static_cast<size_t>(-1);
   std::vector<size_t> first(n, none), last(n, 0);
+  auto use = [&](int s, size_t at) { last[root_[s]] = std::max(last[root_[s]], at); };
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const Instr& ins = instrs_[i];
-    for (int s : ins.in) last[root_[s]] = std::max(last[root_[s]], i);
-    if (ins.kind == Kind::Kernel)
-      for (int s : ins.out) {
+    for (int s : ins.in) use(s, i);
+    if (ins.kind == Kind::View) continue;
+    for (const auto* v : {&ins.out, &ins.args})
+      for (int s : *v) {
         if (first[s] != none)
           raise(ErrorKind::Value, "Executor: value slot " + std::to_string(s) + " is defined twice");
         first[s] = i;
         last[s] = std::max(last[s], i);
       }
   }
+  // Regions: results and a loop's block arguments are written until the region's end, and
+  // yields read there; a loop's body runs again, so what it reads that was defined before the
+  // loop lives to the loop's end.
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind != Kind::If && ins.kind != Kind::While) continue;
+    for (const auto* v : {&ins.out, &ins.args, &ins.yields, &ins.else_yields})
+      for (int s : *v) use(s, ins.end);
+    if (ins.kind != Kind::While) continue;
+    for (size_t j = i + 1; j < ins.end; ++j)
+      for (const auto* v : {&instrs_[j].in, &instrs_[j].yields, &instrs_[j].else_yields})
+        for (int s : *v) {
+          const int r = root_[s];
+          if (first[r] != none && first[r] <= i) last[r] = std::max(last[r], ins.end);
+        }
+  }
   // Program outputs live to the end of the run (they are in the arena too: the next run takes a
   // fresh arena while the caller holds one of them).
   for (int s : outputs_) last[root_[s]] = instrs_.size();
+  auto planned = [&](int s) {
+    return first[s] != none && !is_view_[s] && !is_fed_[s] && !is_bound_[s];
+  };
+  // In place: an elementwise kernel's result shares the bytes of an input that is an arena
+  // value (not a view: the same layout, contiguous) of its shape and dtype and whose last use
+  // is this kernel. `group[s]`: the slot whose placement holds s; its lifetime grows to cover
+  // every member (each one is born where the one before it dies).
+  std::vector<int>& group = group_;
+  group.resize(n);
+  for (size_t s = 0; s < n; ++s) group[s] = static_cast<int>(s);
+  num_in_place_ = 0;
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind != Kind::Kernel || !ins.elementwise || ins.skip) continue;
+    std::vector<int> taken;
+    for (int o : ins.out) {
+      if (!planned(o)) continue;
+      for (int s : ins.in) {
+        if (!planned(s) || last[s] != i || meta_[s].shape != meta_[o].shape ||
+            meta_[s].dtype != meta_[o].dtype ||
+            std::find(taken.begin(), taken.end(), s) != taken.end())
+          continue;
+        // another operand viewing s's bytes differently (a broadcast of s) must not see them
+        // overwritten
+        bool viewed = false;
+        for (int t : ins.in) viewed |= t != s && root_[t] == s;
+        if (viewed) continue;
+        taken.push_back(s);
+        group[o] = group[s];
+        last[group[o]] = std::max(last[group[o]], last[o]);
+        ++num_in_place_;
+        break;
+      }
+    }
+  }
   std::vector<Placement> items;
   for (size_t s = 0; s < n; ++s) {
-    if (first[s] == none || is_view_[s] || is_fed_[s] || is_bound_[s]) continue;
+    if (!planned(static_cast<int>(s)) || group[s] != static_cast<int>(s)) continue;
     const uint64_t nbytes = tensor_nbytes(meta_[s].shape, meta_[s].dtype, "Executor");
     items.push_back({static_cast<int>(s), aligned(nbytes), first[s], last[s]});
   }
   arena_bytes_ = place_greedy(items);
   if (arena_bytes_ > 0) arena_ = Storage::allocate(device_, arena_bytes_);
-  for (const Placement& p : items) {
-    slots_[p.slot].storage = arena_;
-    slots_[p.slot].offset = static_cast<int64_t>(p.offset / itemsize(meta_[p.slot].dtype));
-    arena_slots_.push_back(p.slot);
+  std::vector<uint64_t> offset(n, 0);
+  for (const Placement& p : items) offset[p.slot] = p.offset;
+  for (size_t s = 0; s < n; ++s) {
+    if (!planned(static_cast<int>(s))) continue;
+    slots_[s].storage = arena_;
+    slots_[s].offset = static_cast<int64_t>(offset[group[s]] / itemsize(meta_[s].dtype));
+    arena_slots_.push_back(static_cast<int>(s));
   }
   arena_uses_ = arena_.use_count();
+}
+
+// The CPU fallback as run_kernel's (the same copies and kernel, counted the same), into
+// staging tensors kept across runs.
+void Executor::run_fallback(size_t i) {
+  const Instr& ins = instrs_[i];
+  if (fallback_mode() == FallbackMode::Error) {  // run_kernel raises the error eager raises
+    run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(), static_cast<int>(ins.in.size()),
+               out_ptrs_[i].data(), static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
+    return;
+  }
+  count_fallback(ins.op, device_, ins.dtype);
+  Staging& st = staging_[i];
+  const Plugin& dev = *device_->plugin;
+  const Plugin& cpu = *cpu_->plugin;
+  auto stage = [this](Tensor& t, uint64_t nbytes) {
+    if (!t.storage || t.storage->nbytes() < nbytes) {
+      t.storage.reset();
+      t.storage = Storage::allocate(cpu_, nbytes);
+    }
+    if (host_.size() < nbytes) host_.resize(nbytes);
+  };
+  for (size_t k = 0; k < ins.in.size(); ++k) {
+    const Tensor& src = slots_[ins.in[k]];
+    uint64_t lo = 0, hi = 0;
+    src.byte_span(&lo, &hi);
+    Tensor& t = st.in[k];
+    stage(t, hi - lo);
+    t.shape = src.shape;
+    t.strides = src.strides;
+    t.dtype = src.dtype;
+    t.offset = static_cast<int64_t>((src.byte_offset() - lo) / itemsize(src.dtype));
+    if (hi == lo) continue;
+    dev.check(dev.memory.copy_d2h(device_->index, host_.data(), src.storage->buffer(), lo,
+                                  hi - lo),
+              "copy_d2h");
+    cpu.check(cpu.memory.copy_h2d(cpu_->index, t.storage->buffer(), t.storage->base_offset(),
+                                  host_.data(), hi - lo),
+              "copy_h2d");
+  }
+  for (size_t k = 0; k < ins.out.size(); ++k) {
+    const Tensor& dst = slots_[ins.out[k]];
+    Tensor& t = st.out[k];
+    stage(t, tensor_nbytes(dst.shape, dst.dtype, ins.kernel));
+    t.shape = dst.shape;
+    t.strides = dst.strides;
+    t.dtype = dst.dtype;
+    t.offset = 0;
+  }
+  run_kernel(ins.op, ins.dtype, cpu_, st.in_ptrs.data(), static_cast<int>(ins.in.size()),
+             st.out_ptrs.data(), static_cast<int>(ins.out.size()), ins.attrs,
+             cpu_workspaces_.get());
+  for (size_t k = 0; k < ins.out.size(); ++k) {
+    const Tensor& t = st.out[k];
+    Tensor& dst = slots_[ins.out[k]];
+    const uint64_t nbytes = tensor_nbytes(dst.shape, dst.dtype, ins.kernel);
+    if (nbytes == 0) continue;
+    cpu.check(cpu.memory.copy_d2h(cpu_->index, host_.data(), t.storage->buffer(),
+                                  t.byte_offset(), nbytes),
+              "copy_d2h");
+    dev.check(dev.memory.copy_h2d(device_->index, dst.storage->buffer(), dst.byte_offset(),
+                                  host_.data(), nbytes),
+              "copy_h2d");
+  }
 }
 
 std::string Executor::where(size_t i) const {
   const Instr& ins = instrs_[i];
   return "Executor.run: instruction " + std::to_string(i) + " (" +
-         (ins.kind == Kind::View ? std::string("view") : ins.kernel + " " + dtype_name(ins.dtype)) +
+         (ins.kind == Kind::View    ? std::string("view")
+          : ins.kind == Kind::If    ? std::string("if")
+          : ins.kind == Kind::While ? std::string("while")
+                                    : ins.kernel + " " + dtype_name(ins.dtype)) +
          "): ";
+}
+
+bool Executor::read_condition(int slot, size_t i) {
+  const Tensor& t = slots_[slot];
+  if (t.dtype != DType::Bool || numel(t.shape) != 1)
+    raise(ErrorKind::Value, where(i) + "the condition must be a bool tensor of one element, got " +
+                                shape_str(t.shape) + " " + dtype_name(t.dtype));
+  uint8_t value = 0;
+  const Plugin& p = *device_->plugin;
+  p.check(p.memory.copy_d2h(device_->index, &value, t.storage->buffer(), t.byte_offset(), 1),
+          "copy_d2h");
+  return value != 0;
+}
+
+// to[k] = from[k + skip_from] for every k (a copy kernel: the same one eager's copies run).
+void Executor::copy_slots(const std::vector<int>& from, const std::vector<int>& to,
+                          size_t skip_from) {
+  static const Attrs kNone;
+  for (size_t k = 0; k < to.size(); ++k) {
+    const int a = from[k + skip_from], b = to[k];
+    if (a == b || numel(meta_[b].shape) == 0) continue;
+    const Tensor* in = &slots_[a];
+    Tensor* out = &slots_[b];
+    run_kernel(core_ops().copy, meta_[b].dtype, device_, &in, 1, &out, 1, kNone, &workspaces_);
+  }
+}
+
+void Executor::run_range(size_t begin, size_t end) {
+  for (size_t i = begin; i < end;) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind == Kind::If) {
+      if (read_condition(ins.in[0], i)) {
+        run_range(i + 1, ins.mid);
+        copy_slots(ins.yields, ins.out, 0);
+      } else {
+        run_range(ins.mid, ins.end);
+        copy_slots(ins.else_yields, ins.out, 0);
+      }
+      i = ins.end;
+      continue;
+    }
+    if (ins.kind == Kind::While) {
+      copy_slots(ins.in, ins.out, 1);  // zero iterations: the results are the inits
+      bool again = read_condition(ins.in[0], i);
+      while (again) {
+        copy_slots(ins.out, ins.args, 0);
+        run_range(i + 1, ins.end);
+        copy_slots(ins.yields, ins.out, 1);
+        again = read_condition(ins.yields[0], i);
+      }
+      i = ins.end;
+      continue;
+    }
+    if (ins.kind == Kind::View) {
+      Tensor& out = slots_[ins.out[0]];
+      out.storage = slots_[ins.in[0]].storage;
+      out.shape = ins.shape;
+      out.offset = slots_[ins.in[0]].offset + ins.offset;  // a root may sit inside the arena
+      ++i;
+      continue;
+    }
+    if (ins.skip) {
+      ++i;
+      continue;
+    }
+    try {
+      if (ins.fallback)
+        run_fallback(i);
+      else
+        run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
+                   static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
+                   static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
+    } catch (const Error& e) {
+      raise(e.kind(), where(i) + e.what());
+    }
+    ++i;
+  }
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
@@ -213,23 +462,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
     arena_ = Storage::allocate(device_, arena_bytes_);
     for (int s : arena_slots_) slots_[s].storage = arena_;
   }
-  for (size_t i = 0; i < instrs_.size(); ++i) {
-    const Instr& ins = instrs_[i];
-    if (ins.kind == Kind::View) {
-      Tensor& out = slots_[ins.out[0]];
-      out.storage = slots_[ins.in[0]].storage;
-      out.shape = ins.shape;
-      out.offset = slots_[ins.in[0]].offset + ins.offset;  // a root may sit inside the arena
-      continue;
-    }
-    if (ins.skip) continue;
-    try {
-      run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(), static_cast<int>(ins.in.size()),
-                 out_ptrs_[i].data(), static_cast<int>(ins.out.size()), ins.attrs);
-    } catch (const Error& e) {
-      raise(e.kind(), where(i) + e.what());
-    }
-  }
+  run_range(0, instrs_.size());
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (int s : outputs_) out.push_back(slots_[s]);
@@ -245,8 +478,27 @@ std::string Executor::describe() const {
   auto slots = [&os](const std::vector<int>& v) {
     for (size_t k = 0; k < v.size(); ++k) os << (k ? ", %" : "%") << v[k];
   };
-  for (const Instr& ins : instrs_) {
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const Instr& ins = instrs_[i];
     slots(ins.out);
+    if (ins.kind == Kind::If) {
+      os << " = if(%" << ins.in[0] << ") then [" << i + 1 << ", " << ins.mid << ") yield (";
+      slots(ins.yields);
+      os << ") else [" << ins.mid << ", " << ins.end << ") yield (";
+      slots(ins.else_yields);
+      os << ")\n";
+      continue;
+    }
+    if (ins.kind == Kind::While) {
+      os << " = while(";
+      slots(ins.in);
+      os << ") args (";
+      slots(ins.args);
+      os << ") body [" << i + 1 << ", " << ins.end << ") yield (";
+      slots(ins.yields);
+      os << ")\n";
+      continue;
+    }
     if (ins.kind == Kind::View) {
       os << " = view(%" << ins.in[0] << ") " << shape_str(ins.shape) << " strides "
          << shape_str(ins.strides) << " offset " << ins.offset << "\n";
@@ -254,7 +506,10 @@ std::string Executor::describe() const {
     }
     os << " = " << ins.kernel << "<" << dtype_name(ins.dtype) << ">(";
     slots(ins.in);
-    os << ")" << (ins.skip ? " skipped (empty)" : "") << "\n";
+    os << ")" << (ins.skip ? " skipped (empty)" : "") << (ins.fallback ? " cpu fallback" : "");
+    for (int s : ins.out)
+      if (group_[s] != s) os << " in place of %" << group_[s];
+    os << "\n";
   }
   return os.str();
 }

@@ -3,10 +3,17 @@
 // resolved in the kernel registry, its attributes packed, inputs that a kernel without
 // HWP_KERNEL_ACCEPTS_STRIDED cannot take as views given a planned contiguous copy, and every
 // value placed by liveness into one arena (values whose lifetimes do not overlap share bytes;
-// the program's outputs live to the end of the run and are returned as views of it). A run
-// makes no allocator call unless the caller still holds an output of an earlier run: then the
-// run takes a fresh arena, so that output is never overwritten. Views (reshape,
-// transpose, broadcast, slice as eager makes them) are metadata instructions.
+// an elementwise kernel's result takes the bytes of an input of its size, dtype and layout
+// that dies at it: in place; the program's outputs live to the end of the run and are
+// returned as views of it). Kernel workspaces and the CPU fallback's staging copies are kept
+// across runs. A run makes no allocator call (after the first, which sizes the workspaces)
+// unless the caller still holds an output of an earlier run: then the run takes a fresh
+// arena, so that output is never overwritten. Views (reshape, transpose, broadcast, slice as
+// eager makes them) are metadata instructions. cf.if / cf.while are instructions over ranges
+// of the list (their regions, inline after them): the condition is read from a bool tensor of
+// one element, yielded values are copied into the results (a loop's carried values into its
+// block arguments before each iteration), and liveness keeps a value read inside a loop but
+// defined before it alive for the whole loop.
 #pragma once
 
 #include <memory>
@@ -20,7 +27,7 @@ namespace hwport {
 
 class Executor {
  public:
-  enum class Kind { Kernel, View };
+  enum class Kind { Kernel, View, If, While };
   struct Instr {
     Kind kind = Kind::Kernel;
     std::string kernel;  // the registry name launched (diagnostics)
@@ -29,8 +36,16 @@ class Executor {
     std::vector<int> in, out;  // value slots
     Attrs attrs;
     bool skip = false;  // an empty output: eager launches nothing either
+    bool elementwise = false;  // out[i] depends on in[i] only: a result may overwrite an input
+    bool fallback = false;     // no kernel on the device: the counted CPU fallback, staged
     Shape shape, strides;  // View: the view's layout over its input's storage
     int64_t offset = 0;
+    // If: in = {cond}, out = results; the then-region is [i + 1, mid), the else-region
+    // [mid, end); they yield `yields` / `else_yields`. While: in = {cond, inits...}, out =
+    // results, `args` the body's block arguments, the body [i + 1, end) yields {next cond,
+    // next carried...}. mid and end: instruction indices.
+    std::vector<int> args, yields, else_yields;
+    size_t mid = 0, end = 0;
   };
   struct SlotMeta {
     Shape shape;
@@ -50,11 +65,34 @@ class Executor {
   const std::vector<std::pair<std::string, int>>& feeds() const { return feeds_; }
   size_t num_instructions() const { return instrs_.size(); }
   uint64_t arena_bytes() const { return arena_bytes_; }
+  size_t num_in_place() const { return num_in_place_; }  // results written over an input
   std::string describe() const;  // the instruction list, one line each
 
  private:
+  // Workspaces kept across runs: a launch's k-th request gets the k-th buffer, grown when a
+  // request is larger (launches run in order on one stream, so they can share them).
+  class KeptWorkspaces : public WorkspaceSource {
+   public:
+    explicit KeptWorkspaces(Device* device) : device_(device) {}
+    HWP_Buffer workspace(int k, uint64_t nbytes) override;
+
+   private:
+    Device* device_;
+    std::vector<std::shared_ptr<Storage>> held_;
+  };
+  // The CPU copies of a fallback instruction's operands, kept across runs.
+  struct Staging {
+    std::vector<Tensor> in, out;
+    std::vector<const Tensor*> in_ptrs;
+    std::vector<Tensor*> out_ptrs;
+  };
+
   void add_contiguous_copies();
   void plan_memory();
+  void run_fallback(size_t i);
+  void run_range(size_t begin, size_t end);
+  bool read_condition(int slot, size_t i);
+  void copy_slots(const std::vector<int>& from, const std::vector<int>& to, size_t skip_from);
   std::string where(size_t i) const;
 
   Device* device_;
@@ -71,6 +109,13 @@ class Executor {
   uint64_t arena_bytes_ = 0;
   std::vector<int> arena_slots_;  // the slots whose memory is in the arena
   long arena_uses_ = 0;            // the arena's use count when no caller holds an output
+  size_t num_in_place_ = 0;
+  std::vector<int> group_;  // the slot whose planned bytes a slot shares (itself if none)
+  KeptWorkspaces workspaces_;
+  Device* cpu_ = nullptr;  // where fallbacks run
+  std::unique_ptr<KeptWorkspaces> cpu_workspaces_;
+  std::vector<Staging> staging_;  // per instruction (empty unless a fallback)
+  std::vector<uint8_t> host_;     // the host hop of fallback copies
 };
 
 }  // namespace hwport

@@ -11,6 +11,7 @@ import numpy as np
 from hwport import pir
 from hwport.phi_ops import sample_inputs
 from hwport.phi_ops.schema import load_ops
+from hwport.pir.eager_attrs import given_attrs
 
 OPS = load_ops()
 
@@ -98,10 +99,8 @@ def evaluate(p: pir.Program, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarr
         elif op.name == "builtin.split":
             out = tuple(ins[0])
         else:
-            attrs = {k: a.value for k, a in op.attributes.items()}
-            if op.name == "pd_op.split" and len(attrs["sections"]) == 1:
-                # the IR's [n] is n equal parts (infer-meta's reading); the oracle takes an int
-                attrs["sections"] = attrs["sections"][0]
+            attrs = given_attrs(op.name.split(".", 1)[1],
+                                {k: a.value for k, a in op.attributes.items()})
             out = reference(op.name.split(".", 1)[1], ins, attrs)
         results = (out if isinstance(out, tuple) and op.name != "pd_op.split" else
                    (list(out),) if op.name == "pd_op.split" else (out,))

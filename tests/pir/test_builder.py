@@ -120,3 +120,4 @@ def test_builder_records_constraints_in_the_program():
         b.pd_op.add(x, y)
         b.pd_op.reshape(x, shape=[3, -1])
     assert [str(c) for c in p.constraints] == ["s0 == s1 (add)", "4*s0 % 3 (reshape)"]
+

@@ -12,6 +12,7 @@ from hwport import pir
 from hwport.phi_ops.schema import OPS_YAML, load_ops
 from hwport.pir.dialect import REQUIRED, register_dialect
 from hwport.pir.dialects import pd_op
+from hwport.pir.eager_attrs import COUNT_ATTRS
 
 from .programs import OPS
 
@@ -24,8 +25,13 @@ def test_pd_op_has_one_op_per_ops_yaml_entry_with_its_typed_attributes():
         assert [(s.name, s.optional, s.variadic) for s in info.operands] == [
             (i.name, i.optional, i.variadic) for i in op.inputs]
         assert [s.name for s in info.results] == [o.name for o in op.outputs]
-        assert [(a.name, a.kind) for a in info.attrs] == [(a.name, a.type) for a in op.attrs]
-        assert [a.required for a in info.attrs] == [a.required for a in op.attrs]
+        # an ints attribute eager also takes as a count: both optional, the count after them
+        ints, count = COUNT_ATTRS.get(name, (None, None))
+        extra = [(count, "int")] if count else []
+        assert [(a.name, a.kind) for a in info.attrs] == [
+            (a.name, a.type) for a in op.attrs] + extra
+        assert [a.required for a in info.attrs] == [
+            a.required and a.name != ints for a in op.attrs] + [False] * len(extra)
         assert info.interfaces["Decompose"] == op.decompose
         assert info.interfaces["VJP"] == op.backward
 

@@ -10,6 +10,7 @@ import pytest
 from hwport import pir
 from hwport.phi_ops import sample_inputs
 from hwport.pir.dialect import default_attr, to_attr
+from hwport.pir.eager_attrs import builder_kwargs
 from hwport.pir.symbolic import SymExpr, parse_dim
 
 from .programs import OPS
@@ -50,7 +51,8 @@ def test_symbolic_results_agree_with_the_concrete_rules_on_every_case():
         for case in sample_inputs.cases_for(name, op.dtypes[0]):
             if case.large:
                 continue
-            attrs = {s.name: to_attr(name, s, case.attrs[s.name]) if s.name in case.attrs
+            given = builder_kwargs(name, case.attrs)  # split's int sections: num
+            attrs = {s.name: to_attr(name, s, given[s.name]) if s.name in given
                      else default_attr(s) for s in info.attrs}
             concrete = pir.infer_result_types(info, _operand_types(op, case, False), attrs)
             constraints = pir.Constraints()
@@ -159,8 +161,14 @@ def test_concat_sums_and_split():
         ["builtin.tensor<s0x4xf32>"], ["s0 == s1 (concat)"])
     assert _infer("split", [["s0", "s1"]], sections=[3, -1], axis=1)[0] == [
         "vec[builtin.tensor<s0x3xf32>,builtin.tensor<s0x(s1-3)xf32>]"]
-    assert _infer("split", [[6, "s1"]], sections=[2])[0] == [
+    assert _infer("split", [[6, "s1"]], num=2)[0] == [
         "vec[builtin.tensor<3xs1xf32>,builtin.tensor<3xs1xf32>]"]
+    # one size is one part of that size (eager's split(x, [6])), not 6 parts
+    assert _infer("split", [[6, "s1"]], sections=[6])[0] == ["vec[builtin.tensor<6xs1xf32>]"]
+    assert _infer("split", [["s0", 4]], sections=[6]) == (
+        ["vec[builtin.tensor<6x4xf32>]"], ["s0 == 6 (split)"])
+    assert _infer("split", [["s0", 4]], num=2)[0] == [
+        "vec[builtin.tensor<-1x4xf32>,builtin.tensor<-1x4xf32>]"]
     assert _infer("stack", [[["s0", 2], ["s0", 2]]], axis=1)[0] == [
         "builtin.tensor<s0x2x2xf32>"]
 
