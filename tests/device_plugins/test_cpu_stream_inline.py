@@ -96,34 +96,37 @@ def test_small_launch_waits_behind_queued_work_and_events(cpu, streams):
             d.free()
 
 
-def bad_gather(cpu, stream):
-    """Launches a gather of a 1-element index that is out of range: fails when it runs."""
+@pytest.fixture
+def bad_gather(cpu):
+    """A launcher of a gather whose 1-element index is out of range: it fails when it runs.
+    Its arrays are made up front (an upload is a synchronous copy: it drains the device)."""
     x = DeviceArray(cpu, np.arange(12, dtype=np.float32).reshape(4, 3))
     idx = DeviceArray(cpu, np.array([9], np.int64))
     out = DeviceArray.empty(cpu, (1, 3), np.float32)
-    st = cpu.call_kernel("gather", F32, [x.view(), idx.view()], [out.view()],
-                         attrs={"axis": 0}, stream=stream)
-    return st, (x, idx, out)
+
+    def launch(stream) -> int:
+        return cpu.call_kernel("gather", F32, [x.view(), idx.view()], [out.view()],
+                               attrs={"axis": 0}, stream=stream)
+
+    yield launch
+    for d in (x, idx, out):
+        d.free()
 
 
-def test_inline_error_is_the_launchs_own_and_reported_once(cpu, streams):
+def test_inline_error_is_the_launchs_own_and_reported_once(cpu, streams, bad_gather):
     s = streams[0]
-    st, arrays = bad_gather(cpu, s)  # s is idle: runs inline
-    try:
-        cpu.expect_error(st, INVALID_ARGUMENT, "gather", "index 9 is out of range [0, 4)")
-        assert cpu.streams.synchronize_stream(0, s) == OK  # not reported again
-        assert cpu.streams.query_stream(0, s) == OK
-        ok = DeviceArray.empty(cpu, (16,), np.float32)
-        fill(cpu, ok, 5.0, s)  # the stream still works
-        cpu.sync_stream(s)
-        assert np.all(ok.read() == 5.0)
-        ok.free()
-    finally:
-        for d in arrays:
-            d.free()
+    ok = DeviceArray.empty(cpu, (16,), np.float32)
+    st = bad_gather(s)  # s is idle: runs inline
+    cpu.expect_error(st, INVALID_ARGUMENT, "gather", "index 9 is out of range [0, 4)")
+    assert cpu.streams.synchronize_stream(0, s) == OK  # not reported again
+    assert cpu.streams.query_stream(0, s) == OK
+    fill(cpu, ok, 5.0, s)  # the stream still works
+    cpu.sync_stream(s)
+    assert np.all(memory(ok) == 5.0)
+    ok.free()
 
 
-def test_queued_error_is_reported_by_the_next_synchronize_once(cpu, streams):
+def test_queued_error_is_reported_by_the_next_synchronize_once(cpu, streams, bad_gather):
     """Behind big work the same failure is asynchronous: the launch says OK, the next
     synchronize says DEVICE_ERROR naming the op, the one after OK."""
     s = streams[0]
@@ -132,7 +135,7 @@ def test_queued_error_is_reported_by_the_next_synchronize_once(cpu, streams):
     try:
         for _ in range(5):
             fill(cpu, big, 1.0, s)
-            st, arrays = bad_gather(cpu, s)
+            st = bad_gather(s)
             if st == OK:  # queued behind the fill (the usual case)
                 seen_queued = True
                 status = cpu.streams.synchronize_stream(0, s)
@@ -143,8 +146,6 @@ def test_queued_error_is_reported_by_the_next_synchronize_once(cpu, streams):
             else:  # the fill had finished already: it ran inline
                 cpu.expect_error(st, INVALID_ARGUMENT, "gather", "out of range")
             assert cpu.streams.synchronize_stream(0, s) == OK
-            for d in arrays:
-                d.free()
             if seen_queued:
                 break
         assert seen_queued
