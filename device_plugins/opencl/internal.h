@@ -143,8 +143,8 @@ HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue 
 
 /* Counts one command just enqueued on `stream` (NULL: nothing to count); `ev`, its event or
  * NULL, is released. query_stream reports the stream idle when every counted command has
- * completed, through a marker it enqueues itself, so launches need no event (an event per
- * launch costs PoCL ~1.5 us). EVERY command enqueued on a stream's queue (copies, fills,
+ * completed, through a marker it enqueues itself, so launches need no event (PoCL allocates,
+ * signals and frees one per command that asks; the plugin's tracking took a lock per launch). EVERY command enqueued on a stream's queue (copies, fills,
  * markers, barriers, kernels) must be counted here, right after the enqueue. */
 void ocl_stream_track(HWP_Stream stream, cl_event ev);
 

@@ -1,9 +1,9 @@
 /* hwport OpenCL plugin — cl_kernel objects reused across launches.
  *
- * Measured on PoCL 3.1 (benchmarks/bench_dispatch.py's enqueue section and a C program doing
- * nothing but the launch calls): a launch with a kernel object fresh from clCreateKernel costs
- * 5-8 us, one with a kernel already enqueued before 2-3 us (PoCL sets up a kernel object's
- * per-device launch data on its first enqueue). So kernels are kept per (program, name).
+ * Measured on PoCL 3.1 (benchmarks/opencl_launch_floor.c, bursts of launches + clFinish): a
+ * launch with a kernel object fresh from clCreateKernel cost 1.3-2.5x one with a kernel already
+ * enqueued before (PoCL sets up a kernel object's launch data on its first enqueue; 5-8 us
+ * against 2-3 us on a quiet machine). So kernels are kept per (program, name).
  *
  * OpenCL lets one thread at a time set a kernel's arguments and enqueue it, so a cached kernel
  * is borrowed for one launch (ocl_kernel_borrow) and given back after its enqueue
