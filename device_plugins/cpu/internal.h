@@ -16,7 +16,13 @@
 #define CPU_MAX_DEVICES 64
 #define CPU_ALIGNMENT 64
 #define CPU_ERROR_LEN 512
-#define CPU_DEFAULT_INLINE_ELEMENTS 4096
+/* Work (elements; multiply-adds for matmul) of at most this much on an idle stream runs inline
+ * on the submitting thread. Measured on a 2-core VM (benchmarks/bench_dispatch.py --only mlp
+ * --mlp-runs 10, and op+synchronize by size): a sleeping worker's wake-up (10-30 us) and the
+ * synchronizer's own wake-up cost more than the work up to ~1M elements of gelu/exp and every
+ * matmul tried (up to 33M multiply-adds); a million keeps the MLP steps' matmuls (B=8: 2^19)
+ * inline and big work (~1 ms and more) on the worker, where the host can go on meanwhile. */
+#define CPU_DEFAULT_INLINE_ELEMENTS 1000000
 
 #if defined(__GNUC__)
 #define CPU_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -130,18 +130,22 @@ struct ocl_stream {
   int32_t device;
   uint64_t magic;
   ocl_stream *prev, *next; /* in the device's list, guarded by the device's mu */
-  pthread_mutex_t mu;      /* guards last */
-  cl_event last;           /* the last command enqueued on the queue, or NULL */
+  uint64_t submitted;      /* atomic: commands enqueued on the queue so far */
+  pthread_mutex_t mu;      /* guards last, last_seq and done_seq */
+  cl_event last;           /* query_stream's marker: completes after the first last_seq, or NULL */
+  uint64_t last_seq;
+  uint64_t done_seq; /* the first done_seq commands are known to have completed */
 };
 
 /* The queue of `stream` on `device` (validated), or an INVALID_ARGUMENT error. */
 HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue *out,
                             const char *fn);
 
-/* Records `ev` (owned by the callee from now on; NULL is ignored) as the last command enqueued
- * on `stream`: query_stream reports the stream idle when that command has completed (the queue
- * is in order). EVERY command enqueued on a stream's queue (copies, fills, markers, barriers,
- * and the kernels of a later step) must pass its event here, right after the enqueue. */
+/* Counts one command just enqueued on `stream` (NULL: nothing to count); `ev`, its event or
+ * NULL, is released. query_stream reports the stream idle when every counted command has
+ * completed, through a marker it enqueues itself, so launches need no event (PoCL allocates,
+ * signals and frees one per command that asks; the plugin's tracking took a lock per launch). EVERY command enqueued on a stream's queue (copies, fills,
+ * markers, barriers, kernels) must be counted here, right after the enqueue. */
 void ocl_stream_track(HWP_Stream stream, cl_event ev);
 
 /* Blocks until every queue of `device` (its streams and the internal one) has finished. */

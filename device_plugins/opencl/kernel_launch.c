@@ -84,11 +84,7 @@ HWP_Status ocl_kernel_get(int32_t device, int slot, const char *source, const ch
   cl_program prog;
   HWP_Status st = ocl_program_get(device, slot, source, options, &prog, fn);
   if (st != HWP_OK) return st;
-  cl_int err = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(prog, name, &err);
-  if (k == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
-  *out = k;
-  return HWP_OK;
+  return ocl_kernel_borrow(prog, name, out, fn);
 }
 
 HWP_Status ocl_kernel_args(cl_kernel k, int n, const ocl_arg *args, const char *fn) {
@@ -128,22 +124,21 @@ HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_k
 HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
                              cl_uint dims, const size_t *offset, const size_t *global,
                              const size_t *local, const char *fn) {
-  cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL,
-                                      ctx->stream == NULL ? NULL : &ev);
+  /* No event: the stream counts the launch (ocl_stream_track), query_stream marks it. */
+  cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL, NULL);
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
-  if (ctx->stream != NULL) ocl_stream_track(ctx->stream, ev);
+  ocl_stream_track(ctx->stream, NULL);
   return HWP_OK;
 }
 
 HWP_Status ocl_kernel_make(cl_program prog, const char *name, const ocl_arg *args, int n,
                            cl_kernel *out, const char *fn) {
-  cl_int err = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(prog, name, &err);
-  if (k == NULL || err != CL_SUCCESS) return ocl_cl_error(err, fn, "clCreateKernel");
-  HWP_Status st = ocl_kernel_args(k, n, args, fn);
+  cl_kernel k = NULL;
+  HWP_Status st = ocl_kernel_borrow(prog, name, &k, fn);
+  if (st != HWP_OK) return st;
+  st = ocl_kernel_args(k, n, args, fn);
   if (st != HWP_OK) {
-    clReleaseKernel(k);
+    ocl_kernel_release(k);
     return st;
   }
   *out = k;
@@ -158,7 +153,7 @@ HWP_Status ocl_enqueue_1d(const HWP_KernelContext *ctx, cl_command_queue q, cl_k
     size_t global = (size_t)((items + local - 1) / local) * local;
     st = ocl_enqueue_nd(ctx, q, k, 1, &global, &local, fn);
   }
-  clReleaseKernel(k); /* the enqueued command keeps it alive */
+  ocl_kernel_release(k); /* the enqueued command captured its arguments */
   return st;
 }
 
@@ -332,11 +327,9 @@ HWP_Status ocl_temp_buffer(int32_t device, size_t bytes, const void *init, cl_me
 
 HWP_Status ocl_read_now(const HWP_KernelContext *ctx, cl_command_queue q, cl_mem buf,
                         uint64_t offset, size_t bytes, void *dst, const char *fn) {
-  cl_event ev = NULL;
-  cl_int err = clEnqueueReadBuffer(q, buf, CL_TRUE, (size_t)offset, bytes, dst, 0, NULL,
-                                   ctx->stream == NULL ? NULL : &ev);
+  cl_int err = clEnqueueReadBuffer(q, buf, CL_TRUE, (size_t)offset, bytes, dst, 0, NULL, NULL);
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueReadBuffer");
-  if (ctx->stream != NULL) ocl_stream_track(ctx->stream, ev);
+  ocl_stream_track(ctx->stream, NULL);
   return HWP_OK;
 }
 

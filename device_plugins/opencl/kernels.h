@@ -70,7 +70,8 @@ uint64_t ocl_dev_local_mem(int32_t device);
 
 /* Build options "-DDT=<dtype>[ -DHAS_FP64=1][ <extra>]" for `device` into buf. */
 void ocl_dtype_options(int32_t device, HWP_DType dt, const char *extra, char *buf, size_t cap);
-/* Kernel `name` of the program in `slot` (built from `source` with `options` on first use). */
+/* Kernel `name` of the program in `slot` (built from `source` with `options` on first use),
+ * borrowed from the kernel cache: give it back with ocl_kernel_release. */
 HWP_Status ocl_kernel_get(int32_t device, int slot, const char *source, const char *options,
                           const char *name, cl_kernel *out, const char *fn);
 /* Sets arguments 0..n-1 of k. */
@@ -134,12 +135,24 @@ HWP_Status ocl_register_index_kernels(const HWP_HostApi *host);
 /* kernels_random.c: uniform, bit-exact with phi_ops/philox.py (slots 90..99). */
 HWP_Status ocl_register_random_kernels(const HWP_HostApi *host);
 
-/* Creates kernel `name` of `prog` and sets its `n` arguments; on error nothing is left. */
+/* ---- kernel_cache.c ------------------------------------------------------------------------ */
+
+/* Kernel `name` of `prog` for one launch: an idle cached one, else a new one. The caller sets
+ * every argument, enqueues, and gives it back with ocl_kernel_release (never clReleaseKernel). */
+HWP_Status ocl_kernel_borrow(cl_program prog, const char *name, cl_kernel *out, const char *fn);
+/* Gives back a kernel from ocl_kernel_borrow (kept for the next launch, or released); any other
+ * kernel is released. */
+void ocl_kernel_release(cl_kernel k);
+/* Releases every cached kernel (at shutdown, before the programs). */
+void ocl_kernel_cache_shutdown(void);
+
+/* A kernel of `prog` (ocl_kernel_borrow) with its `n` arguments set; on error nothing is left.
+ * Give it back with ocl_kernel_release. */
 HWP_Status ocl_kernel_make(cl_program prog, const char *name, const ocl_arg *args, int n,
                            cl_kernel *out, const char *fn);
 /* Enqueues `k` over `items` work-items (rounded up to a multiple of the local size: `local`, or
  * when 0 the largest power of two <= 128 the kernel allows) on q, tracked on ctx->stream, and
- * releases k (the enqueued command keeps it alive). items == 0 enqueues nothing. */
+ * gives k back (ocl_kernel_release). items == 0 enqueues nothing. */
 HWP_Status ocl_enqueue_1d(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
                           uint64_t items, size_t local, const char *fn);
 /* ocl_kernel_make + ocl_enqueue_1d with the automatic local size. */

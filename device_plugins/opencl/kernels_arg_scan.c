@@ -94,8 +94,8 @@ static HWP_Status arg_launch(const HWP_KernelContext *ctx, const as_op *op,
   size_t g1 = (size_t)(nout * chunks) * local, g2 = (size_t)nout * local2;
   if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, k1, 1, &g1, &local, fn);
   if (st == HWP_OK && k2 != NULL) st = ocl_enqueue_nd(ctx, q, k2, 1, &g2, &local2, fn);
-  clReleaseKernel(k1); /* enqueued commands keep their kernels alive */
-  if (k2 != NULL) clReleaseKernel(k2);
+  ocl_kernel_release(k1); /* back to the kernel cache */
+  if (k2 != NULL) ocl_kernel_release(k2);
   return st != HWP_OK ? st : ocl_launch_done(ctx, q, fn);
 }
 
@@ -158,12 +158,12 @@ static HWP_Status scan_launch(const HWP_KernelContext *ctx, const as_op *op,
       st = ocl_kernel_args(kt, 16, targs, fn);
       size_t gt = (size_t)(rows * chunks) * lt;
       if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, kt, 1, &gt, &lt, fn);
-      clReleaseKernel(kt);
+      ocl_kernel_release(kt);
     }
   }
   size_t global = (size_t)(rows * chunks) * local;
   if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, k, 1, &global, &local, fn);
-  clReleaseKernel(k);
+  ocl_kernel_release(k);
   return st != HWP_OK ? st : ocl_launch_done(ctx, q, fn);
 }
 

@@ -200,8 +200,8 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
     size_t offset = (size_t)n_main, global = (size_t)((n - n_main + local - 1) / local) * local;
     st = ocl_enqueue_nd_at(ctx, q, k, 1, &offset, &global, &local, fn);
   }
-  clReleaseKernel(k); /* enqueued commands keep their kernels alive */
-  if (kc != NULL) clReleaseKernel(kc);
+  ocl_kernel_release(k); /* back to the kernel cache */
+  if (kc != NULL) ocl_kernel_release(kc);
   if (st != HWP_OK) return st;
   return ocl_launch_done(ctx, q, fn);
 }
@@ -222,7 +222,7 @@ int32_t ocl_ew_preferred_multiple(int32_t dev) {
                                  CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof m, &m,
                                  NULL) != CL_SUCCESS)
       m = 0;
-    clReleaseKernel(k);
+    ocl_kernel_release(k);
   }
   v = m > 0 && m <= INT32_MAX ? (int32_t)m : 1;
   __atomic_store_n(&known[dev], v, __ATOMIC_RELAXED);

@@ -168,7 +168,7 @@ static HWP_Status mm_kernel(const HWP_KernelContext *ctx) {
   }
   global[2] = (size_t)B;
   if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, k, 3, global, local, fn);
-  clReleaseKernel(k);
+  ocl_kernel_release(k);
   return st != HWP_OK ? st : ocl_launch_done(ctx, q, fn);
 }
 

@@ -125,7 +125,7 @@ static HWP_Status nn_run(const HWP_KernelContext *ctx, cl_kernel k, int n, const
   if (st == HWP_OK) st = ocl_ctx_queue(ctx, &q, fn);
   size_t global = (size_t)rows * local;
   if (st == HWP_OK) st = ocl_enqueue_nd(ctx, q, k, 1, &global, &local, fn);
-  clReleaseKernel(k);
+  ocl_kernel_release(k);
   return st != HWP_OK ? st : ocl_launch_done(ctx, q, fn);
 }
 

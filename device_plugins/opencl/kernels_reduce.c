@@ -346,8 +346,8 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
     size_t g2 = (size_t)nout * local2;
     st = ocl_enqueue_nd(ctx, q, k2, 1, &g2, &local2, fn);
   }
-  clReleaseKernel(k1); /* enqueued commands keep their kernels alive */
-  if (k2 != NULL) clReleaseKernel(k2);
+  ocl_kernel_release(k1); /* back to the kernel cache */
+  if (k2 != NULL) ocl_kernel_release(k2);
   if (st != HWP_OK) return st;
   return ocl_launch_done(ctx, q, fn);
 }

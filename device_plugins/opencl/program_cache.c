@@ -211,6 +211,7 @@ done:
 }
 
 void ocl_program_cache_shutdown(void) {
+  ocl_kernel_cache_shutdown(); /* the cached kernels of these programs first */
   pthread_mutex_lock(&g_prog_mu);
   for (int d = 0; d < OCL_MAX_DEVICES; ++d)
     for (int s = 0; s < OCL_MAX_PROGRAMS; ++s)

@@ -92,20 +92,23 @@ HWP_Status ocl_synchronize_device(int32_t device, const char *fn) {
 /* ---- streams ------------------------------------------------------------------------------ */
 
 void ocl_stream_track(HWP_Stream stream, cl_event ev) {
+  /* The command's own event is not kept: with enqueues from several threads, the command
+   * counted last need not be the one enqueued last; query_stream's marker, enqueued after the
+   * count it covers was read, is exact. */
+  if (ev != NULL) clReleaseEvent(ev);
   ocl_stream *s = (ocl_stream *)stream;
-  if (s == NULL || ev == NULL) return;
-  pthread_mutex_lock(&s->mu);
-  cl_event old = s->last;
-  s->last = ev;
-  pthread_mutex_unlock(&s->mu);
-  if (old != NULL) clReleaseEvent(old);
+  if (s != NULL) __atomic_add_fetch(&s->submitted, 1, __ATOMIC_RELEASE);
 }
 
-/* Forgets the stream's last command when it is still `done` (it has completed). */
-static void stream_untrack(ocl_stream *s, cl_event done) {
+/* Records that the first `seq` commands have completed. */
+static void stream_done(ocl_stream *s, uint64_t seq) {
   pthread_mutex_lock(&s->mu);
-  cl_event old = s->last == done ? s->last : NULL;
-  if (old != NULL) s->last = NULL;
+  if (seq > s->done_seq) s->done_seq = seq;
+  cl_event old = NULL;
+  if (s->last != NULL && s->last_seq <= s->done_seq) {
+    old = s->last;
+    s->last = NULL;
+  }
   pthread_mutex_unlock(&s->mu);
   if (old != NULL) clReleaseEvent(old);
 }
@@ -190,12 +193,10 @@ static HWP_Status ocl_synchronize_stream(int32_t device, HWP_Stream stream) {
   cl_command_queue q = NULL;
   OCL_CHECK(ocl_stream_queue(device, stream, &q, "synchronize_stream"));
   ocl_stream *s = (ocl_stream *)stream;
-  pthread_mutex_lock(&s->mu);
-  cl_event last = s->last;
-  pthread_mutex_unlock(&s->mu);
+  uint64_t seq = __atomic_load_n(&s->submitted, __ATOMIC_ACQUIRE);
   cl_int err = clFinish(q);
   if (err != CL_SUCCESS) return ocl_cl_error(err, "synchronize_stream", "clFinish");
-  if (last != NULL) stream_untrack(s, last);
+  stream_done(s, seq);
   return HWP_OK;
 }
 
@@ -216,15 +217,34 @@ static HWP_Status ocl_query_stream(int32_t device, HWP_Stream stream) {
   cl_command_queue q = NULL;
   OCL_CHECK(ocl_stream_queue(device, stream, &q, "query_stream"));
   ocl_stream *s = (ocl_stream *)stream;
+  /* Every command counted in seq was enqueued before this load (it is counted after its
+   * enqueue), so a marker enqueued now completes after all of them (the queue is in order). */
+  uint64_t seq = __atomic_load_n(&s->submitted, __ATOMIC_ACQUIRE);
   pthread_mutex_lock(&s->mu);
+  if (s->done_seq >= seq) {
+    pthread_mutex_unlock(&s->mu);
+    return HWP_OK; /* nothing enqueued since the stream was last seen idle */
+  }
+  cl_int err = CL_SUCCESS;
+  if (s->last == NULL || s->last_seq < seq) { /* commands since the last marker: mark them */
+    cl_event marker = NULL;
+    err = clEnqueueMarkerWithWaitList(q, 0, NULL, &marker);
+    if (err != CL_SUCCESS) {
+      pthread_mutex_unlock(&s->mu);
+      return ocl_cl_error(err, "query_stream", "clEnqueueMarkerWithWaitList");
+    }
+    if (s->last != NULL) clReleaseEvent(s->last);
+    s->last = marker;
+    s->last_seq = seq; /* the marker itself is not counted: it does no work */
+  }
   cl_event last = s->last;
-  if (last != NULL) clRetainEvent(last);
+  uint64_t last_seq = s->last_seq;
+  clRetainEvent(last);
   pthread_mutex_unlock(&s->mu);
-  if (last == NULL) return HWP_OK; /* nothing enqueued since the stream was last idle */
-  cl_int err = clFlush(q);
+  err = clFlush(q);
   HWP_Status st = err != CL_SUCCESS ? ocl_cl_error(err, "query_stream", "clFlush")
                                     : event_status(last, "query_stream");
-  if (st == HWP_OK) stream_untrack(s, last);
+  if (st == HWP_OK) stream_done(s, last_seq);
   clReleaseEvent(last);
   return st;
 }
@@ -298,8 +318,7 @@ static HWP_Status ocl_record_event(int32_t device, HWP_Stream stream, HWP_Event 
   }
   cl_context ctx = NULL;
   clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
-  clRetainEvent(ev); /* one reference for the stream, one for the event */
-  ocl_stream_track(stream, ev);
+  ocl_stream_track(stream, NULL); /* the event keeps ev */
   event_set(e, ev, ctx);
   return HWP_OK;
 }
