@@ -189,9 +189,24 @@ static HWP_Status mm_fallback(mm_gemm *g, const mm_dtype_info *info) {
 #ifdef HWPORT_CPU_HAVE_CBLAS
 static pthread_mutex_t g_blas_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
+/* Products below this many multiply-adds run on one OpenBLAS thread: waking its helper threads
+ * costs tens of µs on a loaded machine, more than they save there (an MLP step at batch 1-8). */
+#define MM_BLAS_SERIAL_MACS (1 << 20)
+static int g_blas_pool_threads = 1, g_blas_threads = 0; /* g_blas_threads under g_blas_mu */
 static void blas_init_threads(void) {
+  g_blas_pool_threads = cpu_parallel_threads() > 0 ? cpu_parallel_threads() : 1;
+}
+
+/* The thread count for an M x N x K product (caller holds g_blas_mu). */
+static void blas_set_threads(int64_t M, int64_t N, int64_t K) {
 #ifdef HWPORT_CPU_HAVE_OPENBLAS
-  openblas_set_num_threads(cpu_parallel_threads() > 0 ? cpu_parallel_threads() : 1);
+  int want = (double)M * (double)N * (double)K < MM_BLAS_SERIAL_MACS ? 1 : g_blas_pool_threads;
+  if (want != g_blas_threads) {
+    openblas_set_num_threads(want);
+    g_blas_threads = want;
+  }
+#else
+  (void)M, (void)N, (void)K;
 #endif
 }
 
@@ -335,6 +350,7 @@ static HWP_Status mm_blas(const mm_plan *P, int64_t b) {
   }
   pthread_once(&g_blas_once, blas_init_threads);
   pthread_mutex_lock(&g_blas_mu);
+  blas_set_threads(M, N, K);
   if (M == 1 || N == 1)
     blas_gemv(dbl, M, N, K, ap, ta, lda, bp, tb, ldb, cp);
   else if (dbl)
