@@ -15,6 +15,7 @@ import time
 import warnings
 
 import numpy as np
+import pytest
 
 import hwport
 from hwport.profiler import Profiler, SortedKeys
@@ -161,3 +162,31 @@ def test_a_failing_plugin_profiler_costs_the_device_time_not_the_profile():
     assert res["y"] == [1.0, 2.0]
     assert any("no device time" in w and "performance counters are in use" in w
                for w in res["warnings"]), res["warnings"]
+
+
+def test_opencl_device_time_from_event_profiling():
+    """The OpenCL plugin reports at stop() what its launches' events timed, converted from
+    OpenCL's own clock to the host's (calibrated to tens of µs: 1 ms allowed here)."""
+    try:
+        hwport.device.get_device_properties("custom:opencl")
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no OpenCL device: {exc}")
+    place = "custom:opencl"
+    x = hwport.to_tensor(np.random.default_rng(0).standard_normal((128, 128))
+                         .astype(np.float32), place=place)
+    before = time.perf_counter_ns()
+    with Profiler() as prof:
+        y = hwport.matmul(x, x)
+        hwport.nn.functional.softmax(y, axis=-1)
+    after = time.perf_counter_ns()
+    assert place + ":0" in prof.timed_places
+    ops = [e for e in _ops(prof) if e.place.startswith(place)]
+    assert [e.name for e in ops] == ["matmul", "softmax"]
+    slack = 1_000_000
+    for ev in ops:
+        assert ev.device_spans and ev.device_ns > 0, ev.name
+        for d in ev.device_spans:
+            assert d.name == ev.name and d.place == place + ":0"
+            assert before - slack <= d.start_ns <= d.end_ns <= after + slack
+    # The softmax ran after the matmul it reads, on the same in-order queue.
+    assert ops[0].device_spans[-1].end_ns <= ops[1].device_spans[0].start_ns + slack

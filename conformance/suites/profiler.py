@@ -5,7 +5,7 @@ sink.
 
 The checks FAIL a plugin that reports work of a launch that carried no id, loses a launch's
 work, reports spans outside the time the work can have taken (they must be on the host's
-CLOCK_MONOTONIC), out of launch order on one in-order stream, after stop() returned, or that
+CLOCK_MONOTONIC, within 1 ms), out of launch order on one in-order stream, after stop() returned, or that
 accepts a NULL sink or a bad device. The launches are `add` kernels whose results are checked
 with numpy, so timing must leave the results alone. A plugin without the table (optional) gives
 NOT_SUPPORTED: hwport.profiler then shows host time only.
@@ -28,6 +28,9 @@ NAME = "profiler"
 _IDS = (101, 102, 103, 104)  # the profiled launches; 0 and _AFTER_STOP must not be reported
 _AFTER_STOP = 105
 _ELEMENTS = 1 << 16
+# A device with its own clock converts its timestamps to CLOCK_MONOTONIC (profiler.h); this much
+# conversion error is allowed (the OpenCL plugin's calibration is off by tens of µs on PoCL).
+_CLOCK_SLACK_NS = 1_000_000
 
 
 def collect(target: Target, options: dict[str, Any]) -> list[Case]:
@@ -165,8 +168,10 @@ def spans(h, case: Case) -> dict[str, Any]:
     for corr, dev, _name, b, e in reported:
         require(dev == 0, f"span of correlation id {corr} names device {dev}, expected 0")
         require(b <= e, f"span of correlation id {corr} ends before it begins ({b} > {e})")
-        require(began <= b and e <= ended, f"span of correlation id {corr} [{b}, {e}] lies "
-                f"outside the launches' time [{began}, {ended}] on CLOCK_MONOTONIC")
+        require(began - _CLOCK_SLACK_NS <= b and e <= ended + _CLOCK_SLACK_NS,
+                f"span of correlation id {corr} [{b}, {e}] lies outside the launches' time "
+                f"[{began}, {ended}] on CLOCK_MONOTONIC (by more than "
+                f"{_CLOCK_SLACK_NS // 1000} µs)")
     first_begin = {c: min(s[3] for s in reported if s[0] == c) for c in _IDS}
     order = sorted(_IDS, key=lambda c: first_begin[c])
     if stream != NULL or h.streams is None:

@@ -229,7 +229,7 @@ HWP_Status ocl_sync_queue(int32_t device, cl_command_queue *out, const char *fn)
   HWP_Status st = ocl_context(device, &ctx, fn);
   if (st != HWP_OK) return st;
   cl_int err = CL_SUCCESS;
-  q = clCreateCommandQueue(ctx, d->id, 0, &err);
+  q = clCreateCommandQueue(ctx, d->id, OCL_QUEUE_PROPERTIES, &err);
   if (err != CL_SUCCESS || q == NULL)
     return ocl_cl_error(err != CL_SUCCESS ? err : CL_INVALID_COMMAND_QUEUE, fn,
                         "clCreateCommandQueue");

@@ -117,6 +117,17 @@ HWP_Status ocl_context(int32_t device, cl_context *out, const char *fn);
 /* The device's internal queue for synchronous work (created on first use). */
 HWP_Status ocl_sync_queue(int32_t device, cl_command_queue *out, const char *fn);
 
+/* ---- profiler.c: device time (ABI 1.2) ----------------------------------------------------- */
+
+extern const HWP_ProfilerTable ocl_profiler_table;
+/* Whether a launch with `correlation_id` on `device` is timed (then it passes an event). */
+int ocl_profiling(int32_t device, uint64_t correlation_id);
+/* Takes `event` (released once read, or at once if profiling stopped meanwhile). */
+void ocl_profiler_track(int32_t device, uint64_t correlation_id, const char *name,
+                        cl_event event);
+/* Every queue profiles (the flag cannot be set later, when profiling starts). */
+#define OCL_QUEUE_PROPERTIES CL_QUEUE_PROFILING_ENABLE
+
 /* ---- memory.c ------------------------------------------------------------------------------ */
 
 extern const HWP_MemoryTable ocl_memory_table;

@@ -124,9 +124,16 @@ HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_k
 HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
                              cl_uint dims, const size_t *offset, const size_t *global,
                              const size_t *local, const char *fn) {
-  /* No event: the stream counts the launch (ocl_stream_track), query_stream marks it. */
-  cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL, NULL);
+  /* No event: the stream counts the launch (ocl_stream_track), query_stream marks it; a
+   * profiled launch takes one for its device time (profiler.c). */
+  const uint64_t corr = HWP_HAS_FIELD(ctx, HWP_KernelContext, correlation_id)
+                            ? ctx->correlation_id : 0;
+  cl_event timed = NULL;
+  const int profiled = ocl_profiling(ctx->device, corr);
+  cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL,
+                                      profiled ? &timed : NULL);
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
+  if (timed != NULL) ocl_profiler_track(ctx->device, corr, fn, timed);
   ocl_stream_track(ctx->stream, NULL);
   return HWP_OK;
 }

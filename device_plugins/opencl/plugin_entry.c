@@ -24,7 +24,7 @@ static const HWP_PluginApi g_api = {
     .stream = &ocl_stream_table,
     .ccl = NULL,
     .codegen = NULL,
-    .profiler = NULL,
+    .profiler = &ocl_profiler_table,
     .shutdown = ocl_shutdown,
 };
 

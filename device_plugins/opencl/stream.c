@@ -129,7 +129,7 @@ static HWP_Status ocl_create_stream(int32_t device, HWP_Stream *out) {
   ocl_stream *s = calloc(1, sizeof *s);
   if (s == NULL) return ocl_error(HWP_ERROR_OUT_OF_MEMORY, "create_stream: no host memory");
   cl_int err = CL_SUCCESS;
-  s->queue = clCreateCommandQueue(ctx, d->id, 0, &err); /* in order */
+  s->queue = clCreateCommandQueue(ctx, d->id, OCL_QUEUE_PROPERTIES, &err); /* in order */
   if (err != CL_SUCCESS || s->queue == NULL) {
     free(s);
     return ocl_cl_error(err != CL_SUCCESS ? err : CL_INVALID_COMMAND_QUEUE, "create_stream",
