@@ -470,7 +470,7 @@ def argmax(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None 
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr axis: one non-negative dim (the host flattens for axis=None); int64 output; first occurrence wins; NaN counts as the maximum."""
-    return _call('argmax', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(60, x, axis, keepdim)
 
 
 def argmin(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None = None) -> Any:
@@ -478,7 +478,7 @@ def argmin(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None 
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As argmax (NaN counts as the minimum)."""
-    return _call('argmin', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(61, x, axis, keepdim)
 
 
 def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
@@ -510,7 +510,7 @@ def cumsum(x: Any, axis: int | None=None, name: str | None = None) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: one non-negative dim (the host flattens for axis=None). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs."""
-    return _call('cumsum', (x,), {'axis': axis})
+    return _op_call(65, x, axis)
 
 
 def cumprod(x: Any, dim: int | None=None, name: str | None = None) -> Any:
@@ -520,7 +520,7 @@ def cumprod(x: Any, dim: int | None=None, name: str | None = None) -> Any:
     kernel contract: As cumsum."""
     axis = dim
     try:
-        return _call('cumprod', (x,), {'axis': axis})
+        return _op_call(66, x, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'axis': 'dim'}) from exc.__cause__
 
@@ -612,7 +612,7 @@ def split(x: Any, num_or_sections: int | list[int] | None, axis: int | None=0, n
     decomposes into primitives (phi_ops.decompositions.split)"""
     sections = num_or_sections
     try:
-        return _call('split', (x,), {'sections': sections, 'axis': axis})
+        return _op_call(76, x, sections, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'sections': 'num_or_sections'}) from exc.__cause__
 
@@ -624,7 +624,7 @@ def slice(input: Any, axes: int | list[int] | None, starts: int | list[int] | No
     decomposes into primitives (phi_ops.decompositions.slice)"""
     x = input
     try:
-        return _call('slice', (x,), {'axes': axes, 'starts': starts, 'ends': ends, 'strides': strides})
+        return _op_call(77, x, axes, starts, ends, strides)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'x': 'input'}) from exc.__cause__
 

@@ -54,7 +54,11 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     reshape    the `reshape` rule (-1 resolved; a view where the layout allows, else a copy)
     flatten    the `flatten` rule (a reshape)
     transpose, squeeze, unsqueeze, expand
-               their rules (views)"""
+               their rules (views)
+    slice, split
+               their rules (views: split returns a list of them)
+    arg_reduce the `arg_reduce` rule (argmax, argmin: an optional axis, keepdim)
+    scan       the `scan` rule (cumsum, cumprod: an optional axis)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -81,6 +85,16 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return infer_meta
     if infer_meta == "flatten" and inputs == ["x"] and set(attrs) == {"start_axis", "stop_axis"}:
         return infer_meta
+    if infer_meta == "slice" and inputs == ["x"] and attrs == {
+            "axes": "ints", "starts": "ints", "ends": "ints", "strides": "ints"}:
+        return "slice"
+    if infer_meta == "split" and inputs == ["x"] and attrs == {"sections": "ints", "axis": "int"}:
+        return "split"
+    if infer_meta == "arg_reduce" and inputs == ["x"] and attrs == {"axis": "int",
+                                                                     "keepdim": "bool"}:
+        return "arg_reduce"
+    if infer_meta == "scan" and inputs == ["x"] and attrs == {"axis": "int"}:
+        return "scan"
     return None
 
 

@@ -99,6 +99,36 @@ bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out);
 // expand: at least x's rank; -1 keeps x's dim (not for new leading dims); sizes 1 broadcast.
 bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out);
 
+// arg_reduce (argmax, argmin) and scan (cumsum, cumprod): one axis, or every element when
+// none is given (the kernel then sees x flattened, a 0-d x as [1]).
+struct AxisPlan {
+  Shape shape;        // of the result
+  DType out;          // its dtype; x's dtype keys the kernel
+  bool flatten;       // axis None: the kernel runs on x flattened
+  int64_t axis;       // normalized (0 when flattened)
+};
+// arg_reduce: a zero-size reduced dim (or no elements with axis None) is Python's error;
+// keepdim keeps the reduced dim as 1 (every dim with axis None).
+bool infer_arg_reduce(const OpSpec& op, const MetaIn& x, bool has_axis, int64_t axis,
+                      bool keepdim, AxisPlan* plan);
+// scan: x's shape ([numel] with axis None); the `sum` out_dtype (int64 for bool/integers).
+bool infer_scan(const OpSpec& op, const MetaIn& x, bool has_axis, int64_t axis, AxisPlan* plan);
+
+// slice: axes, starts, ends and strides (empty: all 1) of equal length; axes normalized and
+// unique; bounds as Python's slice(start, end, step).indices(dim) gives them; a step larger
+// than the dim is clamped to it (phi_ops/infer_meta.py slice_: the view's stride stays small).
+struct SlicePlan {
+  Shape shape;
+  std::vector<int64_t> axes, starts, ends, steps;  // normalized, in the given order
+};
+bool infer_slice(const MetaIn& x, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                 const std::vector<int64_t>& strides, SlicePlan* plan);
+// split: `sizes_given` (a list was passed) means part sizes (one -1 inferred), else
+// sections[0] equal parts; sizes >= 0 adding up to the dim; x has >= 1 dim.
+bool infer_split(const MetaIn& x, const std::vector<int64_t>& sections, bool sizes_given,
+                 int64_t axis, std::vector<int64_t>* sizes, int64_t* norm_axis);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -251,6 +251,10 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Unsqueeze: return run_unsqueeze(op, a);
     case Family::Flatten: return run_flatten(op, a);
     case Family::Expand: return run_expand(op, a);
+    case Family::Slice: return run_slice(op, a);
+    case Family::Split: return run_split(op, a);
+    case Family::Arg_reduce: return run_arg_reduce(op, a);
+    case Family::Scan: return run_scan(op, a);
     default: return nullptr;
   }
 }
@@ -359,6 +363,10 @@ const char* family_name(Family f) {
     case Family::Unsqueeze: return "unsqueeze";
     case Family::Flatten: return "flatten";
     case Family::Expand: return "expand";
+    case Family::Slice: return "slice";
+    case Family::Split: return "split";
+    case Family::Arg_reduce: return "arg_reduce";
+    case Family::Scan: return "scan";
     default: return "";
   }
 }
@@ -531,6 +539,56 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         Shape shape;
         if (!infer_flatten(in[0], b[0], b[1], &shape)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Slice: {  // + the normalized (axes, starts, ends, strides)
+        std::vector<int64_t> v[4];
+        for (int k = 0; k < 4; ++k) {
+          PyObject* given = a.slot[op->num_inputs + k];
+          if ((k < 3 && (!given || given == Py_None)) || !int_list(given, &v[k]))
+            return py::none();
+        }
+        SlicePlan p;
+        if (!infer_slice(in[0], v[0], v[1], v[2], v[3], &p)) return py::none();
+        return meta_tuple(p.shape, in[0].dtype, in[0].dtype) +
+               py::make_tuple(py::cast(p.axes), py::cast(p.starts), py::cast(p.ends),
+                              py::cast(p.steps));
+      }
+      case Family::Split: {  // + every part's shape and the normalized axis
+        std::vector<int64_t> sections, sizes;
+        int64_t axis = op->attrs[1].default_value.i, norm = 0;
+        PyObject* given = a.slot[op->num_inputs];
+        PyObject* ax = a.slot[op->num_inputs + 1];
+        if (!given || given == Py_None || !int_list(given, &sections) ||
+            (ax && !plain_int(ax, &axis)))
+          return py::none();
+        const bool sizes_given = PyList_Check(given) || PyTuple_Check(given);
+        if ((!sizes_given && sections[0] > (int64_t{1} << 20)) ||
+            !infer_split(in[0], sections, sizes_given, axis, &sizes, &norm))
+          return py::none();
+        py::list shapes;
+        for (int64_t part : sizes) {
+          Shape shape = *in[0].shape;
+          shape[norm] = part;
+          shapes.append(py::tuple(py::cast(shape)));
+        }
+        Shape first = *in[0].shape;
+        first[norm] = sizes.empty() ? 0 : sizes[0];
+        return meta_tuple(first, in[0].dtype, in[0].dtype) +
+               py::make_tuple(py::tuple(shapes), norm);
+      }
+      case Family::Arg_reduce:
+      case Family::Scan: {  // + the normalized axis
+        bool has_axis = false, keepdim = false;
+        int64_t axis = 0;
+        AxisPlan p;
+        if (!optional_int(a, op->num_inputs, &has_axis, &axis)) return py::none();
+        const bool ok =
+            op->family == Family::Scan
+                ? infer_scan(*op, in[0], has_axis, axis, &p)
+                : bool_attr(*op, a, 1, &keepdim) &&
+                      infer_arg_reduce(*op, in[0], has_axis, axis, keepdim, &p);
+        if (!ok) return py::none();
+        return meta_tuple(p.shape, p.out, in[0].dtype) + py::make_tuple(p.axis);
       }
       default: return py::none();
     }

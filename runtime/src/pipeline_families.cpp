@@ -34,19 +34,14 @@ bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor
   return true;
 }
 
-Tensor contiguous_view(const Tensor& t, const Shape& shape) {  // dispatch.reshape_view
-  Tensor c = contiguous(t);
-  c.shape = shape;
-  c.strides = contiguous_strides(shape);
-  return c;
-}
-
 Tensor swap_last(Tensor t) {
   const size_t n = t.shape.size();
   std::swap(t.shape[n - 1], t.shape[n - 2]);
   std::swap(t.strides[n - 1], t.strides[n - 2]);
   return t;
 }
+
+}  // namespace
 
 bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out) {
   PyObject* v = a.slot[op.num_inputs + k];
@@ -59,7 +54,18 @@ bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out) {
   return true;
 }
 
-}  // namespace
+bool optional_int(const BoundArgs& a, int slot, bool* has, int64_t* out) {
+  PyObject* v = a.slot[slot];
+  *has = v && v != Py_None;
+  return !*has || plain_int(v, out);
+}
+
+Tensor contiguous_view(const Tensor& t, const Shape& shape) {  // dispatch.reshape_view
+  Tensor c = contiguous(t);
+  c.shape = shape;
+  c.strides = contiguous_strides(shape);
+  return c;
+}
 
 // layer_norm(x, weight?, bias?) / rms_norm(x, weight?): attrs as the Python path passes them
 // (normalized_ndim, epsilon, has_<input> per affine input).

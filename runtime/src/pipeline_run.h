@@ -20,6 +20,14 @@ void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in
 // The per-op checks of phi_ops/infer_meta.py _UNARY_CHECKS that the unary family's attributes
 // need (softplus: beta nonzero and not NaN).
 bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs);
+// phi_ops/dispatch.py reshape_view: `t` (a contiguous copy where it is not contiguous) seen
+// as `shape` with contiguous strides.
+Tensor contiguous_view(const Tensor& t, const Shape& shape);
+// An optional int attribute at `slot` (absent or None: *has = false); false where it is not a
+// plain int.
+bool optional_int(const BoundArgs& a, int slot, bool* has, int64_t* out);
+// A bool attribute of the op (absent: its default); false where it is not a bool.
+bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out);
 
 PyObject* run_norm(const OpSpec& op, const BoundArgs& a);
 PyObject* run_matmul(const OpSpec& op, const BoundArgs& a);
@@ -31,5 +39,11 @@ PyObject* run_transpose(const OpSpec& op, const BoundArgs& a);
 PyObject* run_squeeze(const OpSpec& op, const BoundArgs& a);
 PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a);
 PyObject* run_expand(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_slicing.cpp
+PyObject* run_slice(const OpSpec& op, const BoundArgs& a);
+PyObject* run_split(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_scan.cpp
+PyObject* run_arg_reduce(const OpSpec& op, const BoundArgs& a);
+PyObject* run_scan(const OpSpec& op, const BoundArgs& a);
 
 }  // namespace hwport::pipeline

@@ -28,7 +28,8 @@ TABLE = {name: (op_id, fam, keywords) for op_id, name, fam, keywords in _core._p
 COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 # Families whose ops are views (reshape and flatten copy where no view fits): run in C++ as
 # their decompositions do.
-VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand"}
+VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
+                 "split"}
 
 
 @contextlib.contextmanager
@@ -81,13 +82,14 @@ def test_families_follow_ops_yaml_fields():
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
-                    *VIEW_FAMILIES}
+                    "arg_reduce", "scan", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
             "max", "min", "var", "where", "cast", "softplus", "clip", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
-            "squeeze", "unsqueeze", "expand"} <= set(COVERED)
+            "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
+            "cumprod"} <= set(COVERED)
     # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
     assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
@@ -140,8 +142,19 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         dispatch._check_dtype(op, key, metas, k)
     except (TypeError, ValueError, IndexError):
         return None
-    out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
-    return out + (plan.attrs["axis"],) if op.infer_meta == "reduce" else out
+    if not plan.outputs:  # split of a zero-size dim into no parts
+        shape = list(metas[0].shape)
+        shape[plan.attrs["axis"]] = 0
+        out = (tuple(shape), metas[0].dtype, key)
+    else:
+        out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
+    if op.infer_meta in ("reduce", "arg_reduce", "scan"):
+        return out + (plan.attrs["axis"],)
+    if op.infer_meta == "slice":  # the bounds the view is built from
+        return out + tuple(list(plan.attrs[k]) for k in ("axes", "starts", "ends", "strides"))
+    if op.infer_meta == "split":
+        return out + (tuple(tuple(m.shape) for m in plan.outputs), plan.attrs["axis"])
+    return out
 
 
 def cpp_plan(op_name: str, metas: list, attrs: dict) -> tuple | None:
@@ -219,11 +232,24 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "expand": [{"shape": s} for s in ([4, 5], [2, 4, 5], [-1, 5], [-1, -1, 5], [3, 5],
                                                [4, 0], [0, 4, 5], [5])],
              "flatten": [{"start_axis": a, "stop_axis": b} for a in (0, 1, -1, 2)
-                         for b in (0, -1, 1, -3)]}
+                         for b in (0, -1, 1, -3)],
+             "slice": [dict(zip(("axes", "starts", "ends", "strides"), v, strict=False))
+                       for v in ([[0], [1], [3]], [[1, 0], [-1, 0], [0, 10], [-1, 2]],
+                                 [[-1], [0], [100], [7]], [[0], [5], [-100], [-9]],
+                                 [[0, 0], [0, 0], [1, 1]], [[2], [0], [1]], [[0], [0], [1], [0]],
+                                 [[0, 1], [0], [1]], [[], [], []], [0, 1, 2], [[0], [0], [1], []],
+                                 [[0], [-2**63], [2**63 - 1], [-2**63]],
+                                 [[-1], [2**63 - 1], [-2**63], [2**63 - 1]])],
+             "split": [{"sections": v, "axis": a} for v, a in (
+                 (2, 0), ([1, -1], 0), ([2, 3], 1), (5, -1), ([-1, -1], 0), ([6, -1], 1),
+                 (0, 0), ([0, 4], 0), (1, 2), ((1, 3), 0), ([4], 0), ([], 0), (1, -3))],
+             "arg_reduce": [{"axis": a, "keepdim": k} for a in (None, 0, 1, -1, 2, -3)
+                            for k in (False, True)],
+             "scan": [{"axis": a} for a in (None, 0, -1, 1, 2, -3)]}
     attr_sets += extra.get(op.infer_meta, [])
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
-    if op.infer_meta in ("reshape", "unsqueeze", "expand"):
+    if op.infer_meta in ("reshape", "unsqueeze", "expand", "slice", "split"):
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -283,7 +309,11 @@ def test_results_equal_the_python_path(op_name):
                 before = _fast_count()
                 want = dispatch.call(op_name, inputs, dict(case.attrs))
                 assert _fast_count() == before
-            assert _same_tensor(got, want, inputs), case.id
+            if isinstance(want, list):  # split: the same views, part by part
+                assert isinstance(got, list) and len(got) == len(want), case.id
+                assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
+            else:
+                assert _same_tensor(got, want, inputs), case.id
             # A primitive, or a composite with a native kernel, runs in C++; a composite
             # without one decomposes in Python (whose primitives then take the C++ path); the
             # view families (reshape, transpose) are their decompositions, in C++.
