@@ -688,7 +688,7 @@ def gather(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> A
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: index: 1-D int32/int64 with every value in [0, x.shape[axis]) (the host checks before launching); attr axis non-negative."""
-    return _call('gather', (x, index), {'axis': axis})
+    return _op_call(84, x, index, axis)
 
 
 def index_select(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> Any:
@@ -696,7 +696,7 @@ def index_select(x: Any, index: Any, axis: int | None=0, name: str | None = None
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.index_select)"""
-    return _call('index_select', (x, index), {'axis': axis})
+    return _op_call(85, x, index, axis)
 
 
 def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = True, name: str | None = None) -> Any:
@@ -709,7 +709,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = T
     x = arr
     index = indices
     try:
-        return _call('take_along_axis', (x, index), {'axis': axis})
+        return _op_call(86, x, index, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'x': 'arr', 'index': 'indices'}) from exc.__cause__
 

@@ -58,7 +58,10 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     slice, split
                their rules (views: split returns a list of them)
     arg_reduce the `arg_reduce` rule (argmax, argmin: an optional axis, keepdim)
-    scan       the `scan` rule (cumsum, cumprod: an optional axis)"""
+    scan       the `scan` rule (cumsum, cumprod: an optional axis)
+    gather, take_along_axis
+               their rules (gather, index_select; take_along_axis): x, an int index, axis;
+               index values checked on the device"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -95,6 +98,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "arg_reduce"
     if infer_meta == "scan" and inputs == ["x"] and attrs == {"axis": "int"}:
         return "scan"
+    if infer_meta in ("gather", "take_along_axis") and inputs == ["x", "index"] and \
+            attrs == {"axis": "int"}:
+        return infer_meta
     return None
 
 

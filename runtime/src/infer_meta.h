@@ -129,6 +129,15 @@ bool infer_slice(const MetaIn& x, const std::vector<int64_t>& axes,
 bool infer_split(const MetaIn& x, const std::vector<int64_t>& sections, bool sizes_given,
                  int64_t axis, std::vector<int64_t>* sizes, int64_t* norm_axis);
 
+// gather / index_select (a 1-D index) and take_along_axis (an index of x's rank, its other
+// dims broadcast with x's): an int32/int64 index, x of >= 1 dim, axis normalized; the output
+// has x's dtype. The index values are checked against *bound (x's dim along the axis) by
+// the caller, on the device (phi_ops/dispatch.py _check_index).
+bool infer_gather(const OpSpec& op, const MetaIn& x, const MetaIn& index, int64_t axis,
+                  Shape* out, int64_t* norm_axis, int64_t* bound);
+bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& index,
+                           int64_t axis, Shape* out, int64_t* norm_axis, int64_t* bound);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -255,6 +255,8 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Split: return run_split(op, a);
     case Family::Arg_reduce: return run_arg_reduce(op, a);
     case Family::Scan: return run_scan(op, a);
+    case Family::Gather: return run_gather(op, a);
+    case Family::Take_along_axis: return run_take_along_axis(op, a);
     default: return nullptr;
   }
 }
@@ -367,6 +369,8 @@ const char* family_name(Family f) {
     case Family::Split: return "split";
     case Family::Arg_reduce: return "arg_reduce";
     case Family::Scan: return "scan";
+    case Family::Gather: return "gather";
+    case Family::Take_along_axis: return "take_along_axis";
     default: return "";
   }
 }
@@ -589,6 +593,20 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
                       infer_arg_reduce(*op, in[0], has_axis, axis, keepdim, &p);
         if (!ok) return py::none();
         return meta_tuple(p.shape, p.out, in[0].dtype) + py::make_tuple(p.axis);
+      }
+      case Family::Gather:
+      case Family::Take_along_axis: {  // + the normalized axis and the index bound
+        int64_t axis = op->attrs[0].default_value.i, norm = 0, bound = 0;
+        PyObject* v = a.slot[op->num_inputs];
+        if ((!v && !op->attrs[0].default_value.has_default) || (v && !plain_int(v, &axis)))
+          return py::none();
+        Shape shape;
+        const bool ok = op->family == Family::Gather
+                            ? infer_gather(*op, in[0], in[1], axis, &shape, &norm, &bound)
+                            : infer_take_along_axis(*op, in[0], in[1], axis, &shape, &norm,
+                                                    &bound);
+        if (!ok) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(norm, bound);
       }
       default: return py::none();
     }

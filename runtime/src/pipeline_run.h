@@ -45,5 +45,8 @@ PyObject* run_split(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_scan.cpp
 PyObject* run_arg_reduce(const OpSpec& op, const BoundArgs& a);
 PyObject* run_scan(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_index.cpp
+PyObject* run_gather(const OpSpec& op, const BoundArgs& a);
+PyObject* run_take_along_axis(const OpSpec& op, const BoundArgs& a);
 
 }  // namespace hwport::pipeline

@@ -82,14 +82,14 @@ def test_families_follow_ops_yaml_fields():
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
-                    "arg_reduce", "scan", *VIEW_FAMILIES}
+                    "arg_reduce", "scan", "gather", "take_along_axis", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
             "max", "min", "var", "where", "cast", "softplus", "clip", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
-            "cumprod"} <= set(COVERED)
+            "cumprod", "gather", "index_select", "take_along_axis"} <= set(COVERED)
     # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
     assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
@@ -154,6 +154,8 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + tuple(list(plan.attrs[k]) for k in ("axes", "starts", "ends", "strides"))
     if op.infer_meta == "split":
         return out + (tuple(tuple(m.shape) for m in plan.outputs), plan.attrs["axis"])
+    if op.infer_meta in ("gather", "take_along_axis"):
+        return out + (plan.attrs["axis"], plan.attrs["_bound"])
     return out
 
 
@@ -245,11 +247,14 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                  (0, 0), ([0, 4], 0), (1, 2), ((1, 3), 0), ([4], 0), ([], 0), (1, -3))],
              "arg_reduce": [{"axis": a, "keepdim": k} for a in (None, 0, 1, -1, 2, -3)
                             for k in (False, True)],
-             "scan": [{"axis": a} for a in (None, 0, -1, 1, 2, -3)]}
+             "scan": [{"axis": a} for a in (None, 0, -1, 1, 2, -3)],
+             "gather": [{"axis": a} for a in (0, 1, -1, 2, -3)],
+             "take_along_axis": [{"axis": a} for a in (0, 1, -1, 2, -3)]}
     attr_sets += extra.get(op.infer_meta, [])
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
-    if op.infer_meta in ("reshape", "unsqueeze", "expand", "slice", "split"):
+    if op.infer_meta in ("reshape", "unsqueeze", "expand", "slice", "split",
+                         "take_along_axis"):
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -472,3 +477,83 @@ def test_keyword_arguments_bind_by_the_tables_names():
     np.testing.assert_array_equal(_core._op_call(ids["subtract"], y=a, x=a).numpy(), [0, 0])
     with pytest.raises(TypeError, match=r"subtract: takes the arguments \(x, y\)"):
         _core._op_call(ids["subtract"], a, z=a)
+
+
+# ---- the slicing, arg_reduce, scan and index families: errors and layouts ----------------
+
+def _new_family_bad_calls():
+    x = hwport.to_tensor(np.arange(24, dtype=np.float32).reshape(4, 6), place=PLACE)
+    empty = hwport.to_tensor(np.zeros((0, 3), np.float32), place=PLACE)
+
+    def idx(v, dtype=np.int64):
+        return hwport.to_tensor(np.array(v, dtype), place=PLACE)
+
+    return [  # (function, args, kwargs, exception, fragment naming the op and the argument)
+        ("gather", (x, idx([0, 4])), {}, IndexError,
+         r"gather: index holds 4, out of bounds for a dimension of size 4 \(axis 0\)"),
+        ("gather", (x, idx([-1, 0], np.int32)), {"axis": 1}, IndexError,
+         r"gather: index holds -1, out of bounds for a dimension of size 6 \(axis 1\)"),
+        ("gather", (x, idx([0])), {"axis": 2}, infer_meta.AxisError, "gather: axis"),
+        ("gather", (x, idx([0.0], np.float32)), {}, TypeError, "gather: index must be an int"),
+        ("index_select", (x, idx([9])), {}, IndexError, "index_select: index holds 9"),
+        ("take_along_axis", (x, idx([[6]])), {"axis": 1}, IndexError,
+         "take_along_axis: indices holds 6"),
+        ("take_along_axis", (x, idx([0])), {"axis": 0}, ValueError,
+         "take_along_axis: indices must have arr's 2 dims"),
+        ("slice", (x, [0], [0], [1]), {"strides": [0]}, ValueError,
+         "slice: strides must not be 0"),
+        ("slice", (x, [0, -2], [0, 0], [1, 1]), {}, ValueError, "slice: axes=.* twice"),
+        ("slice", (x, [0, 1], [0], [1]), {}, ValueError, "slice: axes, starts, ends"),
+        ("slice", (x, [2], [0], [1]), {}, infer_meta.AxisError, "slice: axes"),
+        ("split", (x, 4), {"axis": 1}, ValueError, "split: num_or_sections=4"),
+        ("split", (x, [1, 1]), {}, ValueError, "split: num_or_sections"),
+        ("split", (x, [7, -1]), {}, ValueError, "split: num_or_sections"),
+        ("argmax", (x,), {"axis": 2}, infer_meta.AxisError, "argmax: axis"),
+        ("argmin", (empty,), {}, ValueError, r"argmin: x of shape \[0, 3\] has no elements"),
+        ("argmax", (empty,), {"axis": 0}, ValueError, "argmax: cannot reduce over the zero-size"),
+        ("argmax", (x,), {"keepdim": 1}, TypeError, "argmax: keepdim expected a bool"),
+        ("cumsum", (x,), {"axis": 1.5}, TypeError, "cumsum: axis expected an int"),
+        ("cumprod", (x,), {"dim": -3}, infer_meta.AxisError, "cumprod: dim"),
+    ]
+
+
+def test_new_families_raise_the_python_paths_errors():
+    """Every refused call of the new families raises what the Python path raises (type and
+    message, naming the public op and argument)."""
+    for op_name, args, kwargs, exc, fragment in _new_family_bad_calls():
+        fn = getattr(functional, op_name)
+        got = _outcome(lambda: fn(*args, **kwargs))  # noqa: B023
+        with python_path():
+            want = _outcome(lambda: fn(*args, **kwargs))  # noqa: B023
+        assert got == want, (op_name, got, want)
+        assert got[0] == exc.__name__ and _search(fragment, got[1]), (op_name, got)
+
+
+def test_slices_and_splits_of_views_keep_the_python_paths_layout():
+    """Views of views (an offset, negative and zero strides) sliced and split in C++: the same
+    bytes, strides, offset and storage as the decompositions give."""
+    base = hwport.to_tensor(np.arange(120, dtype=np.float32).reshape(4, 5, 6), place=PLACE)
+    views = [base, hwport.transpose(base, [2, 0, 1]), hwport.flip(base, [1]),
+             hwport.slice(base, [0, 2], [1, 5], [4, 0], strides=[2, -2]),
+             hwport.expand(hwport.unsqueeze(base[0], [0]), [3, 5, 6])]
+    calls = [("slice", ([0, -1], [1, -2], [100, -100]), {"strides": [2, -3]}),
+             ("slice", ([1], [-2**63], [2**63 - 1]), {"strides": [2**63 - 1]}),
+             ("slice", ([2], [3], [3]), {}),
+             ("split", ([1, -1, 2],), {"axis": 0}), ("split", (1,), {"axis": -1}),
+             ("split", ([0, 5],), {"axis": 1})]
+    for v in views:
+        for op_name, rest, kwargs in calls:
+            if op_name == "split" and kwargs["axis"] == 0 and v.shape[0] != 4:
+                continue
+            if op_name == "split" and kwargs["axis"] == 1 and v.shape[1] != 5:
+                continue
+            fn = getattr(functional, op_name)
+            before = _fast_count()
+            got = fn(v, *rest, **kwargs)
+            assert _fast_count() == before + 1, (op_name, rest)
+            with python_path():
+                want = fn(v, *rest, **kwargs)
+            pairs = zip(got, want, strict=True) if isinstance(want, list) else [(got, want)]
+            for g, w in pairs:
+                assert _same_tensor(g, w, [v, base]), (op_name, rest, tuple(v.strides))
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
