@@ -753,7 +753,7 @@ def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr value: read INT64 first for integer and bool dtypes (exact), else FLOAT64."""
-    return _call('fill', (), {'shape': shape, 'value': value, 'dtype': dtype}, place)
+    return _op_call(91, shape, value, dtype, place)
 
 
 def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
@@ -761,7 +761,7 @@ def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=Non
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.full)"""
-    return _call('full', (), {'shape': shape, 'fill_value': fill_value, 'dtype': dtype}, place)
+    return _op_call(92, shape, fill_value, dtype, place)
 
 
 def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -769,7 +769,7 @@ def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.zeros)"""
-    return _call('zeros', (), {'shape': shape, 'dtype': dtype}, place)
+    return _op_call(93, shape, dtype, place)
 
 
 def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -777,7 +777,7 @@ def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None,
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.ones)"""
-    return _call('ones', (), {'shape': shape, 'dtype': dtype}, place)
+    return _op_call(94, shape, dtype, place)
 
 
 def full_like(x: Any, fill_value: float | None, dtype: Any=None, name: str | None = None) -> Any:
@@ -809,7 +809,7 @@ def arange(start: float | None=0, end: float | None=None, step: float | None=1, 
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: Output size computed by the host; attrs start and step as INT64 for integer dtypes, else FLOAT64; out[i] = start + i * step."""
-    return _call('arange', (), {'start': start, 'end': end, 'step': step, 'dtype': dtype}, place)
+    return _op_call(98, start, end, step, dtype, place)
 
 
 def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:

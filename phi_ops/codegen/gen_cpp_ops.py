@@ -61,7 +61,10 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     scan       the `scan` rule (cumsum, cumprod: an optional axis)
     gather, take_along_axis
                their rules (gather, index_select; take_along_axis): x, an int index, axis;
-               index values checked on the device"""
+               index values checked on the device
+    creation   the `creation` rule (fill, full, zeros, ones: shape, at most one value, dtype;
+               `place=`)
+    arange     the `arange` rule (start, end, step, dtype; `place=`)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -101,6 +104,13 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta in ("gather", "take_along_axis") and inputs == ["x", "index"] and \
             attrs == {"axis": "int"}:
         return infer_meta
+    if infer_meta == "creation" and not inputs and attrs.get("shape") == "ints" and \
+            attrs.get("dtype") == "dtype" and len(attrs) <= 3 and \
+            list(attrs.values()).count("float") == len(attrs) - 2:
+        return "creation"
+    if infer_meta == "arange" and not inputs and attrs == {
+            "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
+        return "arange"
     return None
 
 
@@ -128,7 +138,9 @@ def _default(kind: str, spec: dict) -> str:
         return f"{{true, false, false, {v}LL, {float(v)!r}, false}}"
     if isinstance(v, float):
         return f"{{true, false, false, 0, {v!r}, true}}"
-    return "{true, false, false, 0, 0.0, false}"  # str/dtype/list defaults: Python-only ops
+    if kind == "dtype" and v in DTYPES:  # a dtype default by its index (HWP_DType)
+        return f"{{true, false, false, {DTYPES.index(v)}LL, 0.0, false}}"
+    return "{true, false, false, 0, 0.0, false}"  # str/list defaults: Python-only ops
 
 
 def _group(groups: dict, value: str | list[str]) -> list[str]:

@@ -12,15 +12,17 @@ namespace py = pybind11;
 
 namespace {
 
+// An op without inputs (creation) takes `place` after its attributes.
 const char* param_name(const OpSpec& op, int i) {
-  return i < op.num_inputs ? op.inputs[i].name : op.attrs[i - op.num_inputs].name;
+  if (i < op.num_inputs) return op.inputs[i].name;
+  return i - op.num_inputs < op.num_attrs ? op.attrs[i - op.num_inputs].name : "place";
 }
 
 }  // namespace
 
 bool bind_args(const OpSpec& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                BoundArgs* out) {
-  out->count = op.num_inputs + op.num_attrs;
+  out->count = op.num_inputs + op.num_attrs + (op.num_inputs == 0 ? 1 : 0);
   if (out->count > kMaxParams || nargs > out->count) return false;
   for (int i = 0; i < out->count; ++i) out->slot[i] = i < nargs ? args[i] : nullptr;
   if (!kwnames) return true;

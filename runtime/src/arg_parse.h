@@ -19,7 +19,7 @@ constexpr int kMaxParams = 16;
 // The call's argument per parameter (borrowed; nullptr: not given).
 struct BoundArgs {
   PyObject* slot[kMaxParams] = {};
-  int count = 0;  // inputs + attributes of the op
+  int count = 0;  // inputs + attributes of the op (+ `place` for an op without inputs)
 };
 
 // Binds args[0..nargs) and the keyword arguments (values after them, names in kwnames) by

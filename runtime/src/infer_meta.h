@@ -138,6 +138,28 @@ bool infer_gather(const OpSpec& op, const MetaIn& x, const MetaIn& index, int64_
 bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& index,
                            int64_t axis, Shape* out, int64_t* norm_axis, int64_t* bound);
 
+// creation (fill, full, zeros, ones): shape sizes >= 0, at most 16 dims; the dtype (given, or
+// the op's default) must have kernels.
+bool infer_creation(const OpSpec& op, const std::vector<int64_t>& shape, DType dtype,
+                    Shape* out);
+
+// A number attribute as Python holds it: an int (int64) or a float.
+struct Number {
+  bool is_int = true;
+  int64_t i = 0;
+  double f = 0;
+  double value() const { return is_int ? static_cast<double>(i) : f; }
+};
+struct ArangePlan {
+  Number start, end, step;  // end None: [0, start)
+  int64_t n = 0;
+  DType out = DType::Int64;
+};
+// arange: finite bounds, step nonzero; dtype (has_dtype false: int64 when all are ints, else
+// float32); n = ceil((end - start) / step) (exact for ints), at least 0.
+bool infer_arange(const OpSpec& op, const Number& start, const Number* end, const Number& step,
+                  bool has_dtype, DType dtype, ArangePlan* plan);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

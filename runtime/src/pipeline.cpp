@@ -95,8 +95,11 @@ PyObject* python_path(const OpSpec& op, const BoundArgs& a) {
   for (int k = 0; k < op.num_attrs && ok; ++k)  // the rest take Python's defaults
     if (PyObject* v = a.slot[op.num_inputs + k])
       ok = PyDict_SetItemString(attrs, op.attrs[k].name, v) == 0;
+  // an op without inputs: its `place` (dispatch.call's fourth argument) when given
+  PyObject* place = op.num_inputs == 0 ? a.slot[op.num_attrs] : nullptr;
   PyObject* out =
-      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, nullptr) : nullptr;
+      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, place, nullptr)
+         : nullptr;
   Py_DECREF(inputs);
   Py_DECREF(attrs);
   return out;
@@ -257,6 +260,8 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Scan: return run_scan(op, a);
     case Family::Gather: return run_gather(op, a);
     case Family::Take_along_axis: return run_take_along_axis(op, a);
+    case Family::Creation: return run_creation(op, a);
+    case Family::Arange: return run_arange(op, a);
     default: return nullptr;
   }
 }
@@ -371,6 +376,8 @@ const char* family_name(Family f) {
     case Family::Scan: return "scan";
     case Family::Gather: return "gather";
     case Family::Take_along_axis: return "take_along_axis";
+    case Family::Creation: return "creation";
+    case Family::Arange: return "arange";
     default: return "";
   }
 }
@@ -593,6 +600,21 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
                       infer_arg_reduce(*op, in[0], has_axis, axis, keepdim, &p);
         if (!ok) return py::none();
         return meta_tuple(p.shape, p.out, in[0].dtype) + py::make_tuple(p.axis);
+      }
+      case Family::Creation: {
+        Shape shape;
+        DType dtype;
+        if (!creation_call(*op, a, &shape, &dtype, &kernel)) return py::none();
+        return meta_tuple(shape, dtype, dtype);
+      }
+      case Family::Arange: {  // + the bounds as the kernel takes them
+        ArangePlan p;
+        if (!arange_call(*op, a, &p, &kernel)) return py::none();
+        const auto number = [](const Number& n) {
+          return n.is_int ? py::object(py::int_(n.i)) : py::object(py::float_(n.f));
+        };
+        return meta_tuple({p.n}, p.out, p.out) +
+               py::make_tuple(number(p.start), number(p.end), number(p.step));
       }
       case Family::Gather:
       case Family::Take_along_axis: {  // + the normalized axis and the index bound

@@ -48,5 +48,11 @@ PyObject* run_scan(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_index.cpp
 PyObject* run_gather(const OpSpec& op, const BoundArgs& a);
 PyObject* run_take_along_axis(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_creation.cpp: the plan and kernel attributes of a call (false: Python's)
+bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
+                   Attrs* attrs);
+bool arange_call(const OpSpec& op, const BoundArgs& a, ArangePlan* plan, Attrs* attrs);
+PyObject* run_creation(const OpSpec& op, const BoundArgs& a);
+PyObject* run_arange(const OpSpec& op, const BoundArgs& a);
 
 }  // namespace hwport::pipeline

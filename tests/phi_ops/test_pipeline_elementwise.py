@@ -82,14 +82,16 @@ def test_families_follow_ops_yaml_fields():
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
-                    "arg_reduce", "scan", "gather", "take_along_axis", *VIEW_FAMILIES}
+                    "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
+                    *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
             "max", "min", "var", "where", "cast", "softplus", "clip", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
-            "cumprod", "gather", "index_select", "take_along_axis"} <= set(COVERED)
+            "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
+            "ones", "arange"} <= set(COVERED)
     # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
     assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
@@ -137,8 +139,11 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         stand_ins = [m if m is None or isinstance(m, list) else _Meta(m.dtype) for m in metas]
         _, metas = dispatch._promote_unsupported(op, stand_ins, list(metas), k)
         plan = infer_meta.infer(op, metas, norm)
-        key_meta = metas[k][0] if isinstance(metas[k], list) else metas[k]
-        key = plan.casts.get(k, key_meta.dtype)
+        if k is None:  # creation: the output's dtype keys the kernel
+            key = plan.outputs[0].dtype
+        else:
+            key_meta = metas[k][0] if isinstance(metas[k], list) else metas[k]
+            key = plan.casts.get(k, key_meta.dtype)
         dispatch._check_dtype(op, key, metas, k)
     except (TypeError, ValueError, IndexError):
         return None
@@ -156,6 +161,8 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + (tuple(tuple(m.shape) for m in plan.outputs), plan.attrs["axis"])
     if op.infer_meta in ("gather", "take_along_axis"):
         return out + (plan.attrs["axis"], plan.attrs["_bound"])
+    if op.infer_meta == "arange":
+        return out + (plan.attrs["start"], plan.attrs["end"], plan.attrs["step"])
     return out
 
 
@@ -184,8 +191,10 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     """The forms the C++ rules leave to Python on purpose: a reduction of a 0-d x (returned
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
-    decomposition keeps their precision)."""
+    decomposition keeps their precision); arange with a bool bound."""
     op = OPS[op_name]
+    if op.infer_meta == "arange":  # a bool bound (an int to numpy, not to the count)
+        return any(isinstance(attrs.get(k), bool) for k in ("start", "end", "step"))
     if op.infer_meta == "matmul":
         x = metas[0]
         k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
@@ -211,6 +220,25 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
         for case in cases_for(op_name, d):
             out.append(([_meta(v) for v in case.inputs], case.attrs))
     n = len(op.inputs)
+    if not n:  # creation: shapes, values and dtypes (absent, None, given)
+        dtypes = [{}, {"dtype": None}] + [{"dtype": d} for d in ("int8", "uint8", "float16",
+                                                                  "bool", "int64", "float32")]
+        if op.infer_meta == "arange":
+            bounds = [(5,), (1, 7, 2), (0.5, 3), (10, 0, -3), (0, 1, 0.1), (2, 2), (3, 1),
+                      (1, 1e300, 1e-300), (0, 5, 0), (float("inf"),), (-2**63, 2**63 - 1),
+                      (2**63 - 1, -2**63, -1), (1, 2.5, True), (None,), (0, None, 2),
+                      (-7, 7, 2**40), (0.0, 1, 3)]
+            for b in bounds:
+                for d in dtypes:
+                    out.append(([], dict(zip(("start", "end", "step"), b, strict=False), **d)))
+            return out
+        values = [1, -3, 2.5, True, 300, 2**40, float("nan"), float("-inf")]
+        value = next((a.name for a in op.attrs if a.type == "float"), None)
+        for shp in ([2, 3], [], 4, [0, 5], [-1], [2**62, 4], [1] * 17, (2, 1)):
+            for v in values if value else [None]:
+                for d in dtypes:
+                    out.append(([], {"shape": shp, **({value: v} if value else {}), **d}))
+        return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):
             for shp in [[(2, 3), (2, 5)], [(2, 3), (4, 3)], [(3,), (0,)], [(), ()], [(2, 3)]]:
@@ -557,3 +585,17 @@ def test_slices_and_splits_of_views_keep_the_python_paths_layout():
             for g, w in pairs:
                 assert _same_tensor(g, w, [v, base]), (op_name, rest, tuple(v.strides))
                 np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("op_name", ["fill", "arange"])
+def test_creation_results_equal_the_python_path(op_name):
+    """Every creation case of the infer-meta grid (values into every dtype: fitting, saturating
+    casts, NaN, inf; bounds of every kind), called through the public function with and
+    without place=: the same bytes, or the same error."""
+    for i, (_, attrs) in enumerate(_meta_cases(op_name)):
+        kwargs = dict(attrs, **({"place": PLACE} if i % 2 else {}))
+        fn = getattr(functional, op_name)
+        got = _outcome(lambda: fn(**kwargs))  # noqa: B023
+        with python_path():
+            want = _outcome(lambda: fn(**kwargs))  # noqa: B023
+        assert got == want, (op_name, kwargs)
