@@ -634,7 +634,7 @@ def flip(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.flip)"""
-    return _call('flip', (x,), {'axis': axis})
+    return _op_call(78, x, axis)
 
 
 def tile(x: Any, repeat_times: int | list[int] | None, name: str | None = None) -> Any:
@@ -664,7 +664,7 @@ def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: floa
     kernel contract: attr pad: 2 * ndim non-negative values (before, after) per dim, first dim first; attr value: read INT64 first for integer dtypes (exact), else FLOAT64."""
     if mode != 'constant':
         raise _api_args.unsupported('pad', 'mode', 'constant', mode)
-    return _call('pad', (x,), {'pad': pad, 'value': value})
+    return _op_call(81, x, pad, value)
 
 
 def tril(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:

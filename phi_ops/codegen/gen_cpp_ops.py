@@ -64,7 +64,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
                index values checked on the device
     creation   the `creation` rule (fill, full, zeros, ones: shape, at most one value, dtype;
                `place=`)
-    arange     the `arange` rule (start, end, step, dtype; `place=`)"""
+    arange     the `arange` rule (start, end, step, dtype; `place=`)
+    flip       the `unary` rule of a shape op with one ints axis (a view: negative strides)
+    pad        the `pad` rule (pad pairs, a value of x's dtype)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -108,6 +110,11 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
             attrs.get("dtype") == "dtype" and len(attrs) <= 3 and \
             list(attrs.values()).count("float") == len(attrs) - 2:
         return "creation"
+    if category == "shape" and infer_meta == "unary" and inputs == ["x"] and \
+            attrs == {"axis": "ints"}:
+        return "flip"
+    if infer_meta == "pad" and inputs == ["x"] and attrs == {"pad": "ints", "value": "float"}:
+        return "pad"
     if infer_meta == "arange" and not inputs and attrs == {
             "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
         return "arange"

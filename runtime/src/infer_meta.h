@@ -138,6 +138,18 @@ bool infer_gather(const OpSpec& op, const MetaIn& x, const MetaIn& index, int64_
 bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& index,
                            int64_t axis, Shape* out, int64_t* norm_axis, int64_t* bound);
 
+// infer_meta.check_size: the contiguous span (zero dims counted as 1) in bytes fits int64.
+bool fits_bytes(const Shape& shape, DType dtype);
+
+// flip (the unary rule with an ints axis): axes normalized, sorted, unique; a 0-d x takes
+// none (phi_ops/infer_meta.py _check_flip).
+bool infer_flip(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& axes,
+                std::vector<int64_t>* norm_axes);
+// pad: (before, after) pairs for at most x's dims, each >= 0, extended with zeros to
+// 2 * ndim (*full); the padded shape.
+bool infer_pad(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& pad,
+               std::vector<int64_t>* full, Shape* out);
+
 // creation (fill, full, zeros, ones): shape sizes >= 0, at most 16 dims; the dtype (given, or
 // the op's default) must have kernels.
 bool infer_creation(const OpSpec& op, const std::vector<int64_t>& shape, DType dtype,

@@ -16,6 +16,8 @@ __int128 floor_div(__int128 a, __int128 b) {
   return q;
 }
 
+}  // namespace
+
 // infer_meta.check_size: the contiguous span (zero dims counted as 1) in bytes fits int64.
 bool fits_bytes(const Shape& shape, DType dtype) {
   int64_t span = static_cast<int64_t>(itemsize(dtype));
@@ -23,8 +25,6 @@ bool fits_bytes(const Shape& shape, DType dtype) {
     if (__builtin_mul_overflow(span, d > 0 ? d : 1, &span)) return false;
   return true;
 }
-
-}  // namespace
 
 bool infer_creation(const OpSpec& op, const std::vector<int64_t>& shape, DType dtype,
                     Shape* out) {

@@ -164,4 +164,31 @@ bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out
   return true;
 }
 
+bool infer_flip(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& axes,
+                std::vector<int64_t>* norm_axes) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  if (!normalize_axes(axes, ndim, norm_axes)) return false;
+  if (ndim == 0 && !axes.empty()) return false;  // "out of range for a 0-d x"
+  return op.has_kernel_dtype(x.dtype);
+}
+
+bool infer_pad(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& pad,
+               std::vector<int64_t>* full, Shape* out) {
+  const size_t ndim = x.shape->size();
+  if (pad.size() % 2 || pad.size() > 2 * ndim) return false;  // "(before, after) pairs"
+  for (int64_t v : pad)
+    if (v < 0) return false;  // "must be >= 0"
+  *full = pad;
+  full->resize(2 * ndim, 0);
+  out->resize(ndim);
+  for (size_t i = 0; i < ndim; ++i) {
+    int64_t d = (*x.shape)[i];
+    if (__builtin_add_overflow(d, (*full)[2 * i], &d) ||
+        __builtin_add_overflow(d, (*full)[2 * i + 1], &d))
+      return false;  // beyond any size check_size accepts
+    (*out)[i] = d;
+  }
+  return fits_bytes(*out, x.dtype) && op.has_kernel_dtype(x.dtype);
+}
+
 }  // namespace hwport::pipeline

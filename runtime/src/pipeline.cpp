@@ -262,6 +262,8 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Take_along_axis: return run_take_along_axis(op, a);
     case Family::Creation: return run_creation(op, a);
     case Family::Arange: return run_arange(op, a);
+    case Family::Flip: return run_flip(op, a);
+    case Family::Pad: return run_pad(op, a);
     default: return nullptr;
   }
 }
@@ -378,6 +380,8 @@ const char* family_name(Family f) {
     case Family::Take_along_axis: return "take_along_axis";
     case Family::Creation: return "creation";
     case Family::Arange: return "arange";
+    case Family::Flip: return "flip";
+    case Family::Pad: return "pad";
     default: return "";
   }
 }
@@ -615,6 +619,19 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         };
         return meta_tuple({p.n}, p.out, p.out) +
                py::make_tuple(number(p.start), number(p.end), number(p.step));
+      }
+      case Family::Flip: {  // + the normalized axes
+        std::vector<int64_t> given, axes;
+        PyObject* v = a.slot[op->num_inputs];
+        if (!v || v == Py_None || !int_list(v, &given) ||
+            !infer_flip(*op, in[0], given, &axes))
+          return py::none();
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype) + py::make_tuple(axes);
+      }
+      case Family::Pad: {  // + pad extended to 2 * ndim
+        Shape shape;
+        if (!pad_call(*op, a, in[0], &shape, &kernel)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
       }
       case Family::Gather:
       case Family::Take_along_axis: {  // + the normalized axis and the index bound

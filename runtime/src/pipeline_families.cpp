@@ -1,9 +1,11 @@
-// The norm, matmul and concat families of the op-call pipeline: each does what
+// The norm, matmul, concat and pad families of the op-call pipeline: each does what
 // phi_ops/dispatch.py does for the op (its _launch_matmul, _fused_kernel_fits), so results
 // are identical.
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include <pybind11/pybind11.h>
 
 #include "infer_meta.h"
 #include "kernel_cache.h"
@@ -174,6 +176,44 @@ PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
   launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
+// pad(x, pad, value=0.0): the value as promotion.scalar_for_dtype gives it (x's dtype), pad
+// extended to 2 * ndim (phi_ops/dispatch.py _launch).
+bool pad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+              Attrs* attrs) {
+  PyObject* given = a.slot[op.num_inputs];
+  std::vector<int64_t> pad, full;
+  if (!given || given == Py_None || !int_list(given, &pad) ||
+      !infer_pad(op, x, pad, &full, shape))
+    return false;
+  PyObject* v = a.slot[op.num_inputs + 1];
+  const AttrDefault& def = op.attrs[1].default_value;
+  pybind11::object fallback;  // the default, as Python holds it
+  if (!v) {
+    fallback = def.is_float ? pybind11::object(pybind11::float_(def.f))
+                            : pybind11::object(pybind11::int_(def.i));
+    v = fallback.ptr();
+  }
+  AttrValue value;
+  if (!value_for_dtype(v, x.dtype, &value)) return false;
+  AttrValue pad_attr;
+  pad_attr.type = HWP_ATTR_INT64_ARRAY;
+  pad_attr.ints = std::move(full);
+  attrs->emplace_back("pad", std::move(pad_attr));
+  attrs->emplace_back("value", std::move(value));
+  return true;
+}
+
+PyObject* run_pad(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Shape shape;
+  Attrs attrs;
+  if (!x || !pad_call(op, a, {&x->shape, x->dtype}, &shape, &attrs)) return nullptr;
+  Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
+  const Tensor* in[] = {x};
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
   return to_python(std::move(out));
 }
 

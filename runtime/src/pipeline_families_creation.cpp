@@ -5,8 +5,6 @@
 // composite runs here only with its own kernel; else its decomposition (the Python path).
 #include <Python.h>
 
-#include <cmath>
-
 #include "infer_meta.h"
 #include "kernel_cache.h"
 #include "py_convert.h"
@@ -38,48 +36,6 @@ bool dtype_attr(const AttrSpec& spec, PyObject* v, const OpSpec& op, DType* out,
   }
   if (v == Py_None) return false;  // "None is not allowed"
   *out = static_cast<DType>(spec.default_value.i);
-  return true;
-}
-
-// The int range of an integer dtype (false: not one).
-bool int_range(DType d, int64_t* lo, int64_t* hi) {
-  switch (d) {
-    case DType::Int8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
-    case DType::UInt8: *lo = 0; *hi = UINT8_MAX; return true;
-    case DType::Int16: *lo = INT16_MIN; *hi = INT16_MAX; return true;
-    case DType::Int32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
-    case DType::Int64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
-    default: return false;
-  }
-}
-
-// promotion.scalar_for_dtype for a plain Python bool / int / float; false: the Python path
-// decides (an int that does not fit the dtype raises there).
-bool fill_value(PyObject* v, DType dtype, AttrValue* out) {
-  int64_t lo = 0, hi = 0;
-  const bool integer = int_range(dtype, &lo, &hi);
-  if (PyBool_Check(v)) {
-    *out = AttrValue::of_bool(v == Py_True);
-    return true;
-  }
-  int64_t i;
-  if (plain_int(v, &i)) {
-    if (integer && (i < lo || i > hi)) return false;  // "does not fit in <dtype>"
-    *out = AttrValue::of_int(i);
-    return true;
-  }
-  if (!PyFloat_CheckExact(v)) return false;
-  const double f = PyFloat_AS_DOUBLE(v);
-  if (!integer) {
-    *out = AttrValue::of_float(f);
-    return true;
-  }
-  // into an integer dtype as `cast` converts: truncated toward zero, saturated, NaN -> 0
-  const double t = std::trunc(f);
-  *out = AttrValue::of_int(std::isnan(t) ? 0
-                           : t <= static_cast<double>(lo) ? lo
-                           : t >= static_cast<double>(hi) ? hi
-                                                          : static_cast<int64_t>(t));
   return true;
 }
 
@@ -152,7 +108,7 @@ bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
   for (int k = 0; k < op.num_attrs; ++k) {  // the value under the op's own name
     if (op.attrs[k].kind != AttrKind::Float) continue;
     AttrValue v;
-    if (!fill_value(value, dtype, &v)) return false;
+    if (!value_for_dtype(value, dtype, &v)) return false;
     attrs->emplace_back(op.attrs[k].name, std::move(v));
   }
   AttrValue name;

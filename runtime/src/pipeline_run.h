@@ -39,6 +39,11 @@ PyObject* run_transpose(const OpSpec& op, const BoundArgs& a);
 PyObject* run_squeeze(const OpSpec& op, const BoundArgs& a);
 PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a);
 PyObject* run_expand(const OpSpec& op, const BoundArgs& a);
+PyObject* run_flip(const OpSpec& op, const BoundArgs& a);
+// pipeline_families.cpp: pad's plan and kernel attributes (false: Python's), its run
+bool pad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+              Attrs* attrs);
+PyObject* run_pad(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_slicing.cpp
 PyObject* run_slice(const OpSpec& op, const BoundArgs& a);
 PyObject* run_split(const OpSpec& op, const BoundArgs& a);

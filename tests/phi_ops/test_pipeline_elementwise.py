@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 # Families whose ops are views (reshape and flatten copy where no view fits): run in C++ as
 # their decompositions do.
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
-                 "split"}
+                 "split", "flip"}
 
 
 @contextlib.contextmanager
@@ -83,7 +84,7 @@ def test_families_follow_ops_yaml_fields():
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
-                    *VIEW_FAMILIES}
+                    "pad", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -91,9 +92,9 @@ def test_families_follow_ops_yaml_fields():
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
-            "ones", "arange"} <= set(COVERED)
-    # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
-    assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
+            "ones", "arange", "flip", "pad"} <= set(COVERED)
+    # list attributes (roll's shifts) and unmirrored checks stay in Python
+    assert {"roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -163,6 +164,10 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + (plan.attrs["axis"], plan.attrs["_bound"])
     if op.infer_meta == "arange":
         return out + (plan.attrs["start"], plan.attrs["end"], plan.attrs["step"])
+    if op.infer_meta == "pad":
+        return out + (list(plan.attrs["pad"]),)
+    if TABLE[op_name][1] == "flip":
+        return out + (list(plan.attrs["axis"]),)
     return out
 
 
@@ -277,12 +282,16 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                             for k in (False, True)],
              "scan": [{"axis": a} for a in (None, 0, -1, 1, 2, -3)],
              "gather": [{"axis": a} for a in (0, 1, -1, 2, -3)],
-             "take_along_axis": [{"axis": a} for a in (0, 1, -1, 2, -3)]}
-    attr_sets += extra.get(op.infer_meta, [])
+             "take_along_axis": [{"axis": a} for a in (0, 1, -1, 2, -3)],
+             "flip": [{"axis": a} for a in ([0], [-1], [0, 1], [1, 0], [0, 0], [2], [], 0, -3)],
+             "pad": [{"pad": p, "value": v} for p in ([1, 2], [0, 0, 1, 0], [1], [-1, 0],
+                                                       [0, 0, 0, 0, 0, 0], [2**62, 2**62])
+                     for v in (0.0, 2.5, -3, True, 300, float("nan"))]}
+    attr_sets += extra.get(TABLE[op_name][1], [])
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
-    if op.infer_meta in ("reshape", "unsqueeze", "expand", "slice", "split",
-                         "take_along_axis"):
+    if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
+                             "take_along_axis", "flip", "pad"):
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -599,3 +608,27 @@ def test_creation_results_equal_the_python_path(op_name):
         with python_path():
             want = _outcome(lambda: fn(**kwargs))  # noqa: B023
         assert got == want, (op_name, kwargs)
+
+
+@pytest.mark.parametrize("op_name", ["pad", "flip", "argmax", "cumsum"])
+def test_grid_results_equal_the_python_path(op_name):
+    """The infer-meta grid's cases on real tensors (every dtype; pad's values into each):
+    the same bytes, strides and offset, or the same error, with the fast path and without."""
+    for metas, attrs in _meta_cases(op_name):
+        m = metas[0]
+        x = hwport.to_tensor(np.arange(math.prod(m.shape), dtype=np.float32).reshape(m.shape),
+                             place=PLACE).astype(m.dtype)
+        fn = getattr(functional, op_name)
+
+        def run(x=x, attrs=attrs, fn=fn):
+            out = fn(x, **attrs)
+            return (tuple(out.strides), out._offset, out._shares_storage(x)), out
+
+        got = _outcome(lambda: run()[1])
+        with python_path():
+            want = _outcome(lambda: run()[1])
+        assert got == want, (op_name, m, attrs)
+        if got[0] == "ok":
+            layout = run()[0]
+            with python_path():
+                assert layout == run()[0], (op_name, m, attrs)
