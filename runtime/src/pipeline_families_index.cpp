@@ -13,20 +13,8 @@ namespace hwport::pipeline {
 
 namespace {
 
-// The value of a 0-d int32/int64 tensor, copied to the host.
-int64_t read_index_scalar(const Tensor& t) {
-  Device* dev = t.device();
-  const Plugin& p = *dev->plugin;
-  int64_t v64 = 0;
-  int32_t v32 = 0;
-  const bool wide = t.dtype == DType::Int64;
-  p.check(p.memory.copy_d2h(dev->index, wide ? static_cast<void*>(&v64) : &v32,
-                            t.storage->buffer(), t.byte_offset(), itemsize(t.dtype)),
-          "copy_d2h");
-  return wide ? v64 : v32;
-}
-
-// Every value of `index` in [0, bound) (an empty index passes).
+// Every value of `index` in [0, bound) (an empty index passes): its min and max reduced into
+// the two elements of one tensor, read back with one copy.
 bool index_in_bounds(const Tensor& index, int64_t bound) {
   if (index.numel() == 0) return true;
   static const OpSpec* const reductions[2] = {op_spec("min"), op_spec("max")};
@@ -37,14 +25,26 @@ bool index_in_bounds(const Tensor& index, int64_t bound) {
   Attrs attrs;
   attrs.emplace_back("axis", std::move(axes));
   attrs.emplace_back("keepdim", AttrValue::of_bool(false));
-  int64_t values[2];
+  Device* dev = index.device();
+  const Tensor both = Tensor::empty({2}, index.dtype, dev, "index bounds");
   for (int k = 0; k < 2; ++k) {
-    Tensor out = Tensor::empty({}, index.dtype, index.device(), reductions[k]->name);
+    Tensor out = both;  // element k as a 0-d tensor
+    out.shape.clear();
+    out.strides.clear();
+    out.offset = k;
     const Tensor* ins[] = {&in};
-    launch(*reductions[k], index.dtype, index.device(), ins, 1, &out, attrs);
-    values[k] = read_index_scalar(out);
+    launch(*reductions[k], index.dtype, dev, ins, 1, &out, attrs);
   }
-  return values[0] >= 0 && values[1] < bound;
+  const Plugin& p = *dev->plugin;
+  int64_t v64[2] = {0, 0};
+  int32_t v32[2] = {0, 0};
+  const bool wide = index.dtype == DType::Int64;
+  p.check(p.memory.copy_d2h(dev->index, wide ? static_cast<void*>(v64) : v32,
+                            both.storage->buffer(), both.byte_offset(),
+                            2 * itemsize(index.dtype)),
+          "copy_d2h");
+  const int64_t lo = wide ? v64[0] : v32[0], hi = wide ? v64[1] : v32[1];
+  return lo >= 0 && hi < bound;
 }
 
 // gather, index_select and take_along_axis: (x, index, axis).
