@@ -929,7 +929,7 @@ def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None
         raise _api_args.unsupported('embedding', 'scale_grad_by_freq', False, scale_grad_by_freq)
     index = x
     try:
-        return _call('embedding', (index, weight), {})
+        return _op_call(109, index, weight)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'index': 'x'}) from exc.__cause__
 
@@ -951,7 +951,7 @@ def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: matmul
     decomposes into primitives (phi_ops.decompositions.linear)"""
-    return _call('linear', (x, weight, bias), {})
+    return _op_call(111, x, weight, bias)
 
 
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, is_causal: bool=False, scale: float | None=None, name: str | None = None) -> Any:

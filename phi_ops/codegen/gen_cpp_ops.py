@@ -66,7 +66,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
                `place=`)
     arange     the `arange` rule (start, end, step, dtype; `place=`)
     flip       the `unary` rule of a shape op with one ints axis (a view: negative strides)
-    pad        the `pad` rule (pad pairs, a value of x's dtype)"""
+    pad        the `pad` rule (pad pairs, a value of x's dtype)
+    linear, embedding
+               their rules (x @ weight + bias?; rows of weight for an int index)"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -115,6 +117,10 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "flip"
     if infer_meta == "pad" and inputs == ["x"] and attrs == {"pad": "ints", "value": "float"}:
         return "pad"
+    if infer_meta == "linear" and inputs == ["x", "weight", "bias?"] and not attrs:
+        return "linear"
+    if infer_meta == "embedding" and inputs == ["index", "weight"] and not attrs:
+        return "embedding"
     if infer_meta == "arange" and not inputs and attrs == {
             "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
         return "arange"

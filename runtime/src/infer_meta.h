@@ -138,6 +138,15 @@ bool infer_gather(const OpSpec& op, const MetaIn& x, const MetaIn& index, int64_
 bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& index,
                            int64_t axis, Shape* out, int64_t* norm_axis, int64_t* bound);
 
+// linear (x @ weight + bias): weight 2-D [in, out], x's last dim `in`, bias (optional) [out];
+// the output x's leading dims + [out] in the promoted dtype; x's dtype keys the kernel.
+bool infer_linear(const OpSpec& op, const MetaIn& x, const MetaIn& weight, const MetaIn* bias,
+                  Shape* out, DType* dtype);
+// embedding: an int32/int64 index, weight 2-D [V, D]; the output index's shape + [D] in
+// weight's dtype; *bound = V (index values are checked against it); the index keys the kernel.
+bool infer_embedding(const OpSpec& op, const MetaIn& index, const MetaIn& weight, Shape* out,
+                     int64_t* bound);
+
 // infer_meta.check_size: the contiguous span (zero dims counted as 1) in bytes fits int64.
 bool fits_bytes(const Shape& shape, DType dtype);
 

@@ -264,6 +264,8 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Arange: return run_arange(op, a);
     case Family::Flip: return run_flip(op, a);
     case Family::Pad: return run_pad(op, a);
+    case Family::Linear: return run_linear(op, a);
+    case Family::Embedding: return run_embedding(op, a);
     default: return nullptr;
   }
 }
@@ -382,6 +384,8 @@ const char* family_name(Family f) {
     case Family::Arange: return "arange";
     case Family::Flip: return "flip";
     case Family::Pad: return "pad";
+    case Family::Linear: return "linear";
+    case Family::Embedding: return "embedding";
     default: return "";
   }
 }
@@ -475,6 +479,14 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if ((v && !plain_int(v, &axis)) || !infer_concat(*op, listed, axis, &shape, &dtype, &norm))
           return py::none();
         return meta_tuple(shape, dtype, dtype);
+      }
+      case Family::Linear: {
+        if (!present[0] || !present[1]) return py::none();
+        Shape shape;
+        DType dtype;
+        if (!infer_linear(*op, in[0], in[1], present[2] ? &in[2] : nullptr, &shape, &dtype))
+          return py::none();
+        return meta_tuple(shape, dtype, in[0].dtype);
       }
       default: break;
     }
@@ -632,6 +644,12 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         Shape shape;
         if (!pad_call(*op, a, in[0], &shape, &kernel)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Embedding: {  // + the index bound
+        Shape shape;
+        int64_t bound = 0;
+        if (!infer_embedding(*op, in[0], in[1], &shape, &bound)) return py::none();
+        return meta_tuple(shape, in[1].dtype, in[0].dtype) + py::make_tuple(bound);
       }
       case Family::Gather:
       case Family::Take_along_axis: {  // + the normalized axis and the index bound

@@ -25,17 +25,6 @@ bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs) {
 
 namespace {
 
-// A composite's native kernel runs only where every floating input has the key dtype
-// (phi_ops/dispatch.py _fused_kernel_fits).
-bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
-                       int n) {
-  if (op.primitive) return true;
-  if (!native_kernel(op, device, key)) return false;
-  for (int i = 0; i < n; ++i)
-    if (in[i] && is_floating(in[i]->dtype) && in[i]->dtype != key) return false;
-  return true;
-}
-
 Tensor swap_last(Tensor t) {
   const size_t n = t.shape.size();
   std::swap(t.shape[n - 1], t.shape[n - 2]);
@@ -44,6 +33,15 @@ Tensor swap_last(Tensor t) {
 }
 
 }  // namespace
+
+bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
+                       int n) {
+  if (op.primitive) return true;
+  if (!native_kernel(op, device, key)) return false;
+  for (int i = 0; i < n; ++i)
+    if (in[i] && is_floating(in[i]->dtype) && in[i]->dtype != key) return false;
+  return true;
+}
 
 bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out) {
   PyObject* v = a.slot[op.num_inputs + k];

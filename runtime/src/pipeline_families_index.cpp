@@ -11,8 +11,6 @@
 
 namespace hwport::pipeline {
 
-namespace {
-
 // Every value of `index` in [0, bound) (an empty index passes): its min and max reduced into
 // the two elements of one tensor, read back with one copy.
 bool index_in_bounds(const Tensor& index, int64_t bound) {
@@ -46,6 +44,8 @@ bool index_in_bounds(const Tensor& index, int64_t bound) {
   const int64_t lo = wide ? v64[0] : v32[0], hi = wide ? v64[1] : v32[1];
   return lo >= 0 && hi < bound;
 }
+
+namespace {
 
 // gather, index_select and take_along_axis: (x, index, axis).
 PyObject* run_indexed(const OpSpec& op, const BoundArgs& a, bool along) {

@@ -23,6 +23,12 @@ bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs);
 // phi_ops/dispatch.py reshape_view: `t` (a contiguous copy where it is not contiguous) seen
 // as `shape` with contiguous strides.
 Tensor contiguous_view(const Tensor& t, const Shape& shape);
+// A composite's native kernel runs only where every floating input has the key dtype
+// (phi_ops/dispatch.py _fused_kernel_fits); a primitive always runs.
+bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
+                       int n);
+// Every value of `index` in [0, bound), checked on the device (pipeline_families_index.cpp).
+bool index_in_bounds(const Tensor& index, int64_t bound);
 // An optional int attribute at `slot` (absent or None: *has = false); false where it is not a
 // plain int.
 bool optional_int(const BoundArgs& a, int slot, bool* has, int64_t* out);
@@ -53,6 +59,9 @@ PyObject* run_scan(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_index.cpp
 PyObject* run_gather(const OpSpec& op, const BoundArgs& a);
 PyObject* run_take_along_axis(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_nn.cpp
+PyObject* run_linear(const OpSpec& op, const BoundArgs& a);
+PyObject* run_embedding(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_creation.cpp: the plan and kernel attributes of a call (false: Python's)
 bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
                    Attrs* attrs);

@@ -84,7 +84,7 @@ def test_families_follow_ops_yaml_fields():
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
-                    "pad", *VIEW_FAMILIES}
+                    "pad", "linear", "embedding", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -92,7 +92,7 @@ def test_families_follow_ops_yaml_fields():
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
-            "ones", "arange", "flip", "pad"} <= set(COVERED)
+            "ones", "arange", "flip", "pad", "linear", "embedding"} <= set(COVERED)
     # list attributes (roll's shifts) and unmirrored checks stay in Python
     assert {"roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
@@ -166,6 +166,8 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + (plan.attrs["start"], plan.attrs["end"], plan.attrs["step"])
     if op.infer_meta == "pad":
         return out + (list(plan.attrs["pad"]),)
+    if op.infer_meta == "embedding":
+        return out + (plan.attrs["_bound"],)
     if TABLE[op_name][1] == "flip":
         return out + (list(plan.attrs["axis"]),)
     return out
@@ -243,6 +245,14 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
             for v in values if value else [None]:
                 for d in dtypes:
                     out.append(([], {"shape": shp, **({value: v} if value else {}), **d}))
+        return out
+    if op.infer_meta == "linear":  # x, weight, bias (None: absent)
+        for dts in itertools.product(("float16", "float32", "float64", "int32"), repeat=3):
+            for shp in [[(2, 3), (3, 4), (4,)], [(2, 3), (3, 4), None], [(3,), (3, 4), None],
+                        [(), (3, 4), None], [(2, 3), (4, 3), None], [(2, 3), (3, 4), (3,)],
+                        [(5, 2, 3), (3, 4), (4,)], [(2, 3), (3,), None], [(0, 3), (3, 0), (0,)]]:
+                out.append(([None if s is None else Meta(s, d)
+                             for s, d in zip(shp, dts, strict=True)], {}))
         return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):
