@@ -177,13 +177,7 @@ def main() -> int:
         family_table(torch, number, repeat, label)
         return 0
     print(f"# per-op time, 1-element float32, custom:cpu vs torch CPU (1 thread): {label}")
-    print(f"{'op':<18}{'hwport us':>10}{'torch us':>10}{'ratio':>8}")
-    ratios = []
-    for name, hw, th in op_cases(torch):
-        t_hw = per_op_us(hw, number, repeat)
-        t_th = per_op_us(th, number, repeat)
-        ratios.append(t_hw / t_th)
-        print(f"{name:<18}{t_hw:>10.2f}{t_th:>10.2f}{t_hw / t_th:>8.2f}")
+    ratios = ratio_table(op_cases(torch), number, repeat)
     print(f"median ratio {statistics.median(ratios):.2f}, max ratio {max(ratios):.2f} "
           "(targets: median <= 1.0, max <= 1.5)")
     family_table(torch, number, repeat, label)
@@ -204,15 +198,21 @@ def main() -> int:
     return 0
 
 
-def family_table(torch, number: int, repeat: int, label: str) -> None:
-    print(f"\n# slicing, index, arg_reduce, scan and creation ops, tiny float32: {label}")
+def ratio_table(cases, number: int, repeat: int) -> list[float]:
+    """Prints op -> hwport us, torch us, ratio for each case; returns the ratios."""
     print(f"{'op':<18}{'hwport us':>10}{'torch us':>10}{'ratio':>8}")
     ratios = []
-    for name, hw, th in family_cases(torch):
+    for name, hw, th in cases:
         t_hw = per_op_us(hw, number, repeat)
         t_th = per_op_us(th, number, repeat)
         ratios.append(t_hw / t_th)
         print(f"{name:<18}{t_hw:>10.2f}{t_th:>10.2f}{t_hw / t_th:>8.2f}")
+    return ratios
+
+
+def family_table(torch, number: int, repeat: int, label: str) -> None:
+    print(f"\n# slicing, index, arg_reduce, scan and creation ops, tiny float32: {label}")
+    ratios = ratio_table(family_cases(torch), number, repeat)
     print(f"median ratio {statistics.median(ratios):.2f}, max ratio {max(ratios):.2f}")
 
 
