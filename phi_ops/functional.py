@@ -600,7 +600,7 @@ def stack(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     decomposes into primitives (phi_ops.decompositions.stack)"""
     xs = x
     try:
-        return _call('stack', (xs,), {'axis': axis})
+        return _op_call(75, xs, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
@@ -672,7 +672,7 @@ def tril(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.tril)"""
-    return _call('tril', (x,), {'diagonal': diagonal})
+    return _op_call(82, x, diagonal)
 
 
 def triu(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
@@ -680,7 +680,7 @@ def triu(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.triu)"""
-    return _call('triu', (x,), {'diagonal': diagonal})
+    return _op_call(83, x, diagonal)
 
 
 def gather(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> Any:
@@ -785,7 +785,7 @@ def full_like(x: Any, fill_value: float | None, dtype: Any=None, name: str | Non
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.full_like)"""
-    return _call('full_like', (x,), {'fill_value': fill_value, 'dtype': dtype})
+    return _op_call(95, x, fill_value, dtype)
 
 
 def zeros_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
@@ -793,7 +793,7 @@ def zeros_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.zeros_like)"""
-    return _call('zeros_like', (x,), {'dtype': dtype})
+    return _op_call(96, x, dtype)
 
 
 def ones_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
@@ -801,7 +801,7 @@ def ones_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.ones_like)"""
-    return _call('ones_like', (x,), {'dtype': dtype})
+    return _op_call(97, x, dtype)
 
 
 def arange(start: float | None=0, end: float | None=None, step: float | None=1, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:

@@ -68,7 +68,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     flip       the `unary` rule of a shape op with one ints axis (a view: negative strides)
     pad        the `pad` rule (pad pairs, a value of x's dtype)
     linear, embedding
-               their rules (x @ weight + bias?; rows of weight for an int index)"""
+               their rules (x @ weight + bias?; rows of weight for an int index)
+    stack, matrix_unary (tril, triu), like (full_like, zeros_like, ones_like)
+               their rules; composites, run in C++ with the device's own kernel only"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -117,6 +119,13 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "flip"
     if infer_meta == "pad" and inputs == ["x"] and attrs == {"pad": "ints", "value": "float"}:
         return "pad"
+    if infer_meta == "stack" and inputs == ["xs..."] and attrs == {"axis": "int"}:
+        return "stack"
+    if infer_meta == "matrix_unary" and inputs == ["x"] and attrs == {"diagonal": "int"}:
+        return "matrix_unary"
+    if infer_meta == "like" and inputs == ["x"] and attrs.get("dtype") == "dtype" and \
+            set(attrs.values()) <= {"float", "dtype"} and len(attrs) <= 2:
+        return "like"
     if infer_meta == "linear" and inputs == ["x", "weight", "bias?"] and not attrs:
         return "linear"
     if infer_meta == "embedding" and inputs == ["index", "weight"] and not attrs:

@@ -147,6 +147,14 @@ bool infer_linear(const OpSpec& op, const MetaIn& x, const MetaIn& weight, const
 bool infer_embedding(const OpSpec& op, const MetaIn& index, const MetaIn& weight, Shape* out,
                      int64_t* bound);
 
+// stack: >= 1 inputs of one shape, axis normalized against ndim + 1, promoted dtype (the key).
+bool infer_stack(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
+                 DType* dtype, int64_t* norm_axis);
+// matrix_unary (tril, triu): x of >= 2 dims; x's shape and dtype.
+bool infer_matrix_unary(const OpSpec& op, const MetaIn& x);
+// like (full_like, zeros_like, ones_like): x's shape; the dtype given, else x's.
+bool infer_like(const OpSpec& op, const MetaIn& x, bool has_dtype, DType dtype, DType* out);
+
 // infer_meta.check_size: the contiguous span (zero dims counted as 1) in bytes fits int64.
 bool fits_bytes(const Shape& shape, DType dtype);
 

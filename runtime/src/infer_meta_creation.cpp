@@ -63,4 +63,9 @@ bool infer_arange(const OpSpec& op, const Number& start, const Number* end, cons
   return fits_bytes({plan->n}, plan->out) && op.has_kernel_dtype(plan->out);
 }
 
+bool infer_like(const OpSpec& op, const MetaIn& x, bool has_dtype, DType dtype, DType* out) {
+  *out = has_dtype ? dtype : x.dtype;
+  return fits_bytes(*x.shape, *out) && op.has_kernel_dtype(x.dtype);
+}
+
 }  // namespace hwport::pipeline

@@ -191,4 +191,24 @@ bool infer_pad(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& pa
   return fits_bytes(*out, x.dtype) && op.has_kernel_dtype(x.dtype);
 }
 
+bool infer_stack(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
+                 DType* dtype, int64_t* norm_axis) {
+  if (xs.empty()) return false;  // "must hold at least one tensor"
+  DType common = xs[0].dtype;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (*xs[i].shape != *xs[0].shape) return false;  // "all must be equal"
+    common = promote_types(common, xs[i].dtype);
+  }
+  if (!normalize_axis(axis, static_cast<int64_t>(xs[0].shape->size()) + 1, norm_axis))
+    return false;
+  *shape = *xs[0].shape;
+  shape->insert(shape->begin() + *norm_axis, static_cast<int64_t>(xs.size()));
+  *dtype = common;
+  return fits_bytes(*shape, common) && op.has_kernel_dtype(common);
+}
+
+bool infer_matrix_unary(const OpSpec& op, const MetaIn& x) {
+  return x.shape->size() >= 2 && op.has_kernel_dtype(x.dtype);  // "at least 2 dims"
+}
+
 }  // namespace hwport::pipeline

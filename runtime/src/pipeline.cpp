@@ -266,6 +266,9 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Pad: return run_pad(op, a);
     case Family::Linear: return run_linear(op, a);
     case Family::Embedding: return run_embedding(op, a);
+    case Family::Stack: return run_stack(op, a);
+    case Family::Matrix_unary: return run_matrix_unary(op, a);
+    case Family::Like: return run_like(op, a);
     default: return nullptr;
   }
 }
@@ -386,6 +389,9 @@ const char* family_name(Family f) {
     case Family::Pad: return "pad";
     case Family::Linear: return "linear";
     case Family::Embedding: return "embedding";
+    case Family::Stack: return "stack";
+    case Family::Matrix_unary: return "matrix_unary";
+    case Family::Like: return "like";
     default: return "";
   }
 }
@@ -479,6 +485,15 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if ((v && !plain_int(v, &axis)) || !infer_concat(*op, listed, axis, &shape, &dtype, &norm))
           return py::none();
         return meta_tuple(shape, dtype, dtype);
+      }
+      case Family::Stack: {  // + the normalized axis
+        int64_t axis = op->attrs[0].default_value.i, norm = 0;
+        PyObject* v = a.slot[op->num_inputs];
+        Shape shape;
+        DType dtype;
+        if ((v && !plain_int(v, &axis)) || !infer_stack(*op, listed, axis, &shape, &dtype, &norm))
+          return py::none();
+        return meta_tuple(shape, dtype, dtype) + py::make_tuple(norm);
       }
       case Family::Linear: {
         if (!present[0] || !present[1]) return py::none();
@@ -644,6 +659,18 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         Shape shape;
         if (!pad_call(*op, a, in[0], &shape, &kernel)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Matrix_unary: {
+        PyObject* v = a.slot[op->num_inputs];
+        int64_t diagonal = 0;
+        if ((v && !plain_int(v, &diagonal)) || !infer_matrix_unary(*op, in[0]))
+          return py::none();
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Like: {
+        DType dtype;
+        if (!like_call(*op, a, in[0], &dtype, &kernel)) return py::none();
+        return meta_tuple(*in[0].shape, dtype, in[0].dtype);
       }
       case Family::Embedding: {  // + the index bound
         Shape shape;

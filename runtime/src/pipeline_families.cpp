@@ -215,4 +215,58 @@ PyObject* run_pad(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
+// stack(xs, axis=0): a composite; with the device's own kernel, inputs cast to the promoted
+// dtype (phi_ops/dispatch.py _prepared_inputs), else the Python path's decomposition.
+PyObject* run_stack(const OpSpec& op, const BoundArgs& a) {
+  PyObject* seq = a.slot[0];
+  int64_t axis = op.attrs[0].default_value.i, norm_axis = 0;
+  if (!seq || !(PyList_Check(seq) || PyTuple_Check(seq)) ||
+      (a.slot[1] && !plain_int(a.slot[1], &axis)))
+    return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  std::vector<const Tensor*> xs;
+  std::vector<MetaIn> metas;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const Tensor* t = as_tensor(items[i]);
+    if (!t || (i && t->device() != xs[0]->device())) return nullptr;
+    xs.push_back(t);
+    metas.push_back({&t->shape, t->dtype});
+  }
+  Shape shape;
+  DType dtype;
+  if (!infer_stack(op, metas, axis, &shape, &dtype, &norm_axis)) return nullptr;
+  Device* device = xs[0]->device();
+  if (!fused_kernel_fits(op, device, dtype, xs.data(), static_cast<int>(xs.size())))
+    return nullptr;
+  std::vector<Tensor> casted;
+  casted.reserve(xs.size());
+  for (const Tensor*& t : xs) {
+    if (t->dtype == dtype) continue;
+    casted.push_back(cast(*t, dtype));
+    t = &casted.back();
+  }
+  Tensor out = Tensor::empty(shape, dtype, device, op.name);
+  Attrs attrs;
+  attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
+  launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
+// tril / triu(x, diagonal=0): a composite; with the device's own kernel, else the Python path.
+PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  int64_t diagonal = op.attrs[0].default_value.i;
+  if (!x || (a.slot[1] && !plain_int(a.slot[1], &diagonal)) ||
+      !infer_matrix_unary(op, {&x->shape, x->dtype}))
+    return nullptr;
+  const Tensor* in[] = {x};
+  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
+  Tensor out = Tensor::empty(x->shape, x->dtype, x->device(), op.name);
+  Attrs attrs;
+  attrs.emplace_back("diagonal", AttrValue::of_int(diagonal));
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
 }  // namespace hwport::pipeline

@@ -157,4 +157,47 @@ PyObject* run_arange(const OpSpec& op, const BoundArgs& a) {
   return launch_creation(op, {plan.n}, plan.out, place_of_call(op, a), std::move(attrs));
 }
 
+// full_like(x, fill_value, dtype=None), zeros_like / ones_like(x, dtype=None): x's shape,
+// the dtype given (else x's), full_like's value as promotion.scalar_for_dtype gives it.
+bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out,
+               Attrs* attrs) {
+  PyObject* value = nullptr;
+  DType dtype = x.dtype;
+  bool inferred = false;
+  const AttrSpec* value_spec = nullptr;
+  for (int k = 0; k < op.num_attrs; ++k) {
+    const AttrSpec& spec = op.attrs[k];
+    PyObject* v = a.slot[op.num_inputs + k];
+    if (spec.kind == AttrKind::Float) {
+      if (!(value = v)) return false;  // required
+      value_spec = &spec;
+    } else if (spec.kind == AttrKind::DType) {
+      if (!dtype_attr(spec, v, op, &dtype, &inferred)) return false;
+    }
+  }
+  if (!infer_like(op, x, !inferred, dtype, out)) return false;
+  if (value_spec) {
+    AttrValue v;
+    if (!value_for_dtype(value, *out, &v)) return false;
+    attrs->emplace_back(value_spec->name, std::move(v));
+  }
+  AttrValue name;
+  name.type = HWP_ATTR_STRING;
+  name.s = dtype_name(*out);
+  attrs->emplace_back("dtype", std::move(name));
+  return true;
+}
+
+PyObject* run_like(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  DType dtype;
+  Attrs attrs;
+  if (!x || !like_call(op, a, {&x->shape, x->dtype}, &dtype, &attrs)) return nullptr;
+  const Tensor* in[] = {x};
+  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
+  Tensor out = Tensor::empty(x->shape, dtype, x->device(), op.name);
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
 }  // namespace hwport::pipeline

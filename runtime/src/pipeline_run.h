@@ -50,6 +50,8 @@ PyObject* run_flip(const OpSpec& op, const BoundArgs& a);
 bool pad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
               Attrs* attrs);
 PyObject* run_pad(const OpSpec& op, const BoundArgs& a);
+PyObject* run_stack(const OpSpec& op, const BoundArgs& a);
+PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_slicing.cpp
 PyObject* run_slice(const OpSpec& op, const BoundArgs& a);
 PyObject* run_split(const OpSpec& op, const BoundArgs& a);
@@ -68,5 +70,7 @@ bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
 bool arange_call(const OpSpec& op, const BoundArgs& a, ArangePlan* plan, Attrs* attrs);
 PyObject* run_creation(const OpSpec& op, const BoundArgs& a);
 PyObject* run_arange(const OpSpec& op, const BoundArgs& a);
+bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
+PyObject* run_like(const OpSpec& op, const BoundArgs& a);
 
 }  // namespace hwport::pipeline

@@ -84,7 +84,8 @@ def test_families_follow_ops_yaml_fields():
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
-                    "pad", "linear", "embedding", *VIEW_FAMILIES}
+                    "pad", "linear", "embedding", "stack", "matrix_unary", "like",
+                    *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -92,7 +93,8 @@ def test_families_follow_ops_yaml_fields():
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
-            "ones", "arange", "flip", "pad", "linear", "embedding"} <= set(COVERED)
+            "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
+            "full_like", "zeros_like", "ones_like"} <= set(COVERED)
     # list attributes (roll's shifts) and unmirrored checks stay in Python
     assert {"roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
@@ -168,6 +170,8 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + (list(plan.attrs["pad"]),)
     if op.infer_meta == "embedding":
         return out + (plan.attrs["_bound"],)
+    if op.infer_meta == "stack":
+        return out + (plan.attrs["axis"],)
     if TABLE[op_name][1] == "flip":
         return out + (list(plan.attrs["axis"]),)
     return out
@@ -294,6 +298,11 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "gather": [{"axis": a} for a in (0, 1, -1, 2, -3)],
              "take_along_axis": [{"axis": a} for a in (0, 1, -1, 2, -3)],
              "flip": [{"axis": a} for a in ([0], [-1], [0, 1], [1, 0], [0, 0], [2], [], 0, -3)],
+             "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
+             "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
+                       for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
+                      if op_name == "full_like" else
+                      [{"dtype": d} for d in (None, "int8", "float16", "bool")]),
              "pad": [{"pad": p, "value": v} for p in ([1, 2], [0, 0, 1, 0], [1], [-1, 0],
                                                        [0, 0, 0, 0, 0, 0], [2**62, 2**62])
                      for v in (0.0, 2.5, -3, True, 300, float("nan"))]}
@@ -301,7 +310,7 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
     if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
-                             "take_along_axis", "flip", "pad"):
+                             "take_along_axis", "flip", "pad") or op_name == "full_like":
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
