@@ -9,7 +9,10 @@ Run: .venv/bin/python benchmarks/bench_dispatch.py [--before] [--quick] [--only 
             the C++ op pipeline (commit BEFORE: every op through phi_ops.dispatch.call) on this
             build: the pipeline's baseline, measured in the same way
   --quick   fewer repeats (a smoke run)
-  --only    one section: ops, mlp or enqueue
+  --only    one section: ops, families, mlp or enqueue (families: the slicing, index,
+            arg_reduce, scan and creation ops of the later C++ families; not part of the
+            targets' median)
+  --families  the same as --only families
   --mlp-runs  the MLP section N times (default 1), each B, D, H row then lists every run's
             ratio and their median and max: a step's latency is bimodal when a thread's
             wake-up lands inside it, which one run can miss"""
@@ -113,6 +116,33 @@ def op_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object
     ]
 
 
+def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The slicing, index, arg_reduce, scan and creation ops on tiny float32 tensors (the
+    composites among them, zeros and index_select, still decompose on the Python path)."""
+    place = "custom:cpu"
+    v = np.arange(4, dtype=np.float32)
+    x, tx = hwport.to_tensor(v, place=place), torch.from_numpy(v.copy())
+    i, ti = hwport.to_tensor(np.array([1]), place=place), torch.tensor([1])
+    x2 = hwport.to_tensor(v.reshape(2, 2), place=place)
+    tx2 = torch.from_numpy(v.reshape(2, 2).copy())
+    i2, ti2 = hwport.to_tensor(np.array([[1], [0]]), place=place), torch.tensor([[1], [0]])
+    return [
+        ("slice", lambda: hwport.slice(x, [0], [1], [3]), lambda: tx[1:3]),
+        ("split", lambda: hwport.split(x, 2), lambda: torch.chunk(tx, 2)),
+        ("gather", lambda: hwport.gather(x, i), lambda: torch.index_select(tx, 0, ti)),
+        ("index_select", lambda: hwport.index_select(x, i),
+         lambda: torch.index_select(tx, 0, ti)),
+        ("take_along_axis", lambda: hwport.take_along_axis(x2, i2, 1),
+         lambda: torch.take_along_dim(tx2, ti2, 1)),
+        ("argmax", lambda: hwport.argmax(x), lambda: torch.argmax(tx)),
+        ("argmin axis", lambda: hwport.argmin(x2, axis=1), lambda: torch.argmin(tx2, dim=1)),
+        ("cumsum", lambda: hwport.cumsum(x, axis=0), lambda: torch.cumsum(tx, dim=0)),
+        ("fill", lambda: hwport.fill([4], 1.5), lambda: torch.full((4,), 1.5)),
+        ("zeros", lambda: hwport.zeros([4]), lambda: torch.zeros(4)),
+        ("arange", lambda: hwport.arange(4), lambda: torch.arange(4)),
+    ]
+
+
 def mlp_case(torch, batch: int, d: int, h: int):
     import hwport.nn.functional as hf
 
@@ -163,7 +193,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", action="store_true")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("ops", "mlp", "enqueue"))
+    parser.add_argument("--only", choices=("ops", "families", "mlp", "enqueue"))
+    parser.add_argument("--families", action="store_true")
     parser.add_argument("--mlp-runs", type=int, default=1)
     args = parser.parse_args()
     try:
@@ -175,27 +206,42 @@ def main() -> int:
     if args.before:
         use_main_python_path()
     number, repeat = (2000, 3) if args.quick else (20000, 5)
-    if args.only in (None, "ops"):
-        ops_section(torch, number, repeat, args.before)
-    if args.only in (None, "mlp"):
+    label = "main's Python path (--before)" if args.before else "this branch"
+    only = "families" if args.families else args.only
+    if only in (None, "ops"):
+        ops_section(torch, number, repeat, label)
+    if only in (None, "families"):
+        family_table(torch, number, repeat, label)
+    if only in (None, "mlp"):
         mlp_section(torch, number, repeat, max(args.mlp_runs, 1))
-    if args.only in (None, "enqueue"):
+    if only in (None, "enqueue"):
         enqueue_cost(number)
     return 0
 
 
-def ops_section(torch, number: int, repeat: int, before: bool) -> None:
-    label = "main's Python path (--before)" if before else "this branch"
+def ops_section(torch, number: int, repeat: int, label: str) -> None:
     print(f"# per-op time, 1-element float32, custom:cpu vs torch CPU (1 thread): {label}")
+    ratios = ratio_table(op_cases(torch), number, repeat)
+    print(f"median ratio {statistics.median(ratios):.2f}, max ratio {max(ratios):.2f} "
+          "(targets: median <= 1.0, max <= 1.5)")
+
+
+def ratio_table(cases, number: int, repeat: int) -> list[float]:
+    """Prints op -> hwport us, torch us, ratio for each case; returns the ratios."""
     print(f"{'op':<18}{'hwport us':>10}{'torch us':>10}{'ratio':>8}")
     ratios = []
-    for name, hw, th in op_cases(torch):
+    for name, hw, th in cases:
         t_hw = per_op_us(hw, number, repeat)
         t_th = per_op_us(th, number, repeat)
         ratios.append(t_hw / t_th)
         print(f"{name:<18}{t_hw:>10.2f}{t_th:>10.2f}{t_hw / t_th:>8.2f}")
-    print(f"median ratio {statistics.median(ratios):.2f}, max ratio {max(ratios):.2f} "
-          "(targets: median <= 1.0, max <= 1.5)")
+    return ratios
+
+
+def family_table(torch, number: int, repeat: int, label: str) -> None:
+    print(f"\n# slicing, index, arg_reduce, scan and creation ops, tiny float32: {label}")
+    ratios = ratio_table(family_cases(torch), number, repeat)
+    print(f"median ratio {statistics.median(ratios):.2f}, max ratio {max(ratios):.2f}")
 
 
 def enqueue_cost(number: int) -> None:

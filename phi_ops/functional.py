@@ -470,7 +470,7 @@ def argmax(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None 
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr axis: one non-negative dim (the host flattens for axis=None); int64 output; first occurrence wins; NaN counts as the maximum."""
-    return _call('argmax', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(60, x, axis, keepdim)
 
 
 def argmin(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None = None) -> Any:
@@ -478,7 +478,7 @@ def argmin(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None 
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As argmax (NaN counts as the minimum)."""
-    return _call('argmin', (x,), {'axis': axis, 'keepdim': keepdim})
+    return _op_call(61, x, axis, keepdim)
 
 
 def logsumexp(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
@@ -510,7 +510,7 @@ def cumsum(x: Any, axis: int | None=None, name: str | None = None) -> Any:
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: one non-negative dim (the host flattens for axis=None). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs."""
-    return _call('cumsum', (x,), {'axis': axis})
+    return _op_call(65, x, axis)
 
 
 def cumprod(x: Any, dim: int | None=None, name: str | None = None) -> Any:
@@ -520,7 +520,7 @@ def cumprod(x: Any, dim: int | None=None, name: str | None = None) -> Any:
     kernel contract: As cumsum."""
     axis = dim
     try:
-        return _call('cumprod', (x,), {'axis': axis})
+        return _op_call(66, x, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'axis': 'dim'}) from exc.__cause__
 
@@ -600,7 +600,7 @@ def stack(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     decomposes into primitives (phi_ops.decompositions.stack)"""
     xs = x
     try:
-        return _call('stack', (xs,), {'axis': axis})
+        return _op_call(75, xs, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
@@ -612,7 +612,7 @@ def split(x: Any, num_or_sections: int | list[int] | None, axis: int | None=0, n
     decomposes into primitives (phi_ops.decompositions.split)"""
     sections = num_or_sections
     try:
-        return _call('split', (x,), {'sections': sections, 'axis': axis})
+        return _op_call(76, x, sections, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'sections': 'num_or_sections'}) from exc.__cause__
 
@@ -624,7 +624,7 @@ def slice(input: Any, axes: int | list[int] | None, starts: int | list[int] | No
     decomposes into primitives (phi_ops.decompositions.slice)"""
     x = input
     try:
-        return _call('slice', (x,), {'axes': axes, 'starts': starts, 'ends': ends, 'strides': strides})
+        return _op_call(77, x, axes, starts, ends, strides)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'x': 'input'}) from exc.__cause__
 
@@ -634,7 +634,7 @@ def flip(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.flip)"""
-    return _call('flip', (x,), {'axis': axis})
+    return _op_call(78, x, axis)
 
 
 def tile(x: Any, repeat_times: int | list[int] | None, name: str | None = None) -> Any:
@@ -664,7 +664,7 @@ def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: floa
     kernel contract: attr pad: 2 * ndim non-negative values (before, after) per dim, first dim first; attr value: read INT64 first for integer dtypes (exact), else FLOAT64."""
     if mode != 'constant':
         raise _api_args.unsupported('pad', 'mode', 'constant', mode)
-    return _call('pad', (x,), {'pad': pad, 'value': value})
+    return _op_call(81, x, pad, value)
 
 
 def tril(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
@@ -672,7 +672,7 @@ def tril(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.tril)"""
-    return _call('tril', (x,), {'diagonal': diagonal})
+    return _op_call(82, x, diagonal)
 
 
 def triu(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
@@ -680,7 +680,7 @@ def triu(x: Any, diagonal: int | None=0, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.triu)"""
-    return _call('triu', (x,), {'diagonal': diagonal})
+    return _op_call(83, x, diagonal)
 
 
 def gather(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> Any:
@@ -688,7 +688,7 @@ def gather(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> A
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: index: 1-D int32/int64 with every value in [0, x.shape[axis]) (the host checks before launching); attr axis non-negative."""
-    return _call('gather', (x, index), {'axis': axis})
+    return _op_call(84, x, index, axis)
 
 
 def index_select(x: Any, index: Any, axis: int | None=0, name: str | None = None) -> Any:
@@ -696,7 +696,7 @@ def index_select(x: Any, index: Any, axis: int | None=0, name: str | None = None
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.index_select)"""
-    return _call('index_select', (x, index), {'axis': axis})
+    return _op_call(85, x, index, axis)
 
 
 def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = True, name: str | None = None) -> Any:
@@ -709,7 +709,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = T
     x = arr
     index = indices
     try:
-        return _call('take_along_axis', (x, index), {'axis': axis})
+        return _op_call(86, x, index, axis)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'x': 'arr', 'index': 'indices'}) from exc.__cause__
 
@@ -753,7 +753,7 @@ def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr value: read INT64 first for integer and bool dtypes (exact), else FLOAT64."""
-    return _call('fill', (), {'shape': shape, 'value': value, 'dtype': dtype}, place)
+    return _op_call(91, shape, value, dtype, place)
 
 
 def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
@@ -761,7 +761,7 @@ def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=Non
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.full)"""
-    return _call('full', (), {'shape': shape, 'fill_value': fill_value, 'dtype': dtype}, place)
+    return _op_call(92, shape, fill_value, dtype, place)
 
 
 def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -769,7 +769,7 @@ def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.zeros)"""
-    return _call('zeros', (), {'shape': shape, 'dtype': dtype}, place)
+    return _op_call(93, shape, dtype, place)
 
 
 def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -777,7 +777,7 @@ def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None,
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.ones)"""
-    return _call('ones', (), {'shape': shape, 'dtype': dtype}, place)
+    return _op_call(94, shape, dtype, place)
 
 
 def full_like(x: Any, fill_value: float | None, dtype: Any=None, name: str | None = None) -> Any:
@@ -785,7 +785,7 @@ def full_like(x: Any, fill_value: float | None, dtype: Any=None, name: str | Non
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.full_like)"""
-    return _call('full_like', (x,), {'fill_value': fill_value, 'dtype': dtype})
+    return _op_call(95, x, fill_value, dtype)
 
 
 def zeros_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
@@ -793,7 +793,7 @@ def zeros_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.zeros_like)"""
-    return _call('zeros_like', (x,), {'dtype': dtype})
+    return _op_call(96, x, dtype)
 
 
 def ones_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
@@ -801,7 +801,7 @@ def ones_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.ones_like)"""
-    return _call('ones_like', (x,), {'dtype': dtype})
+    return _op_call(97, x, dtype)
 
 
 def arange(start: float | None=0, end: float | None=None, step: float | None=1, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
@@ -809,7 +809,7 @@ def arange(start: float | None=0, end: float | None=None, step: float | None=1, 
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: Output size computed by the host; attrs start and step as INT64 for integer dtypes, else FLOAT64; out[i] = start + i * step."""
-    return _call('arange', (), {'start': start, 'end': end, 'step': step, 'dtype': dtype}, place)
+    return _op_call(98, start, end, step, dtype, place)
 
 
 def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -929,7 +929,7 @@ def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None
         raise _api_args.unsupported('embedding', 'scale_grad_by_freq', False, scale_grad_by_freq)
     index = x
     try:
-        return _call('embedding', (index, weight), {})
+        return _op_call(109, index, weight)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'index': 'x'}) from exc.__cause__
 
@@ -951,7 +951,7 @@ def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: matmul
     decomposes into primitives (phi_ops.decompositions.linear)"""
-    return _call('linear', (x, weight, bias), {})
+    return _op_call(111, x, weight, bias)
 
 
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, is_causal: bool=False, scale: float | None=None, name: str | None = None) -> Any:

@@ -54,7 +54,23 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     reshape    the `reshape` rule (-1 resolved; a view where the layout allows, else a copy)
     flatten    the `flatten` rule (a reshape)
     transpose, squeeze, unsqueeze, expand
-               their rules (views)"""
+               their rules (views)
+    slice, split
+               their rules (views: split returns a list of them)
+    arg_reduce the `arg_reduce` rule (argmax, argmin: an optional axis, keepdim)
+    scan       the `scan` rule (cumsum, cumprod: an optional axis)
+    gather, take_along_axis
+               their rules (gather, index_select; take_along_axis): x, an int index, axis;
+               index values checked on the device
+    creation   the `creation` rule (fill, full, zeros, ones: shape, at most one value, dtype;
+               `place=`)
+    arange     the `arange` rule (start, end, step, dtype; `place=`)
+    flip       the `unary` rule of a shape op with one ints axis (a view: negative strides)
+    pad        the `pad` rule (pad pairs, a value of x's dtype)
+    linear, embedding
+               their rules (x @ weight + bias?; rows of weight for an int index)
+    stack, matrix_unary (tril, triu), like (full_like, zeros_like, ones_like)
+               their rules; composites, run in C++ with the device's own kernel only"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -81,6 +97,42 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return infer_meta
     if infer_meta == "flatten" and inputs == ["x"] and set(attrs) == {"start_axis", "stop_axis"}:
         return infer_meta
+    if infer_meta == "slice" and inputs == ["x"] and attrs == {
+            "axes": "ints", "starts": "ints", "ends": "ints", "strides": "ints"}:
+        return "slice"
+    if infer_meta == "split" and inputs == ["x"] and attrs == {"sections": "ints", "axis": "int"}:
+        return "split"
+    if infer_meta == "arg_reduce" and inputs == ["x"] and attrs == {"axis": "int",
+                                                                     "keepdim": "bool"}:
+        return "arg_reduce"
+    if infer_meta == "scan" and inputs == ["x"] and attrs == {"axis": "int"}:
+        return "scan"
+    if infer_meta in ("gather", "take_along_axis") and inputs == ["x", "index"] and \
+            attrs == {"axis": "int"}:
+        return infer_meta
+    if infer_meta == "creation" and not inputs and attrs.get("shape") == "ints" and \
+            attrs.get("dtype") == "dtype" and len(attrs) <= 3 and \
+            list(attrs.values()).count("float") == len(attrs) - 2:
+        return "creation"
+    if category == "shape" and infer_meta == "unary" and inputs == ["x"] and \
+            attrs == {"axis": "ints"}:
+        return "flip"
+    if infer_meta == "pad" and inputs == ["x"] and attrs == {"pad": "ints", "value": "float"}:
+        return "pad"
+    if infer_meta == "stack" and inputs == ["xs..."] and attrs == {"axis": "int"}:
+        return "stack"
+    if infer_meta == "matrix_unary" and inputs == ["x"] and attrs == {"diagonal": "int"}:
+        return "matrix_unary"
+    if infer_meta == "like" and inputs == ["x"] and attrs.get("dtype") == "dtype" and \
+            set(attrs.values()) <= {"float", "dtype"} and len(attrs) <= 2:
+        return "like"
+    if infer_meta == "linear" and inputs == ["x", "weight", "bias?"] and not attrs:
+        return "linear"
+    if infer_meta == "embedding" and inputs == ["index", "weight"] and not attrs:
+        return "embedding"
+    if infer_meta == "arange" and not inputs and attrs == {
+            "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
+        return "arange"
     return None
 
 
@@ -108,7 +160,9 @@ def _default(kind: str, spec: dict) -> str:
         return f"{{true, false, false, {v}LL, {float(v)!r}, false}}"
     if isinstance(v, float):
         return f"{{true, false, false, 0, {v!r}, true}}"
-    return "{true, false, false, 0, 0.0, false}"  # str/dtype/list defaults: Python-only ops
+    if kind == "dtype" and v in DTYPES:  # a dtype default by its index (HWP_DType)
+        return f"{{true, false, false, {DTYPES.index(v)}LL, 0.0, false}}"
+    return "{true, false, false, 0, 0.0, false}"  # str/list defaults: Python-only ops
 
 
 def _group(groups: dict, value: str | list[str]) -> list[str]:

@@ -176,7 +176,9 @@ def function(op: OpDef, op_id: int) -> str:
     head = f"def {op.name}({signature(op)}) -> Any:\n" f'    """{docstring(op)}"""\n'
     head += _prologue(op)
     if in_pipeline(op):
-        params = ", ".join([i.name for i in op.inputs] + [a.name for a in op.attrs])
+        # an op without inputs takes `place=` after its attributes (the C++ table's last slot)
+        params = ", ".join([i.name for i in op.inputs] + [a.name for a in op.attrs]
+                           + ([] if op.inputs else ["place"]))
         return head + _renaming(op, f"_op_call({op_id}, {params})")
     inputs = ", ".join(i.name for i in op.inputs)
     tuple_ = f"({inputs},)" if len(op.inputs) == 1 else f"({inputs})"

@@ -2,6 +2,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "py_convert.h"
@@ -12,15 +13,17 @@ namespace py = pybind11;
 
 namespace {
 
+// An op without inputs (creation) takes `place` after its attributes.
 const char* param_name(const OpSpec& op, int i) {
-  return i < op.num_inputs ? op.inputs[i].name : op.attrs[i - op.num_inputs].name;
+  if (i < op.num_inputs) return op.inputs[i].name;
+  return i - op.num_inputs < op.num_attrs ? op.attrs[i - op.num_inputs].name : "place";
 }
 
 }  // namespace
 
 bool bind_args(const OpSpec& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                BoundArgs* out) {
-  out->count = op.num_inputs + op.num_attrs;
+  out->count = op.num_inputs + op.num_attrs + (op.num_inputs == 0 ? 1 : 0);
   if (out->count > kMaxParams || nargs > out->count) return false;
   for (int i = 0; i < out->count; ++i) out->slot[i] = i < nargs ? args[i] : nullptr;
   if (!kwnames) return true;
@@ -178,6 +181,52 @@ bool reduce_attrs(const OpSpec& op, const BoundArgs& args, ReduceAttrs* out, Att
       return false;
     }
   }
+  return true;
+}
+
+namespace {
+
+// The int range of an integer dtype (false: not one).
+bool int_range(DType d, int64_t* lo, int64_t* hi) {
+  switch (d) {
+    case DType::Int8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
+    case DType::UInt8: *lo = 0; *hi = UINT8_MAX; return true;
+    case DType::Int16: *lo = INT16_MIN; *hi = INT16_MAX; return true;
+    case DType::Int32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+    case DType::Int64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// promotion.scalar_for_dtype for a plain Python bool / int / float; false: the Python path
+// decides (an int that does not fit the dtype raises there).
+bool value_for_dtype(PyObject* v, DType dtype, AttrValue* out) {
+  int64_t lo = 0, hi = 0;
+  const bool integer = int_range(dtype, &lo, &hi);
+  if (PyBool_Check(v)) {
+    *out = AttrValue::of_bool(v == Py_True);
+    return true;
+  }
+  int64_t i;
+  if (plain_int(v, &i)) {
+    if (integer && (i < lo || i > hi)) return false;  // "does not fit in <dtype>"
+    *out = AttrValue::of_int(i);
+    return true;
+  }
+  if (!PyFloat_CheckExact(v)) return false;
+  const double f = PyFloat_AS_DOUBLE(v);
+  if (!integer) {
+    *out = AttrValue::of_float(f);
+    return true;
+  }
+  // into an integer dtype as `cast` converts: truncated toward zero, saturated, NaN -> 0
+  const double t = std::trunc(f);
+  *out = AttrValue::of_int(std::isnan(t) ? 0
+                           : t <= static_cast<double>(lo) ? lo
+                           : t >= static_cast<double>(hi) ? hi
+                                                          : static_cast<int64_t>(t));
   return true;
 }
 

@@ -19,7 +19,7 @@ constexpr int kMaxParams = 16;
 // The call's argument per parameter (borrowed; nullptr: not given).
 struct BoundArgs {
   PyObject* slot[kMaxParams] = {};
-  int count = 0;  // inputs + attributes of the op
+  int count = 0;  // inputs + attributes of the op (+ `place` for an op without inputs)
 };
 
 // Binds args[0..nargs) and the keyword arguments (values after them, names in kwnames) by
@@ -50,6 +50,12 @@ bool attr_number(const Attrs& attrs, const char* name, double* out);
 bool plain_int(PyObject* v, int64_t* out);
 // None, an int or a list/tuple of ints (plain ints only); false otherwise.
 bool int_list(PyObject* v, std::vector<int64_t>* out);
+
+// promotion.scalar_for_dtype for a plain Python bool / int / float that becomes a value of
+// `dtype` (fill's value, pad's value): a bool as BOOL, an int as INT64 (one outside an integer
+// dtype's range: false, Python's error), a float as FLOAT64, or into an integer dtype as
+// `cast` converts it (truncated, saturated, NaN -> 0). False for other objects.
+bool value_for_dtype(PyObject* v, DType dtype, AttrValue* out);
 
 // A reduction's attributes: axis (None, an int or a list of ints), keepdim (a bool), dtype
 // (None or a dtype), the other bools as kernel attributes. False where one is of another form.

@@ -99,6 +99,96 @@ bool infer_flatten(const MetaIn& x, int64_t start, int64_t stop, Shape* out);
 // expand: at least x's rank; -1 keeps x's dim (not for new leading dims); sizes 1 broadcast.
 bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out);
 
+// arg_reduce (argmax, argmin) and scan (cumsum, cumprod): one axis, or every element when
+// none is given (the kernel then sees x flattened, a 0-d x as [1]).
+struct AxisPlan {
+  Shape shape;        // of the result
+  DType out;          // its dtype; x's dtype keys the kernel
+  bool flatten;       // axis None: the kernel runs on x flattened
+  int64_t axis;       // normalized (0 when flattened)
+};
+// arg_reduce: a zero-size reduced dim (or no elements with axis None) is Python's error;
+// keepdim keeps the reduced dim as 1 (every dim with axis None).
+bool infer_arg_reduce(const OpSpec& op, const MetaIn& x, bool has_axis, int64_t axis,
+                      bool keepdim, AxisPlan* plan);
+// scan: x's shape ([numel] with axis None); the `sum` out_dtype (int64 for bool/integers).
+bool infer_scan(const OpSpec& op, const MetaIn& x, bool has_axis, int64_t axis, AxisPlan* plan);
+
+// slice: axes, starts, ends and strides (empty: all 1) of equal length; axes normalized and
+// unique; bounds as Python's slice(start, end, step).indices(dim) gives them; a step larger
+// than the dim is clamped to it (phi_ops/infer_meta.py slice_: the view's stride stays small).
+struct SlicePlan {
+  Shape shape;
+  std::vector<int64_t> axes, starts, ends, steps;  // normalized, in the given order
+};
+bool infer_slice(const MetaIn& x, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                 const std::vector<int64_t>& strides, SlicePlan* plan);
+// split: `sizes_given` (a list was passed) means part sizes (one -1 inferred), else
+// sections[0] equal parts; sizes >= 0 adding up to the dim; x has >= 1 dim.
+bool infer_split(const MetaIn& x, const std::vector<int64_t>& sections, bool sizes_given,
+                 int64_t axis, std::vector<int64_t>* sizes, int64_t* norm_axis);
+
+// gather / index_select (a 1-D index) and take_along_axis (an index of x's rank, its other
+// dims broadcast with x's): an int32/int64 index, x of >= 1 dim, axis normalized; the output
+// has x's dtype. The index values are checked against *bound (x's dim along the axis) by
+// the caller, on the device (phi_ops/dispatch.py _check_index).
+bool infer_gather(const OpSpec& op, const MetaIn& x, const MetaIn& index, int64_t axis,
+                  Shape* out, int64_t* norm_axis, int64_t* bound);
+bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& index,
+                           int64_t axis, Shape* out, int64_t* norm_axis, int64_t* bound);
+
+// linear (x @ weight + bias): weight 2-D [in, out], x's last dim `in`, bias (optional) [out];
+// the output x's leading dims + [out] in the promoted dtype; x's dtype keys the kernel.
+bool infer_linear(const OpSpec& op, const MetaIn& x, const MetaIn& weight, const MetaIn* bias,
+                  Shape* out, DType* dtype);
+// embedding: an int32/int64 index, weight 2-D [V, D]; the output index's shape + [D] in
+// weight's dtype; *bound = V (index values are checked against it); the index keys the kernel.
+bool infer_embedding(const OpSpec& op, const MetaIn& index, const MetaIn& weight, Shape* out,
+                     int64_t* bound);
+
+// stack: >= 1 inputs of one shape, axis normalized against ndim + 1, promoted dtype (the key).
+bool infer_stack(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
+                 DType* dtype, int64_t* norm_axis);
+// matrix_unary (tril, triu): x of >= 2 dims; x's shape and dtype.
+bool infer_matrix_unary(const OpSpec& op, const MetaIn& x);
+// like (full_like, zeros_like, ones_like): x's shape; the dtype given, else x's.
+bool infer_like(const OpSpec& op, const MetaIn& x, bool has_dtype, DType dtype, DType* out);
+
+// infer_meta.check_size: the contiguous span (zero dims counted as 1) in bytes fits int64.
+bool fits_bytes(const Shape& shape, DType dtype);
+
+// flip (the unary rule with an ints axis): axes normalized, sorted, unique; a 0-d x takes
+// none (phi_ops/infer_meta.py _check_flip).
+bool infer_flip(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& axes,
+                std::vector<int64_t>* norm_axes);
+// pad: (before, after) pairs for at most x's dims, each >= 0, extended with zeros to
+// 2 * ndim (*full); the padded shape.
+bool infer_pad(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& pad,
+               std::vector<int64_t>* full, Shape* out);
+
+// creation (fill, full, zeros, ones): shape sizes >= 0, at most 16 dims; the dtype (given, or
+// the op's default) must have kernels.
+bool infer_creation(const OpSpec& op, const std::vector<int64_t>& shape, DType dtype,
+                    Shape* out);
+
+// A number attribute as Python holds it: an int (int64) or a float.
+struct Number {
+  bool is_int = true;
+  int64_t i = 0;
+  double f = 0;
+  double value() const { return is_int ? static_cast<double>(i) : f; }
+};
+struct ArangePlan {
+  Number start, end, step;  // end None: [0, start)
+  int64_t n = 0;
+  DType out = DType::Int64;
+};
+// arange: finite bounds, step nonzero; dtype (has_dtype false: int64 when all are ints, else
+// float32); n = ceil((end - start) / step) (exact for ints), at least 0.
+bool infer_arange(const OpSpec& op, const Number& start, const Number* end, const Number& step,
+                  bool has_dtype, DType dtype, ArangePlan* plan);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -41,4 +41,26 @@ bool infer_matmul(const OpSpec& op, const MetaIn& x, const MetaIn& y, bool trans
   return op.has_kernel_dtype(plan->dtype);
 }
 
+bool infer_linear(const OpSpec& op, const MetaIn& x, const MetaIn& weight, const MetaIn* bias,
+                  Shape* out, DType* dtype) {
+  const Shape &xs = *x.shape, &ws = *weight.shape;
+  if (ws.size() != 2 || xs.empty() || xs.back() != ws[0]) return false;
+  if (bias && *bias->shape != Shape{ws[1]}) return false;  // "bias must have shape [out]"
+  *out = Shape(xs.begin(), xs.end() - 1);
+  out->push_back(ws[1]);
+  *dtype = promote_types(x.dtype, weight.dtype);
+  return fits_bytes(*out, *dtype) && op.has_kernel_dtype(x.dtype);
+}
+
+bool infer_embedding(const OpSpec& op, const MetaIn& index, const MetaIn& weight, Shape* out,
+                     int64_t* bound) {
+  if ((index.dtype != DType::Int32 && index.dtype != DType::Int64) ||
+      weight.shape->size() != 2)
+    return false;
+  *out = *index.shape;
+  out->push_back((*weight.shape)[1]);
+  *bound = (*weight.shape)[0];
+  return fits_bytes(*out, weight.dtype) && op.has_kernel_dtype(index.dtype);
+}
+
 }  // namespace hwport::pipeline

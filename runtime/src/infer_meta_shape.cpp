@@ -164,4 +164,51 @@ bool infer_expand(const MetaIn& x, const std::vector<int64_t>& shape, Shape* out
   return true;
 }
 
+bool infer_flip(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& axes,
+                std::vector<int64_t>* norm_axes) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  if (!normalize_axes(axes, ndim, norm_axes)) return false;
+  if (ndim == 0 && !axes.empty()) return false;  // "out of range for a 0-d x"
+  return op.has_kernel_dtype(x.dtype);
+}
+
+bool infer_pad(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& pad,
+               std::vector<int64_t>* full, Shape* out) {
+  const size_t ndim = x.shape->size();
+  if (pad.size() % 2 || pad.size() > 2 * ndim) return false;  // "(before, after) pairs"
+  for (int64_t v : pad)
+    if (v < 0) return false;  // "must be >= 0"
+  *full = pad;
+  full->resize(2 * ndim, 0);
+  out->resize(ndim);
+  for (size_t i = 0; i < ndim; ++i) {
+    int64_t d = (*x.shape)[i];
+    if (__builtin_add_overflow(d, (*full)[2 * i], &d) ||
+        __builtin_add_overflow(d, (*full)[2 * i + 1], &d))
+      return false;  // beyond any size check_size accepts
+    (*out)[i] = d;
+  }
+  return fits_bytes(*out, x.dtype) && op.has_kernel_dtype(x.dtype);
+}
+
+bool infer_stack(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
+                 DType* dtype, int64_t* norm_axis) {
+  if (xs.empty()) return false;  // "must hold at least one tensor"
+  DType common = xs[0].dtype;
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (*xs[i].shape != *xs[0].shape) return false;  // "all must be equal"
+    common = promote_types(common, xs[i].dtype);
+  }
+  if (!normalize_axis(axis, static_cast<int64_t>(xs[0].shape->size()) + 1, norm_axis))
+    return false;
+  *shape = *xs[0].shape;
+  shape->insert(shape->begin() + *norm_axis, static_cast<int64_t>(xs.size()));
+  *dtype = common;
+  return fits_bytes(*shape, common) && op.has_kernel_dtype(common);
+}
+
+bool infer_matrix_unary(const OpSpec& op, const MetaIn& x) {
+  return x.shape->size() >= 2 && op.has_kernel_dtype(x.dtype);  // "at least 2 dims"
+}
+
 }  // namespace hwport::pipeline

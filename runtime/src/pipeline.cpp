@@ -95,8 +95,11 @@ PyObject* python_path(const OpSpec& op, const BoundArgs& a) {
   for (int k = 0; k < op.num_attrs && ok; ++k)  // the rest take Python's defaults
     if (PyObject* v = a.slot[op.num_inputs + k])
       ok = PyDict_SetItemString(attrs, op.attrs[k].name, v) == 0;
+  // an op without inputs: its `place` (dispatch.call's fourth argument) when given
+  PyObject* place = op.num_inputs == 0 ? a.slot[op.num_attrs] : nullptr;
   PyObject* out =
-      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, nullptr) : nullptr;
+      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, place, nullptr)
+         : nullptr;
   Py_DECREF(inputs);
   Py_DECREF(attrs);
   return out;
@@ -251,6 +254,21 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Unsqueeze: return run_unsqueeze(op, a);
     case Family::Flatten: return run_flatten(op, a);
     case Family::Expand: return run_expand(op, a);
+    case Family::Slice: return run_slice(op, a);
+    case Family::Split: return run_split(op, a);
+    case Family::Arg_reduce: return run_arg_reduce(op, a);
+    case Family::Scan: return run_scan(op, a);
+    case Family::Gather: return run_gather(op, a);
+    case Family::Take_along_axis: return run_take_along_axis(op, a);
+    case Family::Creation: return run_creation(op, a);
+    case Family::Arange: return run_arange(op, a);
+    case Family::Flip: return run_flip(op, a);
+    case Family::Pad: return run_pad(op, a);
+    case Family::Linear: return run_linear(op, a);
+    case Family::Embedding: return run_embedding(op, a);
+    case Family::Stack: return run_stack(op, a);
+    case Family::Matrix_unary: return run_matrix_unary(op, a);
+    case Family::Like: return run_like(op, a);
     default: return nullptr;
   }
 }
@@ -359,6 +377,21 @@ const char* family_name(Family f) {
     case Family::Unsqueeze: return "unsqueeze";
     case Family::Flatten: return "flatten";
     case Family::Expand: return "expand";
+    case Family::Slice: return "slice";
+    case Family::Split: return "split";
+    case Family::Arg_reduce: return "arg_reduce";
+    case Family::Scan: return "scan";
+    case Family::Gather: return "gather";
+    case Family::Take_along_axis: return "take_along_axis";
+    case Family::Creation: return "creation";
+    case Family::Arange: return "arange";
+    case Family::Flip: return "flip";
+    case Family::Pad: return "pad";
+    case Family::Linear: return "linear";
+    case Family::Embedding: return "embedding";
+    case Family::Stack: return "stack";
+    case Family::Matrix_unary: return "matrix_unary";
+    case Family::Like: return "like";
     default: return "";
   }
 }
@@ -453,6 +486,23 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
           return py::none();
         return meta_tuple(shape, dtype, dtype);
       }
+      case Family::Stack: {  // + the normalized axis
+        int64_t axis = op->attrs[0].default_value.i, norm = 0;
+        PyObject* v = a.slot[op->num_inputs];
+        Shape shape;
+        DType dtype;
+        if ((v && !plain_int(v, &axis)) || !infer_stack(*op, listed, axis, &shape, &dtype, &norm))
+          return py::none();
+        return meta_tuple(shape, dtype, dtype) + py::make_tuple(norm);
+      }
+      case Family::Linear: {
+        if (!present[0] || !present[1]) return py::none();
+        Shape shape;
+        DType dtype;
+        if (!infer_linear(*op, in[0], in[1], present[2] ? &in[2] : nullptr, &shape, &dtype))
+          return py::none();
+        return meta_tuple(shape, dtype, in[0].dtype);
+      }
       default: break;
     }
     if (!all_plain) return py::none();
@@ -531,6 +581,116 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         Shape shape;
         if (!infer_flatten(in[0], b[0], b[1], &shape)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Slice: {  // + the normalized (axes, starts, ends, strides)
+        std::vector<int64_t> v[4];
+        for (int k = 0; k < 4; ++k) {
+          PyObject* given = a.slot[op->num_inputs + k];
+          if ((k < 3 && (!given || given == Py_None)) || !int_list(given, &v[k]))
+            return py::none();
+        }
+        SlicePlan p;
+        if (!infer_slice(in[0], v[0], v[1], v[2], v[3], &p)) return py::none();
+        return meta_tuple(p.shape, in[0].dtype, in[0].dtype) +
+               py::make_tuple(py::cast(p.axes), py::cast(p.starts), py::cast(p.ends),
+                              py::cast(p.steps));
+      }
+      case Family::Split: {  // + every part's shape and the normalized axis
+        std::vector<int64_t> sections, sizes;
+        int64_t axis = op->attrs[1].default_value.i, norm = 0;
+        PyObject* given = a.slot[op->num_inputs];
+        PyObject* ax = a.slot[op->num_inputs + 1];
+        if (!given || given == Py_None || !int_list(given, &sections) ||
+            (ax && !plain_int(ax, &axis)))
+          return py::none();
+        const bool sizes_given = PyList_Check(given) || PyTuple_Check(given);
+        if ((!sizes_given && sections[0] > (int64_t{1} << 20)) ||
+            !infer_split(in[0], sections, sizes_given, axis, &sizes, &norm))
+          return py::none();
+        py::list shapes;
+        for (int64_t part : sizes) {
+          Shape shape = *in[0].shape;
+          shape[norm] = part;
+          shapes.append(py::tuple(py::cast(shape)));
+        }
+        Shape first = *in[0].shape;
+        first[norm] = sizes.empty() ? 0 : sizes[0];
+        return meta_tuple(first, in[0].dtype, in[0].dtype) +
+               py::make_tuple(py::tuple(shapes), norm);
+      }
+      case Family::Arg_reduce:
+      case Family::Scan: {  // + the normalized axis
+        bool has_axis = false, keepdim = false;
+        int64_t axis = 0;
+        AxisPlan p;
+        if (!optional_int(a, op->num_inputs, &has_axis, &axis)) return py::none();
+        const bool ok =
+            op->family == Family::Scan
+                ? infer_scan(*op, in[0], has_axis, axis, &p)
+                : bool_attr(*op, a, 1, &keepdim) &&
+                      infer_arg_reduce(*op, in[0], has_axis, axis, keepdim, &p);
+        if (!ok) return py::none();
+        return meta_tuple(p.shape, p.out, in[0].dtype) + py::make_tuple(p.axis);
+      }
+      case Family::Creation: {
+        Shape shape;
+        DType dtype;
+        if (!creation_call(*op, a, &shape, &dtype, &kernel)) return py::none();
+        return meta_tuple(shape, dtype, dtype);
+      }
+      case Family::Arange: {  // + the bounds as the kernel takes them
+        ArangePlan p;
+        if (!arange_call(*op, a, &p, &kernel)) return py::none();
+        const auto number = [](const Number& n) {
+          return n.is_int ? py::object(py::int_(n.i)) : py::object(py::float_(n.f));
+        };
+        return meta_tuple({p.n}, p.out, p.out) +
+               py::make_tuple(number(p.start), number(p.end), number(p.step));
+      }
+      case Family::Flip: {  // + the normalized axes
+        std::vector<int64_t> given, axes;
+        PyObject* v = a.slot[op->num_inputs];
+        if (!v || v == Py_None || !int_list(v, &given) ||
+            !infer_flip(*op, in[0], given, &axes))
+          return py::none();
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype) + py::make_tuple(axes);
+      }
+      case Family::Pad: {  // + pad extended to 2 * ndim
+        Shape shape;
+        if (!pad_call(*op, a, in[0], &shape, &kernel)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Matrix_unary: {
+        PyObject* v = a.slot[op->num_inputs];
+        int64_t diagonal = 0;
+        if ((v && !plain_int(v, &diagonal)) || !infer_matrix_unary(*op, in[0]))
+          return py::none();
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      }
+      case Family::Like: {
+        DType dtype;
+        if (!like_call(*op, a, in[0], &dtype, &kernel)) return py::none();
+        return meta_tuple(*in[0].shape, dtype, in[0].dtype);
+      }
+      case Family::Embedding: {  // + the index bound
+        Shape shape;
+        int64_t bound = 0;
+        if (!infer_embedding(*op, in[0], in[1], &shape, &bound)) return py::none();
+        return meta_tuple(shape, in[1].dtype, in[0].dtype) + py::make_tuple(bound);
+      }
+      case Family::Gather:
+      case Family::Take_along_axis: {  // + the normalized axis and the index bound
+        int64_t axis = op->attrs[0].default_value.i, norm = 0, bound = 0;
+        PyObject* v = a.slot[op->num_inputs];
+        if ((!v && !op->attrs[0].default_value.has_default) || (v && !plain_int(v, &axis)))
+          return py::none();
+        Shape shape;
+        const bool ok = op->family == Family::Gather
+                            ? infer_gather(*op, in[0], in[1], axis, &shape, &norm, &bound)
+                            : infer_take_along_axis(*op, in[0], in[1], axis, &shape, &norm,
+                                                    &bound);
+        if (!ok) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(norm, bound);
       }
       default: return py::none();
     }

@@ -1,9 +1,11 @@
-// The norm, matmul and concat families of the op-call pipeline: each does what
+// The norm, matmul, concat and pad families of the op-call pipeline: each does what
 // phi_ops/dispatch.py does for the op (its _launch_matmul, _fused_kernel_fits), so results
 // are identical.
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include <pybind11/pybind11.h>
 
 #include "infer_meta.h"
 #include "kernel_cache.h"
@@ -23,8 +25,15 @@ bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs) {
 
 namespace {
 
-// A composite's native kernel runs only where every floating input has the key dtype
-// (phi_ops/dispatch.py _fused_kernel_fits).
+Tensor swap_last(Tensor t) {
+  const size_t n = t.shape.size();
+  std::swap(t.shape[n - 1], t.shape[n - 2]);
+  std::swap(t.strides[n - 1], t.strides[n - 2]);
+  return t;
+}
+
+}  // namespace
+
 bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
                        int n) {
   if (op.primitive) return true;
@@ -32,20 +41,6 @@ bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor
   for (int i = 0; i < n; ++i)
     if (in[i] && is_floating(in[i]->dtype) && in[i]->dtype != key) return false;
   return true;
-}
-
-Tensor contiguous_view(const Tensor& t, const Shape& shape) {  // dispatch.reshape_view
-  Tensor c = contiguous(t);
-  c.shape = shape;
-  c.strides = contiguous_strides(shape);
-  return c;
-}
-
-Tensor swap_last(Tensor t) {
-  const size_t n = t.shape.size();
-  std::swap(t.shape[n - 1], t.shape[n - 2]);
-  std::swap(t.strides[n - 1], t.strides[n - 2]);
-  return t;
 }
 
 bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out) {
@@ -59,7 +54,18 @@ bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out) {
   return true;
 }
 
-}  // namespace
+bool optional_int(const BoundArgs& a, int slot, bool* has, int64_t* out) {
+  PyObject* v = a.slot[slot];
+  *has = v && v != Py_None;
+  return !*has || plain_int(v, out);
+}
+
+Tensor contiguous_view(const Tensor& t, const Shape& shape) {  // dispatch.reshape_view
+  Tensor c = contiguous(t);
+  c.shape = shape;
+  c.strides = contiguous_strides(shape);
+  return c;
+}
 
 // layer_norm(x, weight?, bias?) / rms_norm(x, weight?): attrs as the Python path passes them
 // (normalized_ndim, epsilon, has_<input> per affine input).
@@ -168,6 +174,98 @@ PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
   launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
+// pad(x, pad, value=0.0): the value as promotion.scalar_for_dtype gives it (x's dtype), pad
+// extended to 2 * ndim (phi_ops/dispatch.py _launch).
+bool pad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+              Attrs* attrs) {
+  PyObject* given = a.slot[op.num_inputs];
+  std::vector<int64_t> pad, full;
+  if (!given || given == Py_None || !int_list(given, &pad) ||
+      !infer_pad(op, x, pad, &full, shape))
+    return false;
+  PyObject* v = a.slot[op.num_inputs + 1];
+  const AttrDefault& def = op.attrs[1].default_value;
+  pybind11::object fallback;  // the default, as Python holds it
+  if (!v) {
+    fallback = def.is_float ? pybind11::object(pybind11::float_(def.f))
+                            : pybind11::object(pybind11::int_(def.i));
+    v = fallback.ptr();
+  }
+  AttrValue value;
+  if (!value_for_dtype(v, x.dtype, &value)) return false;
+  AttrValue pad_attr;
+  pad_attr.type = HWP_ATTR_INT64_ARRAY;
+  pad_attr.ints = std::move(full);
+  attrs->emplace_back("pad", std::move(pad_attr));
+  attrs->emplace_back("value", std::move(value));
+  return true;
+}
+
+PyObject* run_pad(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Shape shape;
+  Attrs attrs;
+  if (!x || !pad_call(op, a, {&x->shape, x->dtype}, &shape, &attrs)) return nullptr;
+  Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
+  const Tensor* in[] = {x};
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
+// stack(xs, axis=0): a composite; with the device's own kernel, inputs cast to the promoted
+// dtype (phi_ops/dispatch.py _prepared_inputs), else the Python path's decomposition.
+PyObject* run_stack(const OpSpec& op, const BoundArgs& a) {
+  PyObject* seq = a.slot[0];
+  int64_t axis = op.attrs[0].default_value.i, norm_axis = 0;
+  if (!seq || !(PyList_Check(seq) || PyTuple_Check(seq)) ||
+      (a.slot[1] && !plain_int(a.slot[1], &axis)))
+    return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  std::vector<const Tensor*> xs;
+  std::vector<MetaIn> metas;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const Tensor* t = as_tensor(items[i]);
+    if (!t || (i && t->device() != xs[0]->device())) return nullptr;
+    xs.push_back(t);
+    metas.push_back({&t->shape, t->dtype});
+  }
+  Shape shape;
+  DType dtype;
+  if (!infer_stack(op, metas, axis, &shape, &dtype, &norm_axis)) return nullptr;
+  Device* device = xs[0]->device();
+  if (!fused_kernel_fits(op, device, dtype, xs.data(), static_cast<int>(xs.size())))
+    return nullptr;
+  std::vector<Tensor> casted;
+  casted.reserve(xs.size());
+  for (const Tensor*& t : xs) {
+    if (t->dtype == dtype) continue;
+    casted.push_back(cast(*t, dtype));
+    t = &casted.back();
+  }
+  Tensor out = Tensor::empty(shape, dtype, device, op.name);
+  Attrs attrs;
+  attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
+  launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
+// tril / triu(x, diagonal=0): a composite; with the device's own kernel, else the Python path.
+PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  int64_t diagonal = op.attrs[0].default_value.i;
+  if (!x || (a.slot[1] && !plain_int(a.slot[1], &diagonal)) ||
+      !infer_matrix_unary(op, {&x->shape, x->dtype}))
+    return nullptr;
+  const Tensor* in[] = {x};
+  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
+  Tensor out = Tensor::empty(x->shape, x->dtype, x->device(), op.name);
+  Attrs attrs;
+  attrs.emplace_back("diagonal", AttrValue::of_int(diagonal));
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
   return to_python(std::move(out));
 }
 

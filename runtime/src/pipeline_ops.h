@@ -12,7 +12,9 @@ namespace hwport::pipeline {
 // The C++ rule family serving an op; None: every call takes the Python path.
 enum class Family : uint8_t {
   None, Unary, Binary, Reduce, Where, Norm, Matmul, Concat, Reshape, Transpose, Squeeze,
-  Unsqueeze, Flatten, Expand
+  Unsqueeze, Flatten, Expand, Slice, Split, Arg_reduce, Scan, Gather, Take_along_axis,
+  Creation, Arange, Flip, Pad, Linear, Embedding,
+  Stack, Matrix_unary, Like
 };
 enum class AttrKind : uint8_t { Bool, Int, Float, Str, DType, Ints, Floats };
 // ops.yaml out_dtype; Attr (attr:<name>) is served by Python only for now.

@@ -20,6 +20,20 @@ void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in
 // The per-op checks of phi_ops/infer_meta.py _UNARY_CHECKS that the unary family's attributes
 // need (softplus: beta nonzero and not NaN).
 bool unary_attrs_valid(const OpSpec& op, const Attrs& attrs);
+// phi_ops/dispatch.py reshape_view: `t` (a contiguous copy where it is not contiguous) seen
+// as `shape` with contiguous strides.
+Tensor contiguous_view(const Tensor& t, const Shape& shape);
+// A composite's native kernel runs only where every floating input has the key dtype
+// (phi_ops/dispatch.py _fused_kernel_fits); a primitive always runs.
+bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
+                       int n);
+// Every value of `index` in [0, bound), checked on the device (pipeline_families_index.cpp).
+bool index_in_bounds(const Tensor& index, int64_t bound);
+// An optional int attribute at `slot` (absent or None: *has = false); false where it is not a
+// plain int.
+bool optional_int(const BoundArgs& a, int slot, bool* has, int64_t* out);
+// A bool attribute of the op (absent: its default); false where it is not a bool.
+bool bool_attr(const OpSpec& op, const BoundArgs& a, int k, bool* out);
 
 PyObject* run_norm(const OpSpec& op, const BoundArgs& a);
 PyObject* run_matmul(const OpSpec& op, const BoundArgs& a);
@@ -31,5 +45,32 @@ PyObject* run_transpose(const OpSpec& op, const BoundArgs& a);
 PyObject* run_squeeze(const OpSpec& op, const BoundArgs& a);
 PyObject* run_unsqueeze(const OpSpec& op, const BoundArgs& a);
 PyObject* run_expand(const OpSpec& op, const BoundArgs& a);
+PyObject* run_flip(const OpSpec& op, const BoundArgs& a);
+// pipeline_families.cpp: pad's plan and kernel attributes (false: Python's), its run
+bool pad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+              Attrs* attrs);
+PyObject* run_pad(const OpSpec& op, const BoundArgs& a);
+PyObject* run_stack(const OpSpec& op, const BoundArgs& a);
+PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_slicing.cpp
+PyObject* run_slice(const OpSpec& op, const BoundArgs& a);
+PyObject* run_split(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_scan.cpp
+PyObject* run_arg_reduce(const OpSpec& op, const BoundArgs& a);
+PyObject* run_scan(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_index.cpp
+PyObject* run_gather(const OpSpec& op, const BoundArgs& a);
+PyObject* run_take_along_axis(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_nn.cpp
+PyObject* run_linear(const OpSpec& op, const BoundArgs& a);
+PyObject* run_embedding(const OpSpec& op, const BoundArgs& a);
+// pipeline_families_creation.cpp: the plan and kernel attributes of a call (false: Python's)
+bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
+                   Attrs* attrs);
+bool arange_call(const OpSpec& op, const BoundArgs& a, ArangePlan* plan, Attrs* attrs);
+PyObject* run_creation(const OpSpec& op, const BoundArgs& a);
+PyObject* run_arange(const OpSpec& op, const BoundArgs& a);
+bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
+PyObject* run_like(const OpSpec& op, const BoundArgs& a);
 
 }  // namespace hwport::pipeline

@@ -1,11 +1,12 @@
 // The view families of the op-call pipeline (reshape, flatten, transpose, squeeze, unsqueeze,
-// expand): each builds the view phi_ops/decompositions.py builds for the op (the same shape,
+// expand, flip): each builds the view phi_ops/decompositions.py builds for the op (the same shape,
 // strides and offset; reshape and flatten copy where the layout allows no view), so results
 // and layouts are identical.
 #include <algorithm>
 #include <vector>
 
 #include "infer_meta.h"
+#include "kernel_cache.h"
 #include "ops.h"
 #include "pipeline_run.h"
 
@@ -163,6 +164,23 @@ PyObject* run_expand(const OpSpec& op, const BoundArgs& a) {
   const size_t lead = shape.size() - x->shape.size();
   for (size_t i = lead; i < shape.size(); ++i)
     out.strides[i] = x->shape[i - lead] == shape[i] ? x->strides[i - lead] : 0;
+  return view_result(op, std::move(out));
+}
+
+// flip: negative strides, the offset at the last element of each flipped dim
+// (decompositions.flip); a device with a native flip kernel takes the Python path.
+PyObject* run_flip(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = input(a);
+  std::vector<int64_t> given, axes;
+  if (!x || !ints_attr(a, op.num_inputs, false, &given) ||
+      !infer_flip(op, {&x->shape, x->dtype}, given, &axes) ||
+      native_kernel(op, x->device(), x->dtype))
+    return nullptr;
+  Tensor out = *x;
+  for (int64_t ax : axes) {
+    if (out.shape[ax] > 0) out.offset += (out.shape[ax] - 1) * out.strides[ax];
+    out.strides[ax] = -out.strides[ax];
+  }
   return view_result(op, std::move(out));
 }
 

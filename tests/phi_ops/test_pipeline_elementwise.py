@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -28,7 +29,8 @@ TABLE = {name: (op_id, fam, keywords) for op_id, name, fam, keywords in _core._p
 COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 # Families whose ops are views (reshape and flatten copy where no view fits): run in C++ as
 # their decompositions do.
-VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand"}
+VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
+                 "split", "flip"}
 
 
 @contextlib.contextmanager
@@ -81,15 +83,20 @@ def test_families_follow_ops_yaml_fields():
         assert TABLE[name][1] == expected, name
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
+                    "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
+                    "pad", "linear", "embedding", "stack", "matrix_unary", "like",
                     *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
             "max", "min", "var", "where", "cast", "softplus", "clip", "softmax", "log_softmax",
             "layer_norm", "rms_norm", "matmul", "concat", "reshape", "transpose", "flatten",
-            "squeeze", "unsqueeze", "expand"} <= set(COVERED)
-    # list attributes (flip's axis, roll's shifts) and unmirrored checks stay in Python
-    assert {"flip", "roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
+            "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
+            "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
+            "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
+            "full_like", "zeros_like", "ones_like"} <= set(COVERED)
+    # list attributes (roll's shifts) and unmirrored checks stay in Python
+    assert {"roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -135,13 +142,39 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         stand_ins = [m if m is None or isinstance(m, list) else _Meta(m.dtype) for m in metas]
         _, metas = dispatch._promote_unsupported(op, stand_ins, list(metas), k)
         plan = infer_meta.infer(op, metas, norm)
-        key_meta = metas[k][0] if isinstance(metas[k], list) else metas[k]
-        key = plan.casts.get(k, key_meta.dtype)
+        if k is None:  # creation: the output's dtype keys the kernel
+            key = plan.outputs[0].dtype
+        else:
+            key_meta = metas[k][0] if isinstance(metas[k], list) else metas[k]
+            key = plan.casts.get(k, key_meta.dtype)
         dispatch._check_dtype(op, key, metas, k)
     except (TypeError, ValueError, IndexError):
         return None
-    out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
-    return out + (plan.attrs["axis"],) if op.infer_meta == "reduce" else out
+    if not plan.outputs:  # split of a zero-size dim into no parts
+        shape = list(metas[0].shape)
+        shape[plan.attrs["axis"]] = 0
+        out = (tuple(shape), metas[0].dtype, key)
+    else:
+        out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
+    if op.infer_meta in ("reduce", "arg_reduce", "scan"):
+        return out + (plan.attrs["axis"],)
+    if op.infer_meta == "slice":  # the bounds the view is built from
+        return out + tuple(list(plan.attrs[k]) for k in ("axes", "starts", "ends", "strides"))
+    if op.infer_meta == "split":
+        return out + (tuple(tuple(m.shape) for m in plan.outputs), plan.attrs["axis"])
+    if op.infer_meta in ("gather", "take_along_axis"):
+        return out + (plan.attrs["axis"], plan.attrs["_bound"])
+    if op.infer_meta == "arange":
+        return out + (plan.attrs["start"], plan.attrs["end"], plan.attrs["step"])
+    if op.infer_meta == "pad":
+        return out + (list(plan.attrs["pad"]),)
+    if op.infer_meta == "embedding":
+        return out + (plan.attrs["_bound"],)
+    if op.infer_meta == "stack":
+        return out + (plan.attrs["axis"],)
+    if TABLE[op_name][1] == "flip":
+        return out + (list(plan.attrs["axis"]),)
+    return out
 
 
 def cpp_plan(op_name: str, metas: list, attrs: dict) -> tuple | None:
@@ -169,8 +202,10 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     """The forms the C++ rules leave to Python on purpose: a reduction of a 0-d x (returned
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
-    decomposition keeps their precision)."""
+    decomposition keeps their precision); arange with a bool bound."""
     op = OPS[op_name]
+    if op.infer_meta == "arange":  # a bool bound (an int to numpy, not to the count)
+        return any(isinstance(attrs.get(k), bool) for k in ("start", "end", "step"))
     if op.infer_meta == "matmul":
         x = metas[0]
         k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
@@ -196,6 +231,33 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
         for case in cases_for(op_name, d):
             out.append(([_meta(v) for v in case.inputs], case.attrs))
     n = len(op.inputs)
+    if not n:  # creation: shapes, values and dtypes (absent, None, given)
+        dtypes = [{}, {"dtype": None}] + [{"dtype": d} for d in ("int8", "uint8", "float16",
+                                                                  "bool", "int64", "float32")]
+        if op.infer_meta == "arange":
+            bounds = [(5,), (1, 7, 2), (0.5, 3), (10, 0, -3), (0, 1, 0.1), (2, 2), (3, 1),
+                      (1, 1e300, 1e-300), (0, 5, 0), (float("inf"),), (-2**63, 2**63 - 1),
+                      (2**63 - 1, -2**63, -1), (1, 2.5, True), (None,), (0, None, 2),
+                      (-7, 7, 2**40), (0.0, 1, 3)]
+            for b in bounds:
+                for d in dtypes:
+                    out.append(([], dict(zip(("start", "end", "step"), b, strict=False), **d)))
+            return out
+        values = [1, -3, 2.5, True, 300, 2**40, float("nan"), float("-inf")]
+        value = next((a.name for a in op.attrs if a.type == "float"), None)
+        for shp in ([2, 3], [], 4, [0, 5], [-1], [2**62, 4], [1] * 17, (2, 1)):
+            for v in values if value else [None]:
+                for d in dtypes:
+                    out.append(([], {"shape": shp, **({value: v} if value else {}), **d}))
+        return out
+    if op.infer_meta == "linear":  # x, weight, bias (None: absent)
+        for dts in itertools.product(("float16", "float32", "float64", "int32"), repeat=3):
+            for shp in [[(2, 3), (3, 4), (4,)], [(2, 3), (3, 4), None], [(3,), (3, 4), None],
+                        [(), (3, 4), None], [(2, 3), (4, 3), None], [(2, 3), (3, 4), (3,)],
+                        [(5, 2, 3), (3, 4), (4,)], [(2, 3), (3,), None], [(0, 3), (3, 0), (0,)]]:
+                out.append(([None if s is None else Meta(s, d)
+                             for s, d in zip(shp, dts, strict=True)], {}))
+        return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):
             for shp in [[(2, 3), (2, 5)], [(2, 3), (4, 3)], [(3,), (0,)], [(), ()], [(2, 3)]]:
@@ -219,11 +281,36 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "expand": [{"shape": s} for s in ([4, 5], [2, 4, 5], [-1, 5], [-1, -1, 5], [3, 5],
                                                [4, 0], [0, 4, 5], [5])],
              "flatten": [{"start_axis": a, "stop_axis": b} for a in (0, 1, -1, 2)
-                         for b in (0, -1, 1, -3)]}
-    attr_sets += extra.get(op.infer_meta, [])
+                         for b in (0, -1, 1, -3)],
+             "slice": [dict(zip(("axes", "starts", "ends", "strides"), v, strict=False))
+                       for v in ([[0], [1], [3]], [[1, 0], [-1, 0], [0, 10], [-1, 2]],
+                                 [[-1], [0], [100], [7]], [[0], [5], [-100], [-9]],
+                                 [[0, 0], [0, 0], [1, 1]], [[2], [0], [1]], [[0], [0], [1], [0]],
+                                 [[0, 1], [0], [1]], [[], [], []], [0, 1, 2], [[0], [0], [1], []],
+                                 [[0], [-2**63], [2**63 - 1], [-2**63]],
+                                 [[-1], [2**63 - 1], [-2**63], [2**63 - 1]])],
+             "split": [{"sections": v, "axis": a} for v, a in (
+                 (2, 0), ([1, -1], 0), ([2, 3], 1), (5, -1), ([-1, -1], 0), ([6, -1], 1),
+                 (0, 0), ([0, 4], 0), (1, 2), ((1, 3), 0), ([4], 0), ([], 0), (1, -3))],
+             "arg_reduce": [{"axis": a, "keepdim": k} for a in (None, 0, 1, -1, 2, -3)
+                            for k in (False, True)],
+             "scan": [{"axis": a} for a in (None, 0, -1, 1, 2, -3)],
+             "gather": [{"axis": a} for a in (0, 1, -1, 2, -3)],
+             "take_along_axis": [{"axis": a} for a in (0, 1, -1, 2, -3)],
+             "flip": [{"axis": a} for a in ([0], [-1], [0, 1], [1, 0], [0, 0], [2], [], 0, -3)],
+             "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
+             "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
+                       for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
+                      if op_name == "full_like" else
+                      [{"dtype": d} for d in (None, "int8", "float16", "bool")]),
+             "pad": [{"pad": p, "value": v} for p in ([1, 2], [0, 0, 1, 0], [1], [-1, 0],
+                                                       [0, 0, 0, 0, 0, 0], [2**62, 2**62])
+                     for v in (0.0, 2.5, -3, True, 300, float("nan"))]}
+    attr_sets += extra.get(TABLE[op_name][1], [])
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
-    if op.infer_meta in ("reshape", "unsqueeze", "expand"):
+    if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
+                             "take_along_axis", "flip", "pad") or op_name == "full_like":
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -283,7 +370,11 @@ def test_results_equal_the_python_path(op_name):
                 before = _fast_count()
                 want = dispatch.call(op_name, inputs, dict(case.attrs))
                 assert _fast_count() == before
-            assert _same_tensor(got, want, inputs), case.id
+            if isinstance(want, list):  # split: the same views, part by part
+                assert isinstance(got, list) and len(got) == len(want), case.id
+                assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
+            else:
+                assert _same_tensor(got, want, inputs), case.id
             # A primitive, or a composite with a native kernel, runs in C++; a composite
             # without one decomposes in Python (whose primitives then take the C++ path); the
             # view families (reshape, transpose) are their decompositions, in C++.
@@ -442,3 +533,121 @@ def test_keyword_arguments_bind_by_the_tables_names():
     np.testing.assert_array_equal(_core._op_call(ids["subtract"], y=a, x=a).numpy(), [0, 0])
     with pytest.raises(TypeError, match=r"subtract: takes the arguments \(x, y\)"):
         _core._op_call(ids["subtract"], a, z=a)
+
+
+# ---- the slicing, arg_reduce, scan and index families: errors and layouts ----------------
+
+def _new_family_bad_calls():
+    x = hwport.to_tensor(np.arange(24, dtype=np.float32).reshape(4, 6), place=PLACE)
+    empty = hwport.to_tensor(np.zeros((0, 3), np.float32), place=PLACE)
+
+    def idx(v, dtype=np.int64):
+        return hwport.to_tensor(np.array(v, dtype), place=PLACE)
+
+    return [  # (function, args, kwargs, exception, fragment naming the op and the argument)
+        ("gather", (x, idx([0, 4])), {}, IndexError,
+         r"gather: index holds 4, out of bounds for a dimension of size 4 \(axis 0\)"),
+        ("gather", (x, idx([-1, 0], np.int32)), {"axis": 1}, IndexError,
+         r"gather: index holds -1, out of bounds for a dimension of size 6 \(axis 1\)"),
+        ("gather", (x, idx([0])), {"axis": 2}, infer_meta.AxisError, "gather: axis"),
+        ("gather", (x, idx([0.0], np.float32)), {}, TypeError, "gather: index must be an int"),
+        ("index_select", (x, idx([9])), {}, IndexError, "index_select: index holds 9"),
+        ("take_along_axis", (x, idx([[6]])), {"axis": 1}, IndexError,
+         "take_along_axis: indices holds 6"),
+        ("take_along_axis", (x, idx([0])), {"axis": 0}, ValueError,
+         "take_along_axis: indices must have arr's 2 dims"),
+        ("slice", (x, [0], [0], [1]), {"strides": [0]}, ValueError,
+         "slice: strides must not be 0"),
+        ("slice", (x, [0, -2], [0, 0], [1, 1]), {}, ValueError, "slice: axes=.* twice"),
+        ("slice", (x, [0, 1], [0], [1]), {}, ValueError, "slice: axes, starts, ends"),
+        ("slice", (x, [2], [0], [1]), {}, infer_meta.AxisError, "slice: axes"),
+        ("split", (x, 4), {"axis": 1}, ValueError, "split: num_or_sections=4"),
+        ("split", (x, [1, 1]), {}, ValueError, "split: num_or_sections"),
+        ("split", (x, [7, -1]), {}, ValueError, "split: num_or_sections"),
+        ("argmax", (x,), {"axis": 2}, infer_meta.AxisError, "argmax: axis"),
+        ("argmin", (empty,), {}, ValueError, r"argmin: x of shape \[0, 3\] has no elements"),
+        ("argmax", (empty,), {"axis": 0}, ValueError, "argmax: cannot reduce over the zero-size"),
+        ("argmax", (x,), {"keepdim": 1}, TypeError, "argmax: keepdim expected a bool"),
+        ("cumsum", (x,), {"axis": 1.5}, TypeError, "cumsum: axis expected an int"),
+        ("cumprod", (x,), {"dim": -3}, infer_meta.AxisError, "cumprod: dim"),
+    ]
+
+
+def test_new_families_raise_the_python_paths_errors():
+    """Every refused call of the new families raises what the Python path raises (type and
+    message, naming the public op and argument)."""
+    for op_name, args, kwargs, exc, fragment in _new_family_bad_calls():
+        fn = getattr(functional, op_name)
+        got = _outcome(lambda: fn(*args, **kwargs))  # noqa: B023
+        with python_path():
+            want = _outcome(lambda: fn(*args, **kwargs))  # noqa: B023
+        assert got == want, (op_name, got, want)
+        assert got[0] == exc.__name__ and _search(fragment, got[1]), (op_name, got)
+
+
+def test_slices_and_splits_of_views_keep_the_python_paths_layout():
+    """Views of views (an offset, negative and zero strides) sliced and split in C++: the same
+    bytes, strides, offset and storage as the decompositions give."""
+    base = hwport.to_tensor(np.arange(120, dtype=np.float32).reshape(4, 5, 6), place=PLACE)
+    views = [base, hwport.transpose(base, [2, 0, 1]), hwport.flip(base, [1]),
+             hwport.slice(base, [0, 2], [1, 5], [4, 0], strides=[2, -2]),
+             hwport.expand(hwport.unsqueeze(base[0], [0]), [3, 5, 6])]
+    calls = [("slice", ([0, -1], [1, -2], [100, -100]), {"strides": [2, -3]}),
+             ("slice", ([1], [-2**63], [2**63 - 1]), {"strides": [2**63 - 1]}),
+             ("slice", ([2], [3], [3]), {}),
+             ("split", ([1, -1, 2],), {"axis": 0}), ("split", (1,), {"axis": -1}),
+             ("split", ([0, 5],), {"axis": 1})]
+    for v in views:
+        for op_name, rest, kwargs in calls:
+            if op_name == "split" and kwargs["axis"] == 0 and v.shape[0] != 4:
+                continue
+            if op_name == "split" and kwargs["axis"] == 1 and v.shape[1] != 5:
+                continue
+            fn = getattr(functional, op_name)
+            before = _fast_count()
+            got = fn(v, *rest, **kwargs)
+            assert _fast_count() == before + 1, (op_name, rest)
+            with python_path():
+                want = fn(v, *rest, **kwargs)
+            pairs = zip(got, want, strict=True) if isinstance(want, list) else [(got, want)]
+            for g, w in pairs:
+                assert _same_tensor(g, w, [v, base]), (op_name, rest, tuple(v.strides))
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("op_name", ["fill", "arange"])
+def test_creation_results_equal_the_python_path(op_name):
+    """Every creation case of the infer-meta grid (values into every dtype: fitting, saturating
+    casts, NaN, inf; bounds of every kind), called through the public function with and
+    without place=: the same bytes, or the same error."""
+    for i, (_, attrs) in enumerate(_meta_cases(op_name)):
+        kwargs = dict(attrs, **({"place": PLACE} if i % 2 else {}))
+        fn = getattr(functional, op_name)
+        got = _outcome(lambda: fn(**kwargs))  # noqa: B023
+        with python_path():
+            want = _outcome(lambda: fn(**kwargs))  # noqa: B023
+        assert got == want, (op_name, kwargs)
+
+
+@pytest.mark.parametrize("op_name", ["pad", "flip", "argmax", "cumsum"])
+def test_grid_results_equal_the_python_path(op_name):
+    """The infer-meta grid's cases on real tensors (every dtype; pad's values into each):
+    the same bytes, strides and offset, or the same error, with the fast path and without."""
+    for metas, attrs in _meta_cases(op_name):
+        m = metas[0]
+        x = hwport.to_tensor(np.arange(math.prod(m.shape), dtype=np.float32).reshape(m.shape),
+                             place=PLACE).astype(m.dtype)
+        fn = getattr(functional, op_name)
+
+        def run(x=x, attrs=attrs, fn=fn):
+            out = fn(x, **attrs)
+            return (tuple(out.strides), out._offset, out._shares_storage(x)), out
+
+        got = _outcome(lambda: run()[1])
+        with python_path():
+            want = _outcome(lambda: run()[1])
+        assert got == want, (op_name, m, attrs)
+        if got[0] == "ok":
+            layout = run()[0]
+            with python_path():
+                assert layout == run()[0], (op_name, m, attrs)

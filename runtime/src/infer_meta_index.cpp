@@ -1,0 +1,44 @@
+// The index family (phi_ops/infer_meta.py gather, take_along_axis).
+#include "infer_meta.h"
+
+namespace hwport::pipeline {
+
+namespace {
+
+bool int_index(const MetaIn& index) {  // infer_meta._require_int_index
+  return index.dtype == DType::Int32 || index.dtype == DType::Int64;
+}
+
+}  // namespace
+
+bool infer_gather(const OpSpec& op, const MetaIn& x, const MetaIn& index, int64_t axis,
+                  Shape* out, int64_t* norm_axis, int64_t* bound) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  if (!int_index(index) || index.shape->size() != 1 || ndim == 0 ||
+      !normalize_axis(axis, ndim, norm_axis))
+    return false;
+  *out = *x.shape;
+  *bound = (*out)[*norm_axis];
+  (*out)[*norm_axis] = (*index.shape)[0];
+  return op.has_kernel_dtype(x.dtype);
+}
+
+bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& index,
+                           int64_t axis, Shape* out, int64_t* norm_axis, int64_t* bound) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  if (!int_index(index) || static_cast<int64_t>(index.shape->size()) != ndim || ndim == 0 ||
+      !normalize_axis(axis, ndim, norm_axis))
+    return false;
+  Shape others_x, others_i;
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (i == *norm_axis) continue;
+    others_x.push_back((*x.shape)[i]);
+    others_i.push_back((*index.shape)[i]);
+  }
+  if (!broadcast(others_x, others_i, out)) return false;
+  out->insert(out->begin() + *norm_axis, (*index.shape)[*norm_axis]);
+  *bound = (*x.shape)[*norm_axis];
+  return op.has_kernel_dtype(x.dtype);
+}
+
+}  // namespace hwport::pipeline
