@@ -141,35 +141,50 @@ PyObject* run_matmul(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
-PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
-  PyObject* seq = a.slot[0];
-  if (!seq || !(PyList_Check(seq) || PyTuple_Check(seq))) return nullptr;
+namespace {
+
+// The tensors of a list/tuple argument, all on one device, with their metas; false (the Python
+// path) for anything else.
+bool tensor_list(PyObject* seq, std::vector<const Tensor*>* xs, std::vector<MetaIn>* metas) {
+  if (!seq || !(PyList_Check(seq) || PyTuple_Check(seq))) return false;
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject** items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const Tensor* t = as_tensor(items[i]);
+    if (!t || (i && t->device() != (*xs)[0]->device())) return false;
+    xs->push_back(t);
+    metas->push_back({&t->shape, t->dtype});
+  }
+  return true;
+}
+
+// Points each of xs not of `dtype` at its cast, kept in *casted.
+void cast_all(std::vector<const Tensor*>* xs, DType dtype, std::vector<Tensor>* casted) {
+  casted->reserve(xs->size());
+  for (const Tensor*& t : *xs) {
+    if (t->dtype == dtype) continue;
+    casted->push_back(cast(*t, dtype));
+    t = &casted->back();
+  }
+}
+
+}  // namespace
+
+PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
   int64_t axis = 0;
   PyObject* axis_obj = a.slot[1];
   if (axis_obj && !plain_int(axis_obj, &axis)) return nullptr;
   if (!axis_obj) axis = op.attrs[0].default_value.i;
   std::vector<const Tensor*> xs;
   std::vector<MetaIn> metas;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const Tensor* t = as_tensor(items[i]);
-    if (!t || (i && t->device() != xs[0]->device())) return nullptr;
-    xs.push_back(t);
-    metas.push_back({&t->shape, t->dtype});
-  }
+  if (!tensor_list(a.slot[0], &xs, &metas)) return nullptr;
   Shape shape;
   DType dtype;
   int64_t norm_axis;
   if (!infer_concat(op, metas, axis, &shape, &dtype, &norm_axis)) return nullptr;
   Device* device = xs[0]->device();
   std::vector<Tensor> casted;
-  casted.reserve(xs.size());
-  for (const Tensor*& t : xs) {
-    if (t->dtype == dtype) continue;
-    casted.push_back(cast(*t, dtype));
-    t = &casted.back();
-  }
+  cast_all(&xs, dtype, &casted);
   Tensor out = Tensor::empty(shape, dtype, device, op.name);
   Attrs attrs;
   attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
@@ -218,21 +233,11 @@ PyObject* run_pad(const OpSpec& op, const BoundArgs& a) {
 // stack(xs, axis=0): a composite; with the device's own kernel, inputs cast to the promoted
 // dtype (phi_ops/dispatch.py _prepared_inputs), else the Python path's decomposition.
 PyObject* run_stack(const OpSpec& op, const BoundArgs& a) {
-  PyObject* seq = a.slot[0];
   int64_t axis = op.attrs[0].default_value.i, norm_axis = 0;
-  if (!seq || !(PyList_Check(seq) || PyTuple_Check(seq)) ||
-      (a.slot[1] && !plain_int(a.slot[1], &axis)))
-    return nullptr;
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  PyObject** items = PySequence_Fast_ITEMS(seq);
+  if (a.slot[1] && !plain_int(a.slot[1], &axis)) return nullptr;
   std::vector<const Tensor*> xs;
   std::vector<MetaIn> metas;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const Tensor* t = as_tensor(items[i]);
-    if (!t || (i && t->device() != xs[0]->device())) return nullptr;
-    xs.push_back(t);
-    metas.push_back({&t->shape, t->dtype});
-  }
+  if (!tensor_list(a.slot[0], &xs, &metas)) return nullptr;
   Shape shape;
   DType dtype;
   if (!infer_stack(op, metas, axis, &shape, &dtype, &norm_axis)) return nullptr;
@@ -240,12 +245,7 @@ PyObject* run_stack(const OpSpec& op, const BoundArgs& a) {
   if (!fused_kernel_fits(op, device, dtype, xs.data(), static_cast<int>(xs.size())))
     return nullptr;
   std::vector<Tensor> casted;
-  casted.reserve(xs.size());
-  for (const Tensor*& t : xs) {
-    if (t->dtype == dtype) continue;
-    casted.push_back(cast(*t, dtype));
-    t = &casted.back();
-  }
+  cast_all(&xs, dtype, &casted);
   Tensor out = Tensor::empty(shape, dtype, device, op.name);
   Attrs attrs;
   attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
