@@ -17,7 +17,15 @@ typedef struct cu_kctx {
   cudaStream_t stream; /* 0 for the NULL (synchronous) stream */
   int sync;            /* ctx->stream was NULL: wait before and after */
   int sm_count;
+  uint64_t correlation_id; /* ctx's (ABI 1.2), 0: not profiled */
+  cudaEvent_t timed_begin; /* recorded before the launches while profiled (profiler.c) */
 } cu_kctx;
+
+/* profiler.c: device time (ABI 1.2). begin records an event on k->stream when the launch is
+ * profiled; end records the closing one and keeps the pair for the profiler's stop. */
+extern const HWP_ProfilerTable cu_profiler_table;
+void cu_profile_begin(const HWP_KernelContext *ctx, cu_kctx *k);
+void cu_profile_end(const cu_kctx *k, const char *op);
 
 /* Validates ctx (struct size, input/output counts, device, stream) and, for the synchronous
  * NULL stream, waits for the device's earlier work. */

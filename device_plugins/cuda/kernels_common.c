@@ -35,12 +35,14 @@ HWP_Status cu_kernel_begin(const HWP_KernelContext *ctx, const char *op, int nin
    * work pending leaves cudaErrorNotReady): clear it so that only this op's launches count
    * (the CUDA programming guide's advice; a sticky error is not cleared and still reported). */
   (void)cudaGetLastError();
-  if (k->sync) return cu_synchronize_device(ctx->device, op);
+  if (k->sync && (st = cu_synchronize_device(ctx->device, op)) != HWP_OK) return st;
+  cu_profile_begin(ctx, k);
   return HWP_OK;
 }
 
 HWP_Status cu_kernel_end(const cu_kctx *k, const char *op) {
   cudaError_t err = cudaGetLastError();
+  cu_profile_end(k, op); /* before the error return: a failed launch still closes its span */
   if (err != cudaSuccess) return cu_cuda_error(err, op, "kernel launch");
   if (k->sync) return cu_synchronize_device(k->device, op);
   return HWP_OK;

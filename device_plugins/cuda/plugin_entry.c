@@ -26,7 +26,7 @@ static const HWP_PluginApi g_api = {
     .stream = &cu_stream_table,
     .ccl = NULL,
     .codegen = NULL,
-    .profiler = NULL,
+    .profiler = &cu_profiler_table,
     .shutdown = cu_shutdown,
 };
 
