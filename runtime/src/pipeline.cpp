@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arg_parse.h"
+#include "decomp_formulas.h"
 #include "errors.h"
 #include "infer_meta.h"
 #include "kernel_cache.h"
@@ -113,7 +114,15 @@ PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
   ElementwisePlan plan;
   if (!infer_unary(op, {&x->shape, x->dtype}, attr_dtype, &plan)) return nullptr;
   Device* device = x->device();
-  if (!op.primitive && !native_kernel(op, device, plan.compute)) return nullptr;
+  if (!op.primitive && !native_kernel(op, device, plan.compute)) {
+    // Kernel selection's second choice: the C++ formula, on the input the Python path would
+    // hand the decomposition (integers of a float-only op in float32: _promote_unsupported).
+    if (!plan.cast[0]) return run_formula(op, &a.slot[0], a);
+    pybind11::object promoted = pybind11::reinterpret_steal<pybind11::object>(
+        to_python(cast(*x, plan.compute)));
+    PyObject* in0 = promoted.ptr();
+    return run_formula(op, &in0, a);
+  }
   Tensor casted;
   const Tensor* in = x;
   if (plan.cast[0]) {
@@ -154,7 +163,7 @@ PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
   if (!op.primitive) {
     // A composite's kernel runs only where every floating input already has the key dtype
     // (phi_ops/dispatch.py _fused_kernel_fits); else its decomposition keeps their precision.
-    if (!native_kernel(op, device, plan.compute)) return nullptr;
+    if (!native_kernel(op, device, plan.compute)) return run_formula(op, a.slot, a);
     for (const Tensor* t : {&tx, &ty})
       if (is_floating(t->dtype) && t->dtype != plan.compute) return nullptr;
   }
@@ -276,6 +285,12 @@ PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
   }
   return python_path(op, a);
 }
+
+}  // namespace
+
+PyObject* call_op_entry(const OpSpec& op, const BoundArgs& a) { return call_op(op, a); }
+
+namespace {
 
 const OpSpec* spec_of(PyObject* id_obj) {
   const long id = PyLong_Check(id_obj) ? PyLong_AsLong(id_obj) : -1;
@@ -572,6 +587,28 @@ void register_pipeline(pybind11::module_& m) {
   }, "(id, name, family, keywords) of every op of the C++ op table (family '': Python).");
   m.def("_pipeline_stats", []() { return py::make_tuple(g_fast_calls, g_python_calls); },
         "(calls served in C++, calls sent to the Python path) since start.");
+  m.def("_pipeline_formula_stats", []() {
+    return py::make_tuple(formula_calls(), formula_failures());
+  }, "(composite calls served by their C++ formula, formulas that failed and went to the "
+     "Python path) since start.");
+  m.def("_pipeline_formula_ops", []() {
+    py::list out;
+    for (int i = 0; i < num_ops(); ++i)
+      if (formula_entry(i)) out.append(op_spec(i)->name);
+    return out;
+  }, "The composites with a C++ formula (ops.yaml `formula`).");
+  m.def("_pipeline_hide_native", [](std::vector<std::string> names) {
+    std::vector<std::string> before = hidden_native_kernels();
+    std::vector<int> ids;
+    for (const std::string& n : names) {
+      const OpSpec* op = op_spec(n.c_str());
+      if (!op) throw py::value_error("_pipeline_hide_native: unknown op " + n);
+      ids.push_back(op->id);
+    }
+    hide_native_kernels(ids);
+    return before;
+  }, py::arg("names"), "Test hook: the C++ kernel selection ignores the native kernels of these "
+     "ops (a device with only primitives); returns the names hidden before.");
   m.def("_pipeline_set_layers", [](uint32_t mask) {
     const uint32_t before = layers::active_mask;
     layers::active_mask = mask;
