@@ -139,6 +139,9 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
                 want(v, "cond", type(node.op).__name__.lower())
             return "cond"
         if isinstance(node, ast.Compare):
+            if isinstance(node.left, ast.Name) and node.left.id not in me.attrs:
+                raise bad(f"condition {ast.unparse(node)!r}: {node.left.id!r} is not an attr "
+                          f"of {name} (its attrs: {', '.join(me.attrs) or 'none'})")
             if (len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot))
                     or not isinstance(node.comparators[0], ast.Constant)
                     or node.comparators[0].value is not None

@@ -591,6 +591,27 @@ void register_pipeline(pybind11::module_& m) {
     return py::make_tuple(formula_calls(), formula_failures());
   }, "(composite calls served by their C++ formula, formulas that failed and went to the "
      "Python path) since start.");
+  m.def("_pipeline_formula", [](const std::string& name, py::tuple inputs,
+                                 py::dict attrs) -> py::object {
+    // For the Python path (phi_ops.dispatch._decompose, with layers active): the formula's
+    // sub-ops then go through the layers one by one, nested in the composite's call.
+    const OpSpec* op = op_spec(name.c_str());
+    if (!op) throw py::value_error("_pipeline_formula: unknown op " + name);
+    if (!formula_entry(op->id) || inputs.size() != static_cast<size_t>(op->num_inputs))
+      return py::none();
+    PyObject* in[kMaxParams] = {};
+    for (int i = 0; i < op->num_inputs; ++i) in[i] = inputs[static_cast<size_t>(i)].ptr();
+    BoundArgs a;
+    a.count = op->num_inputs + op->num_attrs;
+    for (int k = 0; k < op->num_attrs; ++k)  // borrowed: `attrs` holds them
+      if (PyObject* v = PyDict_GetItemString(attrs.ptr(), op->attrs[k].name))
+        a.slot[op->num_inputs + k] = v;
+    PyObject* out = run_formula(*op, in, a);
+    if (!out) return py::none();
+    return py::reinterpret_steal<py::object>(out);
+  }, py::arg("op"), py::arg("inputs"), py::arg("attrs"),
+     "The composite `op` by its C++ formula on `inputs` (tuple, ops.yaml order) and `attrs` "
+     "(normalized, by name), or None where it has none or it failed.");
   m.def("_pipeline_formula_ops", []() {
     py::list out;
     for (int i = 0; i < num_ops(); ++i)
