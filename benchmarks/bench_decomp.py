@@ -54,6 +54,12 @@ def cases(torch, x, tx) -> list[tuple[str, Callable, Callable, Callable]]:
          lambda: torch.reciprocal(tx)),
         ("square", lambda: D.square(x), lambda: h.square(x), lambda: torch.square(tx)),
         ("isfinite", lambda: D.isfinite(x), lambda: h.isfinite(x), lambda: torch.isfinite(tx)),
+        ("mean", lambda: D.mean(x, axis=[0]), lambda: h.mean(x), lambda: torch.mean(tx)),
+        ("any", lambda: D.any(x, axis=[0]), lambda: h.any(x), lambda: torch.any(tx)),
+        ("softmax", lambda: D.softmax(x, axis=-1), lambda: h.softmax(x),
+         lambda: torch.softmax(tx, -1)),
+        ("log_softmax", lambda: D.log_softmax(x, axis=-1), lambda: h.log_softmax(x),
+         lambda: torch.log_softmax(tx, -1)),
     ]
 
 

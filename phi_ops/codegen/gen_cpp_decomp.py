@@ -9,16 +9,23 @@ their native kernels and C++ rules, with no Python per sub-op), and `formula_tab
 
 The formula language (a subset of Python's expression syntax, parsed with `ast`):
 
-    program   := (NAME "=" expr ";")* expr          let bindings, then the result (a tensor)
-    expr      := op "(" args ")" | NAME | number | expr ("+"|"-"|"*"|"/") expr | "-" expr
+    program   := (stmt ";")* expr                     the result (a tensor)
+    stmt      := NAME "=" expr                        a let binding
+               | "if" cond ":" expr                   an early result (the rest is not run)
+    expr      := op "(" args ")" | NAME | number | True | False | nan | inf
+               | expr ("+"|"-"|"*"|"/") expr | "-" expr
                | expr "if" cond "else" expr | "(" expr ")"
     op        := an ops.yaml op: its inputs positionally (tensors; the binary and where
                  families also take scalars), its attrs by keyword (scalars)
                | up(t)       float16/bfloat16 -> float32, else t (decompositions.py _up)
                | down(t, like)  t cast to like's dtype where it differs (_to)
                | bound(v, like) a clip bound in like's dtype (_int_bound for integer dtypes)
-    NAME      := an input (tensor), an attr (scalar), a let-bound name
-    cond      := a bool attr | attr "is" ["not"] "None" | cond "and"/"or" cond | "not" cond
+               | axes(axis, t)  [axis % t.ndim], or [] for a 0-d t (softmax's reduction axes)
+               | all_axes(axis, t)  the axes of an ints attr, every axis of t where empty/None
+               | count(t, axes) the number of elements those axes of t hold
+    NAME      := an input (tensor), an attr (scalar; bool, int, float or ints), a let binding
+    cond      := a bool attr | attr "is" ["not"] "None" | scalar ("=="|"!=") scalar
+               | empty(t) (no elements) | cond "and"/"or" cond | "not" cond
 
 `+ - * /` on a tensor are add/subtract/multiply/divide with the other operand a scalar or a
 tensor, as the Tensor operators of a Python decomposition are; on two scalars they are Python's
@@ -40,7 +47,12 @@ from typing import Any
 import yaml
 
 OUT_NAME = "decomp_formulas.inc"
-BUILTINS = {"up": ("tensor",), "down": ("tensor", "tensor"), "bound": ("scalar", "tensor")}
+# builtin -> (argument kinds, result kind)
+BUILTINS = {"up": (("tensor",), "tensor"), "down": (("tensor", "tensor"), "tensor"),
+            "bound": (("scalar", "tensor"), "scalar"), "axes": (("scalar", "tensor"), "scalar"),
+            "all_axes": (("scalar", "tensor"), "scalar"), "count": (("tensor", "scalar"), "scalar"),
+            "empty": (("tensor",), "cond")}
+NAMED_CONSTANTS = {"nan": "float('nan')", "inf": "float('inf')"}
 OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 # Ops whose C++ rule takes Python scalars as inputs (gen_cpp_ops.family: binary, where).
 SCALAR_INPUT_INFER = ("binary", "where")
@@ -62,7 +74,7 @@ class OpInfo:
 @dataclass
 class Formula:
     op: str
-    lets: list[tuple[str, ast.expr]]
+    lets: list[tuple[str, ast.AST]]  # (name, expr); ("", ast.If): an early result
     result: ast.expr
     kinds: dict[int, str] = field(default_factory=dict)  # id(node) -> tensor | scalar | cond
 
@@ -93,8 +105,9 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
     f = Formula(name, [], tree.body[-1].value)
     names: dict[str, str] = {i: "tensor" for i in me.inputs}
     for a, spec in me.attrs.items():
-        if spec["type"] not in ("bool", "int", "float"):
-            raise bad(f"attr {a!r} of type {spec['type']} cannot be used (bool, int, float only)")
+        if spec["type"] not in ("bool", "int", "float", "ints"):
+            raise bad(f"attr {a!r} of type {spec['type']} cannot be used (bool, int, float, "
+                      "ints only)")
         names[a] = "scalar"
 
     def kind(node: ast.expr) -> str:
@@ -112,10 +125,12 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
 
     def _kind(node: ast.expr) -> str:
         if isinstance(node, ast.Constant):
-            if type(node.value) not in (int, float):
-                raise bad(f"literal {node.value!r}: only numbers")
+            if type(node.value) not in (int, float, bool):
+                raise bad(f"literal {node.value!r}: only numbers, True and False")
             return "scalar"
         if isinstance(node, ast.Name):
+            if node.id in NAMED_CONSTANTS and node.id not in names:
+                return "scalar"
             if node.id not in names:
                 raise bad(f"unknown name {node.id!r} (not an input, attr or let binding)")
             return names[node.id]
@@ -137,6 +152,11 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
         if isinstance(node, ast.BoolOp):
             for v in node.values:
                 want(v, "cond", type(node.op).__name__.lower())
+            return "cond"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                node.ops[0], (ast.Eq, ast.NotEq)):
+            want(node.left, "scalar", "==")
+            want(node.comparators[0], "scalar", "==")
             return "cond"
         if isinstance(node, ast.Compare):
             if isinstance(node.left, ast.Name) and node.left.id not in me.attrs:
@@ -164,13 +184,13 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
             raise bad(f"call of {ast.unparse(node.func)!r}: only op names")
         fn = node.func.id
         if fn in BUILTINS:
-            sig = BUILTINS[fn]
+            sig, result = BUILTINS[fn]
             if len(node.args) != len(sig) or node.keywords:
                 raise bad(f"{fn}() takes {len(sig)} positional arguments, got "
                           f"{len(node.args)}{' and keywords' if node.keywords else ''}")
             for a, k in zip(node.args, sig, strict=True):
                 want(a, k, f"{fn}()")
-            return "scalar" if fn == "bound" else "tensor"
+            return result
         if fn not in ops:
             raise bad(f"unknown op {fn!r}")
         if fn == name:
@@ -193,6 +213,14 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
         return "tensor"
 
     for stmt in tree.body[:-1]:
+        if isinstance(stmt, ast.If):
+            if (stmt.orelse or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Expr)):
+                raise bad(f"statement {ast.unparse(stmt)!r}: only `if cond: expr` (an early "
+                          "result)")
+            want(stmt.test, "cond", "if")
+            want(stmt.body[0].value, "tensor", "an early result")
+            f.lets.append(("", stmt))
+            continue
         if (not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1
                 or not isinstance(stmt.targets[0], ast.Name)):
             raise bad(f"statement {ast.unparse(stmt)!r}: only `name = expr` bindings")
@@ -238,8 +266,14 @@ class _Emitter:
 
     def const(self, value: float | int) -> str:
         c = f"k{len(self.consts)}"
-        make = (f"PyFloat_FromDouble({float(value)!r})" if isinstance(value, float)
-                else f"PyLong_FromLongLong({value}LL)")
+        if isinstance(value, float) and value != value:
+            make = "PyFloat_FromDouble(std::numeric_limits<double>::quiet_NaN())"
+        elif isinstance(value, float) and value in (float("inf"), -float("inf")):
+            make = f"PyFloat_FromDouble({'-' if value < 0 else ''}HUGE_VAL)"
+        elif isinstance(value, float):
+            make = f"PyFloat_FromDouble({value!r})"
+        else:
+            make = f"PyLong_FromLongLong({value}LL)"
         self.consts.append(f"  static PyObject* const {c} = {make};  // leaked on purpose")
         return c
 
@@ -248,15 +282,27 @@ class _Emitter:
         out.append(f"  if (!{var}) return nullptr;")
         return f"{var}.ptr()"
 
-    def cond(self, node: ast.expr) -> str:
+    def cond(self, node: ast.expr, out: list[str]) -> str:
+        """A C++ bool expression; the scalars it compares are computed into out first (so
+        `and`/`or` do not short-circuit their computation: conditions are cheap)."""
         if isinstance(node, ast.Name):
             return f"({self.vars[node.id]} == Py_True)"
         if isinstance(node, ast.UnaryOp):
-            return f"!{self.cond(node.operand)}"
+            return f"!{self.cond(node.operand, out)}"
         if isinstance(node, ast.BoolOp):
             op = " && " if isinstance(node.op, ast.And) else " || "
-            return "(" + op.join(self.cond(v) for v in node.values) + ")"
+            return "(" + op.join(self.cond(v, out) for v in node.values) + ")"
+        if isinstance(node, ast.Call):  # empty(t)
+            return f"is_empty({self.expr(node.args[0], out)})"
         assert isinstance(node, ast.Compare)
+        if isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            left = self.expr(node.left, out)
+            right = self.expr(node.comparators[0], out)
+            eq = "Py_EQ" if isinstance(node.ops[0], ast.Eq) else "Py_NE"
+            var = self.tmp()
+            out.append(f"  const int {var} = PyObject_RichCompareBool({left}, {right}, {eq});")
+            out.append(f"  if ({var} < 0) return nullptr;")
+            return f"({var} == 1)"
         eq = "==" if isinstance(node.ops[0], ast.Is) else "!="
         return f"({self.vars[node.left.id]} {eq} Py_None)"
 
@@ -267,8 +313,12 @@ class _Emitter:
         if folded is not None:
             return self.const(folded)
         if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                return "Py_True" if node.value else "Py_False"
             return self.const(node.value)
         if isinstance(node, ast.Name):
+            if node.id not in self.vars:  # nan, inf
+                return self.const(float(node.id))
             return self.vars[node.id]
         if isinstance(node, ast.BinOp):
             left, right = self.expr(node.left, out), self.expr(node.right, out)
@@ -285,7 +335,7 @@ class _Emitter:
         if isinstance(node, ast.IfExp):
             var = self.tmp()
             out.append(f"  Obj {var};")
-            out.append(f"  if ({self.cond(node.test)}) {{")
+            out.append(f"  if ({self.cond(node.test, out)}) {{")
             body: list[str] = []
             r = self.expr(node.body, body)
             out.extend("  " + s for s in body)
@@ -317,6 +367,15 @@ class _Emitter:
     def render(self, text: str) -> list[str]:
         body: list[str] = []
         for target, node in self.f.lets:
+            if isinstance(node, ast.If):
+                test = self.cond(node.test, body)
+                early: list[str] = []
+                r = self.expr(node.body[0].value, early)
+                body.append(f"  if ({test}) {{")
+                body.extend("  " + s for s in early)
+                body.append(f"    return borrow({r}).release().ptr();")
+                body.append("  }")
+                continue
             r = self.expr(node, body)
             var = f"l_{target}"
             body.append(f"  Obj {var} = borrow({r});")
@@ -332,6 +391,10 @@ def _default_obj(spec: dict) -> str:
     v = spec.get("default")
     if v is None:
         return "Py_None"
+    if isinstance(v, list):
+        if v:
+            raise ValueError(f"a formula's ints attr defaults to [] or None, not {v}")
+        return "PyList_New(0)"
     if isinstance(v, bool):
         return "Py_True" if v else "Py_False"
     if isinstance(v, int):

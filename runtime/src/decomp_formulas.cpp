@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "errors.h"
 #include "ops.h"
@@ -85,6 +86,75 @@ Obj bound(PyObject* value, PyObject* like) {
     if (overflow) v = overflow > 0 ? INT64_MAX : INT64_MIN;
   }
   return steal(PyLong_FromLongLong(v < lo ? lo : v > hi ? hi : v));
+}
+
+// empty(t): t holds no elements (false for a non-tensor: the sub-op then reports it).
+bool is_empty(PyObject* x) {
+  const Tensor* t = as_tensor(x);
+  return t && t->numel() == 0;
+}
+
+// The axes of an ints attr (an int, a list/tuple of ints, or None/[]: every axis of t),
+// non-negative, as decompositions.py gets them normalized from infer-meta.
+bool axes_of(PyObject* axis, const Tensor& t, std::vector<int64_t>* out) {
+  const int64_t nd = t.ndim();
+  auto norm = [nd](int64_t a) { return nd ? ((a % nd) + nd) % nd : 0; };
+  if (axis == Py_None || (PySequence_Check(axis) && PySequence_Size(axis) == 0)) {
+    for (int64_t a = 0; a < nd; ++a) out->push_back(a);
+    return true;
+  }
+  if (PyLong_Check(axis)) {
+    out->push_back(norm(PyLong_AsLongLong(axis)));
+    return !PyErr_Occurred();
+  }
+  pybind11::object seq = steal(PySequence_Fast(axis, "formula: axes must be ints"));
+  if (!seq) return false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.ptr()); ++i) {
+    const long long a = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq.ptr(), i));
+    if (a == -1 && PyErr_Occurred()) return false;
+    out->push_back(norm(a));
+  }
+  return true;
+}
+
+Obj int_list(const std::vector<int64_t>& v) {
+  Obj out = steal(PyList_New(static_cast<Py_ssize_t>(v.size())));
+  if (!out) return out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    PyObject* e = PyLong_FromLongLong(v[i]);
+    if (!e) return Obj();
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), e);
+  }
+  return out;
+}
+
+// axes(axis, t): [axis % t.ndim], or [] for a 0-d t (softmax's one axis).
+Obj axes(PyObject* axis, PyObject* like) {
+  const Tensor* t = tensor_arg(like, "axes()");
+  if (!t) return Obj();
+  if (t->ndim() == 0) return int_list({});
+  const long long a = PyLong_AsLongLong(axis);
+  if (a == -1 && PyErr_Occurred()) return Obj();
+  const int64_t nd = t->ndim();
+  return int_list({((a % nd) + nd) % nd});
+}
+
+// all_axes(axis, t): a reduction's axes (every axis where none are given).
+Obj all_axes(PyObject* axis, PyObject* like) {
+  const Tensor* t = tensor_arg(like, "all_axes()");
+  std::vector<int64_t> v;
+  if (!t || !axes_of(axis, *t, &v)) return Obj();
+  return int_list(v);
+}
+
+// count(t, axes): the number of elements those axes of t span.
+Obj count(PyObject* x, PyObject* axis) {
+  const Tensor* t = tensor_arg(x, "count()");
+  std::vector<int64_t> v;
+  if (!t || !axes_of(axis, *t, &v)) return Obj();
+  int64_t n = 1;
+  for (int64_t a : v) n *= t->shape[static_cast<size_t>(a)];
+  return steal(PyLong_FromLongLong(n));
 }
 
 #include "decomp_formulas.inc"

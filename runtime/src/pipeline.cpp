@@ -219,9 +219,11 @@ PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
   ReducePlan plan;
   if (!infer_reduce(op, {&x->shape, x->dtype}, given, &plan)) return nullptr;
   Device* device = x->device();
-  if (!op.primitive && (!native_kernel(op, device, plan.key) ||
-                        (is_floating(x->dtype) && x->dtype != plan.key)))
-    return nullptr;
+  if (!op.primitive) {
+    // No native kernel: the formula, on x as given (the Python decomposition gets it so).
+    if (!native_kernel(op, device, plan.key)) return run_formula(op, &a.slot[0], a);
+    if (is_floating(x->dtype) && x->dtype != plan.key) return nullptr;
+  }
   Tensor casted;
   const Tensor* in = x;
   if (x->dtype != plan.key) {
