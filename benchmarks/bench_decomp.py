@@ -3,7 +3,8 @@ custom:cpu with its composite kernels hidden from the C++ kernel selection -- pe
 1-element float32: the Python decomposition (phi_ops/decompositions.py called directly, every
 sub-op and scalar constant re-entering the dispatcher from Python; the old path also paid the
 composite's own phi_ops.dispatch.call on top), the C++ formula (the public op function), and
-PyTorch CPU (one thread), measured in the same run.
+PyTorch CPU (one thread), measured in the same run; and, for the composites custom:cpu has no
+kernel for, the whole old path (phi_ops.dispatch.call of the composite, then its decomposition).
 
 Run: .venv/bin/python benchmarks/bench_decomp.py [--quick] [--numel N]"""
 
@@ -14,11 +15,13 @@ import statistics
 import sys
 import timeit
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
 import hwport
 from hwport.phi_ops import decompositions as D
+from hwport.phi_ops import dispatch
 from hwport.runtime import _core
 
 
@@ -28,37 +31,34 @@ def per_op_us(fn: Callable[[], object], number: int, repeat: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
-def cases(torch, x, tx) -> list[tuple[str, Callable, Callable, Callable]]:
-    """(name, Python decomposition, C++ formula, torch)."""
+def cases(torch, x, tx) -> list[tuple[str, str, list, dict, dict, Callable]]:
+    """(label, op, inputs, attrs of the public call, attrs of the decomposition, torch)."""
     import torch.nn.functional as F
 
-    h = hwport.ops
+    every = {"axis": [0], "keepdim": False}
     return [
-        ("relu", lambda: D.relu(x), lambda: h.relu(x), lambda: torch.relu(tx)),
-        ("sigmoid", lambda: D.sigmoid(x), lambda: h.sigmoid(x), lambda: torch.sigmoid(tx)),
-        ("silu", lambda: D.silu(x), lambda: h.silu(x), lambda: F.silu(tx)),
-        ("gelu", lambda: D.gelu(x), lambda: h.gelu(x), lambda: F.gelu(tx)),
-        ("gelu tanh", lambda: D.gelu(x, approximate=True), lambda: h.gelu(x, approximate=True),
+        ("relu", "relu", [x], {}, {}, lambda: torch.relu(tx)),
+        ("sigmoid", "sigmoid", [x], {}, {}, lambda: torch.sigmoid(tx)),
+        ("silu", "silu", [x], {}, {}, lambda: F.silu(tx)),
+        ("gelu", "gelu", [x], {}, {"approximate": False}, lambda: F.gelu(tx)),
+        ("gelu tanh", "gelu", [x], {"approximate": True}, {"approximate": True},
          lambda: F.gelu(tx, approximate="tanh")),
-        ("softplus", lambda: D.softplus(x), lambda: h.softplus(x), lambda: F.softplus(tx)),
-        ("clip", lambda: D.clip(x, min=-1.0, max=1.0), lambda: h.clip(x, min=-1.0, max=1.0),
+        ("softplus", "softplus", [x], {}, {"beta": 1.0, "threshold": 20.0},
+         lambda: F.softplus(tx)),
+        ("clip", "clip", [x], {"min": -1.0, "max": 1.0}, {"min": -1.0, "max": 1.0},
          lambda: torch.clamp(tx, -1.0, 1.0)),
-        ("greater_than", lambda: D.greater_than(x, x), lambda: h.greater_than(x, x),
-         lambda: torch.gt(tx, tx)),
-        ("greater_equal", lambda: D.greater_equal(x, x), lambda: h.greater_equal(x, x),
-         lambda: torch.ge(tx, tx)),
-        ("log2", lambda: D.log2(x), lambda: h.log2(x), lambda: torch.log2(tx)),
-        ("rsqrt", lambda: D.rsqrt(x), lambda: h.rsqrt(x), lambda: torch.rsqrt(tx)),
-        ("tan", lambda: D.tan(x), lambda: h.tan(x), lambda: torch.tan(tx)),
-        ("reciprocal", lambda: D.reciprocal(x), lambda: h.reciprocal(x),
-         lambda: torch.reciprocal(tx)),
-        ("square", lambda: D.square(x), lambda: h.square(x), lambda: torch.square(tx)),
-        ("isfinite", lambda: D.isfinite(x), lambda: h.isfinite(x), lambda: torch.isfinite(tx)),
-        ("mean", lambda: D.mean(x, axis=[0]), lambda: h.mean(x), lambda: torch.mean(tx)),
-        ("any", lambda: D.any(x, axis=[0]), lambda: h.any(x), lambda: torch.any(tx)),
-        ("softmax", lambda: D.softmax(x, axis=-1), lambda: h.softmax(x),
-         lambda: torch.softmax(tx, -1)),
-        ("log_softmax", lambda: D.log_softmax(x, axis=-1), lambda: h.log_softmax(x),
+        ("greater_than", "greater_than", [x, x], {}, {}, lambda: torch.gt(tx, tx)),
+        ("greater_equal", "greater_equal", [x, x], {}, {}, lambda: torch.ge(tx, tx)),
+        ("log2", "log2", [x], {}, {}, lambda: torch.log2(tx)),
+        ("rsqrt", "rsqrt", [x], {}, {}, lambda: torch.rsqrt(tx)),
+        ("tan", "tan", [x], {}, {}, lambda: torch.tan(tx)),
+        ("reciprocal", "reciprocal", [x], {}, {}, lambda: torch.reciprocal(tx)),
+        ("square", "square", [x], {}, {}, lambda: torch.square(tx)),
+        ("isfinite", "isfinite", [x], {}, {}, lambda: torch.isfinite(tx)),
+        ("mean", "mean", [x], {}, every, lambda: torch.mean(tx)),
+        ("any", "any", [x], {}, every, lambda: torch.any(tx)),
+        ("softmax", "softmax", [x], {}, {"axis": -1}, lambda: torch.softmax(tx, -1)),
+        ("log_softmax", "log_softmax", [x], {}, {"axis": -1},
          lambda: torch.log_softmax(tx, -1)),
     ]
 
@@ -78,21 +78,34 @@ def main() -> int:
     hidden = _core._pipeline_hide_native(_core._pipeline_formula_ops())
     try:
         rows = []
-        for name, py_fn, cpp_fn, torch_fn in cases(torch, x, tx):
+        for label, op, inputs, attrs, dattrs, torch_fn in cases(torch, x, tx):
+            decomposition, public = getattr(D, op), getattr(hwport.ops, op)
             before = _core._pipeline_formula_stats()[0]
-            cpp_fn()
-            assert _core._pipeline_formula_stats()[0] > before, f"{name}: no formula ran"
-            rows.append((name, per_op_us(py_fn, number, repeat),
-                         per_op_us(cpp_fn, number, repeat), per_op_us(torch_fn, number, repeat)))
+            public(*inputs, **attrs)
+            assert _core._pipeline_formula_stats()[0] > before, f"{label}: no formula ran"
+            # the whole old path (the composite's phi_ops.dispatch.call, then the Python
+            # decomposition) only where custom:cpu has no kernel dispatch.py would take instead
+            old = None if _core.has_kernel(op, "custom:cpu", "float32") else per_op_us(
+                partial(dispatch.call, op, inputs, attrs), number, repeat)
+            rows.append((label, old,
+                         per_op_us(partial(decomposition, *inputs, **dattrs), number, repeat),
+                         per_op_us(partial(public, *inputs, **attrs), number, repeat),
+                         per_op_us(torch_fn, number, repeat)))
     finally:
         _core._pipeline_hide_native(hidden)
-    print(f"float32, {args.numel} element(s), custom:cpu without composite kernels; µs per call")
-    print(f"{'op':<14} {'python':>8} {'formula':>8} {'torch':>8} {'py/formula':>11} "
-          f"{'formula/torch':>14}")
-    for name, py, cpp, th in rows:
-        print(f"{name:<14} {py:8.2f} {cpp:8.2f} {th:8.2f} {py / cpp:11.2f} {cpp / th:14.2f}")
-    print(f"median python/formula {statistics.median(r[1] / r[2] for r in rows):.2f}x, "
-          f"median formula/torch {statistics.median(r[2] / r[3] for r in rows):.2f}x")
+    print(f"float32, {args.numel} element(s), custom:cpu without composite kernels; µs per call "
+          "(old path: dispatch.call + decomposition, where dispatch.py would not take a kernel)")
+    print(f"{'op':<14} {'old path':>9} {'python':>8} {'formula':>8} {'torch':>8} "
+          f"{'python/formula':>15} {'formula/torch':>14}")
+    for label, old_us, py, cpp, th in rows:
+        old_text = f"{old_us:9.2f}" if old_us is not None else f"{'-':>9}"
+        print(f"{label:<14} {old_text} {py:8.2f} {cpp:8.2f} {th:8.2f} {py / cpp:15.2f} "
+              f"{cpp / th:14.2f}")
+    print(f"median python/formula {statistics.median(r[2] / r[3] for r in rows):.2f}x, "
+          f"median formula/torch {statistics.median(r[3] / r[4] for r in rows):.2f}x")
+    olds = [r[1] / r[3] for r in rows if r[1] is not None]
+    if olds:
+        print(f"median old path/formula {statistics.median(olds):.2f}x over {len(olds)} ops")
     return 0
 
 
