@@ -5,6 +5,8 @@ primitives) -- every sample case of every op with a formula runs the formula (it
 the Python decomposition is never called), gives bit for bit the Python decomposition's result
 (phi_ops/decompositions.py called directly: the formulas replay its sub-op sequence, scalar
 constants included, so nothing may differ) and the numpy reference's within the op's tolerance.
+Forms the op family's C++ rule does not serve (the reduce family's 0-d and empty inputs) keep
+the Python path, checked to stay there.
 Malformed formulas are refused by phi_ops/schema.py with the op and the problem named."""
 
 from __future__ import annotations
