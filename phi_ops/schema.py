@@ -68,6 +68,7 @@ class OpDef:
     tolerance: dict[str, dict[str, float]]
     doc: str
     decompose: str | None = None
+    formula: str | None = None  # the decomposition as a formula over ops (gen_cpp_decomp.py)
     backward: str | None = None
     method: bool = False
     operators: tuple[str, ...] = ()
@@ -142,6 +143,7 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
     tolerances: dict[str, dict] = raw["tolerances"]
     all_dtypes = set(groups["all"])
     ops: dict[str, OpDef] = {}
+    infos = None  # what formulas are checked against (built on the first formula)
     for entry in raw["ops"]:
         name = entry.get("name")
 
@@ -175,6 +177,18 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
             raise bad(f"unknown tolerance profile {profile!r}")
         if kind == "composite" and not entry.get("decompose"):
             raise bad("a composite needs `decompose`")
+        formula = entry.get("formula")
+        if formula is not None:
+            if kind != "composite" or not isinstance(formula, str):
+                raise bad("`formula` is a string, and only for composites")
+            # The generator's own parser: ops.yaml is checked as the C++ build will read it.
+            from .codegen.gen_cpp_decomp import FormulaError, check_formula, op_infos
+
+            infos = infos or op_infos(raw)
+            try:
+                check_formula(str(name), formula, infos)
+            except FormulaError as e:
+                raise OpsYamlError(str(e)) from None
         inputs = _io(entry.get("inputs") or [])
         kernel_key = entry.get("kernel_key")
         if kernel_key is not None and kernel_key not in [i.name for i in inputs]:
@@ -195,6 +209,7 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
             tolerance=dict(tolerances[profile]),
             doc=entry["doc"],
             decompose=entry.get("decompose"),
+            formula=formula,
             backward=entry.get("backward"),
             method=bool(entry.get("method", False)),
             operators=tuple(entry.get("operator") or ()),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arg_parse.h"
+#include "decomp_formulas.h"
 #include "errors.h"
 #include "infer_meta.h"
 #include "kernel_cache.h"
@@ -116,7 +117,15 @@ PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
   ElementwisePlan plan;
   if (!infer_unary(op, {&x->shape, x->dtype}, attr_dtype, &plan)) return nullptr;
   Device* device = x->device();
-  if (!op.primitive && !native_kernel(op, device, plan.compute)) return nullptr;
+  if (!op.primitive && !native_kernel(op, device, plan.compute)) {
+    // Kernel selection's second choice: the C++ formula, on the input the Python path would
+    // hand the decomposition (integers of a float-only op in float32: _promote_unsupported).
+    if (!plan.cast[0]) return run_formula(op, &a.slot[0], a);
+    pybind11::object promoted = pybind11::reinterpret_steal<pybind11::object>(
+        to_python(cast(*x, plan.compute)));
+    PyObject* in0 = promoted.ptr();
+    return run_formula(op, &in0, a);
+  }
   Tensor casted;
   const Tensor* in = x;
   if (plan.cast[0]) {
@@ -157,7 +166,7 @@ PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
   if (!op.primitive) {
     // A composite's kernel runs only where every floating input already has the key dtype
     // (phi_ops/dispatch.py _fused_kernel_fits); else its decomposition keeps their precision.
-    if (!native_kernel(op, device, plan.compute)) return nullptr;
+    if (!native_kernel(op, device, plan.compute)) return run_formula(op, a.slot, a);
     for (const Tensor* t : {&tx, &ty})
       if (is_floating(t->dtype) && t->dtype != plan.compute) return nullptr;
   }
@@ -213,9 +222,11 @@ PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
   ReducePlan plan;
   if (!infer_reduce(op, {&x->shape, x->dtype}, given, &plan)) return nullptr;
   Device* device = x->device();
-  if (!op.primitive && (!native_kernel(op, device, plan.key) ||
-                        (is_floating(x->dtype) && x->dtype != plan.key)))
-    return nullptr;
+  if (!op.primitive) {
+    // No native kernel: the formula, on x as given (the Python decomposition gets it so).
+    if (!native_kernel(op, device, plan.key)) return run_formula(op, &a.slot[0], a);
+    if (is_floating(x->dtype) && x->dtype != plan.key) return nullptr;
+  }
   Tensor casted;
   const Tensor* in = x;
   if (x->dtype != plan.key) {
@@ -294,6 +305,12 @@ PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
   }
   return python_path(op, a);
 }
+
+}  // namespace
+
+PyObject* call_op_entry(const OpSpec& op, const BoundArgs& a) { return call_op(op, a); }
+
+namespace {
 
 const OpSpec* spec_of(PyObject* id_obj) {
   const long id = PyLong_Check(id_obj) ? PyLong_AsLong(id_obj) : -1;
@@ -732,6 +749,49 @@ void register_pipeline(pybind11::module_& m) {
   }, "(id, name, family, keywords) of every op of the C++ op table (family '': Python).");
   m.def("_pipeline_stats", []() { return py::make_tuple(g_fast_calls, g_python_calls); },
         "(calls served in C++, calls sent to the Python path) since start.");
+  m.def("_pipeline_formula_stats", []() {
+    return py::make_tuple(formula_calls(), formula_failures());
+  }, "(composite calls served by their C++ formula, formulas that failed and went to the "
+     "Python path) since start.");
+  m.def("_pipeline_formula", [](const std::string& name, py::tuple inputs,
+                                 py::dict attrs) -> py::object {
+    // For the Python path (phi_ops.dispatch._decompose, with layers active): the formula's
+    // sub-ops then go through the layers one by one, nested in the composite's call.
+    const OpSpec* op = op_spec(name.c_str());
+    if (!op) throw py::value_error("_pipeline_formula: unknown op " + name);
+    if (!formula_entry(op->id) || inputs.size() != static_cast<size_t>(op->num_inputs))
+      return py::none();
+    PyObject* in[kMaxParams] = {};
+    for (int i = 0; i < op->num_inputs; ++i) in[i] = inputs[static_cast<size_t>(i)].ptr();
+    BoundArgs a;
+    a.count = op->num_inputs + op->num_attrs;
+    for (int k = 0; k < op->num_attrs; ++k)  // borrowed: `attrs` holds them
+      if (PyObject* v = PyDict_GetItemString(attrs.ptr(), op->attrs[k].name))
+        a.slot[op->num_inputs + k] = v;
+    PyObject* out = run_formula(*op, in, a);
+    if (!out) return py::none();
+    return py::reinterpret_steal<py::object>(out);
+  }, py::arg("op"), py::arg("inputs"), py::arg("attrs"),
+     "The composite `op` by its C++ formula on `inputs` (tuple, ops.yaml order) and `attrs` "
+     "(normalized, by name), or None where it has none or it failed.");
+  m.def("_pipeline_formula_ops", []() {
+    py::list out;
+    for (int i = 0; i < num_ops(); ++i)
+      if (formula_entry(i)) out.append(op_spec(i)->name);
+    return out;
+  }, "The composites with a C++ formula (ops.yaml `formula`).");
+  m.def("_pipeline_hide_native", [](std::vector<std::string> names) {
+    std::vector<std::string> before = hidden_native_kernels();
+    std::vector<int> ids;
+    for (const std::string& n : names) {
+      const OpSpec* op = op_spec(n.c_str());
+      if (!op) throw py::value_error("_pipeline_hide_native: unknown op " + n);
+      ids.push_back(op->id);
+    }
+    hide_native_kernels(ids);
+    return before;
+  }, py::arg("names"), "Test hook: the C++ kernel selection ignores the native kernels of these "
+     "ops (a device with only primitives); returns the names hidden before.");
   m.def("_pipeline_set_layers", [](uint32_t mask) {
     const uint32_t before = layers::active_mask;
     layers::active_mask = mask;

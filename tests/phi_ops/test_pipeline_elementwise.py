@@ -375,10 +375,12 @@ def test_results_equal_the_python_path(op_name):
                 assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
             else:
                 assert _same_tensor(got, want, inputs), case.id
-            # A primitive, or a composite with a native kernel, runs in C++; a composite
-            # without one decomposes in Python (whose primitives then take the C++ path); the
-            # view families (reshape, transpose) are their decompositions, in C++.
+            # A primitive, or a composite with a native kernel or a C++ formula (ops.yaml
+            # `formula`), runs in C++; any other composite decomposes in Python (whose
+            # primitives then take the C++ path); the view families (reshape, transpose) are
+            # their decompositions, in C++.
             native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
+                      or op.formula is not None
                       or _core.has_kernel(op_name, PLACE, case.key_dtype()))
             metas = [_meta(v) for v in case.inputs]
             native = native and not _python_only_form(op_name, metas, case.attrs)
