@@ -412,6 +412,12 @@ def _decompose(op: OpDef, inputs: list[Any], plan: Plan, target: Any) -> Any:
         attrs["place"] = target
     elif op.name.endswith("_like"):
         attrs["place"] = target
+    elif op.formula is not None:
+        # Here only while a layer is active (the C++ pipeline runs formulas itself otherwise):
+        # the same sub-ops as fn, from C++, each coming back through the layers.
+        out = _core._pipeline_formula(op.name, tuple(inputs), attrs)
+        if out is not None:
+            return out
     return fn(*inputs, **attrs)
 
 

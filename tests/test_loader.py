@@ -567,8 +567,9 @@ ZOO_CHECK_SRC = REPO_ROOT / "tests" / "plugins" / "zoo_host_check.c"
 
 # variant -> facts zoo_host_check must print (key=value lines)
 ZOO_FACTS = {
-    "good": {"entry": "present", "init_status": "0", "abi": f"1.{MINOR}", "device_type": "test_good",
-             "plugin_version": "1.0.0", "num_kernels": "1", "stream": "no",
+    "good": {"entry": "present", "init_status": "0", "abi": f"1.{MINOR}",
+             "device_type": "test_good", "plugin_version": "1.0.0", "num_kernels": "1",
+             "stream": "no",
              "device_count": "2", "api_struct_size": "96", "exercise": "ok"},
     "missing_entry": {"entry": "missing"},
     "wrong_major": {"init_status": "0", "abi": f"2.{MINOR}", "device_type": "test_wrong_major"},

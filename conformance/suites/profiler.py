@@ -5,10 +5,10 @@ sink.
 
 The checks FAIL a plugin that reports work of a launch that carried no id, loses a launch's
 work, reports spans outside the time the work can have taken (they must be on the host's
-CLOCK_MONOTONIC, within 1 ms), out of launch order on one in-order stream, after stop() returned, or that
-accepts a NULL sink or a bad device. The launches are `add` kernels whose results are checked
-with numpy, so timing must leave the results alone. A plugin without the table (optional) gives
-NOT_SUPPORTED: hwport.profiler then shows host time only.
+CLOCK_MONOTONIC, within 1 ms), out of launch order on one in-order stream, after stop()
+returned, or that accepts a NULL sink or a bad device. The launches are `add` kernels whose
+results are checked with numpy, so timing must leave the results alone. A plugin without the
+table (optional) gives NOT_SUPPORTED: hwport.profiler then shows host time only.
 """
 
 from __future__ import annotations

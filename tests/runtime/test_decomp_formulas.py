@@ -86,7 +86,7 @@ def test_formula_matches_the_decomposition_and_the_reference(primitives_only, mo
         raise AssertionError(f"{case.op}: the Python decomposition ran")
 
     # Forms the C++ rule of the op's family does not serve (the reduce family's 0-d and empty
-    # inputs) take the Python path, and so the Python decomposition, as before.
+    # inputs) take the Python path.
     served = _core._pipeline_infer(case.op, _metas(case), case.attrs) is not None
     if served:
         for m in _decomposition_modules():  # a formula must not need it
@@ -94,7 +94,9 @@ def test_formula_matches_the_decomposition_and_the_reference(primitives_only, mo
     calls, failures = _core._pipeline_formula_stats()
     got = C.to_numpy(C.run_op(case, PLACE))
     after = _core._pipeline_formula_stats()
-    assert (after[0] > calls) == served, f"{where}: the formula path was not taken"
+    # (an unserved form may run the formula from _decompose, or a native kernel the Python
+    # path does not hide)
+    assert after[0] > calls or not served, f"{where}: the formula path was not taken"
     assert after[1] == failures, f"{where}: a formula failed and went to the Python path"
     # the same sub-ops in the same order on the same kernels: identical bytes (an unserved
     # form ran phi_ops/dispatch.py's choice: custom:cpu's native kernel where it has one)
