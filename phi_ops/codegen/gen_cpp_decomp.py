@@ -41,10 +41,11 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-import yaml
+try:
+    from . import build_time  # imported as phi_ops.codegen.<gen>
+except ImportError:
+    import build_time  # run as a script at build time (CMake)
 
 OUT_NAME = "decomp_formulas.inc"
 # builtin -> (argument kinds, result kind)
@@ -428,29 +429,12 @@ def render(raw: dict) -> str:
     return "\n".join(lines)
 
 
-def load(yaml_path: str) -> dict[str, Any]:
-    with open(yaml_path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 def generate(yaml_path: str, out_dir: str) -> None:
-    text = render(load(yaml_path))
-    out = Path(out_dir) / OUT_NAME
-    if not out.exists() or out.read_text() != text:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+    build_time.generate(render, yaml_path, out_dir, OUT_NAME)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print(f"usage: {Path(argv[0]).name} <ops.yaml> <out_dir>", file=sys.stderr)
-        return 2
-    try:
-        generate(argv[1], argv[2])
-    except (OSError, yaml.YAMLError, KeyError, ValueError) as e:
-        print(f"gen_cpp_decomp: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return build_time.main(argv, render, OUT_NAME, "gen_cpp_decomp")
 
 
 if __name__ == "__main__":

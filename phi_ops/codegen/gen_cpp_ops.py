@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-import yaml
+try:
+    from . import build_time  # imported as phi_ops.codegen.<gen>
+except ImportError:
+    import build_time  # run as a script at build time (CMake)
 
 OUT_NAME = "pipeline_ops.inc"
 # HWP_DType order (runtime/include/hwport/types.h): bit i of a mask is dtype i.
@@ -223,25 +225,11 @@ def render(raw: dict) -> str:
 
 
 def generate(yaml_path: str, out_dir: str) -> None:
-    with open(yaml_path, encoding="utf-8") as f:
-        raw = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    text = render(raw)
-    out = Path(out_dir) / OUT_NAME
-    if not out.exists() or out.read_text() != text:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+    build_time.generate(render, yaml_path, out_dir, OUT_NAME)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print(f"usage: {Path(argv[0]).name} <ops.yaml> <out_dir>", file=sys.stderr)
-        return 2
-    try:
-        generate(argv[1], argv[2])
-    except (OSError, yaml.YAMLError, KeyError, ValueError) as e:
-        print(f"gen_cpp_ops: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return build_time.main(argv, render, OUT_NAME, "gen_cpp_ops")
 
 
 if __name__ == "__main__":
