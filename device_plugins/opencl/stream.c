@@ -308,6 +308,9 @@ static HWP_Status ocl_record_event(int32_t device, HWP_Stream stream, HWP_Event 
   }
   cl_command_queue q = NULL;
   OCL_CHECK(ocl_stream_queue(device, stream, &q, "record_event"));
+  ocl_stream *s = (ocl_stream *)stream;
+  /* As in query_stream: every command counted in seq was enqueued before this marker. */
+  uint64_t seq = __atomic_load_n(&s->submitted, __ATOMIC_ACQUIRE);
   cl_event ev = NULL;
   cl_int err = clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
   if (err != CL_SUCCESS) return ocl_cl_error(err, "record_event", "clEnqueueMarkerWithWaitList");
@@ -318,8 +321,18 @@ static HWP_Status ocl_record_event(int32_t device, HWP_Stream stream, HWP_Event 
   }
   cl_context ctx = NULL;
   clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL);
-  ocl_stream_track(stream, NULL); /* the event keeps ev */
-  event_set(e, ev, ctx);
+  /* The marker is also the stream's latest mark (it does no work, so it is not counted): once
+   * the event is seen complete, query_stream reads that marker rather than enqueueing one that
+   * would not be complete yet (and say NOT_READY for an idle stream). */
+  pthread_mutex_lock(&s->mu);
+  if (s->last == NULL || s->last_seq <= seq) {
+    clRetainEvent(ev);
+    if (s->last != NULL) clReleaseEvent(s->last);
+    s->last = ev;
+    s->last_seq = seq;
+  }
+  pthread_mutex_unlock(&s->mu);
+  event_set(e, ev, ctx); /* the event keeps ev */
   return HWP_OK;
 }
 

@@ -62,7 +62,7 @@ def test_numpy_device_loads_like_a_c_plugin_and_runs_ops(plugin_env):
     _check_cupy_device(doc["cupy"])
     # the host loaded the entry library prepared for the .py, like any library
     assert p["path"].endswith(".so") and "libhwport_py_numpy_device_" in p["path"]
-    assert p["abi_version"] == "1.1" and p["device_count"] == 1 and not p["has_streams"]
+    assert p["abi_version"] == "1.2" and p["device_count"] == 1 and not p["has_streams"]
     assert {"memory.get_memory_stats", "memory.host_address"} <= set(p["optional"])
     import numpy as np
 
