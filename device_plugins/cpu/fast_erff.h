@@ -47,4 +47,15 @@ static inline float cpu_erff(float x) {
   return cpu_bits_f32(bits | sign);
 }
 
+/* The same as a function with simd clones (math_erff.c) where GCC makes them (x86-64), for the
+ * elementwise loops; elsewhere the inline function. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CPU_ERFF_SIMD_CLONES 1
+__attribute__((simd("notinbranch"), const, nothrow)) float cpu_verff_f(float x);
+#define cpu_erff_vec(x) cpu_verff_f(x)
+#else
+#define CPU_ERFF_SIMD_CLONES 0
+#define cpu_erff_vec(x) cpu_erff(x)
+#endif
+
 #endif /* HWPORT_CPU_FAST_ERFF_H */
