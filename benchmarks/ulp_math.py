@@ -5,7 +5,10 @@ reference's own <= 1 ulp). The error of an element is |got - ref| / ulp(ref in t
 are random over each function's useful range (gelu: [-2, 8], below it the formula cancels and
 only the absolute tolerance means anything) plus a few special points (NaN/inf agreement is
 the oracle suite's job, not counted here).
-Run: .venv/bin python benchmarks/ulp_math.py [--json out.json] [-n 200000]"""
+--erf-grid: erf's float32/float16/bfloat16 error over a dense grid instead (every 256th float32
+bit pattern in [0, 10], so tails and small values, both signs, and the 4095 smallest subnormals),
+plus its special values checked exactly: +-inf -> +-1, NaN -> NaN, -0 -> -0.
+Run: .venv/bin python benchmarks/ulp_math.py [--json out.json] [-n 200000] [--erf-grid]"""
 
 from __future__ import annotations
 
@@ -105,12 +108,47 @@ def measure(n: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def erf_grid() -> dict[str, float]:
+    """Max ulp of float32 erf (and float16/bfloat16, computed in float32) over a dense grid."""
+    bits = np.arange(0, np.float32(10).view(np.uint32), 256, dtype=np.uint32)  # 0 .. 10
+    pos = np.concatenate([bits.view(np.float32), np.float32(1e-45) * np.arange(1, 4096)])
+    x = np.concatenate([pos, -pos]).astype(np.float32)
+    out = {}
+    for name in ("float32", "float16", "bfloat16"):
+        t = hwport.to_tensor(x, place=PLACE)
+        if name != "float32":
+            t = hwport.cast(t, name)
+        # the inputs as the dtype holds them
+        xs = hwport.cast(t, "float32").numpy().astype(np.float64)
+        got = hwport.cast(hwport.erf(t), "float32").numpy().astype(np.float64)
+        ref_d = _erf(xs)
+        if name == "float32":
+            out[name] = max_ulp(got, ref_d, np.float32)
+        else:  # ulp of the narrow dtype: its spacing is 2^(e - mantissa bits)
+            mant = 10 if name == "float16" else 7
+            e = np.floor(np.log2(np.maximum(np.abs(ref_d), 2.0**-14)))
+            out[name] = float((np.abs(got - ref_d) / 2.0 ** (e - mant)).max())
+    special = np.array([np.inf, -np.inf, np.nan, -0.0, 0.0], dtype=np.float32)
+    got = hwport.erf(hwport.to_tensor(special, place=PLACE)).numpy()
+    ok = (got[0] == 1 and got[1] == -1 and np.isnan(got[2]) and got[3] == 0
+          and np.signbit(got[3]) and got[4] == 0 and not np.signbit(got[4]))
+    out["specials_ok"] = float(ok)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=200_000, help="random inputs per function and dtype")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--before", help="a --json file of an earlier build: print both columns")
+    ap.add_argument("--erf-grid", action="store_true", help="erf over a dense grid (see above)")
     args = ap.parse_args()
+    if args.erf_grid:
+        g = erf_grid()
+        print("erf, dense grid: max ulp " + ", ".join(f"{k} {v:.2f}" for k, v in g.items()
+                                                      if k != "specials_ok")
+              + f"; specials (+-inf, NaN, +-0) {'ok' if g['specials_ok'] else 'WRONG'}")
+        return
     res = measure(args.n)
     before = json.load(open(args.before)) if args.before else None
     head = "function      " + (" f32 before  f32 after  f64 before  f64 after" if before

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fast_erff.h"
 #include "fast_expf.h"
 #ifdef HWPORT_CPU_HAVE_SLEEF
 #include "sleef_math.h"
@@ -168,15 +169,20 @@ CPU_EW_FLOAT_HELPERS(d, double, )
 #define CPU_EW_ROUNDING(fn, x) _Generic((x), float: fn##f(x), double: fn(x), default: (x))
 
 /* float exp goes through the branch-free cpu_expf (~1.4 ulp), which vectorizes; libm's expf
- * does not, and exp bounds softmax/sigmoid/gelu throughput. With SLEEF, the functions of
- * sleef_math.h go to its vector math (1 ulp) for float and double (integers: libm's double). */
+ * does not, and exp bounds softmax/sigmoid/gelu throughput. float erf likewise goes through
+ * cpu_erff_vec (fast_erff.h, <= 2 ulp), 2x faster than SLEEF's vector erff. With SLEEF, the
+ * functions of sleef_math.h go to its vector math (1 ulp) for float and double (integers:
+ * libm's double). */
 #ifdef HWPORT_CPU_HAVE_SLEEF
 #define CPU_EW_VMATH1(fn, x)                                                                   \
   _Generic((x), float: cpu_v##fn##_f(x), double: cpu_v##fn##_d(x), default: fn(x))
 #define cpu_ew_exp(x) _Generic((x), float: cpu_expf(x), double: cpu_vexp_d(x), default: exp(x))
+#define cpu_ew_erf(x)                                                                          \
+  _Generic((x), float: cpu_erff_vec(x), double: cpu_verf_d(x), default: erf(x))
 #else
 #define CPU_EW_VMATH1(fn, x) CPU_EW_MATH1(fn, x)
 #define cpu_ew_exp(x) _Generic((x), float: cpu_expf(x), default: exp(x))
+#define cpu_ew_erf(x) _Generic((x), float: cpu_erff_vec(x), default: erf(x))
 #endif
 #define cpu_ew_exp2(x) CPU_EW_MATH1(exp2, x)
 #define cpu_ew_expm1(x) CPU_EW_VMATH1(expm1, x)
@@ -198,7 +204,6 @@ CPU_EW_FLOAT_HELPERS(d, double, )
 #define cpu_ew_asinh(x) CPU_EW_MATH1(asinh, x)
 #define cpu_ew_acosh(x) CPU_EW_MATH1(acosh, x)
 #define cpu_ew_atanh(x) CPU_EW_MATH1(atanh, x)
-#define cpu_ew_erf(x) CPU_EW_VMATH1(erf, x)
 #define cpu_ew_erfc(x) CPU_EW_MATH1(erfc, x)
 #define cpu_ew_tgamma(x) CPU_EW_MATH1(tgamma, x)
 #define cpu_ew_lgamma(x) CPU_EW_MATH1(lgamma, x)

@@ -8,7 +8,8 @@
  * arguments), and the scalar function elsewhere (tails, strided views). math_sleef_scalar.c
  * (scalar and SSE2), math_sleef_avx2.c and math_sleef_avx512.c define them over SLEEF's
  * functions of the listed accuracy (u10: at most 1.0 ulp; tanh u35: 3.5 ulp, within every
- * dtype's tolerance and 4x faster than its u10, which works in double-float). Which
+ * dtype's tolerance and 4x faster than its u10, which works in double-float; float erf uses
+ * the faster fast_erff.h instead, its float wrapper stays for completeness). Which
  * instruction set a loop runs is chosen at load (kernels_elementwise.c). */
 #ifndef HWPORT_CPU_SLEEF_MATH_H
 #define HWPORT_CPU_SLEEF_MATH_H
