@@ -817,7 +817,7 @@ def linspace(start: float | None, stop: float | None, num: int | None, dtype: An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.linspace)"""
-    return _call('linspace', (), {'start': start, 'stop': stop, 'num': num, 'dtype': dtype}, place)
+    return _op_call(99, start, stop, num, dtype, place)
 
 
 def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -828,7 +828,7 @@ def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any='float32'
     n = num_rows
     m = num_columns
     try:
-        return _call('eye', (), {'n': n, 'm': m, 'dtype': dtype}, place)
+        return _op_call(100, n, m, dtype, place)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'n': 'num_rows', 'm': 'num_columns'}) from exc.__cause__
 

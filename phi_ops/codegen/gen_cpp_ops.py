@@ -67,6 +67,10 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     creation   the `creation` rule (fill, full, zeros, ones: shape, at most one value, dtype;
                `place=`)
     arange     the `arange` rule (start, end, step, dtype; `place=`)
+    eye, linspace
+               their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
+               run in C++ with the device's own kernel only (else the Python path
+               decomposes them)
     flip       the `unary` rule of a shape op with one ints axis (a view: negative strides)
     pad        the `pad` rule (pad pairs, a value of x's dtype)
     linear, embedding
@@ -135,6 +139,11 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta == "arange" and not inputs and attrs == {
             "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
         return "arange"
+    if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
+        return "eye"
+    if infer_meta == "linspace" and not inputs and attrs == {
+            "start": "float", "stop": "float", "num": "int", "dtype": "dtype"}:
+        return "linspace"
     return None
 
 

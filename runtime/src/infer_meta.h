@@ -189,6 +189,11 @@ struct ArangePlan {
 bool infer_arange(const OpSpec& op, const Number& start, const Number* end, const Number& step,
                   bool has_dtype, DType dtype, ArangePlan* plan);
 
+// eye: n, m >= 0 (m absent: n); (n, m) of a dtype the op lists.
+bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out);
+// linspace: num >= 0, (num,) in float64 (its decomposition's dtype) fits; a dtype it lists.
+bool infer_linspace(const OpSpec& op, int64_t num, DType dtype, Shape* out);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

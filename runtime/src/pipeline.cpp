@@ -280,6 +280,8 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Stack: return run_stack(op, a);
     case Family::Matrix_unary: return run_matrix_unary(op, a);
     case Family::Like: return run_like(op, a);
+    case Family::Eye: return run_eye(op, a);
+    case Family::Linspace: return run_linspace(op, a);
     default: return nullptr;
   }
 }
@@ -409,6 +411,8 @@ const char* family_name(Family f) {
     case Family::Stack: return "stack";
     case Family::Matrix_unary: return "matrix_unary";
     case Family::Like: return "like";
+    case Family::Eye: return "eye";
+    case Family::Linspace: return "linspace";
     default: return "";
   }
 }
@@ -649,10 +653,15 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if (!ok) return py::none();
         return meta_tuple(p.shape, p.out, in[0].dtype) + py::make_tuple(p.axis);
       }
-      case Family::Creation: {
+      case Family::Creation:
+      case Family::Eye:
+      case Family::Linspace: {
         Shape shape;
         DType dtype;
-        if (!creation_call(*op, a, &shape, &dtype, &kernel)) return py::none();
+        const auto call = op->family == Family::Eye        ? eye_call
+                          : op->family == Family::Linspace ? linspace_call
+                                                           : creation_call;
+        if (!call(*op, a, &shape, &dtype, &kernel)) return py::none();
         return meta_tuple(shape, dtype, dtype);
       }
       case Family::Arange: {  // + the bounds as the kernel takes them

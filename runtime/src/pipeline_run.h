@@ -70,6 +70,11 @@ bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
 bool arange_call(const OpSpec& op, const BoundArgs& a, ArangePlan* plan, Attrs* attrs);
 PyObject* run_creation(const OpSpec& op, const BoundArgs& a);
 PyObject* run_arange(const OpSpec& op, const BoundArgs& a);
+bool eye_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs);
+bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
+                   Attrs* attrs);
+PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
+PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
 PyObject* run_like(const OpSpec& op, const BoundArgs& a);
 
