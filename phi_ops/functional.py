@@ -644,7 +644,7 @@ def tile(x: Any, repeat_times: int | list[int] | None, name: str | None = None) 
     decomposes into primitives (phi_ops.decompositions.tile)"""
     repeats = repeat_times
     try:
-        return _call('tile', (x,), {'repeats': repeats})
+        return _op_call(79, x, repeats)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'repeats': 'repeat_times'}) from exc.__cause__
 

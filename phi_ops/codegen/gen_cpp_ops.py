@@ -67,6 +67,8 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     creation   the `creation` rule (fill, full, zeros, ones: shape, at most one value, dtype;
                `place=`)
     arange     the `arange` rule (start, end, step, dtype; `place=`)
+    tile       the `tile` rule (repeats >= 0, padded to x's dims); a composite, run in C++
+               with the device's own kernel only (else the Python path decomposes it)
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path
@@ -139,6 +141,8 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta == "arange" and not inputs and attrs == {
             "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
         return "arange"
+    if infer_meta == "tile" and inputs == ["x"] and attrs == {"repeats": "ints"}:
+        return "tile"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

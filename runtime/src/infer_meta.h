@@ -189,6 +189,10 @@ struct ArangePlan {
 bool infer_arange(const OpSpec& op, const Number& start, const Number* end, const Number& step,
                   bool has_dtype, DType dtype, ArangePlan* plan);
 
+// tile: repeats >= 0, left-padded with 1s (and x's shape with 1s) to the longer; the product
+// (*full: the padded repeats).
+bool infer_tile(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& repeats,
+                std::vector<int64_t>* full, Shape* out);
 // eye: n, m >= 0 (m absent: n); (n, m) of a dtype the op lists.
 bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out);
 // linspace: num >= 0, (num,) in float64 (its decomposition's dtype) fits; a dtype it lists.

@@ -282,6 +282,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Like: return run_like(op, a);
     case Family::Eye: return run_eye(op, a);
     case Family::Linspace: return run_linspace(op, a);
+    case Family::Tile: return run_tile(op, a);
     default: return nullptr;
   }
 }
@@ -413,6 +414,7 @@ const char* family_name(Family f) {
     case Family::Like: return "like";
     case Family::Eye: return "eye";
     case Family::Linspace: return "linspace";
+    case Family::Tile: return "tile";
     default: return "";
   }
 }
@@ -684,6 +686,11 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
       case Family::Pad: {  // + pad extended to 2 * ndim
         Shape shape;
         if (!pad_call(*op, a, in[0], &shape, &kernel)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Tile: {  // + the padded repeats
+        Shape shape;
+        if (!tile_call(*op, a, in[0], &shape, &kernel)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
       }
       case Family::Matrix_unary: {

@@ -254,6 +254,33 @@ PyObject* run_stack(const OpSpec& op, const BoundArgs& a) {
 }
 
 // tril / triu(x, diagonal=0): a composite; with the device's own kernel, else the Python path.
+bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+               Attrs* attrs) {
+  PyObject* given = a.slot[op.num_inputs];
+  std::vector<int64_t> repeats;
+  AttrValue full;
+  full.type = HWP_ATTR_INT64_ARRAY;
+  if (!given || given == Py_None || !int_list(given, &repeats) ||
+      !infer_tile(op, x, repeats, &full.ints, shape))
+    return false;
+  attrs->emplace_back("repeats", std::move(full));
+  return true;
+}
+
+// tile(x, repeats): a composite; with the device's own kernel, else the Python path's
+// decomposition.
+PyObject* run_tile(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Shape shape;
+  Attrs attrs;
+  if (!x || !tile_call(op, a, {&x->shape, x->dtype}, &shape, &attrs)) return nullptr;
+  const Tensor* in[] = {x};
+  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
+  Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
 PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a) {
   Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
   int64_t diagonal = op.attrs[0].default_value.i;

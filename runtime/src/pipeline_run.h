@@ -73,6 +73,9 @@ PyObject* run_arange(const OpSpec& op, const BoundArgs& a);
 bool eye_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs);
 bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
                    Attrs* attrs);
+bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+               Attrs* attrs);
+PyObject* run_tile(const OpSpec& op, const BoundArgs& a);
 PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
 PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
