@@ -654,7 +654,7 @@ def roll(x: Any, shifts: int | list[int] | None, axis: int | list[int] | None=No
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.roll)"""
-    return _call('roll', (x,), {'shifts': shifts, 'axis': axis})
+    return _op_call(80, x, shifts, axis)
 
 
 def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: float | None=0.0, name: str | None = None) -> Any:

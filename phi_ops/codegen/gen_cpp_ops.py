@@ -69,6 +69,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     arange     the `arange` rule (start, end, step, dtype; `place=`)
     tile       the `tile` rule (repeats >= 0, padded to x's dims); a composite, run in C++
                with the device's own kernel only (else the Python path decomposes it)
+    roll       the `unary` rule of a shape op with ints shifts and axis (each axis normalized,
+               repeats kept; as many shifts as axes, or one without axes); a composite, run
+               in C++ with the device's own kernel only
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path
@@ -143,6 +146,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "arange"
     if infer_meta == "tile" and inputs == ["x"] and attrs == {"repeats": "ints"}:
         return "tile"
+    if category == "shape" and infer_meta == "unary" and inputs == ["x"] and \
+            attrs == {"shifts": "ints", "axis": "ints"}:
+        return "roll"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

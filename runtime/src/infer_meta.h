@@ -193,6 +193,10 @@ bool infer_arange(const OpSpec& op, const Number& start, const Number* end, cons
 // (*full: the padded repeats).
 bool infer_tile(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& repeats,
                 std::vector<int64_t>* full, Shape* out);
+// roll (the unary rule with ints shifts and axis): each axis normalized (repeats add up),
+// as many shifts as axes, or one shift without axes (phi_ops/infer_meta.py _check_roll).
+bool infer_roll(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& shifts,
+                const std::vector<int64_t>& axes, std::vector<int64_t>* norm_axes);
 // eye: n, m >= 0 (m absent: n); (n, m) of a dtype the op lists.
 bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out);
 // linspace: num >= 0, (num,) in float64 (its decomposition's dtype) fits; a dtype it lists.

@@ -207,6 +207,16 @@ bool infer_tile(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& r
   return fits_bytes(*out, x.dtype) && op.has_kernel_dtype(x.dtype);
 }
 
+bool infer_roll(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& shifts,
+                const std::vector<int64_t>& axes, std::vector<int64_t>* norm_axes) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  norm_axes->resize(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (!normalize_axis(axes[i], ndim, &(*norm_axes)[i])) return false;
+  if (shifts.size() != (axes.empty() ? 1 : axes.size())) return false;  // "the same length"
+  return fits_bytes(*x.shape, x.dtype) && op.has_kernel_dtype(x.dtype);
+}
+
 bool infer_stack(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
                  DType* dtype, int64_t* norm_axis) {
   if (xs.empty()) return false;  // "must hold at least one tensor"

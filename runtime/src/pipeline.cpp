@@ -283,6 +283,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Eye: return run_eye(op, a);
     case Family::Linspace: return run_linspace(op, a);
     case Family::Tile: return run_tile(op, a);
+    case Family::Roll: return run_roll(op, a);
     default: return nullptr;
   }
 }
@@ -415,6 +416,7 @@ const char* family_name(Family f) {
     case Family::Eye: return "eye";
     case Family::Linspace: return "linspace";
     case Family::Tile: return "tile";
+    case Family::Roll: return "roll";
     default: return "";
   }
 }
@@ -692,6 +694,11 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         Shape shape;
         if (!tile_call(*op, a, in[0], &shape, &kernel)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Roll: {  // + the normalized axes
+        if (!roll_call(*op, a, in[0], &kernel)) return py::none();
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype) +
+               py::make_tuple(kernel[1].second.ints);
       }
       case Family::Matrix_unary: {
         PyObject* v = a.slot[op->num_inputs];

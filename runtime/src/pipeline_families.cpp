@@ -267,6 +267,33 @@ bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* sha
   return true;
 }
 
+bool roll_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Attrs* attrs) {
+  PyObject* given = a.slot[op.num_inputs];
+  std::vector<int64_t> axes;
+  AttrValue shifts, norm;
+  shifts.type = norm.type = HWP_ATTR_INT64_ARRAY;
+  if (!given || given == Py_None || !int_list(given, &shifts.ints) ||
+      !int_list(a.slot[op.num_inputs + 1], &axes) ||  // absent or None: []
+      !infer_roll(op, x, shifts.ints, axes, &norm.ints))
+    return false;
+  attrs->emplace_back("shifts", std::move(shifts));
+  attrs->emplace_back("axis", std::move(norm));
+  return true;
+}
+
+// roll(x, shifts, axis=[]): a composite; with the device's own kernel, else the Python
+// path's decomposition.
+PyObject* run_roll(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Attrs attrs;
+  if (!x || !roll_call(op, a, {&x->shape, x->dtype}, &attrs)) return nullptr;
+  const Tensor* in[] = {x};
+  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
+  Tensor out = Tensor::empty(x->shape, x->dtype, x->device(), op.name);
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
 // tile(x, repeats): a composite; with the device's own kernel, else the Python path's
 // decomposition.
 PyObject* run_tile(const OpSpec& op, const BoundArgs& a) {

@@ -76,6 +76,8 @@ bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
 bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
                Attrs* attrs);
 PyObject* run_tile(const OpSpec& op, const BoundArgs& a);
+bool roll_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Attrs* attrs);
+PyObject* run_roll(const OpSpec& op, const BoundArgs& a);
 PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
 PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);

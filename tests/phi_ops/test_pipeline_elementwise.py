@@ -85,7 +85,7 @@ def test_families_follow_ops_yaml_fields():
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
-                    "linspace", "tile", *VIEW_FAMILIES}
+                    "linspace", "tile", "roll", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -94,9 +94,9 @@ def test_families_follow_ops_yaml_fields():
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
             "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
-            "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile"} <= set(COVERED)
-    # list attributes (roll's shifts) and unmirrored checks stay in Python
-    assert {"roll", "dropout", "rotary_embedding"}.isdisjoint(COVERED)
+            "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile", "roll"} <= set(COVERED)
+    # unmirrored checks stay in Python
+    assert {"dropout", "rotary_embedding"}.isdisjoint(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -174,7 +174,7 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + (plan.attrs["_bound"],)
     if op.infer_meta == "stack":
         return out + (plan.attrs["axis"],)
-    if TABLE[op_name][1] == "flip":
+    if TABLE[op_name][1] in ("flip", "roll"):
         return out + (list(plan.attrs["axis"]),)
     return out
 
@@ -319,6 +319,9 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "flip": [{"axis": a} for a in ([0], [-1], [0, 1], [1, 0], [0, 0], [2], [], 0, -3)],
              "tile": [{"repeats": r} for r in ([2], [1, 3], [0, 2, 1], 3, [], [-1], (2, 2),
                                                [1] * 17, [2**62, 2**62], [True])],
+             "roll": [{"shifts": s, **a} for s in (1, [2], [1, -1], [], (3,))
+                      for a in ({}, {"axis": None}, {"axis": [0]}, {"axis": [0, -1]},
+                                {"axis": [1, 1]}, {"axis": [2]}, {"axis": 0}, {"axis": []})],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
              "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
                        for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
@@ -331,7 +334,7 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
     if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
-                             "take_along_axis", "flip", "pad", "tile") or op_name == "full_like":
+                             "take_along_axis", "flip", "pad", "tile", "roll") or op_name == "full_like":
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -656,7 +659,7 @@ def test_creation_results_equal_the_python_path(op_name):
         assert got == want, (op_name, kwargs)
 
 
-@pytest.mark.parametrize("op_name", ["pad", "flip", "argmax", "cumsum", "tile"])
+@pytest.mark.parametrize("op_name", ["pad", "flip", "argmax", "cumsum", "tile", "roll"])
 def test_grid_results_equal_the_python_path(op_name):
     """The infer-meta grid's cases on real tensors (every dtype; pad's values into each):
     the same bytes, strides and offset, or the same error, with the fast path and without."""
