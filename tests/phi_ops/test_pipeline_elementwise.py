@@ -94,7 +94,8 @@ def test_families_follow_ops_yaml_fields():
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
             "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
-            "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile", "roll"} <= set(COVERED)
+            "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile",
+            "roll"} <= set(COVERED)
     # unmirrored checks stay in Python
     assert {"dropout", "rotary_embedding"}.isdisjoint(COVERED)
 
@@ -334,7 +335,8 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
     if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
-                             "take_along_axis", "flip", "pad", "tile", "roll") or op_name == "full_like":
+                             "take_along_axis", "flip", "pad", "tile", "roll") or \
+            op_name == "full_like":
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
