@@ -729,7 +729,7 @@ def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True, sorted:
     decomposes into primitives (phi_ops.decompositions.topk)"""
     if not sorted:
         raise _api_args.unsupported('topk', 'sorted', True, sorted)
-    return _call('topk', (x,), {'k': k, 'axis': axis, 'largest': largest})
+    return _op_call(88, x, k, axis, largest)
 
 
 def sort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:

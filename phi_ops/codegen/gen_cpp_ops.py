@@ -72,6 +72,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     roll       the `unary` rule of a shape op with ints shifts and axis (each axis normalized,
                repeats kept; as many shifts as axes, or one without axes); a composite, run
                in C++ with the device's own kernel only
+    topk       the `topk` rule (k, axis, largest: values and int64 indices); infer-meta in
+               C++, the call then on the Python path (two outputs: the pipeline launches
+               one-output kernels)
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path
@@ -149,6 +152,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if category == "shape" and infer_meta == "unary" and inputs == ["x"] and \
             attrs == {"shifts": "ints", "axis": "ints"}:
         return "roll"
+    if infer_meta == "topk" and inputs == ["x"] and attrs == {"k": "int", "axis": "int",
+                                                               "largest": "bool"}:
+        return "topk"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

@@ -197,6 +197,10 @@ bool infer_tile(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& r
 // as many shifts as axes, or one shift without axes (phi_ops/infer_meta.py _check_roll).
 bool infer_roll(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& shifts,
                 const std::vector<int64_t>& axes, std::vector<int64_t>* norm_axes);
+// topk: axis normalized (a 0-d x: k == 1), 0 <= k <= the axis' size; values of x's shape
+// with k along axis (a 0-d x keeps its shape), a dtype the op lists.
+bool infer_topk(const OpSpec& op, const MetaIn& x, int64_t k, int64_t axis, Shape* out,
+                int64_t* norm_axis);
 // eye: n, m >= 0 (m absent: n); (n, m) of a dtype the op lists.
 bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out);
 // linspace: num >= 0, (num,) in float64 (its decomposition's dtype) fits; a dtype it lists.

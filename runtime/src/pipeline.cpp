@@ -284,6 +284,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Linspace: return run_linspace(op, a);
     case Family::Tile: return run_tile(op, a);
     case Family::Roll: return run_roll(op, a);
+    case Family::Topk: return run_topk(op, a);
     default: return nullptr;
   }
 }
@@ -417,6 +418,7 @@ const char* family_name(Family f) {
     case Family::Linspace: return "linspace";
     case Family::Tile: return "tile";
     case Family::Roll: return "roll";
+    case Family::Topk: return "topk";
     default: return "";
   }
 }
@@ -699,6 +701,12 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if (!roll_call(*op, a, in[0], &kernel)) return py::none();
         return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype) +
                py::make_tuple(kernel[1].second.ints);
+      }
+      case Family::Topk: {  // + the normalized axis
+        Shape shape;
+        int64_t axis = 0;
+        if (!topk_call(*op, a, in[0], &shape, &axis)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(axis);
       }
       case Family::Matrix_unary: {
         PyObject* v = a.slot[op->num_inputs];

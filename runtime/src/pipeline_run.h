@@ -78,6 +78,9 @@ bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* sha
 PyObject* run_tile(const OpSpec& op, const BoundArgs& a);
 bool roll_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Attrs* attrs);
 PyObject* run_roll(const OpSpec& op, const BoundArgs& a);
+bool topk_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+               int64_t* norm_axis);
+PyObject* run_topk(const OpSpec& op, const BoundArgs& a);
 PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
 PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);

@@ -85,7 +85,7 @@ def test_families_follow_ops_yaml_fields():
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
-                    "linspace", "tile", "roll", *VIEW_FAMILIES}
+                    "linspace", "tile", "roll", "topk", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -95,7 +95,7 @@ def test_families_follow_ops_yaml_fields():
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
             "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
             "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile",
-            "roll"} <= set(COVERED)
+            "roll", "topk"} <= set(COVERED)
     # unmirrored checks stay in Python
     assert {"dropout", "rotary_embedding"}.isdisjoint(COVERED)
 
@@ -157,7 +157,7 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         out = (tuple(shape), metas[0].dtype, key)
     else:
         out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
-    if op.infer_meta in ("reduce", "arg_reduce", "scan"):
+    if op.infer_meta in ("reduce", "arg_reduce", "scan", "topk"):
         return out + (plan.attrs["axis"],)
     if op.infer_meta == "slice":  # the bounds the view is built from
         return out + tuple(list(plan.attrs[k]) for k in ("axes", "starts", "ends", "strides"))
@@ -323,6 +323,9 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "roll": [{"shifts": s, **a} for s in (1, [2], [1, -1], [], (3,))
                       for a in ({}, {"axis": None}, {"axis": [0]}, {"axis": [0, -1]},
                                 {"axis": [1, 1]}, {"axis": [2]}, {"axis": 0}, {"axis": []})],
+             "topk": [{"k": k, **a} for k in (0, 1, 3, 6, -1, True)
+                      for a in ({}, {"axis": 0}, {"axis": -2}, {"axis": 2}, {"largest": False},
+                                {"largest": 1}, {"axis": None})],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
              "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
                        for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
@@ -335,7 +338,7 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
     if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
-                             "take_along_axis", "flip", "pad", "tile", "roll") or \
+                             "take_along_axis", "flip", "pad", "tile", "roll", "topk") or \
             op_name == "full_like":
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
@@ -396,8 +399,8 @@ def test_results_equal_the_python_path(op_name):
                 before = _fast_count()
                 want = dispatch.call(op_name, inputs, dict(case.attrs))
                 assert _fast_count() == before
-            if isinstance(want, list):  # split: the same views, part by part
-                assert isinstance(got, list) and len(got) == len(want), case.id
+            if isinstance(want, (list, tuple)):  # split's views, topk's (values, indices)
+                assert type(got) is type(want) and len(got) == len(want), case.id
                 assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
             else:
                 assert _same_tensor(got, want, inputs), case.id
