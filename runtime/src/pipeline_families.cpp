@@ -267,6 +267,15 @@ bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* sha
   return true;
 }
 
+PyObject* run_one_input_composite(const OpSpec& op, const Tensor* x, const Shape& shape,
+                                  DType dtype, const Attrs& attrs) {
+  const Tensor* in[] = {x};
+  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
+  Tensor out = Tensor::empty(shape, dtype, x->device(), op.name);
+  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
+  return to_python(std::move(out));
+}
+
 bool roll_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Attrs* attrs) {
   PyObject* given = a.slot[op.num_inputs];
   std::vector<int64_t> axes;
@@ -287,11 +296,7 @@ PyObject* run_roll(const OpSpec& op, const BoundArgs& a) {
   Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
   Attrs attrs;
   if (!x || !roll_call(op, a, {&x->shape, x->dtype}, &attrs)) return nullptr;
-  const Tensor* in[] = {x};
-  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
-  Tensor out = Tensor::empty(x->shape, x->dtype, x->device(), op.name);
-  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
-  return to_python(std::move(out));
+  return run_one_input_composite(op, x, x->shape, x->dtype, attrs);
 }
 
 bool topk_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
@@ -315,11 +320,7 @@ PyObject* run_tile(const OpSpec& op, const BoundArgs& a) {
   Shape shape;
   Attrs attrs;
   if (!x || !tile_call(op, a, {&x->shape, x->dtype}, &shape, &attrs)) return nullptr;
-  const Tensor* in[] = {x};
-  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
-  Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
-  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
-  return to_python(std::move(out));
+  return run_one_input_composite(op, x, shape, x->dtype, attrs);
 }
 
 PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a) {

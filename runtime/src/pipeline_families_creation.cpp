@@ -262,11 +262,7 @@ PyObject* run_like(const OpSpec& op, const BoundArgs& a) {
   DType dtype;
   Attrs attrs;
   if (!x || !like_call(op, a, {&x->shape, x->dtype}, &dtype, &attrs)) return nullptr;
-  const Tensor* in[] = {x};
-  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
-  Tensor out = Tensor::empty(x->shape, dtype, x->device(), op.name);
-  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
-  return to_python(std::move(out));
+  return run_one_input_composite(op, x, x->shape, dtype, attrs);
 }
 
 }  // namespace hwport::pipeline
