@@ -118,7 +118,8 @@ def op_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object
 
 def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     """The slicing, index, arg_reduce, scan and creation ops on tiny float32 tensors (the
-    composites among them, zeros and index_select, still decompose on the Python path)."""
+    composites among them, zeros, index_select, tile, roll, topk, eye and linspace, still
+    decompose on the Python path)."""
     place = "custom:cpu"
     v = np.arange(4, dtype=np.float32)
     x, tx = hwport.to_tensor(v, place=place), torch.from_numpy(v.copy())
@@ -140,6 +141,11 @@ def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], ob
         ("fill", lambda: hwport.fill([4], 1.5), lambda: torch.full((4,), 1.5)),
         ("zeros", lambda: hwport.zeros([4]), lambda: torch.zeros(4)),
         ("arange", lambda: hwport.arange(4), lambda: torch.arange(4)),
+        ("tile", lambda: hwport.tile(x, [2]), lambda: torch.tile(tx, (2,))),
+        ("roll", lambda: hwport.roll(x, 1), lambda: torch.roll(tx, 1)),
+        ("topk", lambda: hwport.topk(x, 2), lambda: torch.topk(tx, 2)),
+        ("eye", lambda: hwport.eye(3), lambda: torch.eye(3)),
+        ("linspace", lambda: hwport.linspace(0.0, 1.0, 4), lambda: torch.linspace(0.0, 1.0, 4)),
     ]
 
 

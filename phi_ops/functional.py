@@ -644,7 +644,7 @@ def tile(x: Any, repeat_times: int | list[int] | None, name: str | None = None) 
     decomposes into primitives (phi_ops.decompositions.tile)"""
     repeats = repeat_times
     try:
-        return _call('tile', (x,), {'repeats': repeats})
+        return _op_call(79, x, repeats)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'repeats': 'repeat_times'}) from exc.__cause__
 
@@ -654,7 +654,7 @@ def roll(x: Any, shifts: int | list[int] | None, axis: int | list[int] | None=No
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.roll)"""
-    return _call('roll', (x,), {'shifts': shifts, 'axis': axis})
+    return _op_call(80, x, shifts, axis)
 
 
 def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: float | None=0.0, name: str | None = None) -> Any:
@@ -729,7 +729,7 @@ def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True, sorted:
     decomposes into primitives (phi_ops.decompositions.topk)"""
     if not sorted:
         raise _api_args.unsupported('topk', 'sorted', True, sorted)
-    return _call('topk', (x,), {'k': k, 'axis': axis, 'largest': largest})
+    return _op_call(88, x, k, axis, largest)
 
 
 def sort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:
@@ -817,7 +817,7 @@ def linspace(start: float | None, stop: float | None, num: int | None, dtype: An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.linspace)"""
-    return _call('linspace', (), {'start': start, 'stop': stop, 'num': num, 'dtype': dtype}, place)
+    return _op_call(99, start, stop, num, dtype, place)
 
 
 def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -828,7 +828,7 @@ def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any='float32'
     n = num_rows
     m = num_columns
     try:
-        return _call('eye', (), {'n': n, 'm': m, 'dtype': dtype}, place)
+        return _op_call(100, n, m, dtype, place)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'n': 'num_rows', 'm': 'num_columns'}) from exc.__cause__
 

@@ -67,6 +67,18 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     creation   the `creation` rule (fill, full, zeros, ones: shape, at most one value, dtype;
                `place=`)
     arange     the `arange` rule (start, end, step, dtype; `place=`)
+    tile       the `tile` rule (repeats >= 0, padded to x's dims); a composite, run in C++
+               with the device's own kernel only (else the Python path decomposes it)
+    roll       the `unary` rule of a shape op with ints shifts and axis (each axis normalized,
+               repeats kept; as many shifts as axes, or one without axes); a composite, run
+               in C++ with the device's own kernel only
+    topk       the `topk` rule (k, axis, largest: values and int64 indices); infer-meta in
+               C++, the call then on the Python path (two outputs: the pipeline launches
+               one-output kernels)
+    eye, linspace
+               their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
+               run in C++ with the device's own kernel only (else the Python path
+               decomposes them)
     flip       the `unary` rule of a shape op with one ints axis (a view: negative strides)
     pad        the `pad` rule (pad pairs, a value of x's dtype)
     linear, embedding
@@ -135,6 +147,19 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta == "arange" and not inputs and attrs == {
             "start": "float", "end": "float", "step": "float", "dtype": "dtype"}:
         return "arange"
+    if infer_meta == "tile" and inputs == ["x"] and attrs == {"repeats": "ints"}:
+        return "tile"
+    if category == "shape" and infer_meta == "unary" and inputs == ["x"] and \
+            attrs == {"shifts": "ints", "axis": "ints"}:
+        return "roll"
+    if infer_meta == "topk" and inputs == ["x"] and attrs == {"k": "int", "axis": "int",
+                                                               "largest": "bool"}:
+        return "topk"
+    if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
+        return "eye"
+    if infer_meta == "linspace" and not inputs and attrs == {
+            "start": "float", "stop": "float", "num": "int", "dtype": "dtype"}:
+        return "linspace"
     return None
 
 

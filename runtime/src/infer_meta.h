@@ -189,6 +189,23 @@ struct ArangePlan {
 bool infer_arange(const OpSpec& op, const Number& start, const Number* end, const Number& step,
                   bool has_dtype, DType dtype, ArangePlan* plan);
 
+// tile: repeats >= 0, left-padded with 1s (and x's shape with 1s) to the longer; the product
+// (*full: the padded repeats).
+bool infer_tile(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& repeats,
+                std::vector<int64_t>* full, Shape* out);
+// roll (the unary rule with ints shifts and axis): each axis normalized (repeats add up),
+// as many shifts as axes, or one shift without axes (phi_ops/infer_meta.py _check_roll).
+bool infer_roll(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& shifts,
+                const std::vector<int64_t>& axes, std::vector<int64_t>* norm_axes);
+// topk: axis normalized (a 0-d x: k == 1), 0 <= k <= the axis' size; values of x's shape
+// with k along axis (a 0-d x keeps its shape), a dtype the op lists.
+bool infer_topk(const OpSpec& op, const MetaIn& x, int64_t k, int64_t axis, Shape* out,
+                int64_t* norm_axis);
+// eye: n, m >= 0 (m absent: n); (n, m) of a dtype the op lists.
+bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out);
+// linspace: num >= 0, (num,) in float64 (its decomposition's dtype) fits; a dtype it lists.
+bool infer_linspace(const OpSpec& op, int64_t num, DType dtype, Shape* out);
+
 // The output dtype by the op's out_dtype rule from the promoted input dtype (false: a rule
 // this slice leaves to Python).
 bool out_dtype(const OpSpec& op, DType common, DType* out);

@@ -1,4 +1,4 @@
-// The creation families (phi_ops/infer_meta.py creation and arange).
+// The creation families (phi_ops/infer_meta.py creation, arange, eye and linspace).
 #include <cmath>
 
 #include "infer_meta.h"
@@ -61,6 +61,19 @@ bool infer_arange(const OpSpec& op, const Number& start, const Number* end, cons
     plan->n = count > 0 ? static_cast<int64_t>(std::ceil(count)) : 0;
   }
   return fits_bytes({plan->n}, plan->out) && op.has_kernel_dtype(plan->out);
+}
+
+bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out) {
+  const int64_t cols = m ? *m : n;
+  if (n < 0 || cols < 0) return false;  // "n and m must be >= 0"
+  *out = {n, cols};
+  return fits_bytes(*out, dtype) && op.has_kernel_dtype(dtype);
+}
+
+bool infer_linspace(const OpSpec& op, int64_t num, DType dtype, Shape* out) {
+  if (num < 0) return false;  // "num must be >= 0"
+  *out = {num};
+  return fits_bytes(*out, DType::Float64) && op.has_kernel_dtype(dtype);
 }
 
 bool infer_like(const OpSpec& op, const MetaIn& x, bool has_dtype, DType dtype, DType* out) {

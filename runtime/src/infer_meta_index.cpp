@@ -41,4 +41,17 @@ bool infer_take_along_axis(const OpSpec& op, const MetaIn& x, const MetaIn& inde
   return op.has_kernel_dtype(x.dtype);
 }
 
+bool infer_topk(const OpSpec& op, const MetaIn& x, int64_t k, int64_t axis, Shape* out,
+                int64_t* norm_axis) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  if (!normalize_axis(axis, ndim, norm_axis)) return false;
+  if (ndim == 0 && k != 1) return false;  // "for a 0-d x, expected k=1"
+  const int64_t dim = ndim ? (*x.shape)[*norm_axis] : 1;
+  if (k < 0 || k > dim) return false;  // "must be in [0, dim]"
+  *out = *x.shape;
+  if (ndim) (*out)[*norm_axis] = k;
+  return fits_bytes(*out, DType::Int64) && fits_bytes(*out, x.dtype) &&
+         op.has_kernel_dtype(x.dtype);
+}
+
 }  // namespace hwport::pipeline

@@ -191,6 +191,32 @@ bool infer_pad(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& pa
   return fits_bytes(*out, x.dtype) && op.has_kernel_dtype(x.dtype);
 }
 
+bool infer_tile(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& repeats,
+                std::vector<int64_t>* full, Shape* out) {
+  for (int64_t r : repeats)
+    if (r < 0) return false;  // "repeats must be >= 0"
+  const size_t n = std::max(repeats.size(), x.shape->size());
+  if (n > 16) return false;  // infer_meta.MAX_NDIM: "at most 16 are supported"
+  full->assign(n - repeats.size(), 1);
+  full->insert(full->end(), repeats.begin(), repeats.end());
+  out->assign(n - x.shape->size(), 1);
+  out->insert(out->end(), x.shape->begin(), x.shape->end());
+  for (size_t i = 0; i < n; ++i)
+    if (__builtin_mul_overflow((*out)[i], (*full)[i], &(*out)[i]))
+      return false;  // beyond any size check_size accepts
+  return fits_bytes(*out, x.dtype) && op.has_kernel_dtype(x.dtype);
+}
+
+bool infer_roll(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& shifts,
+                const std::vector<int64_t>& axes, std::vector<int64_t>* norm_axes) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  norm_axes->resize(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (!normalize_axis(axes[i], ndim, &(*norm_axes)[i])) return false;
+  if (shifts.size() != (axes.empty() ? 1 : axes.size())) return false;  // "the same length"
+  return fits_bytes(*x.shape, x.dtype) && op.has_kernel_dtype(x.dtype);
+}
+
 bool infer_stack(const OpSpec& op, const std::vector<MetaIn>& xs, int64_t axis, Shape* shape,
                  DType* dtype, int64_t* norm_axis) {
   if (xs.empty()) return false;  // "must hold at least one tensor"

@@ -280,6 +280,11 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Stack: return run_stack(op, a);
     case Family::Matrix_unary: return run_matrix_unary(op, a);
     case Family::Like: return run_like(op, a);
+    case Family::Eye: return run_eye(op, a);
+    case Family::Linspace: return run_linspace(op, a);
+    case Family::Tile: return run_tile(op, a);
+    case Family::Roll: return run_roll(op, a);
+    case Family::Topk: return run_topk(op, a);
     default: return nullptr;
   }
 }
@@ -409,6 +414,11 @@ const char* family_name(Family f) {
     case Family::Stack: return "stack";
     case Family::Matrix_unary: return "matrix_unary";
     case Family::Like: return "like";
+    case Family::Eye: return "eye";
+    case Family::Linspace: return "linspace";
+    case Family::Tile: return "tile";
+    case Family::Roll: return "roll";
+    case Family::Topk: return "topk";
     default: return "";
   }
 }
@@ -649,10 +659,15 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if (!ok) return py::none();
         return meta_tuple(p.shape, p.out, in[0].dtype) + py::make_tuple(p.axis);
       }
-      case Family::Creation: {
+      case Family::Creation:
+      case Family::Eye:
+      case Family::Linspace: {
         Shape shape;
         DType dtype;
-        if (!creation_call(*op, a, &shape, &dtype, &kernel)) return py::none();
+        const auto call = op->family == Family::Eye        ? eye_call
+                          : op->family == Family::Linspace ? linspace_call
+                                                           : creation_call;
+        if (!call(*op, a, &shape, &dtype, &kernel)) return py::none();
         return meta_tuple(shape, dtype, dtype);
       }
       case Family::Arange: {  // + the bounds as the kernel takes them
@@ -676,6 +691,22 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         Shape shape;
         if (!pad_call(*op, a, in[0], &shape, &kernel)) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Tile: {  // + the padded repeats
+        Shape shape;
+        if (!tile_call(*op, a, in[0], &shape, &kernel)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(kernel[0].second.ints);
+      }
+      case Family::Roll: {  // + the normalized axes
+        if (!roll_call(*op, a, in[0], &kernel)) return py::none();
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype) +
+               py::make_tuple(kernel[1].second.ints);
+      }
+      case Family::Topk: {  // + the normalized axis
+        Shape shape;
+        int64_t axis = 0;
+        if (!topk_call(*op, a, in[0], &shape, &axis)) return py::none();
+        return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(axis);
       }
       case Family::Matrix_unary: {
         PyObject* v = a.slot[op->num_inputs];

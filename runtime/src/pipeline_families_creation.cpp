@@ -119,12 +119,81 @@ bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
   return true;
 }
 
-PyObject* run_creation(const OpSpec& op, const BoundArgs& a) {
+namespace {
+
+using CreationCall = bool (*)(const OpSpec&, const BoundArgs&, Shape*, DType*, Attrs*);
+
+PyObject* run_planned(CreationCall call, const OpSpec& op, const BoundArgs& a) {
   Shape shape;
   DType dtype;
   Attrs attrs;
-  if (!creation_call(op, a, &shape, &dtype, &attrs)) return nullptr;
+  if (!call(op, a, &shape, &dtype, &attrs)) return nullptr;
   return launch_creation(op, shape, dtype, place_of_call(op, a), std::move(attrs));
+}
+
+void add_dtype_name(DType dtype, Attrs* attrs) {
+  AttrValue name;
+  name.type = HWP_ATTR_STRING;
+  name.s = dtype_name(dtype);
+  attrs->emplace_back("dtype", std::move(name));
+}
+
+}  // namespace
+
+PyObject* run_creation(const OpSpec& op, const BoundArgs& a) {
+  return run_planned(creation_call, op, a);
+}
+
+// eye(n, m=None, dtype): the attributes as eye's plan has them (m resolved).
+bool eye_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs) {
+  int64_t n = 0, m = 0;
+  PyObject* vn = a.slot[op.num_inputs];
+  PyObject* vm = a.slot[op.num_inputs + 1];
+  const bool has_m = vm && vm != Py_None;
+  bool inferred = false;
+  if (!vn || !plain_int(vn, &n) || (has_m && !plain_int(vm, &m)) ||
+      !dtype_attr(op.attrs[2], a.slot[op.num_inputs + 2], op, out, &inferred) || inferred ||
+      !infer_eye(op, n, has_m ? &m : nullptr, *out, shape))
+    return false;
+  attrs->emplace_back("n", AttrValue::of_int(n));
+  attrs->emplace_back("m", AttrValue::of_int((*shape)[1]));
+  add_dtype_name(*out, attrs);
+  return true;
+}
+
+PyObject* run_eye(const OpSpec& op, const BoundArgs& a) { return run_planned(eye_call, op, a); }
+
+// linspace(start, stop, num, dtype): start and stop plain numbers (bools as Python keeps them:
+// bools), num a plain int.
+bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
+                   Attrs* attrs) {
+  Number bound[2];
+  for (int k = 0; k < 2; ++k) {
+    PyObject* v = a.slot[op.num_inputs + k];
+    bool none = false;
+    if (!v) return false;  // required
+    if (PyBool_Check(v)) {
+      bound[k].i = v == Py_True;
+    } else if (!number_attr(op.attrs[k], v, &bound[k], &none) || none) {
+      return false;
+    }
+  }
+  int64_t num = 0;
+  PyObject* vnum = a.slot[op.num_inputs + 2];
+  bool inferred = false;
+  if (!vnum || !plain_int(vnum, &num) ||
+      !dtype_attr(op.attrs[3], a.slot[op.num_inputs + 3], op, out, &inferred) || inferred ||
+      !infer_linspace(op, num, *out, shape))
+    return false;
+  attrs->emplace_back("start", number_value(bound[0]));
+  attrs->emplace_back("stop", number_value(bound[1]));
+  attrs->emplace_back("num", AttrValue::of_int(num));
+  add_dtype_name(*out, attrs);
+  return true;
+}
+
+PyObject* run_linspace(const OpSpec& op, const BoundArgs& a) {
+  return run_planned(linspace_call, op, a);
 }
 
 // arange(start=0, end=None, step=1, dtype=None)
@@ -193,11 +262,7 @@ PyObject* run_like(const OpSpec& op, const BoundArgs& a) {
   DType dtype;
   Attrs attrs;
   if (!x || !like_call(op, a, {&x->shape, x->dtype}, &dtype, &attrs)) return nullptr;
-  const Tensor* in[] = {x};
-  if (!fused_kernel_fits(op, x->device(), x->dtype, in, 1)) return nullptr;
-  Tensor out = Tensor::empty(x->shape, dtype, x->device(), op.name);
-  launch(op, x->dtype, x->device(), in, 1, &out, attrs);
-  return to_python(std::move(out));
+  return run_one_input_composite(op, x, x->shape, dtype, attrs);
 }
 
 }  // namespace hwport::pipeline

@@ -27,6 +27,10 @@ Tensor contiguous_view(const Tensor& t, const Shape& shape);
 // (phi_ops/dispatch.py _fused_kernel_fits); a primitive always runs.
 bool fused_kernel_fits(const OpSpec& op, Device* device, DType key, const Tensor* const* in,
                        int n);
+// A composite of one input x keyed by x's dtype: its native kernel into a fresh output of
+// (shape, dtype) where fused_kernel_fits, else nullptr (the Python path decomposes it).
+PyObject* run_one_input_composite(const OpSpec& op, const Tensor* x, const Shape& shape,
+                                  DType dtype, const Attrs& attrs);
 // Every value of `index` in [0, bound), checked on the device (pipeline_families_index.cpp).
 bool index_in_bounds(const Tensor& index, int64_t bound);
 // An optional int attribute at `slot` (absent or None: *has = false); false where it is not a
@@ -52,6 +56,15 @@ bool pad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shap
 PyObject* run_pad(const OpSpec& op, const BoundArgs& a);
 PyObject* run_stack(const OpSpec& op, const BoundArgs& a);
 PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a);
+// tile, roll, topk: their plans and kernel attributes (false: Python's), their runs
+bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+               Attrs* attrs);
+PyObject* run_tile(const OpSpec& op, const BoundArgs& a);
+bool roll_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Attrs* attrs);
+PyObject* run_roll(const OpSpec& op, const BoundArgs& a);
+bool topk_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
+               int64_t* norm_axis);
+PyObject* run_topk(const OpSpec& op, const BoundArgs& a);
 // pipeline_families_slicing.cpp
 PyObject* run_slice(const OpSpec& op, const BoundArgs& a);
 PyObject* run_split(const OpSpec& op, const BoundArgs& a);
@@ -70,6 +83,11 @@ bool creation_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
 bool arange_call(const OpSpec& op, const BoundArgs& a, ArangePlan* plan, Attrs* attrs);
 PyObject* run_creation(const OpSpec& op, const BoundArgs& a);
 PyObject* run_arange(const OpSpec& op, const BoundArgs& a);
+bool eye_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs);
+bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
+                   Attrs* attrs);
+PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
+PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
 PyObject* run_like(const OpSpec& op, const BoundArgs& a);
 

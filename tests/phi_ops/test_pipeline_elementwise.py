@@ -84,8 +84,8 @@ def test_families_follow_ops_yaml_fields():
     fams = {TABLE[n][1] for n in COVERED}
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
-                    "pad", "linear", "embedding", "stack", "matrix_unary", "like",
-                    *VIEW_FAMILIES}
+                    "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
+                    "linspace", "tile", "roll", "topk", *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -94,9 +94,10 @@ def test_families_follow_ops_yaml_fields():
             "squeeze", "unsqueeze", "expand", "slice", "split", "argmax", "argmin", "cumsum",
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
             "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
-            "full_like", "zeros_like", "ones_like"} <= set(COVERED)
-    # list attributes (roll's shifts) and unmirrored checks stay in Python
-    assert {"roll", "dropout", "rotary_embedding", "tile"}.isdisjoint(COVERED)
+            "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile",
+            "roll", "topk"} <= set(COVERED)
+    # unmirrored checks stay in Python
+    assert {"dropout", "rotary_embedding"}.isdisjoint(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -148,7 +149,7 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
             key_meta = metas[k][0] if isinstance(metas[k], list) else metas[k]
             key = plan.casts.get(k, key_meta.dtype)
         dispatch._check_dtype(op, key, metas, k)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, _core.OutOfMemoryError):
         return None
     if not plan.outputs:  # split of a zero-size dim into no parts
         shape = list(metas[0].shape)
@@ -156,7 +157,7 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         out = (tuple(shape), metas[0].dtype, key)
     else:
         out = (tuple(plan.outputs[0].shape), plan.outputs[0].dtype, key)
-    if op.infer_meta in ("reduce", "arg_reduce", "scan"):
+    if op.infer_meta in ("reduce", "arg_reduce", "scan", "topk"):
         return out + (plan.attrs["axis"],)
     if op.infer_meta == "slice":  # the bounds the view is built from
         return out + tuple(list(plan.attrs[k]) for k in ("axes", "starts", "ends", "strides"))
@@ -168,11 +169,13 @@ def python_plan(op_name: str, metas: list[Meta], attrs: dict) -> tuple | None:
         return out + (plan.attrs["start"], plan.attrs["end"], plan.attrs["step"])
     if op.infer_meta == "pad":
         return out + (list(plan.attrs["pad"]),)
+    if op.infer_meta == "tile":
+        return out + (list(plan.attrs["repeats"]),)
     if op.infer_meta == "embedding":
         return out + (plan.attrs["_bound"],)
     if op.infer_meta == "stack":
         return out + (plan.attrs["axis"],)
-    if TABLE[op_name][1] == "flip":
+    if TABLE[op_name][1] in ("flip", "roll"):
         return out + (list(plan.attrs["axis"]),)
     return out
 
@@ -202,8 +205,12 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     """The forms the C++ rules leave to Python on purpose: a reduction of a 0-d x (returned
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
-    decomposition keeps their precision); arange with a bool bound."""
+    decomposition keeps their precision); arange with a bool bound; linspace with an int bound
+    beyond int64."""
     op = OPS[op_name]
+    if op.infer_meta == "linspace":
+        return any(isinstance(attrs.get(k), int) and not -2**63 <= attrs[k] < 2**63
+                   for k in ("start", "stop"))
     if op.infer_meta == "arange":  # a bool bound (an int to numpy, not to the count)
         return any(isinstance(attrs.get(k), bool) for k in ("start", "end", "step"))
     if op.infer_meta == "matmul":
@@ -242,6 +249,19 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
             for b in bounds:
                 for d in dtypes:
                     out.append(([], dict(zip(("start", "end", "step"), b, strict=False), **d)))
+            return out
+        if op.infer_meta == "eye":  # sizes of every kind; m absent, None or given
+            for n_, m_ in itertools.product((0, 3, -1, True, 2.0, 2**62, None),
+                                            ("absent", None, 0, 4, -2, 2**62, 1.5)):
+                for d in dtypes:
+                    out.append(([], {"n": n_, **({} if m_ == "absent" else {"m": m_}), **d}))
+            return out
+        if op.infer_meta == "linspace":  # bounds of every kind; num fitting or not
+            for b, num in itertools.product(((0, 1), (1.5, -3), (True, 2), (float("inf"), 0),
+                                             (0, float("nan")), (None, 1), (2**70, 1)),
+                                            (0, 1, 5, -1, True, 2.0, 2**58, 2**62)):
+                for d in dtypes:
+                    out.append(([], {"start": b[0], "stop": b[1], "num": num, **d}))
             return out
         values = [1, -3, 2.5, True, 300, 2**40, float("nan"), float("-inf")]
         value = next((a.name for a in op.attrs if a.type == "float"), None)
@@ -298,6 +318,14 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "gather": [{"axis": a} for a in (0, 1, -1, 2, -3)],
              "take_along_axis": [{"axis": a} for a in (0, 1, -1, 2, -3)],
              "flip": [{"axis": a} for a in ([0], [-1], [0, 1], [1, 0], [0, 0], [2], [], 0, -3)],
+             "tile": [{"repeats": r} for r in ([2], [1, 3], [0, 2, 1], 3, [], [-1], (2, 2),
+                                               [1] * 17, [2**62, 2**62], [True])],
+             "roll": [{"shifts": s, **a} for s in (1, [2], [1, -1], [], (3,))
+                      for a in ({}, {"axis": None}, {"axis": [0]}, {"axis": [0, -1]},
+                                {"axis": [1, 1]}, {"axis": [2]}, {"axis": 0}, {"axis": []})],
+             "topk": [{"k": k, **a} for k in (0, 1, 3, 6, -1, True)
+                      for a in ({}, {"axis": 0}, {"axis": -2}, {"axis": 2}, {"largest": False},
+                                {"largest": 1}, {"axis": None})],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
              "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
                        for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
@@ -310,7 +338,8 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
     if op.infer_meta == "unary" and "axis" in op.attr_map:
         attr_sets += [{"axis": a} for a in (0, 1, -1, -2, 2, -3)]
     if TABLE[op_name][1] in ("reshape", "unsqueeze", "expand", "slice", "split",
-                             "take_along_axis", "flip", "pad") or op_name == "full_like":
+                             "take_along_axis", "flip", "pad", "tile", "roll", "topk") or \
+            op_name == "full_like":
         attr_sets = attr_sets[1:]  # shape / axis is required
     if OPS[op_name].infer_meta == "reduce":
         attr_sets += [{"axis": a, "keepdim": k} for a in (0, -1, [1, 0], [0, 0], 2, -3, (1,))
@@ -370,8 +399,8 @@ def test_results_equal_the_python_path(op_name):
                 before = _fast_count()
                 want = dispatch.call(op_name, inputs, dict(case.attrs))
                 assert _fast_count() == before
-            if isinstance(want, list):  # split: the same views, part by part
-                assert isinstance(got, list) and len(got) == len(want), case.id
+            if isinstance(want, (list, tuple)):  # split's views, topk's (values, indices)
+                assert type(got) is type(want) and len(got) == len(want), case.id
                 assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
             else:
                 assert _same_tensor(got, want, inputs), case.id
@@ -617,21 +646,25 @@ def test_slices_and_splits_of_views_keep_the_python_paths_layout():
                 np.testing.assert_array_equal(g.numpy(), w.numpy())
 
 
-@pytest.mark.parametrize("op_name", ["fill", "arange"])
+@pytest.mark.parametrize("op_name", ["fill", "arange", "eye", "linspace"])
 def test_creation_results_equal_the_python_path(op_name):
     """Every creation case of the infer-meta grid (values into every dtype: fitting, saturating
-    casts, NaN, inf; bounds of every kind), called through the public function with and
-    without place=: the same bytes, or the same error."""
+    casts, NaN, inf; bounds of every kind), called through the public function (Paddle's
+    names: eye's num_rows) with and without place=: the same bytes, or the same error."""
     for i, (_, attrs) in enumerate(_meta_cases(op_name)):
-        kwargs = dict(attrs, **({"place": PLACE} if i % 2 else {}))
+        if any(isinstance(v, int) and abs(v) >= 2**58 for v in attrs.values()) and \
+                op_name in ("eye", "linspace"):
+            continue  # sizes beyond memory: the infer-meta grid checks them
+        args, kwargs = public_call(OPS[op_name], [], dict(attrs))
+        kwargs = dict(kwargs, **({"place": PLACE} if i % 2 else {}))
         fn = getattr(functional, op_name)
-        got = _outcome(lambda: fn(**kwargs))  # noqa: B023
+        got = _outcome(lambda: fn(*args, **kwargs))  # noqa: B023
         with python_path():
-            want = _outcome(lambda: fn(**kwargs))  # noqa: B023
+            want = _outcome(lambda: fn(*args, **kwargs))  # noqa: B023
         assert got == want, (op_name, kwargs)
 
 
-@pytest.mark.parametrize("op_name", ["pad", "flip", "argmax", "cumsum"])
+@pytest.mark.parametrize("op_name", ["pad", "flip", "argmax", "cumsum", "tile", "roll"])
 def test_grid_results_equal_the_python_path(op_name):
     """The infer-meta grid's cases on real tensors (every dtype; pad's values into each):
     the same bytes, strides and offset, or the same error, with the fast path and without."""
@@ -642,7 +675,8 @@ def test_grid_results_equal_the_python_path(op_name):
         fn = getattr(functional, op_name)
 
         def run(x=x, attrs=attrs, fn=fn):
-            out = fn(x, **attrs)
+            args, kwargs = public_call(OPS[op_name], [x], dict(attrs))  # tile's repeat_times
+            out = fn(*args, **kwargs)
             return (tuple(out.strides), out._offset, out._shares_storage(x)), out
 
         got = _outcome(lambda: run()[1])
