@@ -168,6 +168,18 @@ void cast_all(std::vector<const Tensor*>* xs, DType dtype, std::vector<Tensor>* 
   }
 }
 
+// Casts xs to `dtype` and runs the op's kernel with its normalized `axis` (concat, stack).
+PyObject* launch_along_axis(const OpSpec& op, std::vector<const Tensor*>* xs, const Shape& shape,
+                            DType dtype, Device* device, int64_t norm_axis) {
+  std::vector<Tensor> casted;
+  cast_all(xs, dtype, &casted);
+  Tensor out = Tensor::empty(shape, dtype, device, op.name);
+  Attrs attrs;
+  attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
+  launch(op, dtype, device, xs->data(), static_cast<int>(xs->size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
 }  // namespace
 
 PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
@@ -183,13 +195,7 @@ PyObject* run_concat(const OpSpec& op, const BoundArgs& a) {
   int64_t norm_axis;
   if (!infer_concat(op, metas, axis, &shape, &dtype, &norm_axis)) return nullptr;
   Device* device = xs[0]->device();
-  std::vector<Tensor> casted;
-  cast_all(&xs, dtype, &casted);
-  Tensor out = Tensor::empty(shape, dtype, device, op.name);
-  Attrs attrs;
-  attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
-  launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
-  return to_python(std::move(out));
+  return launch_along_axis(op, &xs, shape, dtype, device, norm_axis);
 }
 
 // pad(x, pad, value=0.0): the value as promotion.scalar_for_dtype gives it (x's dtype), pad
@@ -244,16 +250,10 @@ PyObject* run_stack(const OpSpec& op, const BoundArgs& a) {
   Device* device = xs[0]->device();
   if (!fused_kernel_fits(op, device, dtype, xs.data(), static_cast<int>(xs.size())))
     return nullptr;
-  std::vector<Tensor> casted;
-  cast_all(&xs, dtype, &casted);
-  Tensor out = Tensor::empty(shape, dtype, device, op.name);
-  Attrs attrs;
-  attrs.emplace_back("axis", AttrValue::of_int(norm_axis));
-  launch(op, dtype, device, xs.data(), static_cast<int>(xs.size()), &out, attrs);
-  return to_python(std::move(out));
+  return launch_along_axis(op, &xs, shape, dtype, device, norm_axis);
 }
 
-// tril / triu(x, diagonal=0): a composite; with the device's own kernel, else the Python path.
+// tile(x, repeat_times): repeats left-padded to x's rank and x's shape to theirs.
 bool tile_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* shape,
                Attrs* attrs) {
   PyObject* given = a.slot[op.num_inputs];
@@ -323,6 +323,7 @@ PyObject* run_tile(const OpSpec& op, const BoundArgs& a) {
   return run_one_input_composite(op, x, shape, x->dtype, attrs);
 }
 
+// tril / triu(x, diagonal=0): a composite; with the device's own kernel, else the Python path.
 PyObject* run_matrix_unary(const OpSpec& op, const BoundArgs& a) {
   Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
   int64_t diagonal = op.attrs[0].default_value.i;
