@@ -273,8 +273,12 @@ def _kernel_attr(v: Any) -> Any:
 
 # ---- dispatch ---------------------------------------------------------------------------
 
-def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = None) -> Any:
-    """Runs op `name` on `args` (tensor inputs in ops.yaml order) with `attrs`."""
+def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = None,
+         selecting: _core.OpCall | None = None) -> Any:
+    """Runs op `name` on `args` (tensor inputs in ops.yaml order) with `attrs`.
+
+    `selecting`: the C++ pipeline has run the call through the layers already (its OpCall):
+    only kernel selection is left, which records its path there."""
     op = _OPS[name]
     attrs = _attrs(op, attrs)
     inputs = _inputs(op, args, place)
@@ -297,6 +301,8 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     if "ignore_index" in plan.attrs:
         _check_labels(op, inputs[1], plan.attrs["ignore_index"], metas[0].shape[-1])
     try:
+        if selecting is not None:
+            return _select(op, inputs, plan, key_dtype, target, selecting)
         if _core.layers_active():  # the pipeline's layers (hwport.profiler, ...) on this thread
             return _layered(op, inputs, plan, key_dtype, target, attrs)
         if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
@@ -305,7 +311,7 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     except (TypeError, ValueError, IndexError, MemoryError) as exc:
         # infer-meta validates fully; should an inner op of a decomposition still refuse, or
         # the device lack the memory, the error names the public call.
-        renamed = _for_the_call(op, plan, exc)
+        renamed = _for_the_call(op, plan.attrs, exc)
         if renamed is None:
             raise
         try:
@@ -321,14 +327,40 @@ def _layered(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str, target: A
     """The call through this thread's active layers (runtime/src/layers.h, outermost first),
     then kernel selection, which records the path it took in the OpCall."""
     def select(c: _core.OpCall) -> Any:
-        ins = list(c.inputs)
-        if not op.is_primitive and not _fused_kernel_fits(op, ins, key_dtype, target):
-            c.path = "decomposition"
-            return _decompose(op, ins, plan, target)
-        c.path = "native" if _core.has_kernel(op.name, target, key_dtype) else "fallback"
-        return _launch(op, ins, plan, key_dtype, target)
+        return _select(op, list(c.inputs), plan, key_dtype, target, c)
 
     return _core.run_layers(_core.OpCall(op.name, inputs, attrs, target, key_dtype), select)
+
+
+def _select(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str, target: Any,
+            c: _core.OpCall) -> Any:
+    """Kernel selection after the layers; records the path it took in the OpCall."""
+    if not op.is_primitive and not _fused_kernel_fits(op, inputs, key_dtype, target):
+        c.path = "decomposition"
+        return _decompose(op, inputs, plan, target)
+    c.path = "native" if _core.has_kernel(op.name, target, key_dtype) else "fallback"
+    return _launch(op, inputs, plan, key_dtype, target)
+
+
+def layer_inputs(name: str, args: Sequence[Any]) -> list[Any]:
+    """A call's inputs as the layers see them, Python scalars as their 0-d tensors: for the
+    C++ pipeline's OpCall of a call with a scalar operand."""
+    return _inputs(_OPS[name], args, None)
+
+
+def layer_error(name: str, exc: BaseException, given: dict[str, Any]) -> BaseException | None:
+    """An error raised in the C++ pipeline's layers or kernel selection as `call` raises it
+    (prefixed with the public op's name); None: leave it as it is."""
+    if not isinstance(exc, (TypeError, ValueError, IndexError, MemoryError)):
+        return None
+    op = _OPS[name]
+    return _for_the_call(op, _attrs(op, given), exc)
+
+
+def layer_attrs(name: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The attributes of a call as the layers see them (every one, defaults filled, normalized
+    as `call` does): for the C++ pipeline's OpCall, when a layer first reads them."""
+    return _attrs(_OPS[name], given)
 
 
 def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any) -> bool:
@@ -383,13 +415,14 @@ def _check_dtype(op: OpDef, dtype: str, metas: list[Any], key_index: int | None)
                     f"supported: {', '.join(op.dtypes)}")
 
 
-def _for_the_call(op: OpDef, plan: Plan, exc: BaseException) -> BaseException | None:
+def _for_the_call(op: OpDef, attrs: dict[str, Any],
+                  exc: BaseException) -> BaseException | None:
     """An error raised while running `op` (by an inner op of its decomposition, or the device
     out of memory) as the user's call: prefixed with the public op's name, the call's
     arguments named. None: it already names the op (and, for MemoryError, the arguments)."""
     msg = str(exc)
     named = msg.startswith(f"{op.name}:")
-    given = infer_meta.shape_args(op, plan.attrs)
+    given = infer_meta.shape_args(op, attrs)
     if named and (not isinstance(exc, MemoryError) or not given or "was called with" in msg):
         return None
     called = f" ({op.name} was called with {given})" if given else ""

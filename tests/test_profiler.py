@@ -1,14 +1,13 @@
 """hwport.profiler: the op calls it records (names, counts, shapes, dtypes, paths, nesting of
-decompositions) against an independent record of the dispatcher's calls (sys.setprofile on
-phi_ops.dispatch.call), the Chrome trace (valid JSON, complete events that nest), the summary
-(sorted by total time, totals recomputed from the events), user ranges, steps, threads, and a
-clean layer mask after exceptions."""
+decompositions) against an independent record of the pipeline's calls (the op names its C++
+entry logs, _core._pipeline_call_log), the Chrome trace (valid JSON, complete events that
+nest), the summary (sorted by total time, totals recomputed from the events), user ranges,
+steps, threads, and a clean layer mask after exceptions."""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 from collections import Counter
 
@@ -16,7 +15,6 @@ import numpy as np
 import pytest
 
 import hwport
-from hwport.phi_ops import dispatch
 from hwport.phi_ops.schema import load_ops
 from hwport.profiler import Profiler, RecordEvent, SortedKeys
 from hwport.runtime import _core
@@ -31,21 +29,18 @@ def _t(a, dtype=np.float32):
 
 
 class DispatchCalls:
-    """The oracle: the op names phi_ops.dispatch.call is entered with, in order."""
+    """The oracle: the op names the pipeline's entry (runtime/src/pipeline.cpp call_op, which
+    every op function, operator and C++ formula's sub-op enters) saw, in order."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
 
-    def _hook(self, frame, event, arg):
-        if event == "call" and frame.f_code is dispatch.call.__code__:
-            self.names.append(frame.f_locals["name"])
-
     def __enter__(self):
-        sys.setprofile(self._hook)
+        _core._pipeline_call_log(True)
         return self
 
     def __exit__(self, *exc):
-        sys.setprofile(None)
+        self.names = list(_core._pipeline_call_log(False))
 
 
 def _ops(prof):

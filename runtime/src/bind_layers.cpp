@@ -54,7 +54,7 @@ void bind_layers(py::module_& m) {
              auto c = std::make_shared<OpCall>();
              c->op = std::move(op);
              c->inputs = std::move(inputs);
-             c->attrs = std::move(attrs);
+             c->set_attrs(std::move(attrs));
              c->place = std::move(place);
              c->dtype = std::move(dtype);
              return c;
@@ -62,7 +62,8 @@ void bind_layers(py::module_& m) {
            py::arg("dtype"))
       .def_readwrite("op", &OpCall::op)
       .def_readwrite("inputs", &OpCall::inputs)
-      .def_readwrite("attrs", &OpCall::attrs)
+      .def_property("attrs", [](OpCall& c) { return c.attrs(); },
+                    [](OpCall& c, py::dict attrs) { c.set_attrs(std::move(attrs)); })
       .def_readwrite("place", &OpCall::place)
       .def_readwrite("dtype", &OpCall::dtype)
       .def_readwrite("path", &OpCall::path)
@@ -130,7 +131,7 @@ void bind_layers(py::module_& m) {
     for (layers::Bit b : layers::kOrder) out.append(layers::name_of(b));
     return out;
   }, "The layers' names, outermost first.");
-  m.def("run_layers", &layers::run, py::arg("call"), py::arg("inner"),
+  m.def("run_layers", &layers::run_py, py::arg("call"), py::arg("inner"),
         "Runs `call` through this thread's active layers, then inner(call).");
   m.add_object("layers_active",
                py::reinterpret_steal<py::object>(

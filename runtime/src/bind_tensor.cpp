@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "bindings.h"
+#include "decomp_formulas.h"
 #include "layers.h"
 #include "dlpack.h"
 #include "errors.h"
@@ -31,10 +32,14 @@ py::object binary_py(int op, const Tensor& self, py::handle other, bool reflecte
                        PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr());
   if (operand && layers::any_active()) {  // a layer (the profiler, later autograd) sees the call
     py::object me = py::cast(self);
-    py::object them = py::reinterpret_borrow<py::object>(other);
-    return py::module_::import("hwport.phi_ops.dispatch")
-        .attr("call")(op_name(op), reflected ? py::make_tuple(them, me) : py::make_tuple(me, them),
-                      py::dict());
+    const pipeline::OpSpec* spec = pipeline::op_spec(op_name(op).c_str());
+    pipeline::BoundArgs a;
+    a.count = spec->num_inputs + spec->num_attrs;
+    a.slot[reflected ? 1 : 0] = me.ptr();
+    a.slot[reflected ? 0 : 1] = other.ptr();
+    PyObject* out = pipeline::call_op_entry(*spec, a);
+    if (!out) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(out);
   }
   if (py::isinstance<Tensor>(other)) {
     const Tensor& o = other.cast<const Tensor&>();

@@ -79,11 +79,27 @@ py::object Next::operator()(const std::shared_ptr<OpCall>& call) const {
     }
     return layer->on_call(call, Next(i + 1, inner_));
   }
-  return inner_(call);
+  return (*inner_)(call);
 }
 
-py::object run(const std::shared_ptr<OpCall>& call, py::object inner) {
-  return Next(0, std::move(inner))(call);
+py::object run(const std::shared_ptr<OpCall>& call, const Inner& inner) {
+  return Next(0, &inner)(call);
+}
+
+py::object run_py(const std::shared_ptr<OpCall>& call, py::object inner) {
+  const Inner wrapped = [&inner](const std::shared_ptr<OpCall>& c) { return inner(c); };
+  return run(call, wrapped);
+}
+
+py::dict& OpCall::attrs() {
+  if (!attrs_normalized) {
+    // The Python rules (phi_ops/dispatch.py layer_attrs): the same dict the Python path's
+    // layers see. Only a layer that reads attrs pays for it.
+    py::object normalize = py::module_::import("hwport.phi_ops.dispatch").attr("layer_attrs");
+    attrs_given = normalize(op, attrs_given);
+    attrs_normalized = true;
+  }
+  return attrs_given;
 }
 
 }  // namespace hwport::layers

@@ -9,13 +9,14 @@
 // each active, registered layer in order sees the call and continues it (Next), changes it, or
 // replaces it; after the last one, the pipeline's own kernel selection runs.
 //
-// Everything here runs with the GIL held (the pipeline's entry is Python today).
+// Everything here runs with the GIL held.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,16 +52,29 @@ Bit slot_of(const std::string& name);
 // selection. A layer may replace inputs with tensors of the same shapes and dtypes (the plan is
 // already made); one that needs other metas calls the op again instead. Kernel selection fills
 // `path`: "native" (the device's kernel), "decomposition" or "fallback" (the counted CPU one).
+//
+// The C++ pipeline (pipeline_layered.cpp) makes the call after its C++ infer-meta: `inputs` are
+// then the arguments as given, a Python scalar as the 0-d tensor the Python path makes of it,
+// and `attrs` the given attributes, normalized by the Python rules only when a layer first
+// reads them (attrs_normalized false until then; attrs() does it).
 struct OpCall {
   std::string op;
   py::list inputs;
-  py::dict attrs;
+  py::dict attrs_given;
+  bool attrs_normalized = true;
   py::object place;
   std::string dtype;
   std::string path;
   // Given by the pipeline as the profiler layer takes the call (0 before): the launches the
   // call makes carry it to plugins that time device work (device_profiler.h).
   uint64_t correlation_id = 0;
+
+  // The attributes as phi_ops/dispatch.py normalizes them (every attribute, defaults filled).
+  py::dict& attrs();
+  void set_attrs(py::dict attrs) {
+    attrs_given = std::move(attrs);
+    attrs_normalized = true;
+  }
 };
 
 class Next;
@@ -73,16 +87,19 @@ class Layer {
   virtual py::object on_call(const std::shared_ptr<OpCall>& call, const Next& next) = 0;
 };
 
-// The rest of the pipeline after one layer: the inner active layers, then `inner` (kernel
-// selection, a Python callable taking the OpCall).
+// Kernel selection, after the last layer: the C++ pipeline's own, or a Python callable taking
+// the OpCall (the Python path's).
+using Inner = std::function<py::object(const std::shared_ptr<OpCall>&)>;
+
+// The rest of the pipeline after one layer: the inner active layers, then `inner`.
 class Next {
  public:
-  Next(int from, py::object inner) : from_(from), inner_(std::move(inner)) {}
+  Next(int from, const Inner* inner) : from_(from), inner_(inner) {}
   py::object operator()(const std::shared_ptr<OpCall>& call) const;
 
  private:
   int from_;
-  py::object inner_;
+  const Inner* inner_;  // owned by run(), which outlives every Next of the call
 };
 
 // Registers `layer` in `slot` (replacing the one there; nullptr unregisters).
@@ -109,6 +126,7 @@ class Suspend {
 };
 
 // Runs `call` through this thread's active layers, outermost first, then `inner`.
-py::object run(const std::shared_ptr<OpCall>& call, py::object inner);
+py::object run(const std::shared_ptr<OpCall>& call, const Inner& inner);
+py::object run_py(const std::shared_ptr<OpCall>& call, py::object inner);
 
 }  // namespace hwport::layers

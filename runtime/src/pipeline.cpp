@@ -19,14 +19,18 @@
 
 namespace hwport::pipeline {
 
-namespace {
-
-}  // namespace
+thread_local SelectionProbe* g_probe = nullptr;
 
 PyObject* to_python(Tensor&& t) { return pybind11::cast(std::move(t)).release().ptr(); }
 
 void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
             Tensor* out, const Attrs& attrs) {
+  if (SelectionProbe* p = probe_for(op)) {
+    p->launched = true;
+    p->key = key;
+    p->device = device;
+    if (p->dry) return;
+  }
   if (out->numel() == 0) return;
   Tensor* outs[] = {out};
   run_kernel(registry_id(op), key, device, in, n, outs, 1, attrs);
@@ -67,8 +71,21 @@ bool default_hooks() {
   return true;
 }
 
+}  // namespace
+
+PyObject* select_formula(const OpSpec& op, PyObject* const* in, const BoundArgs& a, DType key,
+                         Device* device) {
+  if (SelectionProbe* p = probe_for(op)) {
+    p->formula = true;
+    p->key = key;
+    p->device = device;
+    if (p->dry) Py_RETURN_NONE;
+  }
+  return run_formula(op, in, a);
+}
+
 // The Python path with the arguments as given: phi_ops.dispatch.call(name, inputs, attrs).
-PyObject* python_path(const OpSpec& op, const BoundArgs& a) {
+PyObject* python_path(const OpSpec& op, const BoundArgs& a, PyObject* selecting) {
   ++g_python_calls;
   if (!g_dispatch_dict) {
     PyErr_SetString(PyExc_RuntimeError,
@@ -98,13 +115,17 @@ PyObject* python_path(const OpSpec& op, const BoundArgs& a) {
       ok = PyDict_SetItemString(attrs, op.attrs[k].name, v) == 0;
   // an op without inputs: its `place` (dispatch.call's fourth argument) when given
   PyObject* place = op.num_inputs == 0 ? a.slot[op.num_attrs] : nullptr;
+  if (selecting && !place) place = Py_None;
   PyObject* out =
-      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, place, nullptr)
+      ok ? PyObject_CallFunctionObjArgs(call, op_name_str(op), inputs, attrs, place, selecting,
+                                        nullptr)
          : nullptr;
   Py_DECREF(inputs);
   Py_DECREF(attrs);
   return out;
 }
+
+namespace {
 
 // The fast paths: nullptr = take the Python path (never with a Python error set).
 PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
@@ -120,11 +141,11 @@ PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
   if (!op.primitive && !native_kernel(op, device, plan.compute)) {
     // Kernel selection's second choice: the C++ formula, on the input the Python path would
     // hand the decomposition (integers of a float-only op in float32: _promote_unsupported).
-    if (!plan.cast[0]) return run_formula(op, &a.slot[0], a);
+    if (!plan.cast[0]) return select_formula(op, &a.slot[0], a, plan.compute, device);
     pybind11::object promoted = pybind11::reinterpret_steal<pybind11::object>(
         to_python(cast(*x, plan.compute)));
     PyObject* in0 = promoted.ptr();
-    return run_formula(op, &in0, a);
+    return select_formula(op, &in0, a, plan.compute, device);
   }
   Tensor casted;
   const Tensor* in = x;
@@ -166,7 +187,8 @@ PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
   if (!op.primitive) {
     // A composite's kernel runs only where every floating input already has the key dtype
     // (phi_ops/dispatch.py _fused_kernel_fits); else its decomposition keeps their precision.
-    if (!native_kernel(op, device, plan.compute)) return run_formula(op, a.slot, a);
+    if (!native_kernel(op, device, plan.compute))
+      return select_formula(op, a.slot, a, plan.compute, device);
     for (const Tensor* t : {&tx, &ty})
       if (is_floating(t->dtype) && t->dtype != plan.compute) return nullptr;
   }
@@ -224,7 +246,8 @@ PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
   Device* device = x->device();
   if (!op.primitive) {
     // No native kernel: the formula, on x as given (the Python decomposition gets it so).
-    if (!native_kernel(op, device, plan.key)) return run_formula(op, &a.slot[0], a);
+    if (!native_kernel(op, device, plan.key))
+      return select_formula(op, &a.slot[0], a, plan.key, device);
     if (is_floating(x->dtype) && x->dtype != plan.key) return nullptr;
   }
   Tensor casted;
@@ -249,6 +272,8 @@ PyObject* run_reduce(const OpSpec& op, const BoundArgs& a) {
   launch(op, plan.key, device, &in, 1, &out, attrs);
   return to_python(std::move(out));
 }
+
+}  // namespace
 
 PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
   switch (op.family) {
@@ -289,24 +314,41 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
   }
 }
 
-PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
-  if (op.family != Family::None && !layers::any_active() && default_hooks()) {
-    try {
-      PyObject* out = run_family(op, a);
-      if (out) {
-        ++g_fast_calls;
-        return out;
-      }
-    } catch (const Error&) {
-      // Kernels are pure and the outputs fresh: the Python path redoes the call and raises
-      // its own message (the one the reliability issue fixed).
-    } catch (pybind11::error_already_set& e) {
-      e.restore();
-      return nullptr;
-    } catch (const std::bad_alloc&) {
-      PyErr_NoMemory();
-      return nullptr;
+PyObject* try_family(const OpSpec& op, const BoundArgs& a, bool* python_error) {
+  *python_error = false;
+  try {
+    if (PyObject* out = run_family(op, a)) {
+      ++g_fast_calls;
+      return out;
     }
+  } catch (const Error&) {
+    // Kernels are pure and the outputs fresh: the Python path redoes the call and raises
+    // its own message (the one the reliability issue fixed).
+  } catch (pybind11::error_already_set& e) {
+    e.restore();
+    *python_error = true;
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+    *python_error = true;
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::vector<std::string>* g_call_log = nullptr;  // test hook _pipeline_call_log; GIL
+thread_local bool g_python_only = false;         // test hook _pipeline_python_only
+
+PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
+  if (g_call_log) g_call_log->push_back(op.name);
+  if (op.family != Family::None && !g_python_only && default_hooks()) {
+    if (layers::any_active()) return layered_call(op, a);
+    // An outer layered call's probe is not this call's (a layer's own calls, its layer
+    // suspended, come here).
+    ProbeScope no_probe(nullptr);
+    bool python_error = false;
+    if (PyObject* out = try_family(op, a, &python_error)) return out;
+    if (python_error) return nullptr;
   }
   return python_path(op, a);
 }
@@ -823,6 +865,22 @@ void register_pipeline(pybind11::module_& m) {
     return before;
   }, py::arg("names"), "Test hook: the C++ kernel selection ignores the native kernels of these "
      "ops (a device with only primitives); returns the names hidden before.");
+  m.def("_pipeline_call_log", [](bool on) {
+    py::list out;
+    if (g_call_log)
+      for (const std::string& name : *g_call_log) out.append(name);
+    delete g_call_log;
+    g_call_log = on ? new std::vector<std::string>() : nullptr;
+    return out;
+  }, py::arg("on"), "Test hook: the op names the pipeline was entered with since the log was "
+     "last turned on (every op call: functions, operators, formulas' sub-ops), in order; "
+     "restarts it (on) or stops it.");
+  m.def("_pipeline_python_only", [](bool on) {
+    const bool before = g_python_only;
+    g_python_only = on;
+    return before;
+  }, py::arg("on"), "Test hook: every call on this thread takes the Python path (the tests' "
+     "oracle for the C++ one); returns the setting before.");
   m.def("_pipeline_set_layers", [](uint32_t mask) {
     const uint32_t before = layers::active_mask;
     layers::active_mask = mask;

@@ -13,6 +13,51 @@
 
 namespace hwport::pipeline {
 
+// What kernel selection chose for one call of `op` on this thread. With layers active the
+// pipeline runs the op's family twice (pipeline_layered.cpp): first `dry` -- argument checks,
+// infer-meta, outputs made, but neither the op's own kernel launched nor its formula run -- so
+// that a bad call raises before any layer sees it and the layers get the kernel key; then for
+// real, as the innermost step, recording the path it took.
+struct SelectionProbe {
+  const OpSpec* op = nullptr;
+  bool dry = false;
+  bool launched = false;  // the op's kernel ran (dry: would have)
+  bool formula = false;   // its C++ formula ran (dry: would have)
+  DType key = DType::Float32;
+  Device* device = nullptr;
+};
+extern thread_local SelectionProbe* g_probe;
+inline SelectionProbe* probe_for(const OpSpec& op) {
+  return g_probe && g_probe->op == &op ? g_probe : nullptr;
+}
+// Installs `probe` on this thread for its lifetime (nullptr: none), restoring the one before.
+class ProbeScope {
+ public:
+  explicit ProbeScope(SelectionProbe* probe) : saved_(g_probe) {
+    if (probe || saved_) g_probe = probe;
+  }
+  ~ProbeScope() { g_probe = saved_; }
+  ProbeScope(const ProbeScope&) = delete;
+  ProbeScope& operator=(const ProbeScope&) = delete;
+
+ private:
+  SelectionProbe* saved_;
+};
+
+// The family's run (nullptr: not one it serves as given; then a hwport::Error was caught, or
+// *python_error says a Python error is set).
+PyObject* run_family(const OpSpec& op, const BoundArgs& a);
+PyObject* try_family(const OpSpec& op, const BoundArgs& a, bool* python_error);
+// phi_ops.dispatch.call(name, inputs, attrs[, place][, selecting]) with the bound arguments;
+// `selecting` (an OpCall): the layers ran already, only kernel selection is left.
+PyObject* python_path(const OpSpec& op, const BoundArgs& a, PyObject* selecting = nullptr);
+// The call through this thread's active layers (pipeline_layered.cpp).
+PyObject* layered_call(const OpSpec& op, const BoundArgs& a);
+// Kernel selection's second choice for a composite without a native kernel: its C++ formula
+// on `in`, keyed by `key` (recorded in this thread's probe; dry: None, nothing run).
+PyObject* select_formula(const OpSpec& op, PyObject* const* in, const BoundArgs& a, DType key,
+                         Device* device);
+
 PyObject* to_python(Tensor&& t);
 // Runs the op's kernel keyed by `key` into `out` (nothing for an empty output).
 void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,

@@ -2,7 +2,8 @@
 against ops.yaml and the generated Python functions, its infer-meta against the Python rules
 (phi_ops/infer_meta.py, the oracle) on every covered op and every shape case of
 phi_ops.sample_inputs, its results against the Python path's, and its deferrals (every error
-is the Python path's, an active layer or a swapped hook sends the call to Python)."""
+is the Python path's, a swapped hook sends the call to Python; with layers active:
+tests/runtime/test_layered_pipeline.py)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,12 @@ VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "exp
 
 @contextlib.contextmanager
 def python_path():
-    """Every call on this thread takes the Python path (a layer bit set, as an active layer
-    would)."""
-    before = _core._pipeline_set_layers(1 << 4)
+    """Every call on this thread takes the Python path (phi_ops/dispatch.py call)."""
+    before = _core._pipeline_python_only(True)
     try:
         yield
     finally:
-        _core._pipeline_set_layers(before)
+        _core._pipeline_python_only(before)
 
 
 @contextlib.contextmanager
@@ -524,7 +524,7 @@ def _search(pattern: str, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-def test_an_active_layer_takes_the_python_path():
+def test_the_python_only_hook_takes_the_python_path():
     a = hwport.to_tensor(np.ones(3, np.float32), place=PLACE)
     with deferred_calls() as calls:
         hwport.exp(a)
