@@ -1,9 +1,10 @@
 """The pipeline layers' cost: per-op time of add, exp, matmul, softmax, layer_norm, reshape,
 slicing and a scalar operand on 1-element (matmul: 2x2) float32 on custom:cpu with no layer
 registered, with the profiler layer registered but not active (the issue's target: within 3%),
-and while a Profiler records; plus the one check an inactive
-pipeline makes per call (_core.layers_active()) on its own. The conditions are measured
-interleaved, best of several rounds, so machine load affects them alike.
+while a Profiler records, and with a C++ layer active (what a C++ layer such as autograd's
+pays for the hop); plus the one check an inactive pipeline makes per call
+(_core.layers_active()) on its own. The conditions are measured interleaved, best of several
+rounds, so machine load affects them alike.
 
 Run: .venv/bin/python benchmarks/bench_layers.py [--rounds 100] [--number 300]"""
 
@@ -56,8 +57,18 @@ def main() -> None:
         with Profiler():  # a fresh one per batch: its events are dropped after
             return _ns_per_call(fn, args.number)
 
+    def cpp_layer(fn: Callable[[], object]) -> float:
+        # A C++ layer (counts and continues): the hop a C++ layer such as autograd's pays.
+        _core.register_passthrough_layer("autograd")
+        _core.layer_enter("autograd")
+        try:
+            return _ns_per_call(fn, args.number)
+        finally:
+            _core.layer_leave("autograd")
+            _core.register_layer("autograd", None)
+
     conditions = {"none registered": unregistered, "registered, inactive": registered,
-                  "profiling": profiling}
+                  "profiling": profiling, "C++ layer": cpp_layer}
     best = {(op, c): float("inf") for op in ops for c in conditions}
     check = float("inf")
     for fn in ops.values():  # warm-up (lazy imports, caches)
@@ -75,13 +86,14 @@ def main() -> None:
     print(f"per-op time, 1-element float32 on custom:cpu (best of {args.rounds} rounds of "
           f"{args.number} calls)")
     print(f"{'op':<11}{'none registered':>18}{'registered, inactive':>24}{'profiling':>14}"
-          f"{'inactive/none':>16}{'profiling/none':>16}")
+          f"{'C++ layer':>14}{'inactive/none':>16}{'profiling/none':>16}{'C++ layer/none':>16}")
     for op in ops:
         base = best[(op, "none registered")]
         reg = best[(op, "registered, inactive")]
         prof = best[(op, "profiling")]
-        print(f"{op:<11}{base:>15.0f} ns{reg:>21.0f} ns{prof:>11.0f} ns"
-              f"{reg / base:>15.3f}x{prof / base:>15.2f}x")
+        cpp = best[(op, "C++ layer")]
+        print(f"{op:<11}{base:>15.0f} ns{reg:>21.0f} ns{prof:>11.0f} ns{cpp:>11.0f} ns"
+              f"{reg / base:>15.3f}x{prof / base:>15.2f}x{cpp / base:>15.2f}x")
     add = best[("add", "none registered")]
     print(f"the inactive check alone (_core.layers_active()): {check:.0f} ns per call, "
           f"{100 * check / add:.2f}% of hwport.add")

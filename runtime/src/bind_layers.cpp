@@ -29,6 +29,17 @@ class PyLayer final : public layers::Layer {
   py::object on_call_;
 };
 
+// A C++ layer that counts the calls it sees and continues them: what a C++ layer (autograd's)
+// pays for the hop, for tests and benchmarks/bench_layers.py.
+class PassthroughLayer final : public layers::Layer {
+ public:
+  py::object on_call(const std::shared_ptr<OpCall>& call, const Next& next) override {
+    ++calls;
+    return next(call);
+  }
+  static inline uint64_t calls = 0;  // under the GIL
+};
+
 // Clears the thread's bit for the slot while it lives (a layer's own calls skip it).
 struct SuspendScope {
   layers::Bit slot;
@@ -53,18 +64,20 @@ void bind_layers(py::module_& m) {
                        std::string dtype) {
              auto c = std::make_shared<OpCall>();
              c->op = std::move(op);
-             c->inputs = std::move(inputs);
+             c->set_inputs(std::move(inputs));
              c->set_attrs(std::move(attrs));
-             c->place = std::move(place);
+             c->set_place(std::move(place));
              c->dtype = std::move(dtype);
              return c;
            }), py::arg("op"), py::arg("inputs"), py::arg("attrs"), py::arg("place"),
            py::arg("dtype"))
       .def_readwrite("op", &OpCall::op)
-      .def_readwrite("inputs", &OpCall::inputs)
+      .def_property("inputs", [](OpCall& c) { return c.inputs(); },
+                    [](OpCall& c, py::list v) { c.set_inputs(std::move(v)); })
       .def_property("attrs", [](OpCall& c) { return c.attrs(); },
                     [](OpCall& c, py::dict attrs) { c.set_attrs(std::move(attrs)); })
-      .def_readwrite("place", &OpCall::place)
+      .def_property("place", [](OpCall& c) { return c.place(); },
+                    [](OpCall& c, py::object v) { c.set_place(std::move(v)); })
       .def_readwrite("dtype", &OpCall::dtype)
       .def_readwrite("path", &OpCall::path)
       .def_readonly("correlation_id", &OpCall::correlation_id,
@@ -109,6 +122,11 @@ void bind_layers(py::module_& m) {
     layers::register_layer(slot, std::make_shared<PyLayer>(std::move(layer)));
   }, py::arg("name"), py::arg("layer"),
      "Registers a Python object as the pipeline layer `name` (None unregisters).");
+  m.def("register_passthrough_layer", [](const std::string& name) {
+    layers::register_layer(layers::slot_of(name), std::make_shared<PassthroughLayer>());
+  }, py::arg("name"), "Test/benchmark hook: registers a C++ layer as `name` that counts the "
+     "calls it sees (passthrough_layer_calls()) and continues them.");
+  m.def("passthrough_layer_calls", []() { return PassthroughLayer::calls; });
   m.def("registered_layer", [](const std::string& name) -> py::object {
     auto layer = layers::registered(layers::slot_of(name));
     if (auto* py_layer = dynamic_cast<PyLayer*>(layer.get())) return py_layer->object();

@@ -91,15 +91,46 @@ py::object run_py(const std::shared_ptr<OpCall>& call, py::object inner) {
   return run(call, wrapped);
 }
 
+py::list& OpCall::inputs() {
+  if (!has_inputs_) {
+    if (source) inputs_ = source->inputs();
+    has_inputs_ = true;
+  }
+  return inputs_;
+}
+
 py::dict& OpCall::attrs() {
-  if (!attrs_normalized) {
+  if (attrs_state_ == kNone && source) {
+    attrs_ = source->given_attrs();
+    attrs_state_ = kGiven;
+  }
+  if (attrs_state_ != kNormalized) {
     // The Python rules (phi_ops/dispatch.py layer_attrs): the same dict the Python path's
     // layers see. Only a layer that reads attrs pays for it.
     py::object normalize = py::module_::import("hwport.phi_ops.dispatch").attr("layer_attrs");
-    attrs_given = normalize(op, attrs_given);
-    attrs_normalized = true;
+    attrs_ = normalize(op, attrs_);
+    attrs_state_ = kNormalized;
   }
-  return attrs_given;
+  return attrs_;
+}
+
+py::object& OpCall::place() {
+  if (!has_place_) {
+    if (source) place_ = source->place();
+    has_place_ = true;
+  }
+  return place_;
+}
+
+void OpCall::detach() {
+  if (!source) return;
+  inputs();
+  place();
+  if (attrs_state_ == kNone) {
+    attrs_ = source->given_attrs();
+    attrs_state_ = kGiven;  // normalized when read
+  }
+  source = nullptr;
 }
 
 }  // namespace hwport::layers

@@ -53,28 +53,56 @@ Bit slot_of(const std::string& name);
 // already made); one that needs other metas calls the op again instead. Kernel selection fills
 // `path`: "native" (the device's kernel), "decomposition" or "fallback" (the counted CPU one).
 //
-// The C++ pipeline (pipeline_layered.cpp) makes the call after its C++ infer-meta: `inputs` are
-// then the arguments as given, a Python scalar as the 0-d tensor the Python path makes of it,
-// and `attrs` the given attributes, normalized by the Python rules only when a layer first
-// reads them (attrs_normalized false until then; attrs() does it).
+// The C++ pipeline (pipeline_layered.cpp) makes the call after its C++ infer-meta with a
+// Source: `inputs` (the arguments as given, a Python scalar as the 0-d tensor the call uses),
+// `attrs` (every attribute, normalized by the Python rules) and `place` are made from it the
+// first time something reads them, so a layer written in C++ that reads none costs no Python
+// object. The source lives for the call; detach() materializes everything before it goes.
 struct OpCall {
+  // The lazy fields' maker (the C++ pipeline's bound arguments).
+  class Source {
+   public:
+    virtual ~Source() = default;
+    virtual py::list inputs() = 0;
+    virtual py::dict given_attrs() = 0;  // the attributes given (the rest take defaults)
+    virtual py::object place() = 0;
+  };
+
   std::string op;
-  py::list inputs;
-  py::dict attrs_given;
-  bool attrs_normalized = true;
-  py::object place;
   std::string dtype;
   std::string path;
   // Given by the pipeline as the profiler layer takes the call (0 before): the launches the
   // call makes carry it to plugins that time device work (device_profiler.h).
   uint64_t correlation_id = 0;
+  Source* source = nullptr;
 
-  // The attributes as phi_ops/dispatch.py normalizes them (every attribute, defaults filled).
-  py::dict& attrs();
-  void set_attrs(py::dict attrs) {
-    attrs_given = std::move(attrs);
-    attrs_normalized = true;
+  py::list& inputs();
+  py::dict& attrs();  // as phi_ops/dispatch.py normalizes them (defaults filled)
+  py::object& place();
+  void set_inputs(py::list v) {
+    inputs_ = std::move(v);
+    has_inputs_ = true;
   }
+  void set_attrs(py::dict v) {
+    attrs_ = std::move(v);
+    attrs_state_ = kNormalized;
+  }
+  void set_place(py::object v) {
+    place_ = std::move(v);
+    has_place_ = true;
+  }
+  // Whether inputs were made (and so may have been replaced by a layer).
+  bool inputs_made() const { return has_inputs_; }
+  // Makes every lazy field and drops the source (the call ends; a layer may keep the OpCall).
+  void detach();
+
+ private:
+  enum AttrsState { kNone, kGiven, kNormalized };
+  py::list inputs_;
+  py::dict attrs_;
+  py::object place_;
+  bool has_inputs_ = false, has_place_ = false;
+  AttrsState attrs_state_ = kNone;
 };
 
 class Next;

@@ -21,7 +21,12 @@ namespace hwport::pipeline {
 
 thread_local SelectionProbe* g_probe = nullptr;
 
-PyObject* to_python(Tensor&& t) { return pybind11::cast(std::move(t)).release().ptr(); }
+PyObject* to_python(Tensor&& t) {
+  // A dry run that reached the op's kernel or formula has what it came for: no Python object
+  // for an output nobody will read (a view, which launches nothing, still gets one).
+  if (g_probe && g_probe->dry && (g_probe->launched || g_probe->formula)) Py_RETURN_NONE;
+  return pybind11::cast(std::move(t)).release().ptr();
+}
 
 void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
             Tensor* out, const Attrs& attrs) {

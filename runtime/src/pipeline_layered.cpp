@@ -12,6 +12,7 @@
 
 #include <pybind11/detail/exception_translation.h>
 
+#include "device_profiler.h"
 #include "kernel_cache.h"
 #include "ops.h"
 #include "layers.h"
@@ -120,6 +121,52 @@ PyObject* renamed_error(const OpSpec& op, const BoundArgs& a, py::error_already_
   return nullptr;
 }
 
+// The OpCall's lazy fields, from the bound arguments of the call (which outlive it).
+class BoundSource final : public layers::OpCall::Source {
+ public:
+  BoundSource(const OpSpec& op, const BoundArgs& a, Device* device)
+      : op_(op), a_(a), device_(device) {}
+  py::list inputs() override {
+    // Made for the layers, not the call's work: a scalar's 0-d tensor here is not timed as the
+    // call's (the call makes its own).
+    device_profiler::CorrelationScope untimed(0);
+    made_ = call_inputs(op_, a_);
+    // A copy: a layer setting an element of its list replaces that input.
+    return py::reinterpret_steal<py::list>(PySequence_List(made_.ptr()));
+  }
+  py::dict given_attrs() override { return pipeline::given_attrs(op_, a_); }
+  py::object place() override { return py::cast(place_of(device_)); }
+  // The inputs as made for the layers (empty until a layer read them).
+  const py::list& made() const { return made_; }
+
+ private:
+  const OpSpec& op_;
+  const BoundArgs& a_;
+  Device* device_;
+  py::list made_ = py::list(0);
+};
+
+// Ends the source's life with the call: a layer that kept the OpCall gets every field made.
+class SourceScope {
+ public:
+  explicit SourceScope(std::shared_ptr<layers::OpCall>& call) : call_(call) {}
+  ~SourceScope() {
+    if (call_.use_count() > 1) {
+      try {
+        call_->detach();
+      } catch (...) {  // an error making them: the fields stay empty
+        PyErr_Clear();
+      }
+    }
+    call_->source = nullptr;
+  }
+  SourceScope(const SourceScope&) = delete;
+  SourceScope& operator=(const SourceScope&) = delete;
+
+ private:
+  std::shared_ptr<layers::OpCall>& call_;
+};
+
 }  // namespace
 
 PyObject* layered_call(const OpSpec& op, const BoundArgs& a) {
@@ -134,20 +181,18 @@ PyObject* layered_call(const OpSpec& op, const BoundArgs& a) {
   }
   if (!meta.device) return python_path(op, a);
   try {
+    BoundSource source(op, a, meta.device);
     auto call = std::make_shared<layers::OpCall>();
     call->op = op.name;
-    call->inputs = call_inputs(op, a);
-    call->attrs_given = given_attrs(op, a);
-    call->attrs_normalized = false;
-    call->place = py::cast(place_of(meta.device));
     call->dtype = dtype_name(meta.key);
-    const py::list given = call->inputs;
+    call->source = &source;
+    SourceScope source_scope(call);
 
     const layers::Inner select = [&](const std::shared_ptr<layers::OpCall>& c) -> py::object {
       BoundArgs b = a;
-      const py::list now = c->inputs;  // holds what b borrows from it
-      const bool changed = replaced(now, given);
-      if (changed) {
+      py::list now;  // holds what b borrows from it
+      if (c->inputs_made()) now = c->inputs();
+      if (c->inputs_made() && replaced(now, source.made())) {
         if (now.size() != static_cast<size_t>(op.num_inputs))
           throw py::value_error(std::string(op.name) + ": a layer gave the call " +
                                 std::to_string(now.size()) + " inputs, it takes " +

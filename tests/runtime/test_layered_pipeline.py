@@ -242,3 +242,58 @@ def test_a_scalar_operand_is_seen_as_the_python_paths_0d_tensor(dtype):
         # The Python path casts an int operand with a cast op call; C++ casts inside the call.
         assert cpp.calls == [c for c in py.calls if c[0] != "cast"]
         assert len(cpp.calls) == 1
+
+
+def test_a_cpp_layer_sees_every_call_and_changes_no_result():
+    x = hwport.to_tensor(np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3), place=PLACE)
+    F = hwport.nn.functional
+
+    def program():
+        return F.softmax(hwport.exp(x) * 0.5 + x, axis=-1).sum(axis=0)
+
+    want = program().numpy()
+    _core.register_passthrough_layer("autograd")
+    _core.layer_enter("autograd")
+    try:
+        before = _core.passthrough_layer_calls()
+        with dispatch_calls() as entered:
+            got = program().numpy()
+        seen = _core.passthrough_layer_calls() - before
+    finally:
+        _core.layer_leave("autograd")
+        _core.register_layer("autograd", None)
+    assert got.tobytes() == want.tobytes()
+    assert seen == 5 and entered == []  # exp, multiply, add, softmax, sum
+    assert _core.registered_layer("autograd") is None
+
+
+def test_an_opcall_kept_after_its_call_has_every_field():
+    kept = []
+
+    class Keep:
+        def on_call(self, call, next):
+            kept.append(call)  # reads nothing now
+            return next(call)
+
+    x = hwport.to_tensor(np.ones((2, 3), np.float32), place=PLACE)
+    with layer(Keep()):
+        hwport.sum(x * 3.0, axis=1)
+    mul, sum_ = kept
+    assert [tuple(t.shape) for t in mul.inputs] == [(2, 3), ()]
+    assert mul.inputs[1].numpy().item() == 3.0 and str(mul.place) == "custom:cpu:0"
+    assert sum_.attrs["axis"] == [1] and sum_.attrs["keepdim"] is False
+    assert (sum_.dtype, sum_.path) == ("float32", "native")
+
+
+def test_a_layer_setting_one_input_element_replaces_that_input():
+    class Zero:
+        def on_call(self, call, next):
+            if call.op == "exp":
+                with _core.suspend_layer("autograd"):
+                    call.inputs[0] = hwport.zeros([3], "float32", PLACE)
+            return next(call)
+
+    x = hwport.to_tensor(np.ones(3, np.float32), place=PLACE)
+    with layer(Zero()):
+        out = hwport.exp(x)
+    np.testing.assert_array_equal(out.numpy(), np.ones(3, np.float32))
