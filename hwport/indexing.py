@@ -1,4 +1,8 @@
-"""Tensor indexing with ints, slices, None and Ellipsis: always a view of the same storage."""
+"""Tensor indexing with ints, slices, None and Ellipsis: always a view of the same storage.
+
+While a pipeline layer is active (the profiler; later autograd and tracing) the view is made by
+op calls -- slice, then squeeze for the int-indexed dims and unsqueeze for the None ones -- so
+the layers see indexing as they see every op."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from hwport.runtime import _core
 from hwport.runtime._core import Tensor
 
 
@@ -23,6 +28,8 @@ def getitem(t: Tensor, key: Any) -> Tensor:
         items[at:at + 1] = [slice(None)] * (t.ndim - consumed)
     else:
         items += [slice(None)] * (t.ndim - consumed)
+    if _core.layers_active():
+        return _by_ops(t, items)
     shape, strides, offset, dim = [], [], t._offset, 0
     for k in items:
         if k is None:
@@ -55,3 +62,59 @@ def getitem(t: Tensor, key: Any) -> Tensor:
                             "use ints, slices, None or Ellipsis (or hwport.gather for tensors)")
         dim += 1
     return t._view(shape, strides, offset)
+
+
+def _by_ops(t: Tensor, items: list[Any]) -> Tensor:
+    """getitem's view as op calls (items: one per dim, None for a new one, Ellipsis expanded)."""
+    from hwport.phi_ops import functional as F
+
+    axes: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    steps: list[int] = []
+    dropped: list[int] = []
+    added: list[int] = []
+    dim = out_dim = 0
+    for k in items:
+        if k is None:
+            added.append(out_dim)
+            out_dim += 1
+            continue
+        size = t.shape[dim]
+        if isinstance(k, slice):
+            if k.step is not None and k.step == 0:
+                raise ValueError(f"Tensor index: slice step must not be 0 (dimension {dim})")
+            start, stop, step = k.indices(size)
+            if (start, stop, step) != (0, size, 1):
+                if step < 0 and stop < 0:
+                    stop = -size - 1  # through index 0: Python's slice end before the start
+                axes.append(dim)
+                starts.append(start)
+                ends.append(stop)
+                steps.append(step)
+            out_dim += 1
+        elif isinstance(k, (bool, np.bool_)):
+            raise TypeError(f"Tensor index: a bool ({k!r}) is not an index; use ints, slices, "
+                            "None or Ellipsis")
+        elif isinstance(k, int) or hasattr(k, "__index__"):
+            i = k.__index__()
+            if not -size <= i < size:
+                raise IndexError(f"Tensor index: index {i} is out of bounds for dimension "
+                                 f"{dim} of size {size}")
+            i %= size
+            axes.append(dim)
+            starts.append(i)
+            ends.append(i + 1)
+            steps.append(1)
+            dropped.append(dim)
+        else:
+            raise TypeError(f"Tensor index: unsupported index type {type(k).__name__}; "
+                            "use ints, slices, None or Ellipsis (or hwport.gather for tensors)")
+        dim += 1
+    out = (F.slice(t, axes, starts, ends, steps) if axes
+           else t._view(list(t.shape), list(t.strides), t._offset))
+    if dropped:
+        out = F.squeeze(out, dropped)
+    if added:
+        out = F.unsqueeze(out, added)
+    return out

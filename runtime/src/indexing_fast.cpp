@@ -1,10 +1,12 @@
 // Tensor.__getitem__ in C++ for the basic forms (ints, slices, None, Ellipsis: a view), as
-// hwport/indexing.py getitem computes them; every other key, and every error, goes to that
-// Python function (its messages), which is registered as the fallback.
+// hwport/indexing.py getitem computes them; every other key, every error, and every key while
+// a pipeline layer is active (there indexing is op calls the layers see) go to that Python
+// function (its messages), which is registered as the fallback.
 #include <pybind11/pybind11.h>
 
 #include "arg_parse.h"
 #include "indexing_fast.h"
+#include "layers.h"
 
 namespace hwport {
 
@@ -82,7 +84,8 @@ bool basic_view(const Tensor& t, PyObject* key, Tensor* out) {
 }
 
 PyObject* getitem(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs == 2) {
+  // With layers active indexing is op calls (hwport/indexing.py), so they see it.
+  if (nargs == 2 && !layers::any_active()) {
     if (const Tensor* t = pipeline::as_tensor(args[0])) {
       Tensor view;
       if (basic_view(*t, args[1], &view)) return py::cast(std::move(view)).release().ptr();
