@@ -71,13 +71,13 @@ def best(fn: Callable[[], object], number: int, repeat: int) -> float:
 
 
 def overhead(run: Callable[[], object], place: str, runs: int, repeat: int,
-             ops: int) -> tuple[float, float, float]:
-    """Per op, median of `repeat` rounds of `runs` calls of `run` (seconds): (host time
-    outside the kernel functions and the wait for the device, time inside the kernel
-    functions, launches)."""
+             ops: int) -> tuple[float, float, float, float]:
+    """Per op, the round of median overhead of `repeat` rounds of `runs` calls of `run`
+    (seconds): (host time outside the kernel functions and the wait for the device, time
+    inside the kernel functions, launches, the wait for the device after the run)."""
     rounds = []
     for _ in range(repeat):
-        host = 0.0
+        host = wait = 0.0
         _core._launch_timer_start()
         for _ in range(runs):
             t0 = time.perf_counter()
@@ -85,9 +85,10 @@ def overhead(run: Callable[[], object], place: str, runs: int, repeat: int,
             t1 = time.perf_counter()
             _core.synchronize(place)
             host += t1 - t0
+            wait += time.perf_counter() - t1
         ns, launches = _core._launch_timer_stop()
-        rounds.append(((host - ns * 1e-9) / (runs * ops), ns * 1e-9 / (runs * ops),
-                       launches / (runs * ops)))
+        k = runs * ops
+        rounds.append(((host - ns * 1e-9) / k, ns * 1e-9 / k, launches / k, wait / k))
     rounds.sort()
     return rounds[len(rounds) // 2]
 
@@ -116,11 +117,14 @@ def main() -> None:
     print(f"place {place}; chain of {n} ops on 1-element float32 tensors")
     print(f"  per-op: executor {t_exe * 1e6:.2f} us, eager {t_eager * 1e6:.2f} us, "
           f"ratio {t_exe / t_eager:.3f}x (with the device's wait)")
-    o_exe, l_exe, k_exe = overhead(lambda: exe.run(feeds), place, number // 10, repeat, n)
-    o_eager, l_eager, k_eager = overhead(lambda: chain_eager(x, y, n), place, number // 10,
-                                         repeat, n)
+    o_exe, l_exe, k_exe, w_exe = overhead(lambda: exe.run(feeds), place, number // 10, repeat,
+                                          n)
+    o_eager, l_eager, k_eager, w_eager = overhead(lambda: chain_eager(x, y, n), place,
+                                                  number // 10, repeat, n)
     print(f"  inside the plugin's kernel functions: executor {l_exe * 1e6:.2f} us "
-          f"({k_exe:.2f} launches), eager {l_eager * 1e6:.2f} us ({k_eager:.2f} launches) per op")
+          f"({k_exe:.2f} launches), eager {l_eager * 1e6:.2f} us ({k_eager:.2f} launches) per op;"
+          f" the wait for the device after a run: executor {w_exe * 1e6:.2f}, eager "
+          f"{w_eager * 1e6:.2f} us per op")
     print(f"  per-op overhead (host time outside the kernel functions and the wait): executor "
           f"{o_exe * 1e6:.3f} us, eager {o_eager * 1e6:.3f} us, ratio {o_exe / o_eager:.3f}x "
           f"(target <= 0.3x)")
