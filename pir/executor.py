@@ -7,10 +7,14 @@ slots and an instruction list (kernels, views), and the C++ side plans the memor
     (y,) = exe.run({"x": x})            # the outputs in builtin.shadow_output order
 
 Parameters are bound by name (`parameters=`, or set later with `bind`, before the first run);
-constants are materialized once on the place."""
+constants are materialized once on the place. A program with symbolic dims is lowered and
+planned once per feed-shape signature; the plans are kept in an LRU cache of `max_plans`
+entries (default MAX_PLANS = 8: each plan holds its arena, so the bound caps the memory a
+stream of distinct shapes can pin)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -22,11 +26,19 @@ from .program import Program
 from .symbolic import UNKNOWN, SymExpr
 from .types import TensorType
 
+MAX_PLANS = 8  # plans kept per Executor (feed-shape signatures), least recently used out
+
 
 class Executor:
     def __init__(self, program: Program, place: Any = None,
-                 parameters: dict[str, Any] | None = None) -> None:
+                 parameters: dict[str, Any] | None = None, *,
+                 max_plans: int = MAX_PLANS) -> None:
         from hwport.runtime import _core
+
+        if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
+            raise ValueError(f"Executor: max_plans must be an int >= 1, got {max_plans!r}")
+        self.max_plans = max_plans
+        self.num_plans_built = 0  # plans lowered and planned so far (evicted ones included)
 
         self._core = _core
         self.place = _core.resolve_place(place)
@@ -39,7 +51,7 @@ class Executor:
         self.program = program
         self._parameters = dict(parameters or {})
         self._impl: Any = None
-        self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
+        self._plans: OrderedDict[tuple[tuple[int, ...], ...], _Plan] = OrderedDict()
         self._feed_names = [n for n, _ in self._data]
         self.output_names: list[str] = []
 
@@ -132,6 +144,7 @@ class Executor:
         emit(list(program.block.ops))
         self.output_names = output_names
         impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
+        self.num_plans_built += 1
         return _Plan(program, impl, [n for n, _ in feeds])
 
     def _constant(self, op: Any) -> Any:
@@ -146,13 +159,18 @@ class Executor:
 
     def _plan_for(self, given: list[Any]) -> _Plan:
         """The plan of this feed-shape signature: the program with its symbols bound from the
-        feeds' shapes, lowered and planned once (slots, arena), then cached."""
+        feeds' shapes, lowered and planned once (slots, arena), then cached (LRU: at most
+        `max_plans`, the least recently run dropped first)."""
         key = tuple(tuple(t.shape) for t in given)
         plan = self._plans.get(key)
         if plan is None:
             shapes = bind_shapes(self._data, key)
             plan = self._build(_lowered(self.program, self.place, shapes))
             self._plans[key] = plan
+            while len(self._plans) > self.max_plans:
+                self._plans.popitem(last=False)
+        else:
+            self._plans.move_to_end(key)
         self._impl = plan.impl
         return plan
 
@@ -184,7 +202,8 @@ class Executor:
 
     @property
     def num_plans(self) -> int:
-        """How many feed-shape signatures have a plan (1 for a static program once run)."""
+        """How many feed-shape signatures have a plan now (1 for a static program once run;
+        at most `max_plans`)."""
         return len(self._plans) if self._symbolic else int(self._impl is not None)
 
     @property

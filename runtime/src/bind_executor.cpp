@@ -10,6 +10,8 @@ namespace hwport {
 
 namespace {
 
+thread_local LaunchTimer t_timer;  // _launch_timer_start / _launch_timer_stop
+
 // `at`: the instruction's index in the list (an if's or while's regions follow it).
 Executor::Instr instr_from_py(const py::tuple& t, size_t at) {
   Executor::Instr ins;
@@ -88,6 +90,16 @@ void bind_executor(py::module_& m) {
       .def_property_readonly("arena_bytes", &Executor::arena_bytes)
       .def_property_readonly("num_in_place", &Executor::num_in_place)
       .def("describe", &Executor::describe);
+  // benchmarks/bench_executor.py: the time spent inside the plugins' kernel functions (the
+  // launch cost eager and the executor share) between start and stop, on this thread.
+  m.def("_launch_timer_start", [] {
+    t_timer = LaunchTimer{};
+    set_launch_timer(&t_timer);
+  });
+  m.def("_launch_timer_stop", [] {
+    set_launch_timer(nullptr);
+    return py::make_tuple(t_timer.ns, t_timer.launches);
+  }, "(nanoseconds inside kernel functions, launches) since _launch_timer_start.");
   // The lowering pass traces decompositions and tells views from fresh tensors by this.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage.get()); },
         py::arg("tensor"), "An id of the storage under a tensor (shared by its views).");

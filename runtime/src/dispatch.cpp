@@ -1,5 +1,6 @@
 #include "dispatch.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,8 @@ FallbackMode initial_fallback_mode() {
   return env && std::strcmp(env, "error") == 0 ? FallbackMode::Error : FallbackMode::Allow;
 }
 FallbackMode g_fallback_mode = initial_fallback_mode();
+
+thread_local LaunchTimer* t_launch_timer = nullptr;
 
 std::mutex g_stats_mutex;
 std::map<std::tuple<int, const Plugin*, DType>, uint64_t> g_fallbacks;
@@ -178,6 +181,8 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
 
 }  // namespace
 
+void set_launch_timer(LaunchTimer* timer) { t_launch_timer = timer; }
+
 void count_fallback(int op, const Device* device, DType dtype) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   ++g_fallbacks[{op, device->plugin, dtype}];
@@ -223,12 +228,22 @@ void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs
   ctx.get_attr = host_get_attr;
   ctx.allocate_workspace = host_allocate_workspace;
   ctx.correlation_id = device_profiler::current_correlation_id;
+  using Clock = std::chrono::steady_clock;
+  LaunchTimer* timer = t_launch_timer;
+  const Clock::time_point t0 = timer ? Clock::now() : Clock::time_point{};
   HWP_Status status = entry->fn(&ctx);
+  if (timer) {
+    const auto dt = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+    timer->ns += static_cast<uint64_t>(dt.count());
+    ++timer->launches;
+  }
   // A kernel may refuse a call it cannot handle (a shape or attribute value) with
   // HWP_ERROR_NOT_SUPPORTED: the call then runs on the counted CPU fallback, as if there were
   // no kernel (docs/abi.md). On the CPU device itself there is nothing to fall back to.
   if (status == HWP_ERROR_NOT_SUPPORTED && device != DeviceManager::instance().cpu() &&
       DeviceManager::instance().cpu() != nullptr) {
+    if (workspaces && workspaces->take_refused(device->plugin->describe("kernel", status)))
+      return;
     run_fallback(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs,
                  device->plugin->describe("kernel", status));
     return;

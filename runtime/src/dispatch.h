@@ -35,7 +35,20 @@ class WorkspaceSource {
  public:
   virtual ~WorkspaceSource() = default;
   virtual HWP_Buffer workspace(int k, uint64_t nbytes) = 0;
+  // The kernel refused the call (HWP_ERROR_NOT_SUPPORTED; `why`: the plugin's message). True:
+  // the caller runs the CPU fallback itself (run_kernel returns without running it).
+  virtual bool take_refused(const std::string& why) {
+    (void)why;
+    return false;
+  }
 };
+
+// Time spent inside plugins' kernel functions on this thread while a timer is set: the launch
+// cost eager and the program executor share (benchmarks/bench_executor.py). nullptr: untimed.
+struct LaunchTimer {
+  uint64_t ns = 0, launches = 0;
+};
+void set_launch_timer(LaunchTimer* timer);
 
 // Runs `op` keyed by `dtype` on `device`; inputs are on `device` in the exact dtypes/shapes
 // the kernel expects, outputs are allocated contiguous. Throws hwport::Error. `workspaces`:

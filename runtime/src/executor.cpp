@@ -132,17 +132,7 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     in_ptrs_.push_back(std::move(in));
     out_ptrs_.push_back(std::move(out));
   }
-  staging_.resize(instrs_.size());
-  for (size_t i = 0; i < instrs_.size(); ++i) {
-    if (!instrs_[i].fallback) continue;
-    cpu_ = cpu;
-    Staging& st = staging_[i];
-    st.in.resize(instrs_[i].in.size());
-    st.out.resize(instrs_[i].out.size());
-    for (Tensor& t : st.in) st.in_ptrs.push_back(&t);
-    for (Tensor& t : st.out) st.out_ptrs.push_back(&t);
-  }
-  if (cpu_) cpu_workspaces_ = std::make_unique<KeptWorkspaces>(cpu_);
+  staging_.resize(instrs_.size());  // filled by a fallback's first run
 }
 
 HWP_Buffer Executor::KeptWorkspaces::workspace(int k, uint64_t nbytes) {
@@ -154,6 +144,12 @@ HWP_Buffer Executor::KeptWorkspaces::workspace(int k, uint64_t nbytes) {
   }
   ws->record_stream(device_->current_stream());  // the stream may change between runs
   return ws->buffer();
+}
+
+bool Executor::KeptWorkspaces::take_refused(const std::string& why) {
+  if (fallback_mode() == FallbackMode::Error) return false;
+  refused = why;
+  return true;
 }
 
 // A kernel that only takes contiguous inputs gets a view input copied, as run_kernel would do
@@ -293,16 +289,29 @@ void Executor::plan_memory() {
 }
 
 // The CPU fallback as run_kernel's (the same copies and kernel, counted the same), into
-// staging tensors kept across runs.
-void Executor::run_fallback(size_t i) {
+// staging tensors kept across runs. `refused`: the device's kernel refused this call (the
+// launch already happened; HWPORT_FALLBACK=error raised there).
+void Executor::run_fallback(size_t i, bool refused) {
   const Instr& ins = instrs_[i];
-  if (fallback_mode() == FallbackMode::Error) {  // run_kernel raises the error eager raises
+  if (!refused && fallback_mode() == FallbackMode::Error) {  // run_kernel raises eager's error
     run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(), static_cast<int>(ins.in.size()),
                out_ptrs_[i].data(), static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
     return;
   }
   count_fallback(ins.op, device_, ins.dtype);
   Staging& st = staging_[i];
+  if (st.in_ptrs.size() != ins.in.size() || st.out_ptrs.size() != ins.out.size()) {
+    if (!cpu_) {
+      cpu_ = DeviceManager::instance().cpu();
+      cpu_workspaces_ = std::make_unique<KeptWorkspaces>(cpu_);
+    }
+    st.in.assign(ins.in.size(), Tensor{});
+    st.out.assign(ins.out.size(), Tensor{});
+    st.in_ptrs.clear();
+    st.out_ptrs.clear();
+    for (Tensor& t : st.in) st.in_ptrs.push_back(&t);
+    for (Tensor& t : st.out) st.out_ptrs.push_back(&t);
+  }
   const Plugin& dev = *device_->plugin;
   const Plugin& cpu = *cpu_->plugin;
   auto stage = [this](Tensor& t, uint64_t nbytes) {
@@ -430,12 +439,17 @@ void Executor::run_range(size_t begin, size_t end) {
       continue;
     }
     try {
-      if (ins.fallback)
-        run_fallback(i);
-      else
+      if (ins.fallback) {
+        run_fallback(i, false);
+      } else {
         run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
                    static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
                    static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
+        if (!workspaces_.refused.empty()) {  // the kernel refused the call: eager falls back
+          workspaces_.refused.clear();
+          run_fallback(i, true);
+        }
+      }
     } catch (const Error& e) {
       raise(e.kind(), where(i) + e.what());
     }

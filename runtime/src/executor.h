@@ -6,7 +6,8 @@
 // an elementwise kernel's result takes the bytes of an input of its size, dtype and layout
 // that dies at it: in place; the program's outputs live to the end of the run and are
 // returned as views of it). Kernel workspaces and the CPU fallback's staging copies are kept
-// across runs. A run makes no allocator call (after the first, which sizes the workspaces)
+// across runs, also for a kernel that refuses a call at launch (HWP_ERROR_NOT_SUPPORTED: the
+// staging is made at the first refusal). A run makes no allocator call (after the first, which sizes the workspaces)
 // unless the caller still holds an output of an earlier run: then the run takes a fresh
 // arena, so that output is never overwritten. Views (reshape, transpose, broadcast, slice as
 // eager makes them) are metadata instructions. cf.if / cf.while are instructions over ranges
@@ -75,6 +76,10 @@ class Executor {
    public:
     explicit KeptWorkspaces(Device* device) : device_(device) {}
     HWP_Buffer workspace(int k, uint64_t nbytes) override;
+    // A kernel refusing a call at launch: the executor runs the fallback into its staging
+    // buffers (unless HWPORT_FALLBACK=error: then run_kernel raises eager's error).
+    bool take_refused(const std::string& why) override;
+    std::string refused;  // the last refusal's message, cleared by the executor
 
    private:
     Device* device_;
@@ -89,7 +94,7 @@ class Executor {
 
   void add_contiguous_copies();
   void plan_memory();
-  void run_fallback(size_t i);
+  void run_fallback(size_t i, bool refused);
   void run_range(size_t begin, size_t end);
   bool read_condition(int slot, size_t i);
   void copy_slots(const std::vector<int>& from, const std::vector<int>& to, size_t skip_from);

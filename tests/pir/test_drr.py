@@ -75,6 +75,33 @@ def test_rms_norm_fusion_leaves_near_misses(near_miss):
     assert str(p) == text  # nothing was dead, nothing changed
 
 
+def _rms_eps_program(eps_value, eps_shape):
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [3, 8], "float32")
+        eps = b.constant(eps_value, eps_shape, "float32")
+        y, _ = _rms(b, x, b.parameter("w", [8], "float32"), eps=eps)
+        b.output(y, "y")
+    return p
+
+
+def test_rms_norm_fusion_takes_the_programs_eps_value():
+    p = _rms_eps_program(1e-3, [])  # another scalar eps: fused with that epsilon
+    before = _fuse(p)
+    (fused,) = [op for op in p.ops if op.name == "pd_op.rms_norm"]
+    assert fused.attr("epsilon") == pytest.approx(1e-3)
+    np.testing.assert_allclose(evaluate(p, FEEDS)["y"], evaluate(before, FEEDS)["y"],
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_rms_norm_fusion_leaves_an_eps_that_is_not_one_scalar():
+    # a per-column eps constant: no single epsilon attribute gives these numbers
+    p = _rms_eps_program([1e-5] * 7 + [1e-1], [8])
+    text = str(p)
+    _fuse(p)
+    assert "pd_op.rms_norm" not in str(p) and str(p) == text
+
+
 def test_rms_norm_fusion_needs_a_constant_eps():
     p = pir.Program()
     with pir.Builder(p) as b:

@@ -158,6 +158,38 @@ def test_symbolic_batch_runs_bit_for_bit_per_shape_with_a_cached_plan(place):
     assert exe.num_plans == 3
 
 
+def test_the_plan_cache_is_an_lru_bounded_by_max_plans():
+    place = "custom:cpu"
+    assert pir.executor.MAX_PLANS == 8
+    assert pir.Executor(mlp_program(batch="s0"), place).max_plans == 8  # the default
+    p = mlp_program(batch="s0")
+    ps = mlp_params(place, p)
+    exe = pir.Executor(p, place, parameters=ps, max_plans=2)
+    rng = np.random.default_rng(4)
+    xs = {n: hwport.to_tensor(rng.standard_normal((n, 16)).astype("float32"), place=place)
+          for n in (200, 201, 202, 203, 204, 205)}
+    base = _core.memory_stats(place)["allocated_bytes"]
+
+    def run(n):
+        out = exe.run({"x": xs[n]})
+        assert bits(out[0].numpy()) == bits(mlp_eager(xs[n], ps).numpy()), n
+        del out
+
+    for n, built in ((200, 1), (201, 2), (202, 3), (201, 3), (200, 4), (201, 4), (203, 5)):
+        run(n)  # 200 was dropped for 202, then 202 (the least recently run) for 203
+        assert (exe.num_plans, exe.num_plans_built) == (min(built, 2), built), n
+    held_by_two = _core.memory_stats(place)["allocated_bytes"] - base
+    for n in (204, 205, 200, 202):
+        run(n)
+    assert exe.num_plans == 2 and exe.num_plans_built == 9
+    # the dropped plans' arenas went back: two plans' worth of memory, not six
+    grown = _core.memory_stats(place)["allocated_bytes"] - base - held_by_two
+    assert grown <= exe.arena_bytes // 4, (grown, exe.arena_bytes)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=r"Executor: max_plans must be an int >= 1, got"):
+            pir.Executor(p, place, max_plans=bad)
+
+
 def test_symbols_bind_across_feeds_and_are_checked():
     p = pir.Program()
     with pir.Builder(p) as b:
@@ -415,6 +447,77 @@ def test_a_fallback_op_keeps_its_staging_buffers_across_runs():
                         r"forbids the CPU fallback", r["error"]), r["error"]
 
 
+REFUSED_SCRIPT = r"""
+import json, numpy as np, hwport
+from hwport import pir
+from hwport.runtime import _core, fallback_stats, reset_fallback_stats, set_fallback_mode
+
+P = "custom:test_runtime_not_supported"  # its add refuses (NOT_SUPPORTED) ranks above 2
+p = pir.Program()
+with pir.Builder(p) as b:
+    x = b.data("x", [2, 3, 4], "float32")
+    v = b.data("v", [2, 3], "float32")
+    b.output(b.pd_op.add(b.pd_op.add(x, x), x), "y")  # two refused launches
+    b.output(b.pd_op.add(v, v), "w")  # taken by the device
+xs = np.linspace(-2, 2, 24, dtype="float32").reshape(2, 3, 4)
+vs = np.arange(6, dtype="float32").reshape(2, 3)
+x, v = hwport.to_tensor(xs, place=P), hwport.to_tensor(vs, place=P)
+
+def allocs():
+    return [_core.memory_stats(q)["num_allocs"] for q in (P, "custom:cpu")]
+
+reset_fallback_stats()
+before = allocs()
+want = [hwport.add(hwport.add(x, x), x).numpy(), hwport.add(v, v).numpy()]
+res = {"eager_allocs": [a - b for a, b in zip(allocs(), before)],
+       "eager_stats": {k[0]: n for k, n in fallback_stats().items()},
+       "describe": "", "allocs": [], "equal": []}
+exe = pir.Executor(p, P)
+res["describe"] = exe.describe()
+for _ in range(3):
+    reset_fallback_stats()
+    before = allocs()
+    out = exe.run({"x": x, "v": v})
+    res["equal"].append([o.numpy().tobytes() == w.tobytes() for o, w in zip(out, want)])
+    del out
+    res["allocs"].append([a - b for a, b in zip(allocs(), before)])
+    res["stats"] = {k[0]: n for k, n in fallback_stats().items()}
+set_fallback_mode("error")
+try:
+    exe.run({"x": x, "v": v})
+except hwport.FallbackError as e:
+    res["error"] = str(e)
+print("RESULT " + json.dumps(res))
+"""
+
+
+def test_a_kernel_refusing_a_call_falls_back_into_kept_staging_buffers():
+    """A kernel that refuses a call at launch (HWP_ERROR_NOT_SUPPORTED) gets the CPU fallback
+    as eager gives it (the same result, counted the same), but into the executor's staging
+    buffers: after the first run no allocator call on either device."""
+    import json
+
+    from tests.conftest import run_isolated, zoo_plugin_path
+
+    proc = run_isolated(REFUSED_SCRIPT,
+                        {"HWPORT_PLUGIN_PATH": str(zoo_plugin_path("runtime_not_supported"))})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    r = json.loads(line[len("RESULT "):])
+    assert "cpu fallback" not in r["describe"]  # the device has the kernel: it is launched
+    assert r["equal"] == [[True, True]] * 3
+    assert r["stats"] == r["eager_stats"] == {"add": 2}
+    # eager allocates the CPU copies per call (2 refused calls: 2 inputs + 1 output each) and
+    # its results; the executor stages once (first run), then allocates nothing
+    assert r["eager_allocs"][1] == 6, r["eager_allocs"]
+    assert r["allocs"][0][0] == 0 and r["allocs"][0][1] > 0, r["allocs"]
+    assert r["allocs"][1:] == [[0, 0], [0, 0]], r["allocs"]
+    assert re.fullmatch(r"Executor.run: instruction 0 \(add float32\): add \(float32\) on "
+                        r"custom:test_runtime_not_supported:0: the kernel refused the call: .*"
+                        r"rank 3 is not supported.*, and HWPORT_FALLBACK=error forbids the CPU "
+                        r"fallback", r["error"]), r["error"]
+
+
 def test_an_output_the_caller_holds_is_never_overwritten():
     place = "custom:cpu"
     p = pir.Program()
@@ -533,3 +636,25 @@ def test_a_strided_feed_is_taken_as_its_values():
     t = hwport.to_tensor(a, place="custom:cpu").T  # a [3, 4] view with strides (1, 3)
     (got,) = pir.Executor(p, "custom:cpu").run({"x": t})
     np.testing.assert_array_equal(got.numpy(), a.T * a.T)
+
+
+def test_the_launch_timer_counts_kernel_function_calls_on_this_thread():
+    """benchmarks/bench_executor.py subtracts the plugins' launch time with it."""
+    x = hwport.to_tensor(np.ones(3, "float32"), place="custom:cpu")
+    exe = pir.Executor(_chain(), "custom:cpu")
+    exe.run({"x": x})
+    _core._launch_timer_start()
+    exe.run({"x": x})
+    hwport.exp(x)
+    ns, launches = _core._launch_timer_stop()
+    assert launches == 3 and ns > 0  # the program's two kernels, eager's exp
+    hwport.exp(x)  # stopped: not counted
+    _core._launch_timer_start()
+    assert _core._launch_timer_stop() == (0, 0)  # a start begins from zero
+
+
+def _chain() -> pir.Program:
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        b.output(b.pd_op.neg(b.pd_op.exp(b.data("x", [3], "float32"))), "y")
+    return p

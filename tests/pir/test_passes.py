@@ -279,3 +279,57 @@ def test_manager_prints_times_and_verifies_after_each_pass():
     with pytest.raises(PassError, match=re.escape(expected)):
         PassManager("test-breaker").run(p)
     PassManager("test-breaker", verify_each=False).run(pir.parse(str(p)))
+
+
+# ---- FileCheck-style expectations for the other standard passes -------------------------------
+
+def _one_input(build, shape=(2, 3)) -> pir.Program:
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        b.output(build(b, b.data("x", list(shape), "float32")), "y")
+    return p
+
+
+def test_decompose_prints_the_primitives():
+    p = _one_input(lambda b, x: b.pd_op.square(b.pd_op.rsqrt(x)))
+    assert _run(p, "decompose")
+    assert _ops(p) == [
+        "builtin.data() -> %0",
+        "pd_op.sqrt(%0) -> %1",
+        "builtin.constant(){value:(Double)1.0} -> %2",
+        "pd_op.divide(%2, %1) -> %3",
+        "pd_op.multiply(%3, %3) -> %4",
+        'builtin.shadow_output(%4){output_name:"y"}']
+
+
+def test_constant_folding_prints_the_folded_constant():
+    import numpy as np
+
+    def build(b, x):
+        a = b.constant([1.0, 2.0], [2], "float32")
+        return b.pd_op.multiply(x, b.pd_op.exp(b.pd_op.neg(a)))
+
+    p = _one_input(build, (2,))
+    assert _run(p, "constant_folding,dce")
+    from hwport.phi_ops.reference import reference
+
+    # the oracle's float32 values (exp computed exactly, then rounded: numpy's float32 exp is
+    # one ulp off for exp(-1))
+    v = [float(f) for f in reference("exp", [-np.array([1.0, 2.0], np.float32)], {})]
+    assert _ops(p) == [
+        "builtin.data() -> %0",
+        f"builtin.constant(){{value:[(Double){v[0]!r},(Double){v[1]!r}]}} -> %1",
+        "pd_op.multiply(%0, %1) -> %2",
+        'builtin.shadow_output(%2){output_name:"y"}']
+
+
+def test_lower_to_kernel_prints_views_and_bound_kernels():
+    p = _one_input(lambda b, x: b.pd_op.relu(b.pd_op.transpose(x, perm=[1, 0])))
+    assert _run(p, "lower_to_kernel{place=custom:cpu}")
+    assert _ops(p) == [
+        "builtin.data() -> %0",
+        "kernel.view(%0){shape:[(Int64)3,(Int64)2],strides:[(Int64)1,(Int64)3],"
+        "offset:(Int64)0} -> %1",
+        'kernel.phi_kernel(%1){op_name:"relu",kernel_name:"relu",device_type:"cpu",'
+        'dtype:(pd_op.DataType)float32,path:"native"} -> %2',
+        'builtin.shadow_output(%2){output_name:"y"}']
