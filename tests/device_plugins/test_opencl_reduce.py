@@ -221,6 +221,29 @@ def test_contiguous_float32_rows(shape):
         np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(("shape", "axis"), [((300, 1000), [0]), ((5, 7, 300), [0, 1]),
+                                           ((20, 259), [0]), ((3, 4, 17, 400), [0, 2])])
+def test_contiguous_float32_kept_dims(shape, axis):
+    # The float32 path for reductions over outer dims whose kept dims are one contiguous dim
+    # (k_<op>_k: cw outputs per work-item with float16 loads, the last ones one by one),
+    # with NaN and inf in some columns, and a transposed view (the generic path) beside it.
+    rng = rng_for(f"opencl-reduce-k-{shape}")
+    x = (rng.standard_normal(shape) * 4 + 1).astype(np.float32)
+    x.flat[5] = np.nan
+    x.flat[2 * shape[-1] + 9] = np.inf
+    t = dev(x)
+    for op in ("sum", "mean", "max", "min"):
+        got = run(op, t, axis, False).numpy()
+        want = getattr(np, op)(x.astype(np.float64), axis=tuple(axis))
+        np.testing.assert_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_equal(np.isinf(got), np.isinf(want))
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+    y = x.reshape(shape[0], -1)
+    check("sum", "float32", y, dev(y), [0])
+    check("max", "float32", y.T.copy(), dev(y).T, [1])
+
+
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 4097)).astype(np.float32)
