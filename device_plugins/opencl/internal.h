@@ -159,7 +159,9 @@ struct ocl_stream {
 /* Puts a gate on s's queue q when none is there; returns whether the launch about to be
  * enqueued fills the gate (then open it after the enqueue). s NULL: nothing (returns 0). */
 int ocl_gate_before_launch(ocl_stream *s, cl_command_queue q);
-/* Opens s's gate, if any (s may be NULL). */
+/* Whether s has a closed gate (then a launch need not be flushed: opening flushes). */
+int ocl_gate_closed(const ocl_stream *s);
+/* Opens s's gate, if any (s may be NULL), and flushes the queue. */
 void ocl_gate_open(ocl_stream *s);
 /* Stops the gate thread (at shutdown, before the streams are released). */
 void ocl_gate_shutdown(void);

@@ -53,6 +53,7 @@ static void gate_open_if(ocl_stream *s, uint64_t older_than_us, uint64_t now) {
   if (g != NULL) {
     clSetUserEventStatus(g, CL_COMPLETE);
     clReleaseEvent(g);
+    clFlush(s->queue); /* the launches behind the gate were not flushed (ocl_launch_done) */
   }
 }
 
@@ -97,6 +98,10 @@ static void gate_init(void) {
   if (env != NULL && strcmp(env, "0") == 0) return;
   if (pthread_create(&g_gate_thread, NULL, gate_main, NULL) != 0) return; /* ungated */
   g_gate_on = 1;
+}
+
+int ocl_gate_closed(const ocl_stream *s) {
+  return s != NULL && __atomic_load_n(&s->gate, __ATOMIC_ACQUIRE) != NULL;
 }
 
 void ocl_gate_open(ocl_stream *s) {
