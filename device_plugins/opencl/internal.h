@@ -151,14 +151,19 @@ struct ocl_stream {
   cl_event gate;           /* the user event launches wait behind, or NULL (open) */
   uint64_t gate_since;     /* when the gate was put there, us (CLOCK_MONOTONIC) */
   uint32_t gated;          /* launches behind the gate */
+  int in_burst;            /* the last command on the stream was a launch (cleared by opens) */
+  uint64_t last_launch_us; /* when that launch was enqueued */
+  uint32_t burst_len;      /* launches in the current burst, after its first */
 };
 
 /* stream_gate.c: a stream's kernel launches are batched behind a gate (a marker waiting on a
  * user event), opened before anything else is enqueued on the stream or waits for it, after
  * a number of launches, or by the gate thread shortly after it was put there. */
-/* Puts a gate on s's queue q when none is there; returns whether the launch about to be
- * enqueued fills the gate (then open it after the enqueue). s NULL: nothing (returns 0). */
-int ocl_gate_before_launch(ocl_stream *s, cl_command_queue q);
+/* Before a launch of `items` work-items on s's queue q: puts a gate there when the launch is
+ * part of a long burst of small ones and none is there (or opens it for a big launch);
+ * returns whether the launch fills the gate (then open it after the enqueue). s NULL:
+ * nothing (returns 0). */
+int ocl_gate_before_launch(ocl_stream *s, cl_command_queue q, uint64_t items);
 /* Whether s has a closed gate (then a launch need not be flushed: opening flushes). */
 int ocl_gate_closed(const ocl_stream *s);
 /* Opens s's gate, if any (s may be NULL), and flushes the queue. */

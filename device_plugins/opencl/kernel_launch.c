@@ -136,8 +136,11 @@ HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, c
   int full = 0;
   if (profiled)
     ocl_gate_open(s);
-  else
-    full = ocl_gate_before_launch(s, q);
+  else {
+    uint64_t items = 1;
+    for (cl_uint i = 0; i < dims; ++i) items *= global[i];
+    full = ocl_gate_before_launch(s, q, items);
+  }
   cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL,
                                       profiled ? &timed : NULL);
   if (full) ocl_gate_open(s);
