@@ -2,7 +2,9 @@
 plugin and numpy in the same run (issue: the OpenCL reference plugin):
   - launch overhead per op: a 1-element add, enqueued back to back (asynchronous) and as a
     round trip (op + synchronize);
-  - throughput: add and exp on 16M float32, softmax on [2048, 2048], matmul 512^3 and 1024^3;
+  - throughput: add and exp on 16M float32, sum and max over all of 16M float32, sum over each
+    axis of [4096, 4096], softmax on [2048, 2048], matmul 512^3 and 1024^3 (issue 20's targets:
+    sum and softmax within 1.5x of the CPU plugin's time, elementwise within 1.2x);
   - start-up: a fresh process running a small model-like op mix with empty program caches
     (hwport's and PoCL's: every program compiled) and again with the caches it left (warm).
 Ratios are other_time / opencl_time (> 1 means the OpenCL plugin is faster).
@@ -81,6 +83,13 @@ def throughput() -> None:
     b = rng.standard_normal(n).astype(np.float32)
     compare("add 16M f32", lambda x, y: x + y, np.add, a, b)
     compare("exp 16M f32", hwport.exp, np.exp, a)
+    compare("sum 16M f32", hwport.sum, np.sum, a)
+    compare("max 16M f32", hwport.max, np.max, a)
+    r = rng.standard_normal((4096, 4096)).astype(np.float32)
+    compare("sum [4096,4096] axis 1 f32", lambda x: hwport.sum(x, axis=1),
+            lambda x: np.sum(x, axis=1), r)
+    compare("sum [4096,4096] axis 0 f32", lambda x: hwport.sum(x, axis=0),
+            lambda x: np.sum(x, axis=0), r)
 
     def np_softmax(x: np.ndarray) -> np.ndarray:
         e = np.exp(x - x.max(-1, keepdims=True))

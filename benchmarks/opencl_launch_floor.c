@@ -2,9 +2,10 @@
  *
  * Enqueues a 1-element kernel with the OpenCL plugin's elementwise argument layout (17
  * arguments: 4 buffers, offsets, long16 shape and strides) in bursts of 2000 launches + clFinish,
- * the pattern of benchmarks/bench_dispatch.py's enqueue section, in four ways: a kernel object
+ * the pattern of benchmarks/bench_dispatch.py's enqueue section, in five ways: a kernel object
  * fresh from clCreateKernel per launch (the plugin before its kernel cache) or one reused, each
- * with or without an event per launch. Prints us per launch, host side and with the finish;
+ * with or without an event per launch, and a reused kernel behind a gate (each burst waits on a
+ * user event set complete before the clFinish: what the plugin's stream_gate.c does). Prints us per launch, host side and with the finish;
  * the reused-kernel rows once before the fresh-kernel ones and once after them.
  *
  * Build and run (any OpenCL platform; here PoCL):
@@ -60,10 +61,11 @@ int main(void) {
   printf("%s: us per launch, bursts of %d + clFinish\n", name, BURST);
   /* Reused kernels first, and again after the fresh ones: on PoCL 3.1 here the second pass
    * came out 1.4-1.7x slower than the first (per-kernel launch data piling up, it seems). */
-  static const int order[6] = {2, 3, 0, 1, 2, 3};
-  for (int o = 0; o < 6; ++o) {
+  static const int order[7] = {2, 3, 0, 1, 2, 3, 4};
+  for (int o = 0; o < 7; ++o) {
     const int mode = order[o];
-    const int fresh = mode < 2, with_event = mode & 1;
+    const int fresh = mode < 2, with_event = mode < 4 && (mode & 1), gated = mode == 4;
+    cl_event gate = NULL;
     clFinish(q);
     double t0 = now_us(), host = 0;
     for (int i = 0; i < LAUNCHES; ++i) {
@@ -76,19 +78,31 @@ int main(void) {
           {128, &l16}, {128, &l16}, {32, &l4}};
       for (cl_uint a = 0; a < 17; ++a) clSetKernelArg(k, a, args[a].size, args[a].value);
       cl_event ev = NULL;
+      if (gated && gate == NULL) {
+        gate = clCreateUserEvent(ctx, &err);
+        clEnqueueMarkerWithWaitList(q, 1, &gate, NULL);
+      }
       clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, with_event ? &ev : NULL);
       if (ev != NULL) clReleaseEvent(ev);
       clFlush(q);
       if (fresh) clReleaseKernel(k);
       host += now_us() - h0;
-      if ((i + 1) % BURST == 0) clFinish(q);
+      if ((i + 1) % BURST == 0) {
+        if (gate != NULL) {
+          clSetUserEventStatus(gate, CL_COMPLETE);
+          clReleaseEvent(gate);
+          gate = NULL;
+        }
+        clFinish(q);
+      }
     }
     clFinish(q);
     printf("  %-28s host %6.2f  with finish %6.2f\n",
            mode == 0   ? "fresh kernel, no event"
            : mode == 1 ? "fresh kernel, event"
            : mode == 2 ? "reused kernel, no event"
-                       : "reused kernel, event",
+           : mode == 3 ? "reused kernel, event"
+                       : "reused kernel, gated burst",
            host / LAUNCHES, (now_us() - t0) / LAUNCHES);
   }
   return 0;

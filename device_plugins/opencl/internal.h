@@ -146,11 +146,38 @@ struct ocl_stream {
   cl_event last;           /* query_stream's marker: completes after the first last_seq, or NULL */
   uint64_t last_seq;
   uint64_t done_seq; /* the first done_seq commands are known to have completed */
+  cl_context ctx;    /* the queue's */
+  pthread_mutex_t gate_mu; /* guards gate, gate_since and gated (stream_gate.c) */
+  cl_event gate;           /* the user event launches wait behind, or NULL (open) */
+  uint64_t gate_since;     /* when the gate was put there, us (CLOCK_MONOTONIC) */
+  uint32_t gated;          /* launches behind the gate */
+  int in_burst;            /* the last command on the stream was a launch (cleared by opens) */
+  uint64_t last_launch_us; /* when that launch was enqueued */
+  uint32_t burst_len;      /* launches in the current burst, after its first */
 };
 
-/* The queue of `stream` on `device` (validated), or an INVALID_ARGUMENT error. */
+/* stream_gate.c: a stream's kernel launches are batched behind a gate (a marker waiting on a
+ * user event), opened before anything else is enqueued on the stream or waits for it, after
+ * a number of launches, or by the gate thread shortly after it was put there. */
+/* Before a launch of `items` work-items on s's queue q: puts a gate there when the launch is
+ * part of a long burst of small ones and none is there (or opens it for a big launch);
+ * returns whether the launch fills the gate (then open it after the enqueue). s NULL:
+ * nothing (returns 0). */
+int ocl_gate_before_launch(ocl_stream *s, cl_command_queue q, uint64_t items);
+/* Whether s has a closed gate (then a launch need not be flushed: opening flushes). */
+int ocl_gate_closed(const ocl_stream *s);
+/* Opens s's gate, if any (s may be NULL), and flushes the queue. */
+void ocl_gate_open(ocl_stream *s);
+/* Stops the gate thread (at shutdown, before the streams are released). */
+void ocl_gate_shutdown(void);
+
+/* The queue of `stream` on `device` (validated), or an INVALID_ARGUMENT error; opens the
+ * stream's gate (whatever the caller enqueues or waits for then runs after the launches). */
 HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue *out,
                             const char *fn);
+/* The same without opening the gate: for kernel ops, whose launches go behind it. */
+HWP_Status ocl_stream_queue_for_launch(int32_t device, HWP_Stream stream, cl_command_queue *out,
+                                       const char *fn);
 
 /* Counts one command just enqueued on `stream` (NULL: nothing to count); `ev`, its event or
  * NULL, is released. query_stream reports the stream idle when every counted command has

@@ -112,7 +112,7 @@ size_t ocl_kernel_wg(cl_kernel k, int32_t device, size_t cap) {
 
 HWP_Status ocl_ctx_queue(const HWP_KernelContext *ctx, cl_command_queue *q, const char *fn) {
   return ctx->stream == NULL ? ocl_sync_queue(ctx->device, q, fn)
-                             : ocl_stream_queue(ctx->device, ctx->stream, q, fn);
+                             : ocl_stream_queue_for_launch(ctx->device, ctx->stream, q, fn);
 }
 
 HWP_Status ocl_enqueue_nd(const HWP_KernelContext *ctx, cl_command_queue q, cl_kernel k,
@@ -130,8 +130,20 @@ HWP_Status ocl_enqueue_nd_at(const HWP_KernelContext *ctx, cl_command_queue q, c
                             ? ctx->correlation_id : 0;
   cl_event timed = NULL;
   const int profiled = ocl_profiling(ctx->device, corr);
+  ocl_stream *s = (ocl_stream *)ctx->stream;
+  /* A launch goes behind the stream's gate (stream_gate.c); a profiled one is not held (the
+   * profiler waits on its event). */
+  int full = 0;
+  if (profiled)
+    ocl_gate_open(s);
+  else {
+    uint64_t items = 1;
+    for (cl_uint i = 0; i < dims; ++i) items *= global[i];
+    full = ocl_gate_before_launch(s, q, items);
+  }
   cl_int err = clEnqueueNDRangeKernel(q, k, dims, offset, global, local, 0, NULL,
                                       profiled ? &timed : NULL);
+  if (full) ocl_gate_open(s);
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueNDRangeKernel");
   if (timed != NULL) ocl_profiler_track(ctx->device, corr, fn, timed);
   ocl_stream_track(ctx->stream, NULL);
@@ -334,6 +346,7 @@ HWP_Status ocl_temp_buffer(int32_t device, size_t bytes, const void *init, cl_me
 
 HWP_Status ocl_read_now(const HWP_KernelContext *ctx, cl_command_queue q, cl_mem buf,
                         uint64_t offset, size_t bytes, void *dst, const char *fn) {
+  ocl_gate_open((ocl_stream *)ctx->stream); /* a blocking read: the launches before it run */
   cl_int err = clEnqueueReadBuffer(q, buf, CL_TRUE, (size_t)offset, bytes, dst, 0, NULL, NULL);
   if (err != CL_SUCCESS) return ocl_cl_error(err, fn, "clEnqueueReadBuffer");
   ocl_stream_track(ctx->stream, NULL);

@@ -6,6 +6,7 @@
 #include "kernels.h"
 
 static void ocl_shutdown(void) {
+  ocl_gate_shutdown();
   for (int32_t d = 0; d < g_ocl.num_devices; ++d) (void)ocl_synchronize_device(d, "shutdown");
   ocl_stream_shutdown();
   ocl_memory_shutdown();

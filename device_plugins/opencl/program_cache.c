@@ -231,6 +231,8 @@ int ocl_device_has_fp64(cl_device_id id) {
 }
 
 HWP_Status ocl_launch_done(const HWP_KernelContext *ctx, cl_command_queue q, const char *fn) {
+  /* Launches behind a stream's gate are flushed when it opens (stream_gate.c). */
+  if (ctx->stream != NULL && ocl_gate_closed((const ocl_stream *)ctx->stream)) return HWP_OK;
   cl_int err = ctx->stream != NULL ? clFlush(q) : clFinish(q);
   if (err != CL_SUCCESS)
     return ocl_cl_error(err, fn, ctx->stream != NULL ? "clFlush" : "clFinish");

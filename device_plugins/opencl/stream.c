@@ -27,8 +27,8 @@ typedef struct ocl_event {
     if (st_ != HWP_OK) return st_;                                                             \
   } while (0)
 
-HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue *out,
-                            const char *fn) {
+HWP_Status ocl_stream_queue_for_launch(int32_t device, HWP_Stream stream, cl_command_queue *out,
+                                       const char *fn) {
   ocl_stream *s = (ocl_stream *)stream;
   if (s == NULL) return ocl_error(HWP_ERROR_INVALID_ARGUMENT, "%s: stream is NULL", fn);
   if (s->magic != OCL_STREAM_MAGIC)
@@ -40,6 +40,13 @@ HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue 
                      (int)device);
   *out = s->queue;
   return HWP_OK;
+}
+
+HWP_Status ocl_stream_queue(int32_t device, HWP_Stream stream, cl_command_queue *out,
+                            const char *fn) {
+  HWP_Status st = ocl_stream_queue_for_launch(device, stream, out, fn);
+  if (st == HWP_OK) ocl_gate_open((ocl_stream *)stream);
+  return st;
 }
 
 static ocl_event *as_event(HWP_Event event, int32_t device, const char *fn, HWP_Status *st) {
@@ -74,7 +81,10 @@ HWP_Status ocl_synchronize_device(int32_t device, const char *fn) {
     }
   }
   n = 0;
-  for (ocl_stream *s = d->streams; s != NULL; s = s->next) qs[n++] = s->queue;
+  for (ocl_stream *s = d->streams; s != NULL; s = s->next) {
+    ocl_gate_open(s); /* the launches behind a gate run before the finish */
+    qs[n++] = s->queue;
+  }
   if (d->sync_queue != NULL) qs[n++] = d->sync_queue;
   for (size_t i = 0; i < n; ++i) clRetainCommandQueue(qs[i]); /* outlive a concurrent destroy */
   pthread_mutex_unlock(&d->mu);
@@ -115,6 +125,8 @@ static void stream_done(ocl_stream *s, uint64_t seq) {
 
 static void stream_free(ocl_stream *s) {
   s->magic = OCL_DEAD_MAGIC;
+  ocl_gate_open(s);
+  pthread_mutex_destroy(&s->gate_mu);
   if (s->last != NULL) clReleaseEvent(s->last);
   pthread_mutex_destroy(&s->mu);
   free(s);
@@ -136,7 +148,9 @@ static HWP_Status ocl_create_stream(int32_t device, HWP_Stream *out) {
                         "clCreateCommandQueue");
   }
   s->device = device;
+  s->ctx = ctx;
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->gate_mu, NULL);
   s->magic = OCL_STREAM_MAGIC;
   pthread_mutex_lock(&d->mu);
   s->next = d->streams;
@@ -179,6 +193,7 @@ void ocl_stream_shutdown(void) {
     while (d->streams != NULL) {
       ocl_stream *s = d->streams;
       unlink_stream(d, s);
+      ocl_gate_open(s);
       clFinish(s->queue);
       clReleaseCommandQueue(s->queue);
       stream_free(s);

@@ -188,6 +188,62 @@ def test_large_inputs_and_float32_accuracy():
             check(op, name, a, ta, None)
 
 
+@pytest.mark.parametrize("shape", [(3, 64), (5, 1000), (7, 4099), (2, 3, 257), (1 << 21,),
+                                   (3, 200003)])
+def test_contiguous_float32_rows(shape):
+    # The float32 fast path (k_<op>_c: contiguous rows, float8 loads, blocks of 64, a span per
+    # work-item; long rows of few outputs split and finished by k_<op>_fin): row lengths off
+    # the 8 / 64 / group multiples, a 4-byte-aligned offset view, NaN and +-inf in a row.
+    rng = rng_for(f"opencl-reduce-c-{shape}")
+    x = (rng.standard_normal(shape) * 4 + 1).astype(np.float32)
+    t = dev(x)
+    axis = [len(shape) - 1]
+    for op in ("sum", "mean", "max", "min"):
+        check(op, "float32", x, t, axis)
+        if len(shape) > 1:
+            check(op, "float32", x, t, None)
+    view = t[..., 1:]  # the rows start 4 bytes into each row: aligned, not at 0
+    for op in ("sum", "max"):
+        check(op, "float32", x[..., 1:], view, axis)
+    y = x.copy().reshape(-1, shape[-1])
+    y[0, shape[-1] // 2] = np.nan
+    if y.shape[0] > 1:
+        y[1, 3] = np.inf
+    if y.shape[0] > 2:
+        y[2, 0], y[2, -1] = np.inf, -np.inf
+    ty = dev(y)
+    for op in ("sum", "max", "min"):
+        got = run(op, ty, [1], False).numpy()
+        want = getattr(np, op)(y.astype(np.float64), axis=1)
+        np.testing.assert_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_equal(np.isinf(got), np.isinf(want))
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((300, 1000), [0]), ((5, 7, 300), [0, 1]),
+                                           ((20, 259), [0]), ((3, 4, 17, 400), [0, 2])])
+def test_contiguous_float32_kept_dims(shape, axis):
+    # The float32 path for reductions over outer dims whose kept dims are one contiguous dim
+    # (k_<op>_k: cw outputs per work-item with float16 loads, the last ones one by one),
+    # with NaN and inf in some columns, and a transposed view (the generic path) beside it.
+    rng = rng_for(f"opencl-reduce-k-{shape}")
+    x = (rng.standard_normal(shape) * 4 + 1).astype(np.float32)
+    x.flat[5] = np.nan
+    x.flat[2 * shape[-1] + 9] = np.inf
+    t = dev(x)
+    for op in ("sum", "mean", "max", "min"):
+        got = run(op, t, axis, False).numpy()
+        want = getattr(np, op)(x.astype(np.float64), axis=tuple(axis))
+        np.testing.assert_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_equal(np.isinf(got), np.isinf(want))
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+    y = x.reshape(shape[0], -1)
+    check("sum", "float32", y, dev(y), [0])
+    check("max", "float32", y.T.copy(), dev(y).T, [1])
+
+
 def test_on_a_stream():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 4097)).astype(np.float32)

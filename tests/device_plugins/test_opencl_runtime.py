@@ -362,6 +362,59 @@ def test_event_record_synchronize_query_and_copies_in_order():
     np.testing.assert_array_equal(w.numpy()[-3:], 5 * np.arange(N - 3, N, dtype=np.float32))
 
 
+def test_launches_past_a_gate_run_in_order_and_complete():
+    # A stream's launches are batched behind a gate (stream_gate.c) opened every 256 launches,
+    # by a query, a record, a copy or a synchronize: a chain of dependent ops longer than a
+    # gate, then a host read, an event and a query must see every launch, in order.
+    s = Stream(P)
+    one = hwport.to_tensor(np.ones(7, np.float32), place=P)
+    with stream_guard(s):
+        y = one
+        for _ in range(600):
+            y = y + one
+    e = s.record_event()
+    while not e.query():  # no synchronize: the gate opens at the record
+        pass
+    assert s.query() is True
+    np.testing.assert_array_equal(y.numpy(), np.full(7, 601, np.float32))
+    with stream_guard(s):
+        z = y * 2.0  # then a copy on the stream right behind a launch
+        host = z.to("custom:cpu")
+    s.synchronize()
+    np.testing.assert_array_equal(host.numpy(), np.full(7, 1202, np.float32))
+
+
+def test_threads_launching_while_another_synchronizes():
+    # One thread's gate must not hold another thread's synchronize for good (the gate thread
+    # opens it) and no launch is lost across the opens.
+    results: dict[int, np.ndarray] = {}
+    errors: list[Exception] = []
+
+    def work(k: int) -> None:
+        try:
+            s = Stream(P)
+            one = hwport.to_tensor(np.ones(5, np.float32), place=P)
+            with stream_guard(s):
+                y = one
+                for _ in range(400):
+                    y = y + one
+            s.synchronize()
+            results[k] = y.numpy()
+        except Exception as exc:  # noqa: BLE001 (reported by the main thread)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        hwport.device.synchronize(P)
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for k in range(2):
+        np.testing.assert_array_equal(results[k], np.full(5, 401, np.float32))
+
+
 # ---- the C ABI directly (cffi) -------------------------------------------------------------
 
 @pytest.fixture(scope="module")
