@@ -26,12 +26,7 @@ CPU_SLEEF_SQRT(d, 8, 4, __m256, __m256d, _mm256_sqrt_ps, _mm256_sqrt_pd)
 
 __m256 _ZGVdN8v_cpu_vlog1p_f(__m256 x);
 __m256d _ZGVdN4v_cpu_vlog1p_d(__m256d x);
-__m256 _ZGVdN8v_cpu_vlog1p_f(__m256 x) {
-  __m256 r = Sleef_log1pf8_u10avx2(x);
-  __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(CPU_SLEEF_LOG1P_BIG_F), _CMP_GT_OQ);
-  if (_mm256_movemask_ps(big) == 0) return r;
-  return _mm256_blendv_ps(r, Sleef_logf8_u10avx2(x), big);
-}
+__m256 _ZGVdN8v_cpu_vlog1p_f(__m256 x) { return cpu_v8_log1pf(x); }
 __m256d _ZGVdN4v_cpu_vlog1p_d(__m256d x) {
   __m256d r = Sleef_log1pd4_u10avx2(x);
   __m256d big = _mm256_cmp_pd(x, _mm256_set1_pd(CPU_SLEEF_LOG1P_BIG_D), _CMP_GT_OQ);

@@ -25,11 +25,7 @@ CPU_SLEEF_SQRT(e, 16, 8, __m512, __m512d, _mm512_sqrt_ps, _mm512_sqrt_pd)
 
 __m512 _ZGVeN16v_cpu_vlog1p_f(__m512 x);
 __m512d _ZGVeN8v_cpu_vlog1p_d(__m512d x);
-__m512 _ZGVeN16v_cpu_vlog1p_f(__m512 x) {
-  __m512 r = Sleef_log1pf16_u10avx512f(x);
-  __mmask16 big = _mm512_cmp_ps_mask(x, _mm512_set1_ps(CPU_SLEEF_LOG1P_BIG_F), _CMP_GT_OQ);
-  return big == 0 ? r : _mm512_mask_blend_ps(big, r, Sleef_logf16_u10avx512f(x));
-}
+__m512 _ZGVeN16v_cpu_vlog1p_f(__m512 x) { return cpu_v16_log1pf(x); }
 __m512d _ZGVeN8v_cpu_vlog1p_d(__m512d x) {
   __m512d r = Sleef_log1pd8_u10avx512f(x);
   __mmask8 big = _mm512_cmp_pd_mask(x, _mm512_set1_pd(CPU_SLEEF_LOG1P_BIG_D), _CMP_GT_OQ);

@@ -1,9 +1,10 @@
-"""The CPU plugin's own float32 vector sin, cos and expm1 (device_plugins/cpu/fast_vmathf.h, the
-AVX2/AVX-512 loops' variants; SLEEF takes sin/cos vectors with some |x| > 4000), through hwport
-on custom:cpu against numpy in float64 rounded once: within 2 ulp over dense grids (every 1021st
-float32 bit pattern of the range, both signs, lengths that leave scalar tails), sin/cos near their
-zeros within 1e-10 absolute, large and special arguments (the SLEEF fallback, inf, NaN, -0, the
-top of expm1's range) exactly as numpy has them."""
+"""The CPU plugin's own float32 vector sin, cos, expm1 and log1p (device_plugins/cpu/
+fast_vmathf.h, the AVX2/AVX-512 loops' variants; SLEEF takes sin/cos vectors with some
+|x| > 4000), through hwport on custom:cpu against numpy in float64 rounded once: within 2 ulp
+over dense grids (every 509th..4093rd float32 bit pattern of the range, both signs, shuffled
+subsets whose lengths leave scalar tails), sin/cos near their zeros within 1e-10 absolute, large
+and special arguments (the SLEEF fallback, inf, NaN, -0, -1, the ends of expm1's range) exactly
+as numpy has them."""
 
 from __future__ import annotations
 
@@ -82,3 +83,26 @@ def test_expm1_float32_special_arguments() -> None:
     # the top binade (h = 2^127 there) and the edges of the clamps: within 2 ulp
     y = np.array([88.72, 88.5, 88.0, -17.0, -17.9, 1e-7, -1e-7, 0.34, -0.35], np.float32)
     assert _ulp_err(_run("expm1", y), np.expm1(y.astype(np.float64))).max() <= 2.0
+
+
+@pytest.mark.parametrize("n", [None, 88889])
+def test_log1p_float32_within_2_ulp(n: int | None) -> None:
+    # (-1, 0) densely, then up to the top of the range
+    neg = -_grid(1.0, 509)[1:]
+    neg = neg[neg > -1]
+    x = np.concatenate([neg, _grid(3e38, 4093)[: _grid(3e38, 4093).size // 2]]).astype(np.float32)
+    x = x[x > -1]
+    x = x[np.random.default_rng(2).permutation(x.size)[:n]]
+    got = _run("log1p", x)
+    err = _ulp_err(got, np.log1p(x.astype(np.float64)))
+    assert err.max() <= 2.0, f"log1p({x[err.argmax()]!r}) off by {err.max():.2f} ulp"
+
+
+def test_log1p_float32_special_arguments() -> None:
+    x = np.array([0.0, -0.0, 1e-30, -1e-40, np.inf, np.nan, -1.0, -2.0, -np.inf, 3.4e38,
+                  1e-7, -0.99999994], np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.log1p(x.astype(np.float64)).astype(np.float32)
+    got = _run("log1p", np.tile(x, 3))[:x.size]
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got[:4]), np.signbit(x[:4]))
