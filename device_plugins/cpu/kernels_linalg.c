@@ -344,7 +344,7 @@ static void mm_batches_task(void *ctx, int64_t begin, int64_t end) {
     }                                                                                          \
   }
 MM_HALF_ROWS(_avx2, __attribute__((target("avx2,fma,f16c"))))
-MM_HALF_ROWS(_avx512, __attribute__((target("avx512f,avx512dq,fma,f16c"))))
+MM_HALF_ROWS(_avx512, __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c"))))
 
 /* Converts the rows x m half matrix at s (row stride ld elements, unit column stride) into the
  * float32 rows at d; 0 when this CPU has no vector path (the caller packs). */
