@@ -14,7 +14,9 @@ The numpy rows follow (the op library issue's targets):
     softmax or layer_norm: compared with the usual numpy expressions)
   - matmul 1024 x 1024 x 1024 float32: >= 0.8x numpy
 Ratios there are numpy_time / hwport_time (> 1 means hwport is faster).
-Run: .venv/bin/python benchmarks/bench_kernels.py [--torch-only | --numpy-only]"""
+Run: .venv/bin/python benchmarks/bench_kernels.py [--torch-only | --numpy-only]
+  [--rows SUBSTR,...] (only the torch rows whose name contains one of them) [--single] (only the
+  single-threaded worker)"""
 
 from __future__ import annotations
 
@@ -195,7 +197,11 @@ def _torch_cases() -> list[tuple[str, str, Callable[[], object], Callable[[], ob
     return cases
 
 
-def torch_worker(mode: str) -> None:
+def _selected(name: str, rows: list[str]) -> bool:
+    return not rows or any(r in name for r in rows)
+
+
+def torch_worker(mode: str, rows_filter: list[str]) -> None:
     """Measures every case in this process (mode: 'single' or 'pool'); prints JSON rows."""
     import torch
 
@@ -203,16 +209,21 @@ def torch_worker(mode: str) -> None:
         torch.set_num_threads(1)
     rows = []
     for group, name, hw, th in _torch_cases():
+        if not (_selected(name, rows_filter) or group == "f32ref"):
+            continue
         rows.append({"group": group, "name": name, "hw": best_of(hw, repeat=5),
                      "torch": timing.best_of(th, None, 5)})
     print(json.dumps({"threads": torch.get_num_threads(), "rows": rows}))
 
 
-def _run_worker(mode: str) -> dict:
+def _run_worker(mode: str, rows_filter: list[str]) -> dict:
     env = dict(os.environ)
     if mode == "single":
         env["HWPORT_CPU_THREADS"] = "1"
-    proc = subprocess.run([sys.executable, __file__, "--torch-worker", mode], env=env,
+    cmd = [sys.executable, __file__, "--torch-worker", mode]
+    if rows_filter:
+        cmd += ["--rows", ",".join(rows_filter)]
+    proc = subprocess.run(cmd, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"bench_kernels: the {mode} worker failed:\n{proc.stderr}")
@@ -223,8 +234,11 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
-def torch_table() -> None:
-    res = {mode: _run_worker(mode) for mode in ("single", "pool")}
+def torch_table(rows_filter: list[str], single_only: bool) -> None:
+    res = {mode: _run_worker(mode, rows_filter) for mode in ("single", "pool")
+           if mode == "single" or not single_only}
+    if single_only:
+        res["pool"] = res["single"]  # the pool column repeats the single-threaded figure
     print(f"hwport / torch time (<= 1.0: hwport no slower); single: 1 thread each; pool: "
           f"torch {res['pool']['threads']} threads, hwport's pool "
           f"(os.cpu_count() = {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
@@ -232,7 +246,8 @@ def torch_table() -> None:
           f"   vs f32 (1t)")
     single = {r["name"]: r for r in res["single"]["rows"]}
     pool = {r["name"]: r for r in res["pool"]["rows"]}
-    f32 = {name.replace(" f32", ""): r["hw"] for name, r in single.items()
+    # from the rows, not `single`: "exp 4M f32" is also a unary row of the same name
+    f32 = {r["name"].replace(" f32", ""): r["hw"] for r in res["single"]["rows"]
            if r["group"] == "f32ref"}
     for group in ("table", "f16", "bf16", "unary"):
         if group == "unary":
@@ -259,12 +274,15 @@ def main() -> None:
     ap.add_argument("--torch-worker", choices=("single", "pool"), help=argparse.SUPPRESS)
     ap.add_argument("--torch-only", action="store_true", help="only the PyTorch table")
     ap.add_argument("--numpy-only", action="store_true", help="only the numpy rows")
+    ap.add_argument("--rows", default="", help="comma-separated substrings: only those torch rows")
+    ap.add_argument("--single", action="store_true", help="only the single-threaded worker")
     args = ap.parse_args()
+    rows_filter = [r for r in args.rows.split(",") if r]
     if args.torch_worker:
-        torch_worker(args.torch_worker)
+        torch_worker(args.torch_worker, rows_filter)
         return
     if not args.numpy_only:
-        torch_table()
+        torch_table(rows_filter, args.single)
     if not args.torch_only:
         numpy_rows()
 

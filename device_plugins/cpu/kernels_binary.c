@@ -112,9 +112,9 @@ CPU_FOR_EACH_DTYPE(CPU_DEFINE_MUL)
   CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx2, __attribute__((target("avx2,fma,f16c"))))   \
   CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx2, __attribute__((target("avx2,fma,f16c"))))  \
   CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx512,                                           \
-                       __attribute__((target("avx512f,avx512dq,fma,f16c"))))                   \
+                       __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c"))))          \
   CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx512,                                          \
-                       __attribute__((target("avx512f,avx512dq,fma,f16c"))))
+                       __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c"))))
 CPU_DEFINE_HALF_LOOPS(add, OP_add)
 CPU_DEFINE_HALF_LOOPS(multiply, OP_multiply)
 static const cpu_inner_fn g_add_half[2][2] = {{add_float16_avx2, add_bfloat16_avx2},

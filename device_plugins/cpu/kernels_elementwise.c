@@ -99,17 +99,17 @@
     if (s[0] == (int64_t)sizeof(ew_ot) && s[1] == (int64_t)sizeof(T)) {                        \
       ew_uo *o = (ew_uo *)p[0];                                                                \
       const ew_ui *x = (const ew_ui *)p[1];                                                    \
-      for (int64_t i = 0; i < n; ++i) {                                                        \
+      CPU_EW_HOIST_##op(for (int64_t i = 0; i < n; ++i) {                                      \
         EW_CT_##name a = EW_LD_##name(x[i]);                                                   \
         o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a));                                         \
-      }                                                                                        \
+      })                                                                                       \
     } else {                                                                                   \
       char *po = p[0];                                                                         \
       const char *px = p[1];                                                                   \
-      for (int64_t i = 0; i < n; ++i, po += s[0], px += s[1]) {                                \
+      CPU_EW_HOIST_##op(for (int64_t i = 0; i < n; ++i, po += s[0], px += s[1]) {              \
         EW_CT_##name a = EW_LD_##name(*(const ew_ui *)px);                                     \
         *(ew_uo *)po = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a));                                 \
-      }                                                                                        \
+      })                                                                                       \
     }                                                                                          \
   }
 
@@ -121,7 +121,7 @@
     typedef EW_OT_##OUT(T) ew_ot;                                                              \
     typedef ew_ot ew_uo __attribute__((aligned(1)));                                           \
     typedef T ew_ui __attribute__((aligned(1)));                                               \
-    const int64_t so = (int64_t)sizeof(ew_ot), si = (int64_t)sizeof(T);                       \
+    const int64_t so = (int64_t)sizeof(ew_ot), si = (int64_t)sizeof(T);                        \
     typedef EW_CT_##name ew_ct;                                                                \
     (void)sizeof(ew_ct);                                                                       \
     (void)aux;                                                                                 \
@@ -129,34 +129,34 @@
     if (s[0] == so && s[1] == si && s[2] == si) {                                              \
       ew_uo *o = (ew_uo *)p[0];                                                                \
       const ew_ui *x = (const ew_ui *)p[1], *y = (const ew_ui *)p[2];                          \
-      for (int64_t i = 0; i < n; ++i) {                                                        \
+      CPU_EW_HOIST_##op(for (int64_t i = 0; i < n; ++i) {                                      \
         EW_CT_##name a = EW_LD_##name(x[i]), b = EW_LD_##name(y[i]);                           \
         o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                                      \
-      }                                                                                        \
+      })                                                                                       \
     } else if (s[0] == so && s[1] == si && s[2] == 0) {                                        \
       ew_uo *o = (ew_uo *)p[0];                                                                \
       const ew_ui *x = (const ew_ui *)p[1];                                                    \
       const EW_CT_##name b = EW_LD_##name(*(const ew_ui *)p[2]);                               \
-      for (int64_t i = 0; i < n; ++i) {                                                        \
+      CPU_EW_HOIST_##op(for (int64_t i = 0; i < n; ++i) {                                      \
         EW_CT_##name a = EW_LD_##name(x[i]);                                                   \
         o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                                      \
-      }                                                                                        \
+      })                                                                                       \
     } else if (s[0] == so && s[1] == 0 && s[2] == si) {                                        \
       ew_uo *o = (ew_uo *)p[0];                                                                \
       const ew_ui *y = (const ew_ui *)p[2];                                                    \
       const EW_CT_##name a = EW_LD_##name(*(const ew_ui *)p[1]);                               \
-      for (int64_t i = 0; i < n; ++i) {                                                        \
+      CPU_EW_HOIST_##op(for (int64_t i = 0; i < n; ++i) {                                      \
         EW_CT_##name b = EW_LD_##name(y[i]);                                                   \
         o[i] = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                                      \
-      }                                                                                        \
+      })                                                                                       \
     } else {                                                                                   \
       char *po = p[0];                                                                         \
       const char *px = p[1], *py = p[2];                                                       \
-      for (int64_t i = 0; i < n; ++i, po += s[0], px += s[1], py += s[2]) {                    \
+      CPU_EW_HOIST_##op(for (int64_t i = 0; i < n; ++i, po += s[0], px += s[1], py += s[2]) {  \
         EW_CT_##name a = EW_LD_##name(*(const ew_ui *)px);                                     \
         EW_CT_##name b = EW_LD_##name(*(const ew_ui *)py);                                     \
         *(ew_uo *)po = EW_ST_##OUT(name, CPU_EW_EXPR_##op(a, b));                              \
-      }                                                                                        \
+      })                                                                                       \
     }                                                                                          \
   }
 
@@ -164,7 +164,7 @@
  * (bit-exact, no conversion). Operands: output, condition, x, y. */
 #define EW_TERNARY_LOOP(args, CODE, name, T) EW_CALL(EW_TERNARY_LOOP_, EW_UNPACK args, name, T)
 #define EW_TERNARY_LOOP_(op, OUT, name, T)                                                     \
-  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) {  \
+  static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) { \
     typedef T ew_u __attribute__((aligned(1)));                                                \
     const int64_t sz = (int64_t)sizeof(T);                                                     \
     (void)aux;                                                                                 \
@@ -210,7 +210,7 @@ CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
 
 #include "half_simd.h"
 #define EW_AVX2_ATTRS __attribute__((target("avx2,fma,f16c")))
-#define EW_AVX512_ATTRS __attribute__((target("avx512f,avx512dq,fma,f16c")))
+#define EW_AVX512_ATTRS __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c")))
 /* EW_IF_SIMD_<CODE>(x): x for the dtypes that get the wider loops, nothing for the others. */
 #define EW_IF_SIMD_FLOAT32(...) __VA_ARGS__
 #define EW_IF_SIMD_FLOAT64(...) __VA_ARGS__
@@ -237,11 +237,12 @@ CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
  * chunk (vectorized like float32's), the results converted back. Other outputs: the baseline
  * loop. */
 #define EW_HALF_CHUNK 512
-#define EW_HALF_APPLY_OUT_SAME(name, isa, out, a, m, expr)                                     \
-  for (int64_t j = 0; j < m; ++j) a[j] = (float)(expr);                                       \
+#define EW_HALF_APPLY_OUT_SAME(op, name, isa, out, a, m, expr)                                 \
+  CPU_EW_HOIST_##op(for (int64_t j = 0; j < m; ++j) a[j] = (float)(expr);)                     \
   cpu_half_store_##name##isa(out, a, m);
-#define EW_HALF_APPLY_OUT_BOOL(name, isa, out, a, m, expr)                                     \
-  for (int64_t j = 0; j < m; ++j) ((uint8_t *)(out))[j] = (uint8_t)((expr) != 0);
+#define EW_HALF_APPLY_OUT_BOOL(op, name, isa, out, a, m, expr)                                 \
+  CPU_EW_HOIST_##op(                                                                            \
+      for (int64_t j = 0; j < m; ++j) ((uint8_t *)(out))[j] = (uint8_t)((expr) != 0);)
 #define EW_HALF_LOOP_HEAD(op, OUT, name, T, isa)                                               \
   typedef EW_OT_##OUT(T) ew_ot;                                                                \
   typedef float ew_ct;                                                                         \
@@ -260,7 +261,7 @@ CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
     for (int64_t i0 = 0; i0 < n; i0 += EW_HALF_CHUNK) {                                        \
       const int64_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;                       \
       cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
-      EW_HALF_APPLY_##OUT(name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j]))           \
+      EW_HALF_APPLY_##OUT(op, name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j]))       \
     }                                                                                          \
   }
 #define EW_BINARY_HALF_LOOP_(op, OUT, name, T, isa, attrs)                                     \
@@ -272,7 +273,7 @@ CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
       const int64_t m = n - i0 < EW_HALF_CHUNK ? n - i0 : EW_HALF_CHUNK;                       \
       cpu_half_load_##name##isa(a, p[1] + i0 * s[1], s[1], m);                                 \
       cpu_half_load_##name##isa(b, p[2] + i0 * s[2], s[2], m);                                 \
-      EW_HALF_APPLY_##OUT(name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j], b[j]))     \
+      EW_HALF_APPLY_##OUT(op, name, isa, p[0] + i0 * s[0], a, m, CPU_EW_EXPR_##op(a[j], b[j])) \
     }                                                                                          \
   }
 
@@ -290,7 +291,8 @@ CPU_EW_UNARY_OPS(EW_DEFINE_SIMD_UNARY_LOOPS)
 CPU_EW_BINARY_OPS(EW_DEFINE_SIMD_BINARY_LOOPS)
 #endif
 
-/* 0: the baseline loops, 1: AVX2+FMA, 2: AVX-512 (set once at load). */
+/* 0: the baseline loops, 1: AVX2+FMA, 2: AVX-512 F+DQ+BW (set once at load; BW gives the
+ * float16/bfloat16 conversions 512-bit word packs: bfloat16 exp 1.4x faster). */
 static int g_ew_isa = 0;
 
 int cpu_ew_simd_level(void) { return g_ew_isa; }
@@ -301,7 +303,8 @@ void cpu_ew_select_simd(void) {
   unsigned a = 0, b = 0, c = 0, d = 0;
   const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
   if (!f16c || !__builtin_cpu_supports("fma")) return; /* every AVX2 CPU has both */
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw"))
     g_ew_isa = 2;
   else if (__builtin_cpu_supports("avx2"))
     g_ew_isa = 1;
@@ -403,7 +406,7 @@ static HWP_Status ew_launch(const HWP_KernelContext *ctx, const ew_op *op) {
   }
 #define EW_TERNARY_KERNEL(op, OUT)                                                             \
   static HWP_Status ew_kernel_##op(const HWP_KernelContext *ctx) {                             \
-    return ew_launch(ctx, &ew_op_##op);                                                \
+    return ew_launch(ctx, &ew_op_##op);                                                        \
   }
 CPU_EW_UNARY_OPS(EW_UNARY_KERNEL)
 CPU_EW_BINARY_OPS(EW_UNARY_KERNEL)

@@ -5,7 +5,8 @@
  *   float32/float64: CBLAS sgemm/dgemm (OpenBLAS, when the build found it: blas.cmake defines
  *     HWPORT_CPU_HAVE_CBLAS). A matrix whose inner stride is 1 on either dim goes in as is (the
  *     transpose flag picks the layout); any other view is packed into a contiguous copy first.
- *   float16/bfloat16: converted to float32, sgemm, rounded once into the output.
+ *   float16/bfloat16: converted to float32 (rows at vector width when their elements are
+ *     contiguous), sgemm, rounded once into the output.
  *   integers: wrap-around (computed in uint32 for int8..int32, uint64 for int64).
  * Without BLAS, and for integers and small batched products, a packed, cache-blocked GEMM of
  * our own runs (MC x KC panels of x, KC x NC panels of y, an MR x NR register tile that the
@@ -316,8 +317,93 @@ static void mm_batches_task(void *ctx, int64_t begin, int64_t end) {
 }
 
 #ifdef HWPORT_CPU_HAVE_CBLAS
+/* float16/bfloat16 operands with contiguous rows, and the output, converted a row at a time at
+ * the loops' vector width (half_simd.h) instead of element by element: the conversions were
+ * 40% of a bfloat16 1024^3 product. MM_HALF_ROWS(isa): load (rows of m halves at stride ld
+ * elements -> float32 rows of m) and store (the reverse); dt picks float16 or bfloat16. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
+#define MM_HALF_SIMD 1
+#include "half_simd.h"
+#define MM_HALF_ROWS(isa, ATTRS)                                                               \
+  ATTRS static void mm_half_load##isa(int bf16, float *d, const char *s, int64_t rows,         \
+                                      int64_t m, int64_t ld) {                                 \
+    for (int64_t r = 0; r < rows; ++r) {                                                       \
+      if (bf16)                                                                                \
+        cpu_half_load_bfloat16##isa(d + r * m, s + 2 * r * ld, 2, m);                          \
+      else                                                                                     \
+        cpu_half_load_float16##isa(d + r * m, s + 2 * r * ld, 2, m);                           \
+    }                                                                                          \
+  }                                                                                            \
+  ATTRS static void mm_half_store##isa(int bf16, char *o, int64_t ldo, const float *c,         \
+                                       int64_t rows, int64_t m) {                              \
+    for (int64_t r = 0; r < rows; ++r) {                                                       \
+      if (bf16)                                                                                \
+        cpu_half_store_bfloat16##isa(o + 2 * r * ldo, c + r * m, m);                           \
+      else                                                                                     \
+        cpu_half_store_float16##isa(o + 2 * r * ldo, c + r * m, m);                            \
+    }                                                                                          \
+  }
+MM_HALF_ROWS(_avx2, __attribute__((target("avx2,fma,f16c"))))
+MM_HALF_ROWS(_avx512, __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c"))))
+
+/* Converts the rows x m half matrix at s (row stride ld elements, unit column stride) into the
+ * float32 rows at d; 0 when this CPU has no vector path (the caller packs). */
+static int mm_half_load(HWP_DType dt, float *d, const char *s, int64_t rows, int64_t m,
+                        int64_t ld) {
+  const int bf16 = dt == HWP_DTYPE_BFLOAT16, lvl = cpu_ew_simd_level();
+  if (lvl == 2)
+    mm_half_load_avx512(bf16, d, s, rows, m, ld);
+  else if (lvl == 1)
+    mm_half_load_avx2(bf16, d, s, rows, m, ld);
+  return lvl > 0;
+}
+static int mm_half_store(HWP_DType dt, char *o, int64_t ldo, const float *c, int64_t rows,
+                         int64_t m) {
+  const int bf16 = dt == HWP_DTYPE_BFLOAT16, lvl = cpu_ew_simd_level();
+  if (lvl == 2)
+    mm_half_store_avx512(bf16, o, ldo, c, rows, m);
+  else if (lvl == 1)
+    mm_half_store_avx2(bf16, o, ldo, c, rows, m);
+  return lvl > 0;
+}
+#endif
+
+/* The vector conversions where they apply (a half dtype, unit column stride), else 0. */
+#ifdef MM_HALF_SIMD
+#define MM_HALF_LOAD(native, d, s, rows, m, rs, cs)                                            \
+  (!(native) && (cs) == 1 && mm_half_load(P->dt, (float *)(d), (s), (rows), (m), (rs)))
+#define MM_HALF_STORE(native, o, ldo, c, rows, m)                                              \
+  (!(native) && mm_half_store(P->dt, (o), (ldo), (const float *)(c), (rows), (m)))
+#else
+#define MM_HALF_LOAD(native, d, s, rows, m, rs, cs) 0
+#define MM_HALF_STORE(native, o, ldo, c, rows, m) 0
+#endif
+
 /* One batch through sgemm/dgemm; operands CBLAS cannot take as they are (other strides,
  * misaligned, half types) are packed into contiguous float32/float64 copies first. */
+/* The packed operands' buffers, kept between calls (under g_blas_mu) up to MM_KEEP_BYTES each:
+ * a fresh multi-megabyte buffer per call costs its page faults every time (glibc hands such
+ * blocks back to the system on free), 30% of a bfloat16 1024^3 product. Larger ones are
+ * allocated per call. */
+#define MM_KEEP_BYTES ((size_t)8 << 20)
+static struct {
+  void *p;
+  size_t n;
+} g_mm_keep[3];
+
+/* A buffer of nbytes for operand slot (0: x, 1: y, 2: the output); *owned is what the caller
+ * frees (NULL for a kept buffer). Call with g_blas_mu held. */
+static void *mm_buffer(int slot, size_t nbytes, void **owned) {
+  *owned = NULL;
+  if (nbytes > MM_KEEP_BYTES) return *owned = cpu_scratch(nbytes);
+  if (g_mm_keep[slot].n < nbytes) {
+    free(g_mm_keep[slot].p);
+    g_mm_keep[slot].p = cpu_scratch(nbytes);
+    g_mm_keep[slot].n = g_mm_keep[slot].p != NULL ? nbytes : 0;
+  }
+  return g_mm_keep[slot].p;
+}
+
 static HWP_Status mm_blas(const mm_plan *P, int64_t b) {
   const mm_dtype_info *info = mm_info(P->dt);
   mm_gemm g;
@@ -328,28 +414,30 @@ static HWP_Status mm_blas(const mm_plan *P, int64_t b) {
   enum CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
   int lda = 0, ldb = 0;
   const void *ap = g.a, *bp = g.b;
-  void *cp = g.c, *abuf = NULL, *bbuf = NULL, *cbuf = NULL;
+  void *cp = g.c, *abuf = NULL, *bbuf = NULL, *cbuf = NULL, *own[3] = {NULL, NULL, NULL};
   HWP_Status st = HWP_OK;
+  pthread_once(&g_blas_once, blas_init_threads);
+  pthread_mutex_lock(&g_blas_mu); /* the kept buffers, then BLAS: one caller at a time */
   if (!native || !blas_layout(g.a, P->isz, M, K, g.ars, g.acs, &ta, &lda)) {
-    if ((abuf = cpu_scratch((size_t)(M * K * esz))) == NULL) goto oom;
-    info->pack(abuf, g.a, g.ars, g.acs, M, K, 1); /* one-lane panels = row major */
+    if ((abuf = mm_buffer(0, (size_t)(M * K * esz), &own[0])) == NULL) goto oom;
+    if (!MM_HALF_LOAD(native, abuf, g.a, M, K, g.ars, g.acs))
+      info->pack(abuf, g.a, g.ars, g.acs, M, K, 1); /* one-lane panels = row major */
     ap = abuf;
     ta = CblasNoTrans;
     lda = (int)(K > 1 ? K : 1);
   }
   if (!native || !blas_layout(g.b, P->isz, K, N, g.brs, g.bcs, &tb, &ldb)) {
-    if ((bbuf = cpu_scratch((size_t)(K * N * esz))) == NULL) goto oom;
-    info->pack(bbuf, g.b, g.brs, g.bcs, K, N, 1);
+    if ((bbuf = mm_buffer(1, (size_t)(K * N * esz), &own[1])) == NULL) goto oom;
+    if (!MM_HALF_LOAD(native, bbuf, g.b, K, N, g.brs, g.bcs))
+      info->pack(bbuf, g.b, g.brs, g.bcs, K, N, 1);
     bp = bbuf;
     tb = CblasNoTrans;
     ldb = (int)(N > 1 ? N : 1);
   }
   if (!native || (uintptr_t)g.c % (uintptr_t)esz != 0) {
-    if ((cbuf = cpu_scratch((size_t)(M * N * esz))) == NULL) goto oom;
+    if ((cbuf = mm_buffer(2, (size_t)(M * N * esz), &own[2])) == NULL) goto oom;
     cp = cbuf;
   }
-  pthread_once(&g_blas_once, blas_init_threads);
-  pthread_mutex_lock(&g_blas_mu);
   blas_set_threads(M, N, K);
   if (M == 1 || N == 1)
     blas_gemv(dbl, M, N, K, ap, ta, lda, bp, tb, ldb, cp);
@@ -359,15 +447,16 @@ static HWP_Status mm_blas(const mm_plan *P, int64_t b) {
   else
     cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f, ap, lda, bp, ldb, 0.0f,
                 cp, (int)(N > 1 ? N : 1));
-  pthread_mutex_unlock(&g_blas_mu);
-  if (cbuf != NULL) info->store(g.c, N, cbuf, N, M, N);
+  if (cbuf != NULL && !MM_HALF_STORE(native, g.c, N, cbuf, M, N))
+    info->store(g.c, N, cbuf, N, M, N);
   goto done;
 oom:
   st = cpu_error(HWP_ERROR_OUT_OF_MEMORY, "matmul: no memory to pack an operand for BLAS");
 done:
-  free(abuf);
-  free(bbuf);
-  free(cbuf);
+  pthread_mutex_unlock(&g_blas_mu);
+  free(own[0]);
+  free(own[1]);
+  free(own[2]);
   return st;
 }
 #endif

@@ -91,7 +91,7 @@ static const nn_io g_nn_io[4] = {NN_IO(nn_f16, float), NN_IO(nn_bf16, float),
     cpu_half_store_##name##isa(out, (const float *)src, n);                                    \
   }
 #define NN_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
-#define NN_AVX512_F16C __attribute__((target("avx512f,avx512dq,fma,f16c")))
+#define NN_AVX512_F16C __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c")))
 NN_HALF_IO(float16, f16, _avx2, NN_AVX2_F16C)
 NN_HALF_IO(bfloat16, bf16, _avx2, NN_AVX2_F16C)
 NN_HALF_IO(float16, f16, _avx512, NN_AVX512_F16C)

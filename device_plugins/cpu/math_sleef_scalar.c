@@ -16,6 +16,7 @@
   double cpu_v##fn##_d(double x, double y) { return Sleef_##fn##_##ulp(x, y); }                \
   CPU_SLEEF_WRAP2(b, 4, 2, __m128, __m128d, sse2, fn, ulp)
 CPU_SLEEF_UNARY(CPU_SLEEF_SCALAR1)
+CPU_SLEEF_UNARY_OWNF(CPU_SLEEF_SCALAR1)
 
 float cpu_vsqrt_f(float x) { return __builtin_sqrtf(x); }
 double cpu_vsqrt_d(double x) { return __builtin_sqrt(x); }

@@ -16,11 +16,15 @@
 
 /* X(function, SLEEF accuracy suffix) */
 #define CPU_SLEEF_UNARY(X)                                                                     \
-  X(exp, u10) X(expm1, u10) X(log, u10) X(log2, u10) X(sin, u10) X(cos, u10) X(tan, u10)      \
-  X(tanh, u35) X(erf, u10)
+  X(exp, u10) X(log, u10) X(log2, u10) X(tan, u10) X(tanh, u35) X(erf, u10)
+/* The same, except that the AVX2 and AVX-512 float variants are fast_vmathf.h's (faster than
+ * Debian's SLEEF 3.5 at <= 1.6 ulp; sin/cos hand vectors with some |x| > CPU_FAST_TRIG_MAX to
+ * SLEEF): the wrapper files define those by hand. */
+#define CPU_SLEEF_UNARY_OWNF(X) X(expm1, u10) X(sin, u10) X(cos, u10)
 #define CPU_SLEEF_BINARY(X) X(pow, u10)
 /* log1p too, but SLEEF's overflows to inf above 1e38 (float) / 1e307 (double), where
- * log1p(x) == log(x) in the type: the wrappers take log there. */
+ * log1p(x) == log(x) in the type: the wrappers take log there (the AVX2/AVX-512 float variants
+ * are fast_vmathf.h's log1pf, exact to 0.83 ulp over the whole range). */
 #define CPU_SLEEF_LOG1P_BIG_F 1e38f
 #define CPU_SLEEF_LOG1P_BIG_D 1e307
 
@@ -58,6 +62,24 @@
     return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x, y);                                            \
   }
 
+/* The double vector variant alone (CPU_SLEEF_UNARY_OWNF's functions in the AVX2/AVX-512 files). */
+#define CPU_SLEEF_WRAP1_D(abi, nd, VD, isa, fn, ulp)                                           \
+  VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x);                                                  \
+  VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x) { return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x); }
+/* The float vector variants of CPU_SLEEF_UNARY_OWNF from fast_vmathf.h's functions P##_<fn>f:
+ * BIG(x) is nonzero when some lane is outside sin/cos's range (then SLEEF takes the vector). */
+#define CPU_OWN_WRAP_F(abi, nf, VF, P, isa, BIG)                                               \
+  VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x);                                                   \
+  VF _ZGV##abi##N##nf##v_cpu_vsin_f(VF x);                                                     \
+  VF _ZGV##abi##N##nf##v_cpu_vcos_f(VF x);                                                     \
+  VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x) { return P##_expm1f(x); }                          \
+  VF _ZGV##abi##N##nf##v_cpu_vsin_f(VF x) {                                                    \
+    return BIG(x) ? CPU_SLEEF_FN(sin, f##nf, u10, isa)(x) : P##_sinf(x);                       \
+  }                                                                                            \
+  VF _ZGV##abi##N##nf##v_cpu_vcos_f(VF x) {                                                    \
+    return BIG(x) ? CPU_SLEEF_FN(cos, f##nf, u10, isa)(x) : P##_cosf(x);                       \
+  }
+
 /* sqrt's vector variants: the instruction (SQRTF, SQRTD: the set's sqrt intrinsics). */
 #define CPU_SLEEF_SQRT(abi, nf, nd, VF, VD, SQRTF, SQRTD)                                      \
   VF _ZGV##abi##N##nf##v_cpu_vsqrt_f(VF x);                                                    \
@@ -66,6 +88,7 @@
   VD _ZGV##abi##N##nd##v_cpu_vsqrt_d(VD x) { return SQRTD(x); }
 
 CPU_SLEEF_UNARY(CPU_SLEEF_DECLARE1)
+CPU_SLEEF_UNARY_OWNF(CPU_SLEEF_DECLARE1)
 CPU_SLEEF_DECLARE1(log1p, u10)
 /* sqrt: the instruction (correctly rounded; SLEEF's "u05" sqrt is not, at the top of the range),
  * through the same simd clones because libm's sqrt sets errno and so never vectorizes. */

@@ -316,6 +316,17 @@ def attr_decls(op: dict, slot: str) -> str:
     return " ".join(decls)
 
 
+def hoist_macro(op: dict) -> str:
+    """CPU_EW_HOIST_<op>(...): the loop (the macro's arguments) once per value of each flag
+    attr, each copy under its own `if` with the flag shadowed by a constant of that value."""
+    body = "__VA_ARGS__"
+    for a in reversed([a for a in op.get("attrs", []) if a["kind"] == "flag"]):
+        v = f"ew_attr_{a['name']}"
+        body = (f"if ({v}) {{ const int {v} = 1; {body} }} "
+                f"else {{ const int {v} = 0; {body} }}")
+    return f"#define CPU_EW_HOIST_{op['name']}(...) {body}"
+
+
 def attr_specs(op: dict) -> str:
     """The op's attr specs as hwps_attr_spec initializers, each followed by a comma."""
     return " ".join(f'{{"{a["name"]}", {ATTR_KINDS[a["kind"]]}, {ATTR_ABSENT[a["absent"]]}}},'
@@ -327,7 +338,8 @@ def attr_macros(op: dict) -> list[str]:
     return [f"#define CPU_EW_LOAD_ATTRS_{n}(aux) {attr_decls(op, '((const int64_t *)(aux))[{i}]')}"
             .rstrip(),
             f"#define CPU_EW_NATTRS_{n} {len(op.get('attrs', []))}",
-            f"#define CPU_EW_ATTR_SPECS_{n} {attr_specs(op)}".rstrip()]
+            f"#define CPU_EW_ATTR_SPECS_{n} {attr_specs(op)}".rstrip(),
+            hoist_macro(op)]
 
 
 def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
@@ -343,6 +355,7 @@ def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
         " *   CPU_EW_LOAD_ATTRS_<op>(aux)           declares the attrs the expression reads",
         " *                                         (ew_attr_<name>) from the int64 slots at aux",
         " *   CPU_EW_NATTRS_<op>, CPU_EW_ATTR_SPECS_<op>  their count and hwps_attr_spec entries",
+        " *   CPU_EW_HOIST_<op>(loop...)            the loop once per value of each bool attr",
         " */",
         "#ifndef HWPORT_CPU_ELEMENTWISE_OPS_H",
         "#define HWPORT_CPU_ELEMENTWISE_OPS_H",

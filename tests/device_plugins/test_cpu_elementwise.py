@@ -102,6 +102,23 @@ def test_generator_table_matches_ops_yaml(tmp_path):
     assert header.stat().st_mtime_ns == mtime
 
 
+def test_generator_hoists_bool_attrs_out_of_the_loop(tmp_path):
+    # gelu's `approximate ? tanh form : erf form`: one loop per value of the flag, the flag a
+    # constant inside each (so the per-element select folds); ops without flags: the loop as is
+    gen = _generator()
+    text = gen.generate(OPS_YAML, tmp_path).read_text()
+    hoist = [ln for ln in text.splitlines() if ln.startswith("#define CPU_EW_HOIST_gelu(...)")]
+    assert hoist == ["#define CPU_EW_HOIST_gelu(...) if (ew_attr_approximate) { const int "
+                     "ew_attr_approximate = 1; __VA_ARGS__ } else { const int "
+                     "ew_attr_approximate = 0; __VA_ARGS__ }"]
+    assert "#define CPU_EW_HOIST_exp(...) __VA_ARGS__\n" in text
+    two = {"name": "t", "attrs": [{"name": "a", "kind": "flag"}, {"name": "s", "kind": "scalar"},
+                                  {"name": "b", "kind": "flag"}]}
+    macro = gen.hoist_macro(two)
+    assert macro.count("__VA_ARGS__") == 4 and "ew_attr_s" not in macro
+    assert macro.index("if (ew_attr_a)") < macro.index("if (ew_attr_b)")
+
+
 def test_generator_translates_and_rejects_expressions():
     gen = _generator()
     assert gen.translate_expr("t", "x - floor(x / y) * y", ["x", "y"]) == \

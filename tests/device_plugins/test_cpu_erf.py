@@ -46,6 +46,32 @@ def test_erf_float32_specials() -> None:
     assert not np.signbit(got[4]) and np.signbit(got[5])
 
 
+def test_erf_float32_nan_payloads_stay_nan() -> None:
+    # every NaN, whatever its payload's low bits (the 2^n scaling adds n into the exponent bits:
+    # a NaN must never reach it), of both signs
+    bits = np.array([0x7FC00000, 0x7FC00001, 0x7FC001FF, 0x7F800001, 0x7FFFFFFF, 0xFFC00003,
+                     0xFF800101], np.uint32)
+    got = hwport.erf(hwport.to_tensor(np.tile(bits.view(np.float32), 5), place=PLACE)).numpy()
+    assert np.isnan(got).all(), got
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu_both_forms_in_one_loop_switch(approximate: bool) -> None:
+    # the loop is generated once per value of the flag (CPU_EW_HOIST_gelu): each picks its form
+    x = np.linspace(-6, 6, 4099, dtype=np.float32)
+    got = hwport.nn.functional.gelu(hwport.to_tensor(x, place=PLACE),
+                                    approximate=approximate).numpy()
+    xd = x.astype(np.float64)
+    if approximate:
+        ref = 0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) * (xd + 0.044715 * xd**3)))
+    else:
+        ref = xd * (_erf(xd / math.sqrt(2)) + 1) / 2
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    other = 0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) * (xd + 0.044715 * xd**3))) \
+        if not approximate else xd * (_erf(xd / math.sqrt(2)) + 1) / 2
+    assert np.abs(got - other).max() > 1e-4  # the forms differ: the test can tell them apart
+
+
 def test_gelu_float32_within_tolerance_of_math_erf() -> None:
     x = np.linspace(-10, 10, 20011, dtype=np.float32)
     got = hwport.nn.functional.gelu(hwport.to_tensor(x, place=PLACE)).numpy()

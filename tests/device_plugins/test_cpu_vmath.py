@@ -1,0 +1,108 @@
+"""The CPU plugin's own float32 vector sin, cos, expm1 and log1p (device_plugins/cpu/
+fast_vmathf.h, the AVX2/AVX-512 loops' variants; SLEEF takes sin/cos vectors with some
+|x| > 4000), through hwport on custom:cpu against numpy in float64 rounded once: within 2 ulp
+over dense grids (every 509th..4093rd float32 bit pattern of the range, both signs, shuffled
+subsets whose lengths leave scalar tails), sin/cos near their zeros within 1e-10 absolute, large
+and special arguments (the SLEEF fallback, inf, NaN, -0, -1, the ends of expm1's range) exactly
+as numpy has them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hwport
+
+PLACE = "custom:cpu"
+
+
+def _grid(hi: float, step: int = 1021) -> np.ndarray:
+    bits = np.arange(0, np.float32(hi).view(np.uint32), step, dtype=np.uint32)
+    pos = bits.view(np.float32)
+    return np.concatenate([pos, -pos])
+
+
+def _ulp_err(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    spacing = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - ref) / spacing
+
+
+def _run(name: str, x: np.ndarray) -> np.ndarray:
+    return getattr(hwport, name)(hwport.to_tensor(x, place=PLACE)).numpy()
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+@pytest.mark.parametrize("n", [None, 100003])  # the whole grid, and a length with a tail
+def test_sin_cos_float32_within_2_ulp(name: str, n: int | None) -> None:
+    x = _grid(4000.0)
+    x = x[np.random.default_rng(0).permutation(x.size)[:n]]  # n: a shuffled subset
+    got = _run(name, x)
+    ref = getattr(np, name)(x.astype(np.float64))
+    far = np.abs(ref) >= 1e-3  # away from the zeros: relative; near them: absolute
+    err = _ulp_err(got[far], ref[far])
+    assert err.max() <= 2.0, f"{name}({x[far][err.argmax()]!r}) off by {err.max():.2f} ulp"
+    assert np.abs(got[~far] - ref[~far]).max(initial=0.0) <= 1e-10
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_float32_large_and_special_arguments(name: str) -> None:
+    # 16-lane groups mixing large arguments (SLEEF's vector) with small ones, and specials
+    big = np.array([4000.5, 1e5, -3e6, 1e30, -1e38, 8192.0, 5000.0, 123456.7] * 2, np.float32)
+    small = np.linspace(-3, 3, 16, dtype=np.float32)
+    x = np.concatenate([big, small, [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-40]]
+                       ).astype(np.float32)
+    got = _run(name, x)
+    with np.errstate(invalid="ignore"):
+        ref = getattr(np, name)(x.astype(np.float64))
+    fin = np.isfinite(x)
+    assert _ulp_err(got[fin], ref[fin]).max() <= 2.0
+    assert np.isnan(got[~fin]).all()
+    if name == "sin":  # odd: -0 and tiny values come back as they are
+        np.testing.assert_array_equal(got[-4:], x[-4:])
+        assert np.signbit(got[-3])
+
+
+@pytest.mark.parametrize("n", [None, 77777])
+def test_expm1_float32_within_2_ulp(n: int | None) -> None:
+    x = np.concatenate([_grid(20.0, 509), _grid(88.72, 4093)]).astype(np.float32)
+    x = x[np.random.default_rng(1).permutation(x.size)[:n]]
+    got = _run("expm1", x)
+    err = _ulp_err(got, np.expm1(x.astype(np.float64)))
+    assert err.max() <= 2.0, f"expm1({x[err.argmax()]!r}) off by {err.max():.2f} ulp"
+
+
+def test_expm1_float32_special_arguments() -> None:
+    # exact: zeros (signed), tiny values, infinities, NaN, overflow, the clamp to -1 below -18
+    x = np.array([0.0, -0.0, 1e-30, -1e-40, np.inf, -np.inf, np.nan, 88.73, 89.5, 200.0,
+                  -18.5, -1e30], np.float32)
+    with np.errstate(over="ignore"):
+        ref = np.expm1(x.astype(np.float64)).astype(np.float32)
+    got = _run("expm1", np.tile(x, 3))[:x.size]
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got[:4]), np.signbit(x[:4]))
+    # the top binade (h = 2^127 there) and the edges of the clamps: within 2 ulp
+    y = np.array([88.72, 88.5, 88.0, -17.0, -17.9, 1e-7, -1e-7, 0.34, -0.35], np.float32)
+    assert _ulp_err(_run("expm1", y), np.expm1(y.astype(np.float64))).max() <= 2.0
+
+
+@pytest.mark.parametrize("n", [None, 88889])
+def test_log1p_float32_within_2_ulp(n: int | None) -> None:
+    # (-1, 0) densely, then up to the top of the range
+    neg = -_grid(1.0, 509)[1:]
+    neg = neg[neg > -1]
+    x = np.concatenate([neg, _grid(3e38, 4093)[: _grid(3e38, 4093).size // 2]]).astype(np.float32)
+    x = x[x > -1]
+    x = x[np.random.default_rng(2).permutation(x.size)[:n]]
+    got = _run("log1p", x)
+    err = _ulp_err(got, np.log1p(x.astype(np.float64)))
+    assert err.max() <= 2.0, f"log1p({x[err.argmax()]!r}) off by {err.max():.2f} ulp"
+
+
+def test_log1p_float32_special_arguments() -> None:
+    x = np.array([0.0, -0.0, 1e-30, -1e-40, np.inf, np.nan, -1.0, -2.0, -np.inf, 3.4e38,
+                  1e-7, -0.99999994], np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.log1p(x.astype(np.float64)).astype(np.float32)
+    got = _run("log1p", np.tile(x, 3))[:x.size]
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got[:4]), np.signbit(x[:4]))
