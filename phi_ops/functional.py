@@ -854,7 +854,7 @@ def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise
     kernel contract: Philox-4x32-10, key = seed (low word first), counter = (offset + i) as a 128-bit number (low word first); float32 from word 0: (w0 >> 8) * 2**-24, float64 from words 0, 1: ((w1 << 21) ^ (w0 >> 11)) * 2**-53, float16/bfloat16 round the float32; then low + (high - low) * u computed in double and rounded."""
-    return _call('uniform', (), {'shape': shape, 'low': low, 'high': high, 'seed': seed, 'offset': offset, 'dtype': dtype}, place)
+    return _op_call(103, shape, seed, low, high, offset, dtype, place)
 
 
 def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0.0, std: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -862,7 +862,7 @@ def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.normal)"""
-    return _call('normal', (), {'shape': shape, 'mean': mean, 'std': std, 'seed': seed, 'offset': offset, 'dtype': dtype}, place)
+    return _op_call(104, shape, seed, mean, std, offset, dtype, place)
 
 
 def softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None = None) -> Any:
@@ -943,7 +943,7 @@ def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, 
         raise _api_args.unsupported('dropout', 'axis', None, axis)
     if mode != 'upscale_in_train':
         raise _api_args.unsupported('dropout', 'mode', 'upscale_in_train', mode)
-    return _call('dropout', (x,), {'p': p, 'training': training, 'seed': seed, 'offset': offset})
+    return _op_call(110, x, p, training, seed, offset)
 
 
 def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
@@ -967,7 +967,7 @@ def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.rotary_embedding)"""
-    return _call('rotary_embedding', (x, cos, sin), {})
+    return _op_call(113, x, cos, sin)
 
 
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int | None=-100, reduction: str='mean', soft_label: Any = False, axis: Any = -1, use_softmax: Any = True, label_smoothing: Any = 0.0, name: str | None = None) -> Any:

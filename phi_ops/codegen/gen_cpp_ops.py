@@ -72,9 +72,15 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     roll       the `unary` rule of a shape op with ints shifts and axis (each axis normalized,
                repeats kept; as many shifts as axes, or one without axes); a composite, run
                in C++ with the device's own kernel only
-    topk       the `topk` rule (k, axis, largest: values and int64 indices); infer-meta in
-               C++, the call then on the Python path (two outputs: the pipeline launches
-               one-output kernels)
+    topk       the `topk` rule (k, axis, largest: values and int64 indices); a composite,
+               run in C++ with the device's own kernel only (two outputs)
+    random     the `creation` rule of category random (uniform, normal: shape, two floats,
+               seed, offset, dtype; `place=`); a composite runs in C++ with the device's own
+               kernel only (else the Python path decomposes it)
+    dropout    the `unary` rule with p in [0, 1], training, seed and offset; a composite,
+               run in C++ with the device's own kernel only
+    rotary     the `unary` rule of x, cos, sin (last dim of x even, cos and sin broadcast to
+               x); a composite, run in C++ with the device's own kernel only
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path
@@ -155,6 +161,16 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta == "topk" and inputs == ["x"] and attrs == {"k": "int", "axis": "int",
                                                                "largest": "bool"}:
         return "topk"
+    if category == "random" and infer_meta == "creation" and not inputs and \
+            attrs.get("shape") == "ints" and attrs.get("seed") == "int" and \
+            attrs.get("offset") == "int" and attrs.get("dtype") == "dtype" and \
+            sorted(attrs.values()) == ["dtype", "float", "float", "int", "int", "ints"]:
+        return "random"
+    if infer_meta == "unary" and inputs == ["x"] and attrs == {
+            "p": "float", "training": "bool", "seed": "int", "offset": "int"}:
+        return "dropout"
+    if infer_meta == "unary" and inputs == ["x", "cos", "sin"] and not attrs:
+        return "rotary"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

@@ -285,6 +285,9 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Tile: return run_tile(op, a);
     case Family::Roll: return run_roll(op, a);
     case Family::Topk: return run_topk(op, a);
+    case Family::Random: return run_random(op, a);
+    case Family::Dropout: return run_dropout(op, a);
+    case Family::Rotary: return run_rotary(op, a);
     default: return nullptr;
   }
 }
@@ -419,6 +422,9 @@ const char* family_name(Family f) {
     case Family::Tile: return "tile";
     case Family::Roll: return "roll";
     case Family::Topk: return "topk";
+    case Family::Random: return "random";
+    case Family::Dropout: return "dropout";
+    case Family::Rotary: return "rotary";
     default: return "";
   }
 }
@@ -740,7 +746,8 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if (!ok) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(norm, bound);
       }
-      default: return py::none();
+      default:  // the families of pipeline_families_random.cpp
+        return py::reinterpret_steal<py::object>(infer_more_meta(*op, in, a));
     }
     return meta_tuple(plan.shape, plan.out, plan.compute);
   } catch (const Error&) {

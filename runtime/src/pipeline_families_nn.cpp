@@ -51,4 +51,88 @@ PyObject* run_embedding(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
+// dropout(x, p, training, seed, offset): the unary rule and p in [0, 1] (NaN refused), the
+// attributes as phi_ops/dispatch.py _attrs gives them.
+bool dropout_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, ElementwisePlan* plan,
+                  Attrs* attrs) {
+  DType unused = x.dtype;
+  double p = 0;
+  return kernel_attrs(op, a, static_cast<int64_t>(x.shape->size()), attrs, &unused) &&
+         attr_number(*attrs, "p", &p) && p >= 0.0 && p <= 1.0 &&
+         infer_unary(op, x, x.dtype, plan);
+}
+
+PyObject* run_dropout(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  ElementwisePlan plan;
+  Attrs attrs;
+  if (!x || !dropout_call(op, a, {&x->shape, x->dtype}, &plan, &attrs) || plan.cast[0])
+    return nullptr;
+  return run_one_input_composite(op, x, plan.shape, plan.out, attrs);
+}
+
+// rotary_embedding(x, cos, sin): the unary rule on x; its last dim even, cos and sin
+// broadcasting to x's shape (phi_ops/infer_meta.py _check_rotary).
+bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const MetaIn& sin,
+                  ElementwisePlan* plan) {
+  if (x.shape->empty() || x.shape->back() % 2) return false;
+  for (const MetaIn* m : {&cos, &sin}) {
+    Shape b;
+    if (!broadcast(*x.shape, *m->shape, &b) || b != *x.shape) return false;
+  }
+  return infer_unary(op, x, x.dtype, plan);
+}
+
+PyObject* run_rotary(const OpSpec& op, const BoundArgs& a) {
+  Tensor* t[3];
+  for (int i = 0; i < 3; ++i)
+    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
+  Device* device = t[0]->device();
+  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  ElementwisePlan plan;
+  if (!infer_rotary(op, {&t[0]->shape, t[0]->dtype}, {&t[1]->shape, t[1]->dtype},
+                    {&t[2]->shape, t[2]->dtype}, &plan) || plan.cast[0])
+    return nullptr;
+  const Tensor* in[] = {t[0], t[1], t[2]};
+  if (!fused_kernel_fits(op, device, plan.compute, in, 3)) return nullptr;
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, in, 3, &out, Attrs{});
+  return to_python(std::move(out));
+}
+
+namespace {
+
+PyObject* meta_tuple(const Shape& shape, DType out, DType key) {
+  PyObject* dims = PyTuple_New(static_cast<Py_ssize_t>(shape.size()));
+  if (!dims) return nullptr;
+  for (size_t i = 0; i < shape.size(); ++i)
+    PyTuple_SET_ITEM(dims, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(shape[i]));
+  return Py_BuildValue("(Nss)", dims, dtype_name(out), dtype_name(key));
+}
+
+}  // namespace
+
+PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in, const BoundArgs& a) {
+  ElementwisePlan plan;
+  Attrs attrs;
+  switch (op.family) {
+    case Family::Random: {
+      Shape shape;
+      DType dtype;
+      if (random_call(op, a, &shape, &dtype, &attrs)) return meta_tuple(shape, dtype, dtype);
+      break;
+    }
+    case Family::Dropout:
+      if (dropout_call(op, a, in[0], &plan, &attrs))
+        return meta_tuple(plan.shape, plan.out, plan.compute);
+      break;
+    case Family::Rotary:
+      if (infer_rotary(op, in[0], in[1], in[2], &plan))
+        return meta_tuple(plan.shape, plan.out, plan.compute);
+      break;
+    default: break;
+  }
+  Py_RETURN_NONE;
+}
+
 }  // namespace hwport::pipeline

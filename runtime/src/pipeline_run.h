@@ -8,6 +8,7 @@
 
 #include "arg_parse.h"
 #include "dispatch.h"
+#include "infer_meta.h"
 #include "pipeline_ops.h"
 #include "tensor.h"
 
@@ -88,6 +89,19 @@ bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
                    Attrs* attrs);
 PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
 PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
+// uniform, normal (pipeline_families_creation.cpp)
+bool random_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs);
+PyObject* run_random(const OpSpec& op, const BoundArgs& a);
+// dropout, rotary_embedding (pipeline_families_nn.cpp): their checks (false: Python's)
+bool dropout_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, ElementwisePlan* plan,
+                  Attrs* attrs);
+bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const MetaIn& sin,
+                  ElementwisePlan* plan);
+PyObject* run_dropout(const OpSpec& op, const BoundArgs& a);
+PyObject* run_rotary(const OpSpec& op, const BoundArgs& a);
+// The test hook _pipeline_infer for the families above: a new reference to the meta tuple,
+// or to None where the call takes the Python path.
+PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
 PyObject* run_like(const OpSpec& op, const BoundArgs& a);
 

@@ -85,7 +85,8 @@ def test_families_follow_ops_yaml_fields():
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
-                    "linspace", "tile", "roll", "topk", *VIEW_FAMILIES}
+                    "linspace", "tile", "roll", "topk", "random", "dropout", "rotary",
+                    *VIEW_FAMILIES}
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -95,9 +96,7 @@ def test_families_follow_ops_yaml_fields():
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
             "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
             "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile",
-            "roll", "topk"} <= set(COVERED)
-    # unmirrored checks stay in Python
-    assert {"dropout", "rotary_embedding"}.isdisjoint(COVERED)
+            "roll", "topk", "uniform", "normal", "dropout", "rotary_embedding"} <= set(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -206,8 +205,13 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
     decomposition keeps their precision); arange with a bool bound; linspace with an int bound
-    beyond int64."""
+    beyond int64; uniform, normal, dropout with a bool or an int beyond int64 for a float
+    attribute (Python keeps it as it is)."""
     op = OPS[op_name]
+    if op.category == "random" or op_name == "dropout":  # a bool or huge int for a float
+        return any(isinstance(v := attrs.get(a.name), bool) or
+                   (isinstance(v, int) and not -2**63 <= v < 2**63)
+                   for a in op.attrs if a.type == "float")
     if op.infer_meta == "linspace":
         return any(isinstance(attrs.get(k), int) and not -2**63 <= attrs[k] < 2**63
                    for k in ("start", "stop"))
@@ -263,6 +267,16 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                 for d in dtypes:
                     out.append(([], {"start": b[0], "stop": b[1], "num": num, **d}))
             return out
+        if op.category == "random":  # seeds and offsets of every kind, the two floats
+            for shp, seed, off, lo, d in itertools.product(
+                    ([2, 3], [], 4, [0, 5], [-1], [2**62, 4], [1] * 17), (0, 7, -1, 2**63, True,
+                                                                          1.5, None),
+                    ("absent", 3, None, 2**64), (0, 2.5, True, 2**70, None, float("nan")),
+                    dtypes):
+                lo_name = next(a.name for a in op.attrs if a.type == "float")
+                out.append(([], {"shape": shp, "seed": seed, lo_name: lo,
+                                 **({} if off == "absent" else {"offset": off}), **d}))
+            return out
         values = [1, -3, 2.5, True, 300, 2**40, float("nan"), float("-inf")]
         value = next((a.name for a in op.attrs if a.type == "float"), None)
         for shp in ([2, 3], [], 4, [0, 5], [-1], [2**62, 4], [1] * 17, (2, 1)):
@@ -290,6 +304,9 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                   [(2, 0), (3, 1)]],
               3: [[(3, 1, 1), (4, 1), (5,)], [(2,), (3,), (1,)], [(), (), ()],
                   [(4, 1), (), (2,)]]}[n]
+    if TABLE[op_name][1] == "rotary":  # even last dims, cos and sin broadcasting or not
+        shapes = shapes + [[(2, 4), (2, 4), (1, 4)], [(3, 2, 6), (2, 1), (6,)],
+                           [(2, 4), (3, 4), (4,)], [(2, 4), (4,), (2, 1, 4)]]
     attr_sets: list[dict] = [{}]
     extra = {"matmul": [{"transpose_x": tx, "transpose_y": ty} for tx in (False, True)
                         for ty in (False, True)],
@@ -327,6 +344,10 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                       for a in ({}, {"axis": 0}, {"axis": -2}, {"axis": 2}, {"largest": False},
                                 {"largest": 1}, {"axis": None})],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
+             "dropout": [{"p": p, **a} for p in (0.0, 0.5, 1, 1.5, -0.1, float("nan"), True,
+                                                  None, 2**70)
+                         for a in ({}, {"training": False}, {"training": 1}, {"seed": 3},
+                                   {"seed": 2.0}, {"offset": -1}, {"seed": None})],
              "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
                        for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
                       if op_name == "full_like" else
