@@ -120,6 +120,8 @@ def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], ob
     """The slicing, index, arg_reduce, scan and creation ops on tiny float32 tensors (the
     composites among them, zeros, index_select, tile, roll, topk, eye and linspace, still
     decompose on the Python path)."""
+    import hwport.nn.functional as hf
+
     place = "custom:cpu"
     v = np.arange(4, dtype=np.float32)
     x, tx = hwport.to_tensor(v, place=place), torch.from_numpy(v.copy())
@@ -146,6 +148,12 @@ def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], ob
         ("topk", lambda: hwport.topk(x, 2), lambda: torch.topk(tx, 2)),
         ("eye", lambda: hwport.eye(3), lambda: torch.eye(3)),
         ("linspace", lambda: hwport.linspace(0.0, 1.0, 4), lambda: torch.linspace(0.0, 1.0, 4)),
+        ("uniform", lambda: hwport.uniform([4], 7), lambda: torch.rand(4)),
+        ("normal", lambda: hwport.normal([4], 7), lambda: torch.randn(4)),
+        ("dropout", lambda: hf.dropout(x, 0.5, seed=7),
+         lambda: torch.nn.functional.dropout(tx, 0.5)),
+        ("rotary_embedding", lambda: hf.rotary_embedding(x2, x2, x2),
+         lambda: tx2 * tx2 + torch.cat([-tx2[..., 1:], tx2[..., :1]], -1) * tx2),
     ]
 
 

@@ -12,7 +12,6 @@ from hwport.runtime import _core
 
 from . import api_args as _api_args
 from . import dispatch as _dispatch
-from .dispatch import call as _call
 
 # The C++ op pipeline (runtime/src/pipeline.h): its Python path is phi_ops.dispatch.call.
 _core._pipeline_register(_dispatch)
@@ -719,7 +718,7 @@ def scatter(x: Any, index: Any, updates: Any, axis: int | None=0, reduce: str='a
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: index: 1-D int32/int64 in range (checked by the host); updates of x dtype shaped like x with dim axis = len(index); attr reduce assign (later rows win) or add."""
-    return _call('scatter', (x, index, updates), {'axis': axis, 'reduce': reduce})
+    return _op_call(87, x, index, updates, axis, reduce)
 
 
 def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True, sorted: Any = True, name: str | None = None) -> Any:
@@ -959,7 +958,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.scaled_dot_product_attention)"""
-    return _call('scaled_dot_product_attention', (query, key, value, attn_mask), {'is_causal': is_causal, 'scale': scale})
+    return _op_call(112, query, key, value, attn_mask, is_causal, scale)
 
 
 def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any:
@@ -987,7 +986,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise _api_args.unsupported('cross_entropy', 'label_smoothing', 0.0, label_smoothing)
     logits = input
     try:
-        return _call('cross_entropy', (logits, label), {'reduction': reduction, 'ignore_index': ignore_index})
+        return _op_call(114, logits, label, reduction, ignore_index)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 

@@ -81,6 +81,12 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
                run in C++ with the device's own kernel only
     rotary     the `unary` rule of x, cos, sin (last dim of x even, cos and sin broadcast to
                x); a composite, run in C++ with the device's own kernel only
+    scatter    the `scatter` rule (x, an int index, updates cast to x's dtype; axis, reduce);
+               index values checked on the device
+    attention  the `attention` rule (query, key, value, attn_mask?; is_causal, scale) and
+    cross_entropy
+               the `cross_entropy` rule (logits, int label; reduction, ignore_index);
+               composites, run in C++ with the device's own kernel only
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path
@@ -171,6 +177,15 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "dropout"
     if infer_meta == "unary" and inputs == ["x", "cos", "sin"] and not attrs:
         return "rotary"
+    if infer_meta == "scatter" and inputs == ["x", "index", "updates"] and attrs == {
+            "axis": "int", "reduce": "str"}:
+        return "scatter"
+    if infer_meta == "attention" and inputs == ["query", "key", "value", "attn_mask?"] and \
+            attrs == {"is_causal": "bool", "scale": "float"}:
+        return "attention"
+    if infer_meta == "cross_entropy" and inputs == ["logits", "label"] and attrs == {
+            "reduction": "str", "ignore_index": "int"}:
+        return "cross_entropy"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

@@ -202,7 +202,10 @@ def _renaming(op: OpDef, call: str) -> str:
 
 def generate() -> str:
     ops = load_ops()
-    parts = [HEADER]
+    header = HEADER
+    if all(in_pipeline(op) for op in ops.values()):  # no op calls phi_ops.dispatch.call
+        header = header.replace("from .dispatch import call as _call\n", "")
+    parts = [header]
     for op_id, op in enumerate(ops.values()):
         parts.append("\n\n" + function(op, op_id))
     methods = {n: n for n, op in ops.items() if op.method}

@@ -112,7 +112,8 @@ PyObject* meta_tuple(const Shape& shape, DType out, DType key) {
 
 }  // namespace
 
-PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in, const BoundArgs& a) {
+PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
+                          const std::vector<bool>& present, const BoundArgs& a) {
   ElementwisePlan plan;
   Attrs attrs;
   switch (op.family) {
@@ -130,9 +131,108 @@ PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in, const
       if (infer_rotary(op, in[0], in[1], in[2], &plan))
         return meta_tuple(plan.shape, plan.out, plan.compute);
       break;
+    case Family::Scatter: {
+      int64_t axis = op.attrs[0].default_value.i, norm = 0, bound = 0;
+      std::string reduce;
+      PyObject* v = a.slot[op.num_inputs];
+      if ((!v || plain_int(v, &axis)) && str_attr(a, op.num_inputs + 1, "assign", &reduce) &&
+          infer_scatter(op, in[0], in[1], in[2], axis, reduce, &norm, &bound))
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      break;
+    }
+    case Family::Attention: {
+      if (!present[0] || !present[1] || !present[2]) break;
+      const MetaIn* ptrs[4] = {&in[0], &in[1], &in[2], present[3] ? &in[3] : nullptr};
+      Shape shape;
+      DType dtype;
+      if (attention_call(op, a, ptrs, &shape, &dtype, &attrs))
+        return meta_tuple(shape, dtype, in[0].dtype);
+      break;
+    }
+    case Family::Cross_entropy: {
+      Shape shape;
+      if (cross_entropy_call(op, a, in[0], in[1], &shape, &attrs))
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      break;
+    }
     default: break;
   }
   Py_RETURN_NONE;
+}
+
+// scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False,
+// scale=None): `in` holds the four metas (attn_mask nullptr where absent).
+bool attention_call(const OpSpec& op, const BoundArgs& a, const MetaIn* const* in,
+                    Shape* shape, DType* dtype, Attrs* attrs) {
+  bool is_causal = false;
+  if (!bool_attr(op, a, 0, &is_causal)) return false;
+  DType unused = DType::Float32;
+  if (!kernel_attrs(op, a, 0, attrs, &unused) ||
+      !infer_attention(op, *in[0], *in[1], *in[2], in[3], is_causal, shape, dtype))
+    return false;
+  attrs->emplace_back("has_attn_mask", AttrValue::of_bool(in[3] != nullptr));
+  return true;
+}
+
+PyObject* run_attention(const OpSpec& op, const BoundArgs& a) {
+  Tensor* t[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int i = 0; i < 4; ++i) {
+    PyObject* v = a.slot[i];
+    if (i == 3 && (!v || v == Py_None)) break;
+    if (!v || !(t[i] = as_tensor(v))) return nullptr;
+  }
+  Device* device = t[0]->device();
+  MetaIn m[4];
+  const MetaIn* in[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int i = 0; i < 4; ++i) {
+    if (!t[i]) continue;
+    if (t[i]->device() != device) return nullptr;
+    m[i] = {&t[i]->shape, t[i]->dtype};
+    in[i] = &m[i];
+  }
+  Shape shape;
+  DType dtype;
+  Attrs attrs;
+  const Tensor* ins[] = {t[0], t[1], t[2], t[3]};
+  if (!attention_call(op, a, in, &shape, &dtype, &attrs) ||
+      !fused_kernel_fits(op, device, t[0]->dtype, ins, 4))
+    return nullptr;
+  Tensor out = Tensor::empty(shape, dtype, device, op.name);
+  launch(op, t[0]->dtype, device, ins, t[3] ? 4 : 3, &out, attrs);
+  return to_python(std::move(out));
+}
+
+// cross_entropy(logits, label, reduction="mean", ignore_index=-100)
+bool cross_entropy_call(const OpSpec& op, const BoundArgs& a, const MetaIn& logits,
+                        const MetaIn& label, Shape* shape, Attrs* attrs) {
+  std::string reduction;
+  int64_t ignore = op.attrs[1].default_value.i;
+  PyObject* v = a.slot[op.num_inputs + 1];
+  if (!str_attr(a, op.num_inputs, "mean", &reduction) || (v && !plain_int(v, &ignore)) ||
+      !infer_cross_entropy(op, logits, label, reduction, ignore, shape))
+    return false;
+  AttrValue r;
+  r.type = HWP_ATTR_STRING;
+  r.s = reduction;
+  attrs->emplace_back("reduction", std::move(r));
+  attrs->emplace_back("ignore_index", AttrValue::of_int(ignore));
+  return true;
+}
+
+PyObject* run_cross_entropy(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Tensor* label = a.slot[1] ? as_tensor(a.slot[1]) : nullptr;
+  if (!x || !label || label->device() != x->device()) return nullptr;
+  Shape shape;
+  Attrs attrs;
+  const Tensor* ins[] = {x, label};
+  if (!cross_entropy_call(op, a, {&x->shape, x->dtype}, {&label->shape, label->dtype}, &shape,
+                          &attrs) ||
+      !fused_kernel_fits(op, x->device(), x->dtype, ins, 2))
+    return nullptr;
+  Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
+  launch(op, x->dtype, x->device(), ins, 2, &out, attrs);
+  return to_python(std::move(out));
 }
 
 }  // namespace hwport::pipeline

@@ -86,7 +86,8 @@ def test_families_follow_ops_yaml_fields():
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
                     "linspace", "tile", "roll", "topk", "random", "dropout", "rotary",
-                    *VIEW_FAMILIES}
+                    "scatter", "attention", "cross_entropy", *VIEW_FAMILIES}
+    assert set(COVERED) == set(OPS)  # every op parses and infers in C++
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -292,6 +293,20 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                 out.append(([None if s is None else Meta(s, d)
                              for s, d in zip(shp, dts, strict=True)], {}))
         return out
+    if op.infer_meta == "attention":  # query, key, value, attn_mask (None: absent)
+        for dts in itertools.product(("float16", "float32", "float64", "int32"), repeat=3):
+            for shp in [[(2, 3), (4, 3), (4, 5), None], [(2, 3), (4, 3), (4, 5), (2, 4)],
+                        [(2, 3), (4, 3), (4, 5), (1, 4)], [(2, 3), (4, 3), (4, 5), (3, 4)],
+                        [(7, 2, 3), (1, 4, 3), (7, 4, 5), (7, 1, 1)], [(3,), (4, 3), (4, 5), None],
+                        [(2, 3), (4, 2), (4, 5), None], [(2, 3), (4, 3), (3, 5), None],
+                        [(2, 2, 3), (3, 4, 3), (4, 5), None], [(0, 3), (0, 3), (0, 0), None]]:
+                for attrs in ({}, {"is_causal": True}, {"scale": 0.5}, {"scale": 2},
+                              {"is_causal": 1}, {"scale": "x"}):
+                    metas = [None if s is None else Meta(s, d) for s, d in
+                             zip(shp, [*dts, "float32" if dts[0] != "int32" else "bool"],
+                                 strict=True)]
+                    out.append((metas, attrs))
+        return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):
             for shp in [[(2, 3), (2, 5)], [(2, 3), (4, 3)], [(3,), (0,)], [(), ()], [(2, 3)]]:
@@ -304,6 +319,11 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                   [(2, 0), (3, 1)]],
               3: [[(3, 1, 1), (4, 1), (5,)], [(2,), (3,), (1,)], [(), (), ()],
                   [(4, 1), (), (2,)]]}[n]
+    if TABLE[op_name][1] == "scatter":  # x, index, updates
+        shapes = shapes + [[(4, 3), (2,), (2, 3)], [(4, 3), (3,), (4, 3)], [(4, 3), (0,), (0, 3)],
+                           [(4, 3), (2, 1), (2, 3)], [(4,), (5,), (5,)], [(), (1,), ()]]
+    if TABLE[op_name][1] == "cross_entropy":  # logits, label
+        shapes = shapes + [[(3, 5), (3,)], [(3, 5), (4,)], [(0, 4), (0,)], [(3, 5), (3, 1)]]
     if TABLE[op_name][1] == "rotary":  # even last dims, cos and sin broadcasting or not
         shapes = shapes + [[(2, 4), (2, 4), (1, 4)], [(3, 2, 6), (2, 1), (6,)],
                            [(2, 4), (3, 4), (4,)], [(2, 4), (4,), (2, 1, 4)]]
@@ -343,6 +363,11 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "topk": [{"k": k, **a} for k in (0, 1, 3, 6, -1, True)
                       for a in ({}, {"axis": 0}, {"axis": -2}, {"axis": 2}, {"largest": False},
                                 {"largest": 1}, {"axis": None})],
+             "scatter": [{"axis": a, **r} for a in (0, 1, -1, 2, None, 1.0)
+                         for r in ({}, {"reduce": "add"}, {"reduce": "max"}, {"reduce": None})],
+             "cross_entropy": [{"reduction": r, "ignore_index": i}
+                               for r in ("mean", "sum", "none", "avg", None)
+                               for i in (-100, 0, 2**40, -2**31 - 1, True, 1.5)],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
              "dropout": [{"p": p, **a} for p in (0.0, 0.5, 1, 1.5, -0.1, float("nan"), True,
                                                   None, 2**70)
