@@ -117,9 +117,10 @@ def op_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object
 
 
 def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
-    """The slicing, index, arg_reduce, scan and creation ops on tiny float32 tensors (the
-    composites among them, zeros, index_select, tile, roll, topk, eye and linspace, still
-    decompose on the Python path)."""
+    """The slicing, index, arg_reduce, scan, creation, random and nn ops on tiny float32
+    tensors (the composites among them without a CPU kernel, zeros, index_select, tile, roll,
+    eye, linspace, normal, dropout and rotary_embedding, still decompose on the Python path
+    after the C++ checks; topk decomposes in C++)."""
     import hwport.nn.functional as hf
 
     place = "custom:cpu"

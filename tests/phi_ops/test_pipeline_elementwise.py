@@ -31,6 +31,8 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 # their decompositions do.
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
+# Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
+CPP_DECOMPOSED = {"topk"}
 
 
 @contextlib.contextmanager
@@ -207,8 +209,10 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
     decomposition keeps their precision); arange with a bool bound; linspace with an int bound
     beyond int64; uniform, normal, dropout with a bool or an int beyond int64 for a float
-    attribute (Python keeps it as it is)."""
+    attribute (Python keeps it as it is); topk of a 0-d x."""
     op = OPS[op_name]
+    if op_name == "topk":  # a 0-d x (a copy and a zero index)
+        return metas[0].ndim == 0
     if op.category == "random" or op_name == "dropout":  # a bool or huge int for a float
         return any(isinstance(v := attrs.get(a.name), bool) or
                    (isinstance(v, int) and not -2**63 <= v < 2**63)
@@ -454,7 +458,7 @@ def test_results_equal_the_python_path(op_name):
             # `formula`), runs in C++; any other composite decomposes in Python (whose
             # primitives then take the C++ path); the view families (reshape, transpose) are
             # their decompositions, in C++.
-            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
+            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES | CPP_DECOMPOSED
                       or op.formula is not None
                       or _core.has_kernel(op_name, PLACE, case.key_dtype()))
             metas = [_meta(v) for v in case.inputs]
@@ -733,3 +737,33 @@ def test_grid_results_equal_the_python_path(op_name):
             layout = run()[0]
             with python_path():
                 assert layout == run()[0], (op_name, m, attrs)
+
+
+def test_topk_runs_in_cpp_and_equals_the_python_path():
+    """topk's decomposition in C++ (argsort, the first k, take_along_axis): one fast call, the
+    Python path's bytes and layout, on transposed inputs, NaNs, k = 0 and zero-size dims."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for dt in ("float32", "float16", "int32", "int8"):
+        for shp in ((5,), (3, 4), (2, 3, 4), (4, 0)):
+            v = (rng.standard_normal(shp) * 3).astype(dt)
+            if dt.startswith("float") and v.size:
+                v.flat[0] = np.nan
+            for transposed in (False, True):
+                x = hwport.to_tensor(v, place=PLACE)
+                if transposed and len(shp) >= 2:
+                    x = hwport.transpose(x, list(range(len(shp)))[::-1])
+                for axis in range(-x.ndim, x.ndim):
+                    ks = {k for k in (0, 1, x.shape[axis]) if k <= x.shape[axis]}
+                    for k, largest in itertools.product(ks, (True, False)):
+                        before = _fast_count()
+                        got = hwport.topk(x, k, axis, largest)
+                        assert _fast_count() == before + 1
+                        with python_path():
+                            want = dispatch.call("topk", [x], {"k": k, "axis": axis,
+                                                               "largest": largest})
+                        assert type(got) is type(want)
+                        assert all(_same_tensor(g, w, [x]) for g, w in zip(got, want,
+                                                                            strict=True))
+                        checked += 1
+    assert checked > 500
