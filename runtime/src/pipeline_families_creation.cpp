@@ -5,6 +5,8 @@
 // composite runs here only with its own kernel; else its decomposition (the Python path).
 #include <Python.h>
 
+#include <cstring>
+
 #include "infer_meta.h"
 #include "kernel_cache.h"
 #include "py_convert.h"
@@ -322,8 +324,18 @@ bool random_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out,
   return true;
 }
 
+// uniform: its kernel; normal: its kernel where the device has one, else its decomposition in
+// C++.
 PyObject* run_random(const OpSpec& op, const BoundArgs& a) {
-  return run_planned(random_call, op, a);
+  Shape shape;
+  DType dtype;
+  Attrs attrs;
+  if (!random_call(op, a, &shape, &dtype, &attrs)) return nullptr;
+  Device* device = place_of_call(op, a);
+  if (op.primitive || native_kernel(op, device, dtype))
+    return launch_creation(op, shape, dtype, device, std::move(attrs));
+  if (std::strcmp(op.name, "normal") != 0) return nullptr;
+  return normal_decomposition(op, a, shape, dtype, attrs, a.slot[op.num_inputs + op.num_attrs]);
 }
 
 }  // namespace hwport::pipeline

@@ -3,6 +3,7 @@
 // has the op's own kernel and every floating input has the key dtype (else the Python path
 // decomposes it), launched as phi_ops/dispatch.py _launch does (inputs as given).
 #include "infer_meta.h"
+#include "kernel_cache.h"
 #include "ops.h"
 #include "pipeline_run.h"
 
@@ -68,6 +69,8 @@ PyObject* run_dropout(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   if (!x || !dropout_call(op, a, {&x->shape, x->dtype}, &plan, &attrs) || plan.cast[0])
     return nullptr;
+  if (!native_kernel(op, x->device(), x->dtype))
+    return dropout_decomposition(a.slot[0], *x, attrs);
   return run_one_input_composite(op, x, plan.shape, plan.out, attrs);
 }
 

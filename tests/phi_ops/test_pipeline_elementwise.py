@@ -32,7 +32,7 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
 # Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
-CPP_DECOMPOSED = {"topk"}
+CPP_DECOMPOSED = {"topk", "normal", "dropout"}
 
 
 @contextlib.contextmanager
@@ -458,8 +458,8 @@ def test_results_equal_the_python_path(op_name):
             # `formula`), runs in C++; any other composite decomposes in Python (whose
             # primitives then take the C++ path); the view families (reshape, transpose) are
             # their decompositions, in C++.
-            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES | CPP_DECOMPOSED
-                      or op.formula is not None
+            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
+                      or op_name in CPP_DECOMPOSED or op.formula is not None
                       or _core.has_kernel(op_name, PLACE, case.key_dtype()))
             metas = [_meta(v) for v in case.inputs]
             native = native and not _python_only_form(op_name, metas, case.attrs)
@@ -767,3 +767,35 @@ def test_topk_runs_in_cpp_and_equals_the_python_path():
                                                                             strict=True))
                         checked += 1
     assert checked > 500
+
+
+def test_random_decompositions_run_in_cpp_and_equal_the_python_path():
+    """normal and dropout decompose in C++ (no phi_ops.dispatch.call): the Python path's bytes
+    for every float dtype, int and float attributes, offsets, transposed inputs, p = 0 and 1,
+    training off."""
+    rng = np.random.default_rng(1)
+    checked = 0
+    for dt in ("float16", "bfloat16", "float32", "float64"):
+        for shp, seed, offset, mean, std in (([3, 4], 7, 0, 0.0, 1.0), ([5], 0, 2**40, 2, 3),
+                                             ([0, 2], 3, 5, -1.5, 0.25), ([], 11, 1, 0, 1)):
+            with deferred_calls() as deferred:
+                got = hwport.normal(shp, seed, mean, std, offset, dtype=dt)
+            with python_path():
+                want = dispatch.call("normal", [], {"shape": shp, "seed": seed, "mean": mean,
+                                                    "std": std, "offset": offset, "dtype": dt})
+            assert deferred == [] and _same_tensor(got, want, []), (dt, shp)
+            checked += 1
+        v = rng.standard_normal((4, 6)).astype(np.float32)
+        x = hwport.cast(hwport.to_tensor(v, place=PLACE), dt)
+        for xs in (x, hwport.transpose(x, [1, 0])):
+            for p, training, seed in ((0.5, True, 3), (0.0, True, 1), (1, True, 2),
+                                      (1.0, True, 0), (0.3, False, 5), (0.9, True, 2**62)):
+                with deferred_calls() as deferred:
+                    got = hwport.nn.functional.dropout(xs, p, training=training, seed=seed,
+                                                       offset=4)
+                with python_path():
+                    want = dispatch.call("dropout", [xs], {"p": p, "training": training,
+                                                           "seed": seed, "offset": 4})
+                assert deferred == [] and _same_tensor(got, want, [xs]), (dt, p, training)
+                checked += 1
+    assert checked == 64

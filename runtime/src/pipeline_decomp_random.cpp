@@ -1,0 +1,174 @@
+// The decompositions of normal, dropout and rotary_embedding in C++ (kernel selection's second
+// choice where the device has no kernel of its own): phi_ops/decompositions.py's sub-ops in
+// its order, each through the pipeline's C++ entry (so each takes its native kernel or C++ rule
+// without entering Python), its 0-d constants as Python scalars the binary and where families
+// make 0-d tensors of (the dtype _const gives them), so the bytes equal the Python path's. A
+// sub-op that fails sends the whole call to the Python path, which raises its own message.
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <utility>
+
+#include "decomp_formulas.h"
+#include "ops.h"
+#include "pipeline_run.h"
+
+namespace hwport::pipeline {
+
+namespace {
+
+using Obj = pybind11::object;
+
+Obj steal(PyObject* p) { return pybind11::reinterpret_steal<Obj>(p); }
+
+// One sub-op by name: inputs by position, attrs by their OpSpec index, `place` in the slot
+// after the attrs (ops without inputs). A null Obj (its Python error cleared) where it failed.
+Obj sub(const OpSpec* op, std::initializer_list<PyObject*> in,
+        std::initializer_list<std::pair<int, PyObject*>> attrs, PyObject* place = nullptr) {
+  BoundArgs a;
+  a.count = op->num_inputs + op->num_attrs + (op->num_inputs ? 0 : 1);
+  int i = 0;
+  for (PyObject* v : in) a.slot[i++] = v;
+  for (const auto& [k, v] : attrs) a.slot[op->num_inputs + k] = v;
+  if (place) a.slot[op->num_inputs + op->num_attrs] = place;
+  Obj out = steal(call_op_entry(*op, a));
+  if (!out) PyErr_Clear();
+  return out;
+}
+
+const OpSpec* spec(const char* name) { return op_spec(name); }
+
+PyObject* name_of(DType d) {  // a dtype attribute by name (leaked on purpose: immortal)
+  static PyObject* names[16] = {};
+  PyObject*& n = names[static_cast<int>(d)];
+  if (!n) n = PyUnicode_InternFromString(dtype_name(d));
+  return n;
+}
+
+Obj py_float(double v) { return steal(PyFloat_FromDouble(v)); }
+Obj py_int(int64_t v) { return steal(PyLong_FromLongLong(v)); }
+
+const AttrValue* find(const Attrs& attrs, const char* name) {
+  for (const auto& [n, v] : attrs)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+double number(const AttrValue& v) {
+  return v.type == HWP_ATTR_FLOAT64 ? v.f : static_cast<double>(v.i);  // Python's float(v)
+}
+
+Obj shape_list(const Shape& shape) {
+  Obj list = steal(PyList_New(static_cast<Py_ssize_t>(shape.size())));
+  if (!list) throw pybind11::error_already_set();
+  for (size_t i = 0; i < shape.size(); ++i)
+    PyList_SET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i), PyLong_FromLongLong(shape[i]));
+  return list;
+}
+
+// F.uniform(shape=shape, low=0.0, high=1.0, seed=seed, offset=offset, dtype=float32, place)
+// then F.cast(., dtype=float64)
+Obj uniform_f64(PyObject* shape, PyObject* seed, PyObject* offset, PyObject* place) {
+  static const OpSpec* const uniform = spec("uniform");
+  static const OpSpec* const cast_op = spec("cast");
+  static PyObject* const zero = PyFloat_FromDouble(0.0);
+  static PyObject* const one = PyFloat_FromDouble(1.0);
+  Obj u = sub(uniform, {}, {{0, shape}, {1, seed}, {2, zero}, {3, one}, {4, offset},
+                            {5, name_of(DType::Float32)}}, place);
+  if (!u) return u;
+  return sub(cast_op, {u.ptr()}, {{0, name_of(DType::Float64)}});
+}
+
+}  // namespace
+
+// normal: decompositions.normal (Box-Muller, cosine branch, over two float32 uniform streams).
+PyObject* normal_decomposition(const OpSpec&, const BoundArgs& a, const Shape& shape,
+                               DType out, const Attrs& attrs, PyObject* place) {
+  static const OpSpec *const subtract = spec("subtract"), *const multiply = spec("multiply"),
+                             *const add = spec("add"), *const log = spec("log"),
+                             *const sqrt = spec("sqrt"), *const cos = spec("cos"),
+                             *const cast_op = spec("cast");
+  const AttrValue *seed = find(attrs, "seed"), *offset = find(attrs, "offset"),
+                  *mean = find(attrs, "mean"), *std_ = find(attrs, "std");
+  (void)a;
+  if (!seed || !offset || !mean || !std_) return nullptr;
+  int64_t n = 1, second = 0;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return nullptr;
+  if (__builtin_add_overflow(offset->i, n, &second)) return nullptr;  // Python's message
+  Obj shp = shape_list(shape), py_seed = py_int(seed->i);
+  Obj av = uniform_f64(shp.ptr(), py_seed.ptr(), py_int(offset->i).ptr(), place);
+  if (!av) return nullptr;
+  Obj bv = uniform_f64(shp.ptr(), py_seed.ptr(), py_int(second).ptr(), place);
+  if (!bv) return nullptr;
+  static PyObject* const one = PyFloat_FromDouble(1.0);
+  static PyObject* const minus_two = PyFloat_FromDouble(-2.0);
+  static PyObject* const two_pi = PyFloat_FromDouble(2.0 * M_PI);  // philox.TWO_PI
+  Obj u1 = sub(subtract, {one, av.ptr()}, {});
+  if (!u1) return nullptr;
+  Obj lg = sub(log, {u1.ptr()}, {});
+  if (!lg) return nullptr;
+  Obj m2 = sub(multiply, {minus_two, lg.ptr()}, {});
+  if (!m2) return nullptr;
+  Obj r = sub(sqrt, {m2.ptr()}, {});
+  if (!r) return nullptr;
+  Obj angle = sub(multiply, {two_pi, bv.ptr()}, {});
+  if (!angle) return nullptr;
+  Obj c = sub(cos, {angle.ptr()}, {});
+  if (!c) return nullptr;
+  Obj z = sub(multiply, {r.ptr(), c.ptr()}, {});
+  if (!z) return nullptr;
+  Obj sz = sub(multiply, {py_float(number(*std_)).ptr(), z.ptr()}, {});
+  if (!sz) return nullptr;
+  Obj v = sub(add, {py_float(number(*mean)).ptr(), sz.ptr()}, {});
+  if (!v) return nullptr;
+  return sub(cast_op, {v.ptr()}, {{0, name_of(out)}}).release().ptr();
+}
+
+// dropout: decompositions.dropout (not training: a copy; p >= 1: zeros; else keep where
+// p <= u, u the float32 uniform of counters offset.., compared in float64, scaled by
+// 1 / (1 - p) in x's compute dtype).
+PyObject* dropout_decomposition(PyObject* x_obj, const Tensor& x, const Attrs& attrs) {
+  static const OpSpec *const copy = spec("copy"), *const fill = spec("fill"),
+                             *const uniform = spec("uniform"), *const cast_op = spec("cast"),
+                             *const less_equal = spec("less_equal"),
+                             *const multiply = spec("multiply"), *const where = spec("where");
+  const AttrValue *p = find(attrs, "p"), *training = find(attrs, "training"),
+                  *seed = find(attrs, "seed"), *offset = find(attrs, "offset");
+  if (!p || !training || !seed || !offset) return nullptr;
+  if (!training->i) return sub(copy, {x_obj}, {}).release().ptr();
+  const double pv = number(*p);
+  Obj place = steal(PyObject_GetAttrString(x_obj, "place"));
+  if (!place) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  Obj shp = shape_list(x.shape);
+  static PyObject* const zero_int = PyLong_FromLong(0);
+  if (pv >= 1.0)
+    return sub(fill, {}, {{0, shp.ptr()}, {1, zero_int}, {2, name_of(x.dtype)}}, place.ptr())
+        .release()
+        .ptr();
+  static PyObject* const zero = PyFloat_FromDouble(0.0);
+  static PyObject* const one = PyFloat_FromDouble(1.0);
+  Obj u = sub(uniform, {}, {{0, shp.ptr()}, {1, py_int(seed->i).ptr()}, {2, zero}, {3, one},
+                            {4, py_int(offset->i).ptr()}, {5, name_of(DType::Float32)}},
+              place.ptr());
+  if (!u) return nullptr;
+  Obj u64 = sub(cast_op, {u.ptr()}, {{0, name_of(DType::Float64)}});
+  if (!u64) return nullptr;
+  Obj keep = sub(less_equal, {py_float(pv).ptr(), u64.ptr()}, {});
+  if (!keep) return nullptr;
+  const bool half = x.dtype == DType::Float16 || x.dtype == DType::BFloat16;  // _up
+  Obj xc = half ? sub(cast_op, {x_obj}, {{0, name_of(DType::Float32)}})
+                : pybind11::reinterpret_borrow<Obj>(x_obj);
+  if (!xc) return nullptr;
+  Obj scaled = sub(multiply, {xc.ptr(), py_float(1.0 / (1.0 - pv)).ptr()}, {});
+  if (!scaled) return nullptr;
+  Obj kept = sub(where, {keep.ptr(), scaled.ptr(), zero_int}, {});
+  if (!kept || !half) return kept.release().ptr();
+  return sub(cast_op, {kept.ptr()}, {{0, name_of(x.dtype)}}).release().ptr();  // _to
+}
+
+}  // namespace hwport::pipeline
