@@ -97,6 +97,7 @@ PyObject* run_rotary(const OpSpec& op, const BoundArgs& a) {
                     {&t[2]->shape, t[2]->dtype}, &plan) || plan.cast[0])
     return nullptr;
   const Tensor* in[] = {t[0], t[1], t[2]};
+  if (!native_kernel(op, device, plan.compute)) return rotary_decomposition(a.slot);
   if (!fused_kernel_fits(op, device, plan.compute, in, 3)) return nullptr;
   Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
   launch(op, plan.compute, device, in, 3, &out, Attrs{});

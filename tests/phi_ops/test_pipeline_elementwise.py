@@ -32,7 +32,7 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
 # Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
-CPP_DECOMPOSED = {"topk", "normal", "dropout"}
+CPP_DECOMPOSED = {"topk", "normal", "dropout", "rotary_embedding"}
 
 
 @contextlib.contextmanager
@@ -226,7 +226,7 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
         x = metas[0]
         k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
         return k == 0
-    if not op.is_primitive and len(metas) > 1:
+    if not op.is_primitive and len(metas) > 1 and op_name not in CPP_DECOMPOSED:
         floats = [m.dtype for m in metas if m is not None and not isinstance(m, list)
                   and m.dtype.startswith(("float", "bfloat"))]
         return len(set(floats)) > 1
@@ -799,3 +799,26 @@ def test_random_decompositions_run_in_cpp_and_equal_the_python_path():
                 assert deferred == [] and _same_tensor(got, want, [xs]), (dt, p, training)
                 checked += 1
     assert checked == 64
+
+
+def test_rotary_embedding_decomposes_in_cpp_and_equals_the_python_path():
+    """rotary_embedding's decomposition in C++: the Python path's bytes for every float dtype
+    of x, cos and sin (mixed ones promote, then x's dtype), broadcast cos/sin, transposed x."""
+    rng = np.random.default_rng(2)
+    floats = ("float16", "bfloat16", "float32", "float64")
+    checked = 0
+    for dx, dc in itertools.product(floats, repeat=2):
+        v = rng.standard_normal((4, 4)).astype(np.float32)
+        x = hwport.cast(hwport.to_tensor(v, place=PLACE), dx)
+        for xs, cshape in ((x, (4, 4)), (x, (4,)), (hwport.transpose(x, [1, 0]), (4, 1))):
+            c = hwport.cast(hwport.to_tensor(rng.standard_normal(cshape).astype(np.float32),
+                                             place=PLACE), dc)
+            s = hwport.cast(hwport.to_tensor(rng.standard_normal(cshape).astype(np.float32),
+                                             place=PLACE), dx)
+            with deferred_calls() as deferred:
+                got = hwport.nn.functional.rotary_embedding(xs, c, s)
+            with python_path():
+                want = dispatch.call("rotary_embedding", [xs, c, s], {})
+            assert deferred == [] and _same_tensor(got, want, [xs, c, s]), (dx, dc, cshape)
+            checked += 1
+    assert checked == 48

@@ -171,4 +171,52 @@ PyObject* dropout_decomposition(PyObject* x_obj, const Tensor& x, const Attrs& a
   return sub(cast_op, {kept.ptr()}, {{0, name_of(x.dtype)}}).release().ptr();  // _to
 }
 
+// rotary_embedding: decompositions.rotary_embedding, x * cos + rotate_half(x) * sin with
+// rotate_half(x) = concat(-x2, x1) of the last dim's halves (views), in x's compute dtype.
+PyObject* rotary_decomposition(PyObject* const* in) {
+  static const OpSpec *const cast_op = spec("cast"), *const neg = spec("neg"),
+                             *const concat = spec("concat"), *const multiply = spec("multiply"),
+                             *const add = spec("add");
+  const Tensor* x = as_tensor(in[0]);
+  if (!x) return nullptr;
+  const auto half = [](DType d) { return d == DType::Float16 || d == DType::BFloat16; };
+  Obj xc = half(x->dtype) ? sub(cast_op, {in[0]}, {{0, name_of(DType::Float32)}})
+                          : pybind11::reinterpret_borrow<Obj>(in[0]);
+  if (!xc) return nullptr;
+  const Tensor* t = as_tensor(xc.ptr());
+  const size_t axis = t->shape.size() - 1;
+  const int64_t d = t->shape[axis];
+  const auto halfview = [&](int64_t start) {  // decompositions._slice_view(xc, axis, start, ..)
+    Tensor v = *t;
+    v.shape[axis] = d / 2;
+    if (d / 2 > 0) v.offset += start * v.strides[axis];
+    return steal(to_python(std::move(v)));
+  };
+  Obj x1 = halfview(0), x2 = halfview(d / 2);
+  Obj n2 = sub(neg, {x2.ptr()}, {});
+  if (!n2) return nullptr;
+  Obj parts = steal(PyList_New(2));
+  if (!parts) throw pybind11::error_already_set();
+  PyList_SET_ITEM(parts.ptr(), 0, n2.release().ptr());
+  PyList_SET_ITEM(parts.ptr(), 1, x1.release().ptr());
+  Obj rotated = sub(concat, {parts.ptr()}, {{0, py_int(static_cast<int64_t>(axis)).ptr()}});
+  if (!rotated) return nullptr;
+  Obj cs[2];
+  for (int k = 0; k < 2; ++k) {  // _to(cos, xc.dtype) where cos is a half dtype
+    const Tensor* c = as_tensor(in[1 + k]);
+    if (!c) return nullptr;
+    cs[k] = half(c->dtype) && c->dtype != t->dtype
+                ? sub(cast_op, {in[1 + k]}, {{0, name_of(t->dtype)}})
+                : pybind11::reinterpret_borrow<Obj>(in[1 + k]);
+    if (!cs[k]) return nullptr;
+  }
+  Obj xcos = sub(multiply, {xc.ptr(), cs[0].ptr()}, {});
+  if (!xcos) return nullptr;
+  Obj rsin = sub(multiply, {rotated.ptr(), cs[1].ptr()}, {});
+  if (!rsin) return nullptr;
+  Obj sum = sub(add, {xcos.ptr(), rsin.ptr()}, {});
+  if (!sum || as_tensor(sum.ptr())->dtype == x->dtype) return sum.release().ptr();
+  return sub(cast_op, {sum.ptr()}, {{0, name_of(x->dtype)}}).release().ptr();  // _to
+}
+
 }  // namespace hwport::pipeline
