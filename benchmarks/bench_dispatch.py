@@ -155,6 +155,12 @@ def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], ob
          lambda: torch.nn.functional.dropout(tx, 0.5)),
         ("rotary_embedding", lambda: hf.rotary_embedding(x2, x2, x2),
          lambda: tx2 * tx2 + torch.cat([-tx2[..., 1:], tx2[..., :1]], -1) * tx2),
+        ("scatter", lambda: hwport.scatter(x, i, x[:1]),
+         lambda: tx.index_copy(0, ti, tx[:1])),
+        ("sdpa", lambda: hf.scaled_dot_product_attention(x2, x2, x2),
+         lambda: torch.nn.functional.scaled_dot_product_attention(tx2, tx2, tx2)),
+        ("cross_entropy", lambda: hf.cross_entropy(x2, i2[:, 0]),
+         lambda: torch.nn.functional.cross_entropy(tx2, ti2[:, 0])),
     ]
 
 
