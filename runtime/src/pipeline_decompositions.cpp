@@ -1,5 +1,5 @@
-// The decompositions of normal, dropout and rotary_embedding in C++ (kernel selection's second
-// choice where the device has no kernel of its own): phi_ops/decompositions.py's sub-ops in
+// The decompositions of normal, dropout, rotary_embedding and cross_entropy in C++ (kernel
+// selection's second choice where the device has no kernel of its own): phi_ops/decompositions.py's sub-ops in
 // its order, each through the pipeline's C++ entry (so each takes its native kernel or C++ rule
 // without entering Python), its 0-d constants as Python scalars the binary and where families
 // make 0-d tensors of (the dtype _const gives them), so the bytes equal the Python path's. A
@@ -217,6 +217,59 @@ PyObject* rotary_decomposition(PyObject* const* in) {
   Obj sum = sub(add, {xcos.ptr(), rsin.ptr()}, {});
   if (!sum || as_tensor(sum.ptr())->dtype == x->dtype) return sum.release().ptr();
   return sub(cast_op, {sum.ptr()}, {{0, name_of(x->dtype)}}).release().ptr();  // _to
+}
+
+// cross_entropy: decompositions.cross_entropy, -log_softmax(logits)[i, label[i]] per row, 0
+// where label == ignore_index; mean over the rows not ignored, sum, or none.
+PyObject* cross_entropy_decomposition(PyObject* const* in, const Attrs& attrs) {
+  static const OpSpec *const cast_op = spec("cast"), *const log_softmax = spec("log_softmax"),
+                             *const not_equal = spec("not_equal"), *const where = spec("where"),
+                             *const take = spec("take_along_axis"),
+                             *const unsqueeze = spec("unsqueeze"),
+                             *const squeeze = spec("squeeze"), *const neg = spec("neg"),
+                             *const sum = spec("sum"), *const divide = spec("divide");
+  const AttrValue *reduction = find(attrs, "reduction"), *ignore = find(attrs, "ignore_index");
+  const Tensor* logits = as_tensor(in[0]);
+  if (!reduction || !ignore || !logits || logits->ndim() != 2) return nullptr;
+  const DType out = logits->dtype;
+  const bool half = out == DType::Float16 || out == DType::BFloat16;
+  Obj lc = half ? sub(cast_op, {in[0]}, {{0, name_of(DType::Float32)}})
+                : pybind11::reinterpret_borrow<Obj>(in[0]);
+  if (!lc) return nullptr;
+  const DType compute = as_tensor(lc.ptr())->dtype;
+  static PyObject* const one = PyLong_FromLong(1);
+  static PyObject* const zero = PyLong_FromLong(0);
+  static PyObject* const axis_list = Py_BuildValue("[i]", 1);  // leaked on purpose
+  static PyObject* const all_axes = Py_BuildValue("[i]", 0);
+  Obj lsm = sub(log_softmax, {lc.ptr()}, {{0, one}});
+  if (!lsm) return nullptr;
+  Obj valid = sub(not_equal, {in[1], py_int(ignore->i).ptr()}, {});
+  if (!valid) return nullptr;
+  Obj safe = sub(where, {valid.ptr(), in[1], zero}, {});
+  if (!safe) return nullptr;
+  Obj idx = sub(unsqueeze, {safe.ptr()}, {{0, axis_list}});
+  if (!idx) return nullptr;
+  Obj picked = sub(take, {lsm.ptr(), idx.ptr()}, {{0, one}});
+  if (!picked) return nullptr;
+  picked = sub(squeeze, {picked.ptr()}, {{0, axis_list}});
+  if (!picked) return nullptr;
+  Obj negated = sub(neg, {picked.ptr()}, {});
+  if (!negated) return nullptr;
+  Obj loss = sub(where, {valid.ptr(), negated.ptr(), zero}, {});
+  if (!loss) return nullptr;
+  const auto to_out = [&](Obj t) -> PyObject* {  // _to(t, logits.dtype)
+    if (!t || as_tensor(t.ptr())->dtype == out) return t.release().ptr();
+    return sub(cast_op, {t.ptr()}, {{0, name_of(out)}}).release().ptr();
+  };
+  if (reduction->s == "none") return to_out(std::move(loss));
+  Obj total = sub(sum, {loss.ptr()}, {{0, all_axes}});
+  if (reduction->s == "sum" || !total) return to_out(std::move(total));
+  if (reduction->s != "mean") return nullptr;
+  Obj as_float = sub(cast_op, {valid.ptr()}, {{0, name_of(compute)}});
+  if (!as_float) return nullptr;
+  Obj count = sub(sum, {as_float.ptr()}, {{0, all_axes}});
+  if (!count) return nullptr;
+  return to_out(sub(divide, {total.ptr(), count.ptr()}, {}));
 }
 
 }  // namespace hwport::pipeline

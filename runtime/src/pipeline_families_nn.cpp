@@ -231,9 +231,11 @@ PyObject* run_cross_entropy(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   const Tensor* ins[] = {x, label};
   if (!cross_entropy_call(op, a, {&x->shape, x->dtype}, {&label->shape, label->dtype}, &shape,
-                          &attrs) ||
-      !fused_kernel_fits(op, x->device(), x->dtype, ins, 2))
+                          &attrs))
     return nullptr;
+  if (!native_kernel(op, x->device(), x->dtype))
+    return cross_entropy_decomposition(a.slot, attrs);
+  if (!fused_kernel_fits(op, x->device(), x->dtype, ins, 2)) return nullptr;
   Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
   launch(op, x->dtype, x->device(), ins, 2, &out, attrs);
   return to_python(std::move(out));

@@ -32,7 +32,7 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
 # Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
-CPP_DECOMPOSED = {"topk", "normal", "dropout", "rotary_embedding"}
+CPP_DECOMPOSED = {"topk", "normal", "dropout", "rotary_embedding", "cross_entropy"}
 
 
 @contextlib.contextmanager
@@ -822,3 +822,34 @@ def test_rotary_embedding_decomposes_in_cpp_and_equals_the_python_path():
             assert deferred == [] and _same_tensor(got, want, [xs, c, s]), (dx, dc, cshape)
             checked += 1
     assert checked == 48
+
+
+def test_cross_entropy_decomposes_in_cpp_and_equals_the_python_path():
+    """cross_entropy's decomposition in C++: the Python path's bytes for every float dtype,
+    int32/int64 labels, every reduction, ignored rows (all of them: NaN), zero rows."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for dt, lt in itertools.product(("float16", "bfloat16", "float32", "float64"),
+                                    ("int32", "int64")):
+        for n, labels in ((4, [0, 2, -100, 1]), (3, [7, 7, 7]), (0, []), (2, [1, 1])):
+            v = rng.standard_normal((n, 3)).astype(np.float32)
+            logits = hwport.cast(hwport.to_tensor(v, place=PLACE), dt)
+            label = hwport.to_tensor(np.array(labels, dtype=lt), place=PLACE)
+            for reduction, ignore in itertools.product(("mean", "sum", "none"), (-100, 7)):
+                if any(b != ignore and not 0 <= b < 3 for b in labels):
+                    with pytest.raises(IndexError, match="cross_entropy: label holds"):
+                        hwport.nn.functional.cross_entropy(logits, label, ignore_index=ignore,
+                                                           reduction=reduction)
+                    continue  # an out-of-range label: the Python path's error
+                with deferred_calls() as deferred:
+                    got = hwport.nn.functional.cross_entropy(logits, label,
+                                                             ignore_index=ignore,
+                                                             reduction=reduction)
+                with python_path():
+                    want = dispatch.call("cross_entropy", [logits, label],
+                                         {"reduction": reduction, "ignore_index": ignore})
+                # (a sum over zero rows is a sub-op the Python path serves)
+                assert "cross_entropy" not in deferred, (dt, n)
+                assert _same_tensor(got, want, [logits, label]), (dt, n)
+                checked += 1
+    assert checked > 100
