@@ -1,6 +1,6 @@
-// The decompositions of normal, dropout, rotary_embedding and cross_entropy in C++ (kernel
-// selection's second choice where the device has no kernel of its own): phi_ops/decompositions.py's sub-ops in
-// its order, each through the pipeline's C++ entry (so each takes its native kernel or C++ rule
+// The decompositions of normal, dropout, rotary_embedding, cross_entropy and
+// scaled_dot_product_attention (without is_causal) in C++ (kernel selection's second choice
+// where the device has no kernel of its own): phi_ops/decompositions.py's sub-ops in its order, each through the pipeline's C++ entry (so each takes its native kernel or C++ rule
 // without entering Python), its 0-d constants as Python scalars the binary and where families
 // make 0-d tensors of (the dtype _const gives them), so the bytes equal the Python path's. A
 // sub-op that fails sends the whole call to the Python path, which raises its own message.
@@ -270,6 +270,57 @@ PyObject* cross_entropy_decomposition(PyObject* const* in, const Attrs& attrs) {
   Obj count = sub(sum, {as_float.ptr()}, {{0, all_axes}});
   if (!count) return nullptr;
   return to_out(sub(divide, {total.ptr(), count.ptr()}, {}));
+}
+
+// scaled_dot_product_attention without is_causal: decompositions.scaled_dot_product_attention,
+// softmax(q k^T * scale + mask) v in the up-cast dtypes (a bool mask keeps where true, else
+// -inf; a float mask is added), then the promoted dtype of query, key and value.
+PyObject* attention_decomposition(PyObject* const* in, DType out, const Attrs& attrs) {
+  static const OpSpec *const cast_op = spec("cast"), *const matmul = spec("matmul"),
+                             *const multiply = spec("multiply"), *const where = spec("where"),
+                             *const add = spec("add"), *const softmax = spec("softmax");
+  const auto half = [](DType d) { return d == DType::Float16 || d == DType::BFloat16; };
+  const auto to = [&](PyObject* t, DType d) {  // _to
+    if (as_tensor(t)->dtype == d) return pybind11::reinterpret_borrow<Obj>(t);
+    return sub(cast_op, {t}, {{0, name_of(d)}});
+  };
+  Obj qkv[3];
+  for (int k = 0; k < 3; ++k) {  // _up
+    const Tensor* t = as_tensor(in[k]);
+    if (!t) return nullptr;
+    qkv[k] = half(t->dtype) ? to(in[k], DType::Float32)
+                            : pybind11::reinterpret_borrow<Obj>(in[k]);
+    if (!qkv[k]) return nullptr;
+  }
+  const AttrValue* scale = find(attrs, "scale");
+  const int64_t e = as_tensor(in[0])->shape.back();
+  const double s = scale ? number(*scale) : 1.0 / std::sqrt(static_cast<double>(e));
+  Obj raw = sub(matmul, {qkv[0].ptr(), qkv[1].ptr()}, {{1, Py_True}});
+  if (!raw) return nullptr;
+  Obj scores = sub(multiply, {raw.ptr(), py_float(s).ptr()}, {});
+  if (!scores) return nullptr;
+  PyObject* mask = in[3] && in[3] != Py_None ? in[3] : nullptr;
+  if (mask) {
+    const Tensor* m = as_tensor(mask);
+    if (!m) return nullptr;
+    if (m->dtype == DType::Bool) {
+      static PyObject* const neg_inf = PyFloat_FromDouble(-INFINITY);
+      scores = sub(where, {mask, scores.ptr(), neg_inf}, {});
+    } else {
+      Obj mc = to(mask, as_tensor(scores.ptr())->dtype);
+      if (!mc) return nullptr;
+      scores = sub(add, {scores.ptr(), mc.ptr()}, {});
+    }
+    if (!scores) return nullptr;
+  }
+  static PyObject* const last = PyLong_FromLong(-1);
+  Obj probs = sub(softmax, {scores.ptr()}, {{0, last}});
+  if (!probs) return nullptr;
+  Obj vc = to(qkv[2].ptr(), as_tensor(probs.ptr())->dtype);
+  if (!vc) return nullptr;
+  Obj y = sub(matmul, {probs.ptr(), vc.ptr()}, {});
+  if (!y) return nullptr;
+  return to(y.ptr(), out).release().ptr();
 }
 
 }  // namespace hwport::pipeline

@@ -198,9 +198,10 @@ PyObject* run_attention(const OpSpec& op, const BoundArgs& a) {
   DType dtype;
   Attrs attrs;
   const Tensor* ins[] = {t[0], t[1], t[2], t[3]};
-  if (!attention_call(op, a, in, &shape, &dtype, &attrs) ||
-      !fused_kernel_fits(op, device, t[0]->dtype, ins, 4))
-    return nullptr;
+  if (!attention_call(op, a, in, &shape, &dtype, &attrs)) return nullptr;
+  if (!native_kernel(op, device, t[0]->dtype))
+    return a.slot[4] == Py_True ? nullptr : attention_decomposition(a.slot, dtype, attrs);
+  if (!fused_kernel_fits(op, device, t[0]->dtype, ins, 4)) return nullptr;
   Tensor out = Tensor::empty(shape, dtype, device, op.name);
   launch(op, t[0]->dtype, device, ins, t[3] ? 4 : 3, &out, attrs);
   return to_python(std::move(out));

@@ -32,7 +32,8 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
 # Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
-CPP_DECOMPOSED = {"topk", "normal", "dropout", "rotary_embedding", "cross_entropy"}
+CPP_DECOMPOSED = {"topk", "normal", "dropout", "rotary_embedding", "cross_entropy",
+                  "scaled_dot_product_attention"}
 
 
 @contextlib.contextmanager
@@ -209,10 +210,12 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
     decomposition keeps their precision); arange with a bool bound; linspace with an int bound
     beyond int64; uniform, normal, dropout with a bool or an int beyond int64 for a float
-    attribute (Python keeps it as it is); topk of a 0-d x."""
+    attribute (Python keeps it as it is); topk of a 0-d x; a causal attention."""
     op = OPS[op_name]
     if op_name == "topk":  # a 0-d x (a copy and a zero index)
         return metas[0].ndim == 0
+    if op_name == "scaled_dot_product_attention" and attrs.get("is_causal"):
+        return True  # the causal mask: the Python decomposition
     if op.category == "random" or op_name == "dropout":  # a bool or huge int for a float
         return any(isinstance(v := attrs.get(a.name), bool) or
                    (isinstance(v, int) and not -2**63 <= v < 2**63)
@@ -853,3 +856,32 @@ def test_cross_entropy_decomposes_in_cpp_and_equals_the_python_path():
                 assert _same_tensor(got, want, [logits, label]), (dt, n)
                 checked += 1
     assert checked > 100
+
+
+def test_attention_decomposes_in_cpp_and_equals_the_python_path():
+    """scaled_dot_product_attention's decomposition in C++ (not is_causal: Python's): the
+    Python path's bytes for float dtypes (mixed ones promote), bool and float masks, scales."""
+    rng = np.random.default_rng(4)
+
+    def t(shape, dtype):
+        return hwport.cast(hwport.to_tensor(rng.standard_normal(shape).astype(np.float32),
+                                            place=PLACE), dtype)
+
+    checked = 0
+    for dq, dv in itertools.product(("float16", "bfloat16", "float32", "float64"), repeat=2):
+        q, k, v = t((2, 3, 4), dq), t((2, 5, 4), dq), t((1, 5, 2), dv)
+        masks = [None, hwport.greater_than(t((3, 5), "float32"), t((1, 5), "float32")),
+                 t((2, 1, 5), "float16"), t((5,), "float64")]
+        for mask, attrs in itertools.product(masks, ({}, {"scale": 0.25}, {"scale": 3},
+                                                     {"is_causal": True})):
+            if mask is not None and attrs.get("is_causal"):
+                continue
+            with deferred_calls() as deferred:
+                got = hwport.nn.functional.scaled_dot_product_attention(q, k, v, mask, **attrs)
+            with python_path():
+                want = dispatch.call("scaled_dot_product_attention", [q, k, v, mask], attrs)
+            cpp = not attrs.get("is_causal")
+            assert ("scaled_dot_product_attention" not in deferred) == cpp, (dq, dv, attrs)
+            assert _same_tensor(got, want, [q, k, v, mask]), (dq, dv, attrs)
+            checked += 1
+    assert checked == 16 * 13
