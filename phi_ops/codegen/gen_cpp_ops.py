@@ -75,18 +75,19 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     topk       the `topk` rule (k, axis, largest: values and int64 indices); a composite,
                run in C++ with the device's own kernel only (two outputs)
     random     the `creation` rule of category random (uniform, normal: shape, two floats,
-               seed, offset, dtype; `place=`); a composite runs in C++ with the device's own
-               kernel only (else the Python path decomposes it)
-    dropout    the `unary` rule with p in [0, 1], training, seed and offset; a composite,
-               run in C++ with the device's own kernel only
+               seed, offset, dtype; `place=`); normal with the device's own kernel, else its
+               decomposition in C++ (runtime/src/pipeline_decompositions.cpp)
+    dropout    the `unary` rule with p in [0, 1], training, seed and offset
     rotary     the `unary` rule of x, cos, sin (last dim of x even, cos and sin broadcast to
-               x); a composite, run in C++ with the device's own kernel only
+               x)
     scatter    the `scatter` rule (x, an int index, updates cast to x's dtype; axis, reduce);
                index values checked on the device
     attention  the `attention` rule (query, key, value, attn_mask?; is_causal, scale) and
     cross_entropy
                the `cross_entropy` rule (logits, int label; reduction, ignore_index);
-               composites, run in C++ with the device's own kernel only
+               dropout, rotary, attention, cross_entropy: composites, run with the device's
+               own kernel, else their decompositions in C++ (pipeline_decompositions.cpp;
+               a causal attention: the Python decomposition)
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path

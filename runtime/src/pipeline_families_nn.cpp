@@ -1,7 +1,9 @@
-// The linear and embedding families of the op-call pipeline: infer-meta in C++
-// (infer_meta_nn_linalg.cpp); both are composites, so a call runs here only where the device
-// has the op's own kernel and every floating input has the key dtype (else the Python path
-// decomposes it), launched as phi_ops/dispatch.py _launch does (inputs as given).
+// The nn families of the op-call pipeline: infer-meta in C++ (infer_meta_nn_linalg.cpp,
+// infer_meta_elementwise.cpp). linear and embedding run here only where the device has the
+// op's own kernel and every floating input has the key dtype (else the Python path decomposes
+// them), launched as phi_ops/dispatch.py _launch does (inputs as given); dropout,
+// rotary_embedding, scaled_dot_product_attention and cross_entropy run their kernel, else
+// their decompositions in C++ (pipeline_decompositions.cpp).
 #include "infer_meta.h"
 #include "kernel_cache.h"
 #include "ops.h"
