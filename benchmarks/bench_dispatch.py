@@ -117,9 +117,12 @@ def op_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object
 
 
 def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
-    """The slicing, index, arg_reduce, scan and creation ops on tiny float32 tensors (the
-    composites among them, zeros, index_select, tile, roll, topk, eye and linspace, still
-    decompose on the Python path)."""
+    """The slicing, index, arg_reduce, scan, creation, random and nn ops on tiny float32
+    tensors (the composites among them without a CPU kernel, zeros, index_select, tile, roll,
+    eye, linspace, normal, dropout and rotary_embedding, still decompose on the Python path
+    after the C++ checks; topk decomposes in C++)."""
+    import hwport.nn.functional as hf
+
     place = "custom:cpu"
     v = np.arange(4, dtype=np.float32)
     x, tx = hwport.to_tensor(v, place=place), torch.from_numpy(v.copy())
@@ -146,6 +149,18 @@ def family_cases(torch) -> list[tuple[str, Callable[[], object], Callable[[], ob
         ("topk", lambda: hwport.topk(x, 2), lambda: torch.topk(tx, 2)),
         ("eye", lambda: hwport.eye(3), lambda: torch.eye(3)),
         ("linspace", lambda: hwport.linspace(0.0, 1.0, 4), lambda: torch.linspace(0.0, 1.0, 4)),
+        ("uniform", lambda: hwport.uniform([4], 7), lambda: torch.rand(4)),
+        ("normal", lambda: hwport.normal([4], 7), lambda: torch.randn(4)),
+        ("dropout", lambda: hf.dropout(x, 0.5, seed=7),
+         lambda: torch.nn.functional.dropout(tx, 0.5)),
+        ("rotary_embedding", lambda: hf.rotary_embedding(x2, x2, x2),
+         lambda: tx2 * tx2 + torch.cat([-tx2[..., 1:], tx2[..., :1]], -1) * tx2),
+        ("scatter", lambda: hwport.scatter(x, i, x[:1]),
+         lambda: tx.index_copy(0, ti, tx[:1])),
+        ("sdpa", lambda: hf.scaled_dot_product_attention(x2, x2, x2),
+         lambda: torch.nn.functional.scaled_dot_product_attention(tx2, tx2, tx2)),
+        ("cross_entropy", lambda: hf.cross_entropy(x2, i2[:, 0]),
+         lambda: torch.nn.functional.cross_entropy(tx2, ti2[:, 0])),
     ]
 
 

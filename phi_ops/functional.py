@@ -12,7 +12,6 @@ from hwport.runtime import _core
 
 from . import api_args as _api_args
 from . import dispatch as _dispatch
-from .dispatch import call as _call
 
 # The C++ op pipeline (runtime/src/pipeline.h): its Python path is phi_ops.dispatch.call.
 _core._pipeline_register(_dispatch)
@@ -719,7 +718,7 @@ def scatter(x: Any, index: Any, updates: Any, axis: int | None=0, reduce: str='a
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: index: 1-D int32/int64 in range (checked by the host); updates of x dtype shaped like x with dim axis = len(index); attr reduce assign (later rows win) or add."""
-    return _call('scatter', (x, index, updates), {'axis': axis, 'reduce': reduce})
+    return _op_call(87, x, index, updates, axis, reduce)
 
 
 def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True, sorted: Any = True, name: str | None = None) -> Any:
@@ -854,7 +853,7 @@ def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise
     kernel contract: Philox-4x32-10, key = seed (low word first), counter = (offset + i) as a 128-bit number (low word first); float32 from word 0: (w0 >> 8) * 2**-24, float64 from words 0, 1: ((w1 << 21) ^ (w0 >> 11)) * 2**-53, float16/bfloat16 round the float32; then low + (high - low) * u computed in double and rounded."""
-    return _call('uniform', (), {'shape': shape, 'low': low, 'high': high, 'seed': seed, 'offset': offset, 'dtype': dtype}, place)
+    return _op_call(103, shape, seed, low, high, offset, dtype, place)
 
 
 def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0.0, std: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
@@ -862,7 +861,7 @@ def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.normal)"""
-    return _call('normal', (), {'shape': shape, 'mean': mean, 'std': std, 'seed': seed, 'offset': offset, 'dtype': dtype}, place)
+    return _op_call(104, shape, seed, mean, std, offset, dtype, place)
 
 
 def softmax(x: Any, axis: int | None=-1, dtype: Any = None, name: str | None = None) -> Any:
@@ -943,7 +942,7 @@ def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, 
         raise _api_args.unsupported('dropout', 'axis', None, axis)
     if mode != 'upscale_in_train':
         raise _api_args.unsupported('dropout', 'mode', 'upscale_in_train', mode)
-    return _call('dropout', (x,), {'p': p, 'training': training, 'seed': seed, 'offset': offset})
+    return _op_call(110, x, p, training, seed, offset)
 
 
 def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
@@ -959,7 +958,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.scaled_dot_product_attention)"""
-    return _call('scaled_dot_product_attention', (query, key, value, attn_mask), {'is_causal': is_causal, 'scale': scale})
+    return _op_call(112, query, key, value, attn_mask, is_causal, scale)
 
 
 def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any:
@@ -967,7 +966,7 @@ def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.rotary_embedding)"""
-    return _call('rotary_embedding', (x, cos, sin), {})
+    return _op_call(113, x, cos, sin)
 
 
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int | None=-100, reduction: str='mean', soft_label: Any = False, axis: Any = -1, use_softmax: Any = True, label_smoothing: Any = 0.0, name: str | None = None) -> Any:
@@ -987,7 +986,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise _api_args.unsupported('cross_entropy', 'label_smoothing', 0.0, label_smoothing)
     logits = input
     try:
-        return _call('cross_entropy', (logits, label), {'reduction': reduction, 'ignore_index': ignore_index})
+        return _op_call(114, logits, label, reduction, ignore_index)
     except (TypeError, ValueError, IndexError) as exc:
         raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 

@@ -72,9 +72,22 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     roll       the `unary` rule of a shape op with ints shifts and axis (each axis normalized,
                repeats kept; as many shifts as axes, or one without axes); a composite, run
                in C++ with the device's own kernel only
-    topk       the `topk` rule (k, axis, largest: values and int64 indices); infer-meta in
-               C++, the call then on the Python path (two outputs: the pipeline launches
-               one-output kernels)
+    topk       the `topk` rule (k, axis, largest: values and int64 indices); a composite,
+               run in C++ with the device's own kernel only (two outputs)
+    random     the `creation` rule of category random (uniform, normal: shape, two floats,
+               seed, offset, dtype; `place=`); normal with the device's own kernel, else its
+               decomposition in C++ (runtime/src/pipeline_decompositions.cpp)
+    dropout    the `unary` rule with p in [0, 1], training, seed and offset
+    rotary     the `unary` rule of x, cos, sin (last dim of x even, cos and sin broadcast to
+               x)
+    scatter    the `scatter` rule (x, an int index, updates cast to x's dtype; axis, reduce);
+               index values checked on the device
+    attention  the `attention` rule (query, key, value, attn_mask?; is_causal, scale) and
+    cross_entropy
+               the `cross_entropy` rule (logits, int label; reduction, ignore_index);
+               dropout, rotary, attention, cross_entropy: composites, run with the device's
+               own kernel, else their decompositions in C++ (pipeline_decompositions.cpp;
+               a causal attention: the Python decomposition)
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path
@@ -155,6 +168,25 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta == "topk" and inputs == ["x"] and attrs == {"k": "int", "axis": "int",
                                                                "largest": "bool"}:
         return "topk"
+    if category == "random" and infer_meta == "creation" and not inputs and \
+            attrs.get("shape") == "ints" and attrs.get("seed") == "int" and \
+            attrs.get("offset") == "int" and attrs.get("dtype") == "dtype" and \
+            sorted(attrs.values()) == ["dtype", "float", "float", "int", "int", "ints"]:
+        return "random"
+    if infer_meta == "unary" and inputs == ["x"] and attrs == {
+            "p": "float", "training": "bool", "seed": "int", "offset": "int"}:
+        return "dropout"
+    if infer_meta == "unary" and inputs == ["x", "cos", "sin"] and not attrs:
+        return "rotary"
+    if infer_meta == "scatter" and inputs == ["x", "index", "updates"] and attrs == {
+            "axis": "int", "reduce": "str"}:
+        return "scatter"
+    if infer_meta == "attention" and inputs == ["query", "key", "value", "attn_mask?"] and \
+            attrs == {"is_causal": "bool", "scale": "float"}:
+        return "attention"
+    if infer_meta == "cross_entropy" and inputs == ["logits", "label"] and attrs == {
+            "reduction": "str", "ignore_index": "int"}:
+        return "cross_entropy"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

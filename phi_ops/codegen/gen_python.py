@@ -176,8 +176,10 @@ def function(op: OpDef, op_id: int) -> str:
     head = f"def {op.name}({signature(op)}) -> Any:\n" f'    """{docstring(op)}"""\n'
     head += _prologue(op)
     if in_pipeline(op):
-        # an op without inputs takes `place=` after its attributes (the C++ table's last slot)
-        params = ", ".join([i.name for i in op.inputs] + [a.name for a in op.attrs]
+        # attributes in the C++ table's order (gen_cpp_ops.render: required first); an op
+        # without inputs takes `place=` after its attributes (the table's last slot)
+        ordered = [a for a in op.attrs if a.required] + [a for a in op.attrs if not a.required]
+        params = ", ".join([i.name for i in op.inputs] + [a.name for a in ordered]
                            + ([] if op.inputs else ["place"]))
         return head + _renaming(op, f"_op_call({op_id}, {params})")
     inputs = ", ".join(i.name for i in op.inputs)
@@ -200,7 +202,10 @@ def _renaming(op: OpDef, call: str) -> str:
 
 def generate() -> str:
     ops = load_ops()
-    parts = [HEADER]
+    header = HEADER
+    if all(in_pipeline(op) for op in ops.values()):  # no op calls phi_ops.dispatch.call
+        header = header.replace("from .dispatch import call as _call\n", "")
+    parts = [header]
     for op_id, op in enumerate(ops.values()):
         parts.append("\n\n" + function(op, op_id))
     methods = {n: n for n, op in ops.items() if op.method}

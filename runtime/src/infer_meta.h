@@ -5,6 +5,8 @@
 // which raises the reliability issue's message.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pipeline_ops.h"
@@ -201,6 +203,19 @@ bool infer_roll(const OpSpec& op, const MetaIn& x, const std::vector<int64_t>& s
 // with k along axis (a 0-d x keeps its shape), a dtype the op lists.
 bool infer_topk(const OpSpec& op, const MetaIn& x, int64_t k, int64_t axis, Shape* out,
                 int64_t* norm_axis);
+// scatter: index int32/int64 and 1-D, x not 0-d, axis normalized, updates of x's shape with
+// index's length along axis (cast to x's dtype), reduce assign | add; *bound: x's axis size.
+bool infer_scatter(const OpSpec& op, const MetaIn& x, const MetaIn& index, const MetaIn& updates,
+                   int64_t axis, const std::string& reduce, int64_t* norm_axis, int64_t* bound);
+// scaled_dot_product_attention (phi_ops/infer_meta.py attention): query, key, value
+// [..., L, E] with matching E and S, batch dims broadcast; attn_mask (nullptr: absent)
+// broadcasting to the scores and not with is_causal; the output in the promoted dtype.
+bool infer_attention(const OpSpec& op, const MetaIn& q, const MetaIn& k, const MetaIn& v,
+                     const MetaIn* mask, bool is_causal, Shape* out, DType* dtype);
+// cross_entropy: logits [N, C], int32/int64 label [N], reduction mean | sum | none,
+// ignore_index fitting label's dtype; [N] (none) or [] of logits' dtype.
+bool infer_cross_entropy(const OpSpec& op, const MetaIn& logits, const MetaIn& label,
+                         const std::string& reduction, int64_t ignore_index, Shape* out);
 // eye: n, m >= 0 (m absent: n); (n, m) of a dtype the op lists.
 bool infer_eye(const OpSpec& op, int64_t n, const int64_t* m, DType dtype, Shape* out);
 // linspace: num >= 0, (num,) in float64 (its decomposition's dtype) fits; a dtype it lists.

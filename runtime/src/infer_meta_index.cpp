@@ -54,4 +54,17 @@ bool infer_topk(const OpSpec& op, const MetaIn& x, int64_t k, int64_t axis, Shap
          op.has_kernel_dtype(x.dtype);
 }
 
+bool infer_scatter(const OpSpec& op, const MetaIn& x, const MetaIn& index, const MetaIn& updates,
+                   int64_t axis, const std::string& reduce, int64_t* norm_axis, int64_t* bound) {
+  const int64_t ndim = static_cast<int64_t>(x.shape->size());
+  if (!int_index(index) || ndim == 0 || index.shape->size() != 1 ||
+      !normalize_axis(axis, ndim, norm_axis))
+    return false;
+  Shape expected = *x.shape;
+  expected[*norm_axis] = (*index.shape)[0];
+  if (*updates.shape != expected || (reduce != "assign" && reduce != "add")) return false;
+  *bound = (*x.shape)[*norm_axis];
+  return op.has_kernel_dtype(x.dtype);
+}
+
 }  // namespace hwport::pipeline

@@ -63,4 +63,40 @@ bool infer_embedding(const OpSpec& op, const MetaIn& index, const MetaIn& weight
   return fits_bytes(*out, weight.dtype) && op.has_kernel_dtype(index.dtype);
 }
 
+bool infer_attention(const OpSpec& op, const MetaIn& q, const MetaIn& k, const MetaIn& v,
+                     const MetaIn* mask, bool is_causal, Shape* out, DType* dtype) {
+  for (const MetaIn* m : {&q, &k, &v})
+    if (m->shape->size() < 2) return false;  // "must be [..., L, E]"
+  const Shape &qs = *q.shape, &ks = *k.shape, &vs = *v.shape;
+  if (qs.back() != ks.back() || ks[ks.size() - 2] != vs[vs.size() - 2]) return false;
+  Shape qk, batch;
+  if (!broadcast(Shape(qs.begin(), qs.end() - 2), Shape(ks.begin(), ks.end() - 2), &qk) ||
+      !broadcast(qk, Shape(vs.begin(), vs.end() - 2), &batch))
+    return false;
+  if (mask) {
+    Shape scores = batch, b;
+    scores.push_back(qs[qs.size() - 2]);
+    scores.push_back(ks[ks.size() - 2]);
+    if (!broadcast(scores, *mask->shape, &b) || b != scores || is_causal) return false;
+  }
+  *out = batch;
+  out->push_back(qs[qs.size() - 2]);
+  out->push_back(vs.back());
+  *dtype = promote_types(promote_types(q.dtype, k.dtype), v.dtype);
+  return op.has_kernel_dtype(q.dtype);
+}
+
+bool infer_cross_entropy(const OpSpec& op, const MetaIn& logits, const MetaIn& label,
+                         const std::string& reduction, int64_t ignore_index, Shape* out) {
+  const Shape& ls = *logits.shape;
+  if ((label.dtype != DType::Int32 && label.dtype != DType::Int64) || ls.size() != 2 ||
+      *label.shape != Shape{ls[0]})
+    return false;
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") return false;
+  if (label.dtype == DType::Int32 && (ignore_index < INT32_MIN || ignore_index > INT32_MAX))
+    return false;  // promotion.check_scalar_fits
+  *out = reduction == "none" ? Shape{ls[0]} : Shape{};
+  return op.has_kernel_dtype(logits.dtype);
+}
+
 }  // namespace hwport::pipeline

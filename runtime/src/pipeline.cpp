@@ -315,6 +315,12 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Tile: return run_tile(op, a);
     case Family::Roll: return run_roll(op, a);
     case Family::Topk: return run_topk(op, a);
+    case Family::Random: return run_random(op, a);
+    case Family::Dropout: return run_dropout(op, a);
+    case Family::Rotary: return run_rotary(op, a);
+    case Family::Scatter: return run_scatter(op, a);
+    case Family::Attention: return run_attention(op, a);
+    case Family::Cross_entropy: return run_cross_entropy(op, a);
     default: return nullptr;
   }
 }
@@ -466,6 +472,12 @@ const char* family_name(Family f) {
     case Family::Tile: return "tile";
     case Family::Roll: return "roll";
     case Family::Topk: return "topk";
+    case Family::Random: return "random";
+    case Family::Dropout: return "dropout";
+    case Family::Rotary: return "rotary";
+    case Family::Scatter: return "scatter";
+    case Family::Attention: return "attention";
+    case Family::Cross_entropy: return "cross_entropy";
     default: return "";
   }
 }
@@ -577,6 +589,8 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
           return py::none();
         return meta_tuple(shape, dtype, in[0].dtype);
       }
+      case Family::Attention:  // an optional input: pipeline_families_nn.cpp
+        return py::reinterpret_steal<py::object>(infer_more_meta(*op, in, present, a));
       default: break;
     }
     if (!all_plain) return py::none();
@@ -787,7 +801,8 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         if (!ok) return py::none();
         return meta_tuple(shape, in[0].dtype, in[0].dtype) + py::make_tuple(norm, bound);
       }
-      default: return py::none();
+      default:  // the families of pipeline_families_random.cpp
+        return py::reinterpret_steal<py::object>(infer_more_meta(*op, in, present, a));
     }
     return meta_tuple(plan.shape, plan.out, plan.compute);
   } catch (const Error&) {

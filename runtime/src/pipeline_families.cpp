@@ -309,9 +309,48 @@ bool topk_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, Shape* sha
          bool_attr(op, a, 2, &largest) && infer_topk(op, x, k, axis, shape, norm_axis);
 }
 
-// topk(x, k, axis=-1, largest=True): the Python path (two outputs: `launch` writes one), which
-// checks it again; so the call does not run topk_call twice (the test hook runs it).
-PyObject* run_topk(const OpSpec&, const BoundArgs&) { return nullptr; }
+// topk(x, k, axis=-1, largest=True) -> (values, indices): the device's own kernel (two
+// outputs), else phi_ops/decompositions.py topk's sub-op kernels in its order: argsort along
+// the axis (descending where largest), the first k of it copied, take_along_axis of x. A 0-d
+// x takes the Python path.
+PyObject* run_topk(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Shape shape;
+  int64_t axis = 0;
+  bool largest = true;
+  if (!x || x->ndim() == 0 || !topk_call(op, a, {&x->shape, x->dtype}, &shape, &axis) ||
+      !bool_attr(op, a, 2, &largest))
+    return nullptr;
+  Device* device = x->device();
+  const int64_t k = shape[axis];
+  Tensor values = Tensor::empty(shape, x->dtype, device, op.name);
+  Tensor indices = Tensor::empty(shape, DType::Int64, device, op.name);
+  const Tensor* in[] = {x};
+  if (native_kernel(op, device, x->dtype)) {
+    Attrs attrs;
+    attrs.emplace_back("k", AttrValue::of_int(k));
+    attrs.emplace_back("axis", AttrValue::of_int(axis));
+    attrs.emplace_back("largest", AttrValue::of_bool(largest));
+    Tensor* outs[] = {&values, &indices};
+    if (values.numel() > 0) run_kernel(registry_id(op), x->dtype, device, in, 1, outs, 2, attrs);
+  } else {
+    static const OpSpec* const argsort = op_spec("argsort");
+    static const OpSpec* const along = op_spec("take_along_axis");
+    Tensor order = Tensor::empty(x->shape, DType::Int64, device, "argsort");
+    Attrs sort_attrs;
+    sort_attrs.emplace_back("axis", AttrValue::of_int(axis));
+    sort_attrs.emplace_back("descending", AttrValue::of_bool(largest));
+    launch(*argsort, x->dtype, device, in, 1, &order, sort_attrs);
+    Tensor first = order;  // order[..., :k, ...] along axis, copied
+    first.shape[axis] = k;
+    if (first.numel() > 0) indices = contiguous(first);
+    const Tensor* ins[] = {x, &indices};
+    Attrs take_attrs;
+    take_attrs.emplace_back("axis", AttrValue::of_int(axis));
+    launch(*along, x->dtype, device, ins, 2, &values, take_attrs);
+  }
+  return pybind11::make_tuple(std::move(values), std::move(indices)).release().ptr();
+}
 
 // tile(x, repeats): a composite; with the device's own kernel, else the Python path's
 // decomposition.

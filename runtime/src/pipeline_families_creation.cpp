@@ -5,6 +5,8 @@
 // composite runs here only with its own kernel; else its decomposition (the Python path).
 #include <Python.h>
 
+#include <cstring>
+
 #include "infer_meta.h"
 #include "kernel_cache.h"
 #include "py_convert.h"
@@ -263,6 +265,77 @@ PyObject* run_like(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   if (!x || !like_call(op, a, {&x->shape, x->dtype}, &dtype, &attrs)) return nullptr;
   return run_one_input_composite(op, x, x->shape, dtype, attrs);
+}
+
+}  // namespace hwport::pipeline
+
+namespace hwport::pipeline {
+
+// uniform(shape, seed, low, high, offset, dtype), normal(shape, seed, mean, std, offset,
+// dtype): the attributes as phi_ops/dispatch.py _attrs normalizes them (ints exact, a float
+// attribute an int where an int is given), in ops.yaml's order, shape checked and dtype named.
+bool random_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs) {
+  std::vector<int64_t> given;
+  DType dtype = DType::Float32;
+  bool inferred = false;
+  Attrs values;
+  for (int k = 0; k < op.num_attrs; ++k) {
+    const AttrSpec& spec = op.attrs[k];
+    const AttrDefault& def = spec.default_value;
+    PyObject* v = a.slot[op.num_inputs + k];
+    switch (spec.kind) {
+      case AttrKind::Ints:
+        if (!v || v == Py_None || !int_list(v, &given)) return false;
+        break;
+      case AttrKind::DType:
+        if (!dtype_attr(spec, v, op, &dtype, &inferred) || inferred) return false;
+        break;
+      case AttrKind::Int: {
+        int64_t x = def.i;
+        if (v ? !plain_int(v, &x) : !def.has_default || def.is_none) return false;
+        values.emplace_back(spec.name, AttrValue::of_int(x));
+        break;
+      }
+      case AttrKind::Float: {
+        if (!v) {
+          if (!def.has_default || def.is_none) return false;
+          values.emplace_back(spec.name, def.is_float ? AttrValue::of_float(def.f)
+                                                      : AttrValue::of_int(def.i));
+        } else if (PyFloat_CheckExact(v)) {
+          values.emplace_back(spec.name, AttrValue::of_float(PyFloat_AS_DOUBLE(v)));
+        } else {
+          int64_t x;  // an int stays exact (dispatch._number); beyond int64: Python's rule
+          if (!plain_int(v, &x)) return false;
+          values.emplace_back(spec.name, AttrValue::of_int(x));
+        }
+        break;
+      }
+      default: return false;
+    }
+  }
+  if (!infer_creation(op, given, dtype, shape)) return false;
+  AttrValue shape_attr;
+  shape_attr.type = HWP_ATTR_INT64_ARRAY;
+  shape_attr.ints = *shape;
+  attrs->emplace_back("shape", std::move(shape_attr));
+  for (auto& nv : values) attrs->push_back(std::move(nv));
+  add_dtype_name(dtype, attrs);
+  *out = dtype;
+  return true;
+}
+
+// uniform: its kernel; normal: its kernel where the device has one, else its decomposition in
+// C++.
+PyObject* run_random(const OpSpec& op, const BoundArgs& a) {
+  Shape shape;
+  DType dtype;
+  Attrs attrs;
+  if (!random_call(op, a, &shape, &dtype, &attrs)) return nullptr;
+  Device* device = place_of_call(op, a);
+  if (op.primitive || native_kernel(op, device, dtype))
+    return launch_creation(op, shape, dtype, device, std::move(attrs));
+  if (std::strcmp(op.name, "normal") != 0) return nullptr;
+  return normal_decomposition(op, a, shape, dtype, attrs, a.slot[op.num_inputs + op.num_attrs]);
 }
 
 }  // namespace hwport::pipeline

@@ -81,4 +81,50 @@ PyObject* run_take_along_axis(const OpSpec& op, const BoundArgs& a) {
   return run_indexed(op, a, true);
 }
 
+bool str_attr(const BoundArgs& a, int slot, const char* def, std::string* out) {
+  PyObject* v = a.slot[slot];
+  if (!v) {
+    *out = def;
+    return true;
+  }
+  if (!PyUnicode_CheckExact(v)) return false;
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+  if (!s) {
+    PyErr_Clear();
+    return false;
+  }
+  out->assign(s, static_cast<size_t>(n));
+  return true;
+}
+
+// scatter(x, index, updates, axis=0, reduce="assign"): updates cast to x's dtype, index
+// values checked on the device, then the kernel (phi_ops/dispatch.py _launch).
+PyObject* run_scatter(const OpSpec& op, const BoundArgs& a) {
+  Tensor* t[3];
+  for (int i = 0; i < 3; ++i)
+    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
+  Device* device = t[0]->device();
+  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  int64_t axis = op.attrs[0].default_value.i, norm = 0, bound = 0;
+  std::string reduce;
+  PyObject* axis_obj = a.slot[3];
+  if ((axis_obj && !plain_int(axis_obj, &axis)) || !str_attr(a, 4, "assign", &reduce) ||
+      !infer_scatter(op, {&t[0]->shape, t[0]->dtype}, {&t[1]->shape, t[1]->dtype},
+                     {&t[2]->shape, t[2]->dtype}, axis, reduce, &norm, &bound) ||
+      !index_in_bounds(*t[1], bound))
+    return nullptr;
+  const Tensor updates = cast(*t[2], t[0]->dtype);
+  Tensor out = Tensor::empty(t[0]->shape, t[0]->dtype, device, op.name);
+  Attrs attrs;
+  attrs.emplace_back("axis", AttrValue::of_int(norm));
+  AttrValue r;
+  r.type = HWP_ATTR_STRING;
+  r.s = reduce;
+  attrs.emplace_back("reduce", std::move(r));
+  const Tensor* ins[] = {t[0], t[1], &updates};
+  launch(op, t[0]->dtype, device, ins, 3, &out, attrs);
+  return to_python(std::move(out));
+}
+
 }  // namespace hwport::pipeline

@@ -1,8 +1,11 @@
-// The linear and embedding families of the op-call pipeline: infer-meta in C++
-// (infer_meta_nn_linalg.cpp); both are composites, so a call runs here only where the device
-// has the op's own kernel and every floating input has the key dtype (else the Python path
-// decomposes it), launched as phi_ops/dispatch.py _launch does (inputs as given).
+// The nn families of the op-call pipeline: infer-meta in C++ (infer_meta_nn_linalg.cpp,
+// infer_meta_elementwise.cpp). linear and embedding run here only where the device has the
+// op's own kernel and every floating input has the key dtype (else the Python path decomposes
+// them), launched as phi_ops/dispatch.py _launch does (inputs as given); dropout,
+// rotary_embedding, scaled_dot_product_attention and cross_entropy run their kernel, else
+// their decompositions in C++ (pipeline_decompositions.cpp).
 #include "infer_meta.h"
+#include "kernel_cache.h"
 #include "ops.h"
 #include "pipeline_run.h"
 
@@ -48,6 +51,196 @@ PyObject* run_embedding(const OpSpec& op, const BoundArgs& a) {
     return nullptr;
   Tensor out = Tensor::empty(shape, w->dtype, device, op.name);
   launch(op, index->dtype, device, in, 2, &out, Attrs{});
+  return to_python(std::move(out));
+}
+
+// dropout(x, p, training, seed, offset): the unary rule and p in [0, 1] (NaN refused), the
+// attributes as phi_ops/dispatch.py _attrs gives them.
+bool dropout_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, ElementwisePlan* plan,
+                  Attrs* attrs) {
+  DType unused = x.dtype;
+  double p = 0;
+  return kernel_attrs(op, a, static_cast<int64_t>(x.shape->size()), attrs, &unused) &&
+         attr_number(*attrs, "p", &p) && p >= 0.0 && p <= 1.0 &&
+         infer_unary(op, x, x.dtype, plan);
+}
+
+PyObject* run_dropout(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  ElementwisePlan plan;
+  Attrs attrs;
+  if (!x || !dropout_call(op, a, {&x->shape, x->dtype}, &plan, &attrs) || plan.cast[0])
+    return nullptr;
+  if (!native_kernel(op, x->device(), x->dtype))
+    return dropout_decomposition(a.slot[0], *x, attrs);
+  return run_one_input_composite(op, x, plan.shape, plan.out, attrs);
+}
+
+// rotary_embedding(x, cos, sin): the unary rule on x; its last dim even, cos and sin
+// broadcasting to x's shape (phi_ops/infer_meta.py _check_rotary).
+bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const MetaIn& sin,
+                  ElementwisePlan* plan) {
+  if (x.shape->empty() || x.shape->back() % 2) return false;
+  for (const MetaIn* m : {&cos, &sin}) {
+    Shape b;
+    if (!broadcast(*x.shape, *m->shape, &b) || b != *x.shape) return false;
+  }
+  return infer_unary(op, x, x.dtype, plan);
+}
+
+PyObject* run_rotary(const OpSpec& op, const BoundArgs& a) {
+  Tensor* t[3];
+  for (int i = 0; i < 3; ++i)
+    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
+  Device* device = t[0]->device();
+  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  ElementwisePlan plan;
+  if (!infer_rotary(op, {&t[0]->shape, t[0]->dtype}, {&t[1]->shape, t[1]->dtype},
+                    {&t[2]->shape, t[2]->dtype}, &plan) || plan.cast[0])
+    return nullptr;
+  const Tensor* in[] = {t[0], t[1], t[2]};
+  if (!native_kernel(op, device, plan.compute)) return rotary_decomposition(a.slot);
+  if (!fused_kernel_fits(op, device, plan.compute, in, 3)) return nullptr;
+  Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
+  launch(op, plan.compute, device, in, 3, &out, Attrs{});
+  return to_python(std::move(out));
+}
+
+namespace {
+
+PyObject* meta_tuple(const Shape& shape, DType out, DType key) {
+  PyObject* dims = PyTuple_New(static_cast<Py_ssize_t>(shape.size()));
+  if (!dims) return nullptr;
+  for (size_t i = 0; i < shape.size(); ++i)
+    PyTuple_SET_ITEM(dims, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(shape[i]));
+  return Py_BuildValue("(Nss)", dims, dtype_name(out), dtype_name(key));
+}
+
+}  // namespace
+
+PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
+                          const std::vector<bool>& present, const BoundArgs& a) {
+  ElementwisePlan plan;
+  Attrs attrs;
+  switch (op.family) {
+    case Family::Random: {
+      Shape shape;
+      DType dtype;
+      if (random_call(op, a, &shape, &dtype, &attrs)) return meta_tuple(shape, dtype, dtype);
+      break;
+    }
+    case Family::Dropout:
+      if (dropout_call(op, a, in[0], &plan, &attrs))
+        return meta_tuple(plan.shape, plan.out, plan.compute);
+      break;
+    case Family::Rotary:
+      if (infer_rotary(op, in[0], in[1], in[2], &plan))
+        return meta_tuple(plan.shape, plan.out, plan.compute);
+      break;
+    case Family::Scatter: {
+      int64_t axis = op.attrs[0].default_value.i, norm = 0, bound = 0;
+      std::string reduce;
+      PyObject* v = a.slot[op.num_inputs];
+      if ((!v || plain_int(v, &axis)) && str_attr(a, op.num_inputs + 1, "assign", &reduce) &&
+          infer_scatter(op, in[0], in[1], in[2], axis, reduce, &norm, &bound))
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      break;
+    }
+    case Family::Attention: {
+      if (!present[0] || !present[1] || !present[2]) break;
+      const MetaIn* ptrs[4] = {&in[0], &in[1], &in[2], present[3] ? &in[3] : nullptr};
+      Shape shape;
+      DType dtype;
+      if (attention_call(op, a, ptrs, &shape, &dtype, &attrs))
+        return meta_tuple(shape, dtype, in[0].dtype);
+      break;
+    }
+    case Family::Cross_entropy: {
+      Shape shape;
+      if (cross_entropy_call(op, a, in[0], in[1], &shape, &attrs))
+        return meta_tuple(shape, in[0].dtype, in[0].dtype);
+      break;
+    }
+    default: break;
+  }
+  Py_RETURN_NONE;
+}
+
+// scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=False,
+// scale=None): `in` holds the four metas (attn_mask nullptr where absent).
+bool attention_call(const OpSpec& op, const BoundArgs& a, const MetaIn* const* in,
+                    Shape* shape, DType* dtype, Attrs* attrs) {
+  bool is_causal = false;
+  if (!bool_attr(op, a, 0, &is_causal)) return false;
+  DType unused = DType::Float32;
+  if (!kernel_attrs(op, a, 0, attrs, &unused) ||
+      !infer_attention(op, *in[0], *in[1], *in[2], in[3], is_causal, shape, dtype))
+    return false;
+  attrs->emplace_back("has_attn_mask", AttrValue::of_bool(in[3] != nullptr));
+  return true;
+}
+
+PyObject* run_attention(const OpSpec& op, const BoundArgs& a) {
+  Tensor* t[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int i = 0; i < 4; ++i) {
+    PyObject* v = a.slot[i];
+    if (i == 3 && (!v || v == Py_None)) break;
+    if (!v || !(t[i] = as_tensor(v))) return nullptr;
+  }
+  Device* device = t[0]->device();
+  MetaIn m[4];
+  const MetaIn* in[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int i = 0; i < 4; ++i) {
+    if (!t[i]) continue;
+    if (t[i]->device() != device) return nullptr;
+    m[i] = {&t[i]->shape, t[i]->dtype};
+    in[i] = &m[i];
+  }
+  Shape shape;
+  DType dtype;
+  Attrs attrs;
+  const Tensor* ins[] = {t[0], t[1], t[2], t[3]};
+  if (!attention_call(op, a, in, &shape, &dtype, &attrs)) return nullptr;
+  if (!native_kernel(op, device, t[0]->dtype))
+    return a.slot[4] == Py_True ? nullptr : attention_decomposition(a.slot, dtype, attrs);
+  if (!fused_kernel_fits(op, device, t[0]->dtype, ins, 4)) return nullptr;
+  Tensor out = Tensor::empty(shape, dtype, device, op.name);
+  launch(op, t[0]->dtype, device, ins, t[3] ? 4 : 3, &out, attrs);
+  return to_python(std::move(out));
+}
+
+// cross_entropy(logits, label, reduction="mean", ignore_index=-100)
+bool cross_entropy_call(const OpSpec& op, const BoundArgs& a, const MetaIn& logits,
+                        const MetaIn& label, Shape* shape, Attrs* attrs) {
+  std::string reduction;
+  int64_t ignore = op.attrs[1].default_value.i;
+  PyObject* v = a.slot[op.num_inputs + 1];
+  if (!str_attr(a, op.num_inputs, "mean", &reduction) || (v && !plain_int(v, &ignore)) ||
+      !infer_cross_entropy(op, logits, label, reduction, ignore, shape))
+    return false;
+  AttrValue r;
+  r.type = HWP_ATTR_STRING;
+  r.s = reduction;
+  attrs->emplace_back("reduction", std::move(r));
+  attrs->emplace_back("ignore_index", AttrValue::of_int(ignore));
+  return true;
+}
+
+PyObject* run_cross_entropy(const OpSpec& op, const BoundArgs& a) {
+  Tensor* x = a.slot[0] ? as_tensor(a.slot[0]) : nullptr;
+  Tensor* label = a.slot[1] ? as_tensor(a.slot[1]) : nullptr;
+  if (!x || !label || label->device() != x->device()) return nullptr;
+  Shape shape;
+  Attrs attrs;
+  const Tensor* ins[] = {x, label};
+  if (!cross_entropy_call(op, a, {&x->shape, x->dtype}, {&label->shape, label->dtype}, &shape,
+                          &attrs))
+    return nullptr;
+  if (!native_kernel(op, x->device(), x->dtype))
+    return cross_entropy_decomposition(a.slot, attrs);
+  if (!fused_kernel_fits(op, x->device(), x->dtype, ins, 2)) return nullptr;
+  Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
+  launch(op, x->dtype, x->device(), ins, 2, &out, attrs);
   return to_python(std::move(out));
 }
 

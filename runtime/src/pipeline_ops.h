@@ -14,7 +14,8 @@ enum class Family : uint8_t {
   None, Unary, Binary, Reduce, Where, Norm, Matmul, Concat, Reshape, Transpose, Squeeze,
   Unsqueeze, Flatten, Expand, Slice, Split, Arg_reduce, Scan, Gather, Take_along_axis,
   Creation, Arange, Flip, Pad, Linear, Embedding,
-  Stack, Matrix_unary, Like, Eye, Linspace, Tile, Roll, Topk
+  Stack, Matrix_unary, Like, Eye, Linspace, Tile, Roll, Topk,
+  Random, Dropout, Rotary, Scatter, Attention, Cross_entropy
 };
 enum class AttrKind : uint8_t { Bool, Int, Float, Str, DType, Ints, Floats };
 // ops.yaml out_dtype; Attr (attr:<name>) is served by Python only for now.

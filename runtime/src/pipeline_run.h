@@ -6,8 +6,12 @@
 
 #include <Python.h>
 
+#include <string>
+#include <vector>
+
 #include "arg_parse.h"
 #include "dispatch.h"
+#include "infer_meta.h"
 #include "pipeline_ops.h"
 #include "tensor.h"
 
@@ -133,6 +137,41 @@ bool linspace_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* ou
                    Attrs* attrs);
 PyObject* run_eye(const OpSpec& op, const BoundArgs& a);
 PyObject* run_linspace(const OpSpec& op, const BoundArgs& a);
+// A str attribute at `slot` (absent: `def`, ops.yaml's default); false where not a str.
+bool str_attr(const BoundArgs& a, int slot, const char* def, std::string* out);
+// scatter (pipeline_families_index.cpp)
+PyObject* run_scatter(const OpSpec& op, const BoundArgs& a);
+// scaled_dot_product_attention, cross_entropy (pipeline_families_nn.cpp): their plans and
+// kernel attributes (false: Python's)
+bool attention_call(const OpSpec& op, const BoundArgs& a, const MetaIn* const* in,
+                    Shape* shape, DType* dtype, Attrs* attrs);
+bool cross_entropy_call(const OpSpec& op, const BoundArgs& a, const MetaIn& logits,
+                        const MetaIn& label, Shape* shape, Attrs* attrs);
+PyObject* run_attention(const OpSpec& op, const BoundArgs& a);
+PyObject* run_cross_entropy(const OpSpec& op, const BoundArgs& a);
+// uniform, normal (pipeline_families_creation.cpp)
+bool random_call(const OpSpec& op, const BoundArgs& a, Shape* shape, DType* out, Attrs* attrs);
+PyObject* run_random(const OpSpec& op, const BoundArgs& a);
+// dropout, rotary_embedding (pipeline_families_nn.cpp): their checks (false: Python's)
+bool dropout_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, ElementwisePlan* plan,
+                  Attrs* attrs);
+bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const MetaIn& sin,
+                  ElementwisePlan* plan);
+PyObject* run_dropout(const OpSpec& op, const BoundArgs& a);
+PyObject* run_rotary(const OpSpec& op, const BoundArgs& a);
+// pipeline_decompositions.cpp: the decompositions of normal, dropout, rotary_embedding,
+// cross_entropy and scaled_dot_product_attention in C++ (sub-ops through the pipeline's entry; nullptr, no Python error set: the Python path)
+PyObject* normal_decomposition(const OpSpec& op, const BoundArgs& a, const Shape& shape,
+                               DType out, const Attrs& attrs, PyObject* place);
+PyObject* dropout_decomposition(PyObject* x_obj, const Tensor& x, const Attrs& attrs);
+PyObject* rotary_decomposition(PyObject* const* in);
+PyObject* cross_entropy_decomposition(PyObject* const* in, const Attrs& attrs);
+// (without is_causal: its mask stays on the Python path)
+PyObject* attention_decomposition(PyObject* const* in, DType out, const Attrs& attrs);
+// The test hook _pipeline_infer for the families above: a new reference to the meta tuple,
+// or to None where the call takes the Python path.
+PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
+                          const std::vector<bool>& present, const BoundArgs& a);
 bool like_call(const OpSpec& op, const BoundArgs& a, const MetaIn& x, DType* out, Attrs* attrs);
 PyObject* run_like(const OpSpec& op, const BoundArgs& a);
 

@@ -32,6 +32,9 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 # their decompositions do.
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
+# Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
+CPP_DECOMPOSED = {"topk", "normal", "dropout", "rotary_embedding", "cross_entropy",
+                  "scaled_dot_product_attention"}
 
 
 @contextlib.contextmanager
@@ -85,7 +88,9 @@ def test_families_follow_ops_yaml_fields():
     assert fams == {"unary", "binary", "reduce", "where", "norm", "matmul", "concat",
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
-                    "linspace", "tile", "roll", "topk", *VIEW_FAMILIES}
+                    "linspace", "tile", "roll", "topk", "random", "dropout", "rotary",
+                    "scatter", "attention", "cross_entropy", *VIEW_FAMILIES}
+    assert set(COVERED) == set(OPS)  # every op parses and infers in C++
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
     assert {"exp", "log", "tanh", "gelu", "add", "pow", "greater_than", "equal", "sum", "mean",
@@ -95,9 +100,7 @@ def test_families_follow_ops_yaml_fields():
             "cumprod", "gather", "index_select", "take_along_axis", "fill", "full", "zeros",
             "ones", "arange", "flip", "pad", "linear", "embedding", "stack", "tril", "triu",
             "full_like", "zeros_like", "ones_like", "eye", "linspace", "tile",
-            "roll", "topk"} <= set(COVERED)
-    # unmirrored checks stay in Python
-    assert {"dropout", "rotary_embedding"}.isdisjoint(COVERED)
+            "roll", "topk", "uniform", "normal", "dropout", "rotary_embedding"} <= set(COVERED)
 
 
 def test_keywords_are_the_python_signatures():
@@ -206,8 +209,17 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
     decomposition keeps their precision); arange with a bool bound; linspace with an int bound
-    beyond int64."""
+    beyond int64; uniform, normal, dropout with a bool or an int beyond int64 for a float
+    attribute (Python keeps it as it is); topk of a 0-d x; a causal attention."""
     op = OPS[op_name]
+    if op_name == "topk":  # a 0-d x (a copy and a zero index)
+        return metas[0].ndim == 0
+    if op_name == "scaled_dot_product_attention" and attrs.get("is_causal"):
+        return True  # the causal mask: the Python decomposition
+    if op.category == "random" or op_name == "dropout":  # a bool or huge int for a float
+        return any(isinstance(v := attrs.get(a.name), bool) or
+                   (isinstance(v, int) and not -2**63 <= v < 2**63)
+                   for a in op.attrs if a.type == "float")
     if op.infer_meta == "linspace":
         return any(isinstance(attrs.get(k), int) and not -2**63 <= attrs[k] < 2**63
                    for k in ("start", "stop"))
@@ -217,7 +229,7 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
         x = metas[0]
         k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
         return k == 0
-    if not op.is_primitive and len(metas) > 1:
+    if not op.is_primitive and len(metas) > 1 and op_name not in CPP_DECOMPOSED:
         floats = [m.dtype for m in metas if m is not None and not isinstance(m, list)
                   and m.dtype.startswith(("float", "bfloat"))]
         return len(set(floats)) > 1
@@ -263,6 +275,16 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                 for d in dtypes:
                     out.append(([], {"start": b[0], "stop": b[1], "num": num, **d}))
             return out
+        if op.category == "random":  # seeds and offsets of every kind, the two floats
+            for shp, seed, off, lo, d in itertools.product(
+                    ([2, 3], [], 4, [0, 5], [-1], [2**62, 4], [1] * 17), (0, 7, -1, 2**63, True,
+                                                                          1.5, None),
+                    ("absent", 3, None, 2**64), (0, 2.5, True, 2**70, None, float("nan")),
+                    dtypes):
+                lo_name = next(a.name for a in op.attrs if a.type == "float")
+                out.append(([], {"shape": shp, "seed": seed, lo_name: lo,
+                                 **({} if off == "absent" else {"offset": off}), **d}))
+            return out
         values = [1, -3, 2.5, True, 300, 2**40, float("nan"), float("-inf")]
         value = next((a.name for a in op.attrs if a.type == "float"), None)
         for shp in ([2, 3], [], 4, [0, 5], [-1], [2**62, 4], [1] * 17, (2, 1)):
@@ -278,6 +300,20 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                 out.append(([None if s is None else Meta(s, d)
                              for s, d in zip(shp, dts, strict=True)], {}))
         return out
+    if op.infer_meta == "attention":  # query, key, value, attn_mask (None: absent)
+        for dts in itertools.product(("float16", "float32", "float64", "int32"), repeat=3):
+            for shp in [[(2, 3), (4, 3), (4, 5), None], [(2, 3), (4, 3), (4, 5), (2, 4)],
+                        [(2, 3), (4, 3), (4, 5), (1, 4)], [(2, 3), (4, 3), (4, 5), (3, 4)],
+                        [(7, 2, 3), (1, 4, 3), (7, 4, 5), (7, 1, 1)], [(3,), (4, 3), (4, 5), None],
+                        [(2, 3), (4, 2), (4, 5), None], [(2, 3), (4, 3), (3, 5), None],
+                        [(2, 2, 3), (3, 4, 3), (4, 5), None], [(0, 3), (0, 3), (0, 0), None]]:
+                for attrs in ({}, {"is_causal": True}, {"scale": 0.5}, {"scale": 2},
+                              {"is_causal": 1}, {"scale": "x"}):
+                    metas = [None if s is None else Meta(s, d) for s, d in
+                             zip(shp, [*dts, "float32" if dts[0] != "int32" else "bool"],
+                                 strict=True)]
+                    out.append((metas, attrs))
+        return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):
             for shp in [[(2, 3), (2, 5)], [(2, 3), (4, 3)], [(3,), (0,)], [(), ()], [(2, 3)]]:
@@ -290,6 +326,14 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                   [(2, 0), (3, 1)]],
               3: [[(3, 1, 1), (4, 1), (5,)], [(2,), (3,), (1,)], [(), (), ()],
                   [(4, 1), (), (2,)]]}[n]
+    if TABLE[op_name][1] == "scatter":  # x, index, updates
+        shapes = shapes + [[(4, 3), (2,), (2, 3)], [(4, 3), (3,), (4, 3)], [(4, 3), (0,), (0, 3)],
+                           [(4, 3), (2, 1), (2, 3)], [(4,), (5,), (5,)], [(), (1,), ()]]
+    if TABLE[op_name][1] == "cross_entropy":  # logits, label
+        shapes = shapes + [[(3, 5), (3,)], [(3, 5), (4,)], [(0, 4), (0,)], [(3, 5), (3, 1)]]
+    if TABLE[op_name][1] == "rotary":  # even last dims, cos and sin broadcasting or not
+        shapes = shapes + [[(2, 4), (2, 4), (1, 4)], [(3, 2, 6), (2, 1), (6,)],
+                           [(2, 4), (3, 4), (4,)], [(2, 4), (4,), (2, 1, 4)]]
     attr_sets: list[dict] = [{}]
     extra = {"matmul": [{"transpose_x": tx, "transpose_y": ty} for tx in (False, True)
                         for ty in (False, True)],
@@ -326,7 +370,16 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "topk": [{"k": k, **a} for k in (0, 1, 3, 6, -1, True)
                       for a in ({}, {"axis": 0}, {"axis": -2}, {"axis": 2}, {"largest": False},
                                 {"largest": 1}, {"axis": None})],
+             "scatter": [{"axis": a, **r} for a in (0, 1, -1, 2, None, 1.0)
+                         for r in ({}, {"reduce": "add"}, {"reduce": "max"}, {"reduce": None})],
+             "cross_entropy": [{"reduction": r, "ignore_index": i}
+                               for r in ("mean", "sum", "none", "avg", None)
+                               for i in (-100, 0, 2**40, -2**31 - 1, True, 1.5)],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
+             "dropout": [{"p": p, **a} for p in (0.0, 0.5, 1, 1.5, -0.1, float("nan"), True,
+                                                  None, 2**70)
+                         for a in ({}, {"training": False}, {"training": 1}, {"seed": 3},
+                                   {"seed": 2.0}, {"offset": -1}, {"seed": None})],
              "like": ([{"fill_value": v, **d} for v in (1, -3, 2.5, True, 300, float("nan"))
                        for d in ({}, {"dtype": "int8"}, {"dtype": None}, {"dtype": "bool"})]
                       if op_name == "full_like" else
@@ -409,7 +462,7 @@ def test_results_equal_the_python_path(op_name):
             # primitives then take the C++ path); the view families (reshape, transpose) are
             # their decompositions, in C++.
             native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
-                      or op.formula is not None
+                      or op_name in CPP_DECOMPOSED or op.formula is not None
                       or _core.has_kernel(op_name, PLACE, case.key_dtype()))
             metas = [_meta(v) for v in case.inputs]
             native = native and not _python_only_form(op_name, metas, case.attrs)
@@ -687,3 +740,148 @@ def test_grid_results_equal_the_python_path(op_name):
             layout = run()[0]
             with python_path():
                 assert layout == run()[0], (op_name, m, attrs)
+
+
+def test_topk_runs_in_cpp_and_equals_the_python_path():
+    """topk's decomposition in C++ (argsort, the first k, take_along_axis): one fast call, the
+    Python path's bytes and layout, on transposed inputs, NaNs, k = 0 and zero-size dims."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for dt in ("float32", "float16", "int32", "int8"):
+        for shp in ((5,), (3, 4), (2, 3, 4), (4, 0)):
+            v = (rng.standard_normal(shp) * 3).astype(dt)
+            if dt.startswith("float") and v.size:
+                v.flat[0] = np.nan
+            for transposed in (False, True):
+                x = hwport.to_tensor(v, place=PLACE)
+                if transposed and len(shp) >= 2:
+                    x = hwport.transpose(x, list(range(len(shp)))[::-1])
+                for axis in range(-x.ndim, x.ndim):
+                    ks = {k for k in (0, 1, x.shape[axis]) if k <= x.shape[axis]}
+                    for k, largest in itertools.product(ks, (True, False)):
+                        before = _fast_count()
+                        got = hwport.topk(x, k, axis, largest)
+                        assert _fast_count() == before + 1
+                        with python_path():
+                            want = dispatch.call("topk", [x], {"k": k, "axis": axis,
+                                                               "largest": largest})
+                        assert type(got) is type(want)
+                        assert all(_same_tensor(g, w, [x]) for g, w in zip(got, want,
+                                                                            strict=True))
+                        checked += 1
+    assert checked > 500
+
+
+def test_random_decompositions_run_in_cpp_and_equal_the_python_path():
+    """normal and dropout decompose in C++ (no phi_ops.dispatch.call): the Python path's bytes
+    for every float dtype, int and float attributes, offsets, transposed inputs, p = 0 and 1,
+    training off."""
+    rng = np.random.default_rng(1)
+    checked = 0
+    for dt in ("float16", "bfloat16", "float32", "float64"):
+        for shp, seed, offset, mean, std in (([3, 4], 7, 0, 0.0, 1.0), ([5], 0, 2**40, 2, 3),
+                                             ([0, 2], 3, 5, -1.5, 0.25), ([], 11, 1, 0, 1)):
+            with deferred_calls() as deferred:
+                got = hwport.normal(shp, seed, mean, std, offset, dtype=dt)
+            with python_path():
+                want = dispatch.call("normal", [], {"shape": shp, "seed": seed, "mean": mean,
+                                                    "std": std, "offset": offset, "dtype": dt})
+            assert deferred == [] and _same_tensor(got, want, []), (dt, shp)
+            checked += 1
+        v = rng.standard_normal((4, 6)).astype(np.float32)
+        x = hwport.cast(hwport.to_tensor(v, place=PLACE), dt)
+        for xs in (x, hwport.transpose(x, [1, 0])):
+            for p, training, seed in ((0.5, True, 3), (0.0, True, 1), (1, True, 2),
+                                      (1.0, True, 0), (0.3, False, 5), (0.9, True, 2**62)):
+                with deferred_calls() as deferred:
+                    got = hwport.nn.functional.dropout(xs, p, training=training, seed=seed,
+                                                       offset=4)
+                with python_path():
+                    want = dispatch.call("dropout", [xs], {"p": p, "training": training,
+                                                           "seed": seed, "offset": 4})
+                assert deferred == [] and _same_tensor(got, want, [xs]), (dt, p, training)
+                checked += 1
+    assert checked == 64
+
+
+def test_rotary_embedding_decomposes_in_cpp_and_equals_the_python_path():
+    """rotary_embedding's decomposition in C++: the Python path's bytes for every float dtype
+    of x, cos and sin (mixed ones promote, then x's dtype), broadcast cos/sin, transposed x."""
+    rng = np.random.default_rng(2)
+    floats = ("float16", "bfloat16", "float32", "float64")
+    checked = 0
+    for dx, dc in itertools.product(floats, repeat=2):
+        v = rng.standard_normal((4, 4)).astype(np.float32)
+        x = hwport.cast(hwport.to_tensor(v, place=PLACE), dx)
+        for xs, cshape in ((x, (4, 4)), (x, (4,)), (hwport.transpose(x, [1, 0]), (4, 1))):
+            c = hwport.cast(hwport.to_tensor(rng.standard_normal(cshape).astype(np.float32),
+                                             place=PLACE), dc)
+            s = hwport.cast(hwport.to_tensor(rng.standard_normal(cshape).astype(np.float32),
+                                             place=PLACE), dx)
+            with deferred_calls() as deferred:
+                got = hwport.nn.functional.rotary_embedding(xs, c, s)
+            with python_path():
+                want = dispatch.call("rotary_embedding", [xs, c, s], {})
+            assert deferred == [] and _same_tensor(got, want, [xs, c, s]), (dx, dc, cshape)
+            checked += 1
+    assert checked == 48
+
+
+def test_cross_entropy_decomposes_in_cpp_and_equals_the_python_path():
+    """cross_entropy's decomposition in C++: the Python path's bytes for every float dtype,
+    int32/int64 labels, every reduction, ignored rows (all of them: NaN), zero rows."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for dt, lt in itertools.product(("float16", "bfloat16", "float32", "float64"),
+                                    ("int32", "int64")):
+        for n, labels in ((4, [0, 2, -100, 1]), (3, [7, 7, 7]), (0, []), (2, [1, 1])):
+            v = rng.standard_normal((n, 3)).astype(np.float32)
+            logits = hwport.cast(hwport.to_tensor(v, place=PLACE), dt)
+            label = hwport.to_tensor(np.array(labels, dtype=lt), place=PLACE)
+            for reduction, ignore in itertools.product(("mean", "sum", "none"), (-100, 7)):
+                if any(b != ignore and not 0 <= b < 3 for b in labels):
+                    with pytest.raises(IndexError, match="cross_entropy: label holds"):
+                        hwport.nn.functional.cross_entropy(logits, label, ignore_index=ignore,
+                                                           reduction=reduction)
+                    continue  # an out-of-range label: the Python path's error
+                with deferred_calls() as deferred:
+                    got = hwport.nn.functional.cross_entropy(logits, label,
+                                                             ignore_index=ignore,
+                                                             reduction=reduction)
+                with python_path():
+                    want = dispatch.call("cross_entropy", [logits, label],
+                                         {"reduction": reduction, "ignore_index": ignore})
+                # (a sum over zero rows is a sub-op the Python path serves)
+                assert "cross_entropy" not in deferred, (dt, n)
+                assert _same_tensor(got, want, [logits, label]), (dt, n)
+                checked += 1
+    assert checked > 100
+
+
+def test_attention_decomposes_in_cpp_and_equals_the_python_path():
+    """scaled_dot_product_attention's decomposition in C++ (not is_causal: Python's): the
+    Python path's bytes for float dtypes (mixed ones promote), bool and float masks, scales."""
+    rng = np.random.default_rng(4)
+
+    def t(shape, dtype):
+        return hwport.cast(hwport.to_tensor(rng.standard_normal(shape).astype(np.float32),
+                                            place=PLACE), dtype)
+
+    checked = 0
+    for dq, dv in itertools.product(("float16", "bfloat16", "float32", "float64"), repeat=2):
+        q, k, v = t((2, 3, 4), dq), t((2, 5, 4), dq), t((1, 5, 2), dv)
+        masks = [None, hwport.greater_than(t((3, 5), "float32"), t((1, 5), "float32")),
+                 t((2, 1, 5), "float16"), t((5,), "float64")]
+        for mask, attrs in itertools.product(masks, ({}, {"scale": 0.25}, {"scale": 3},
+                                                     {"is_causal": True})):
+            if mask is not None and attrs.get("is_causal"):
+                continue
+            with deferred_calls() as deferred:
+                got = hwport.nn.functional.scaled_dot_product_attention(q, k, v, mask, **attrs)
+            with python_path():
+                want = dispatch.call("scaled_dot_product_attention", [q, k, v, mask], attrs)
+            cpp = not attrs.get("is_causal")
+            assert ("scaled_dot_product_attention" not in deferred) == cpp, (dq, dv, attrs)
+            assert _same_tensor(got, want, [q, k, v, mask]), (dq, dv, attrs)
+            checked += 1
+    assert checked == 16 * 13
