@@ -73,10 +73,11 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
                repeats kept; as many shifts as axes, or one without axes); a composite, run
                in C++ with the device's own kernel only
     topk       the `topk` rule (k, axis, largest: values and int64 indices); a composite,
-               run in C++ with the device's own kernel only (two outputs)
+               run in C++ with the device's two-output kernel, else its decomposition's
+               kernels (argsort, the first k, take_along_axis)
     random     the `creation` rule of category random (uniform, normal: shape, two floats,
-               seed, offset, dtype; `place=`); normal with the device's own kernel, else its
-               decomposition in C++ (runtime/src/pipeline_decompositions.cpp)
+               seed, offset, dtype; `place=`); normal with the device's own kernel, else the
+               Python path decomposes it
     dropout    the `unary` rule with p in [0, 1], training, seed and offset
     rotary     the `unary` rule of x, cos, sin (last dim of x even, cos and sin broadcast to
                x)
@@ -86,8 +87,7 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     cross_entropy
                the `cross_entropy` rule (logits, int label; reduction, ignore_index);
                dropout, rotary, attention, cross_entropy: composites, run with the device's
-               own kernel, else their decompositions in C++ (pipeline_decompositions.cpp;
-               a causal attention: the Python decomposition)
+               own kernel, else the Python path decomposes them (after the C++ checks)
     eye, linspace
                their rules (n, m?, dtype; start, stop, num, dtype; `place=`); composites,
                run in C++ with the device's own kernel only (else the Python path

@@ -3,7 +3,8 @@
 // op's own kernel and every floating input has the key dtype (else the Python path decomposes
 // them), launched as phi_ops/dispatch.py _launch does (inputs as given); dropout,
 // rotary_embedding, scaled_dot_product_attention and cross_entropy run their kernel, else
-// their decompositions in C++ (pipeline_decompositions.cpp).
+// (after these checks) their decompositions on the Python path, phi_ops/decompositions.py
+// being the one source of them until ops.yaml's formula grammar can say them.
 #include "infer_meta.h"
 #include "kernel_cache.h"
 #include "ops.h"
@@ -71,8 +72,6 @@ PyObject* run_dropout(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   if (!x || !dropout_call(op, a, {&x->shape, x->dtype}, &plan, &attrs) || plan.cast[0])
     return nullptr;
-  if (!native_kernel(op, x->device(), x->dtype))
-    return dropout_decomposition(a.slot[0], *x, attrs);
   return run_one_input_composite(op, x, plan.shape, plan.out, attrs);
 }
 
@@ -99,7 +98,6 @@ PyObject* run_rotary(const OpSpec& op, const BoundArgs& a) {
                     {&t[2]->shape, t[2]->dtype}, &plan) || plan.cast[0])
     return nullptr;
   const Tensor* in[] = {t[0], t[1], t[2]};
-  if (!native_kernel(op, device, plan.compute)) return rotary_decomposition(a.slot);
   if (!fused_kernel_fits(op, device, plan.compute, in, 3)) return nullptr;
   Tensor out = Tensor::empty(plan.shape, plan.out, device, op.name);
   launch(op, plan.compute, device, in, 3, &out, Attrs{});
@@ -201,8 +199,6 @@ PyObject* run_attention(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   const Tensor* ins[] = {t[0], t[1], t[2], t[3]};
   if (!attention_call(op, a, in, &shape, &dtype, &attrs)) return nullptr;
-  if (!native_kernel(op, device, t[0]->dtype))
-    return a.slot[4] == Py_True ? nullptr : attention_decomposition(a.slot, dtype, attrs);
   if (!fused_kernel_fits(op, device, t[0]->dtype, ins, 4)) return nullptr;
   Tensor out = Tensor::empty(shape, dtype, device, op.name);
   launch(op, t[0]->dtype, device, ins, t[3] ? 4 : 3, &out, attrs);
@@ -236,8 +232,6 @@ PyObject* run_cross_entropy(const OpSpec& op, const BoundArgs& a) {
   if (!cross_entropy_call(op, a, {&x->shape, x->dtype}, {&label->shape, label->dtype}, &shape,
                           &attrs))
     return nullptr;
-  if (!native_kernel(op, x->device(), x->dtype))
-    return cross_entropy_decomposition(a.slot, attrs);
   if (!fused_kernel_fits(op, x->device(), x->dtype, ins, 2)) return nullptr;
   Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
   launch(op, x->dtype, x->device(), ins, 2, &out, attrs);

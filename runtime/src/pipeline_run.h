@@ -159,15 +159,6 @@ bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const Me
                   ElementwisePlan* plan);
 PyObject* run_dropout(const OpSpec& op, const BoundArgs& a);
 PyObject* run_rotary(const OpSpec& op, const BoundArgs& a);
-// pipeline_decompositions.cpp: the decompositions of normal, dropout, rotary_embedding,
-// cross_entropy and scaled_dot_product_attention in C++ (sub-ops through the pipeline's entry; nullptr, no Python error set: the Python path)
-PyObject* normal_decomposition(const OpSpec& op, const BoundArgs& a, const Shape& shape,
-                               DType out, const Attrs& attrs, PyObject* place);
-PyObject* dropout_decomposition(PyObject* x_obj, const Tensor& x, const Attrs& attrs);
-PyObject* rotary_decomposition(PyObject* const* in);
-PyObject* cross_entropy_decomposition(PyObject* const* in, const Attrs& attrs);
-// (without is_causal: its mask stays on the Python path)
-PyObject* attention_decomposition(PyObject* const* in, DType out, const Attrs& attrs);
 // The test hook _pipeline_infer for the families above: a new reference to the meta tuple,
 // or to None where the call takes the Python path.
 PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
