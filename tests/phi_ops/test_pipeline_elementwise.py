@@ -805,8 +805,9 @@ def test_random_composites_equal_the_python_path():
 
 
 def test_rotary_embedding_equals_the_python_path():
-    """rotary_embedding (checked in C++, decomposed on the Python path): the Python path's bytes for every float dtype
-    of x, cos and sin (mixed ones promote, then x's dtype), broadcast cos/sin, transposed x."""
+    """rotary_embedding (checked in C++, decomposed on the Python path): the Python path's
+    bytes for every float dtype of x, cos and sin (mixed ones promote, then x's dtype),
+    broadcast cos/sin, transposed x."""
     rng = np.random.default_rng(2)
     floats = ("float16", "bfloat16", "float32", "float64")
     checked = 0
@@ -829,8 +830,9 @@ def test_rotary_embedding_equals_the_python_path():
 
 
 def test_cross_entropy_equals_the_python_path():
-    """cross_entropy (checked in C++, decomposed on the Python path): the Python path's bytes for every float dtype,
-    int32/int64 labels, every reduction, ignored rows (all of them: NaN), zero rows."""
+    """cross_entropy (checked in C++, decomposed on the Python path): the Python path's
+    bytes for every float dtype, int32/int64 labels, every reduction, ignored rows (all of
+    them: NaN), zero rows."""
     rng = np.random.default_rng(3)
     checked = 0
     for dt, lt in itertools.product(("float16", "bfloat16", "float32", "float64"),
