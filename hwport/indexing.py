@@ -38,9 +38,7 @@ def getitem(t: Tensor, key: Any) -> Tensor:
             continue
         size, stride = t.shape[dim], t.strides[dim]
         if isinstance(k, slice):
-            if k.step is not None and k.step == 0:
-                raise ValueError(f"Tensor index: slice step must not be 0 (dimension {dim})")
-            start, stop, step = k.indices(size)
+            start, stop, step = _slice_of(k, size, dim)
             n = len(range(start, stop, step))
             if abs(step) > max(size, 1):  # one element at most: keep the stride small
                 step = max(size, 1) * (1 if step > 0 else -1)
@@ -48,20 +46,31 @@ def getitem(t: Tensor, key: Any) -> Tensor:
                 offset += start * stride
             shape.append(n)
             strides.append(stride * step)
-        elif isinstance(k, (bool, np.bool_)):
-            raise TypeError(f"Tensor index: a bool ({k!r}) is not an index; use ints, slices, "
-                            "None or Ellipsis")
-        elif isinstance(k, int) or hasattr(k, "__index__"):
-            i = k.__index__()
-            if not -size <= i < size:
-                raise IndexError(f"Tensor index: index {i} is out of bounds for dimension "
-                                 f"{dim} of size {size}")
-            offset += (i % size) * stride
         else:
-            raise TypeError(f"Tensor index: unsupported index type {type(k).__name__}; "
-                            "use ints, slices, None or Ellipsis (or hwport.gather for tensors)")
+            offset += _int_of(k, size, dim) * stride
         dim += 1
     return t._view(shape, strides, offset)
+
+
+def _slice_of(k: slice, size: int, dim: int) -> tuple[int, int, int]:
+    if k.step is not None and k.step == 0:
+        raise ValueError(f"Tensor index: slice step must not be 0 (dimension {dim})")
+    return k.indices(size)
+
+
+def _int_of(k: Any, size: int, dim: int) -> int:
+    """An int index into a dim of `size`, in [0, size)."""
+    if isinstance(k, (bool, np.bool_)):
+        raise TypeError(f"Tensor index: a bool ({k!r}) is not an index; use ints, slices, "
+                        "None or Ellipsis")
+    if not (isinstance(k, int) or hasattr(k, "__index__")):
+        raise TypeError(f"Tensor index: unsupported index type {type(k).__name__}; "
+                        "use ints, slices, None or Ellipsis (or hwport.gather for tensors)")
+    i = k.__index__()
+    if not -size <= i < size:
+        raise IndexError(f"Tensor index: index {i} is out of bounds for dimension "
+                         f"{dim} of size {size}")
+    return i % size
 
 
 def _by_ops(t: Tensor, items: list[Any]) -> Tensor:
@@ -82,9 +91,7 @@ def _by_ops(t: Tensor, items: list[Any]) -> Tensor:
             continue
         size = t.shape[dim]
         if isinstance(k, slice):
-            if k.step is not None and k.step == 0:
-                raise ValueError(f"Tensor index: slice step must not be 0 (dimension {dim})")
-            start, stop, step = k.indices(size)
+            start, stop, step = _slice_of(k, size, dim)
             if (start, stop, step) != (0, size, 1):
                 if step < 0 and stop < 0:
                     stop = -size - 1  # through index 0: Python's slice end before the start
@@ -93,23 +100,13 @@ def _by_ops(t: Tensor, items: list[Any]) -> Tensor:
                 ends.append(stop)
                 steps.append(step)
             out_dim += 1
-        elif isinstance(k, (bool, np.bool_)):
-            raise TypeError(f"Tensor index: a bool ({k!r}) is not an index; use ints, slices, "
-                            "None or Ellipsis")
-        elif isinstance(k, int) or hasattr(k, "__index__"):
-            i = k.__index__()
-            if not -size <= i < size:
-                raise IndexError(f"Tensor index: index {i} is out of bounds for dimension "
-                                 f"{dim} of size {size}")
-            i %= size
+        else:
+            i = _int_of(k, size, dim)
             axes.append(dim)
             starts.append(i)
             ends.append(i + 1)
             steps.append(1)
             dropped.append(dim)
-        else:
-            raise TypeError(f"Tensor index: unsupported index type {type(k).__name__}; "
-                            "use ints, slices, None or Ellipsis (or hwport.gather for tensors)")
         dim += 1
     out = (F.slice(t, axes, starts, ends, steps) if axes
            else t._view(list(t.shape), list(t.strides), t._offset))

@@ -7,7 +7,6 @@ tests/runtime/test_layered_pipeline.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import itertools
 import math
@@ -23,6 +22,7 @@ from hwport.phi_ops.infer_meta import Meta
 from hwport.phi_ops.sample_inputs import ALL_DTYPES, cases_for, device_inputs, dname
 from hwport.phi_ops.schema import load_ops
 from hwport.runtime import _core
+from tests.pipeline_hooks import deferred_calls, python_path
 
 OPS = load_ops()
 PLACE = "custom:cpu"
@@ -34,33 +34,6 @@ VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "exp
                  "split", "flip"}
 # Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
 CPP_DECOMPOSED = {"topk"}
-
-
-@contextlib.contextmanager
-def python_path():
-    """Every call on this thread takes the Python path (phi_ops/dispatch.py call)."""
-    before = _core._pipeline_python_only(True)
-    try:
-        yield
-    finally:
-        _core._pipeline_python_only(before)
-
-
-@contextlib.contextmanager
-def deferred_calls():
-    """The names of the ops sent to phi_ops.dispatch.call while in the block."""
-    calls: list[str] = []
-    real = dispatch.call
-
-    def spy(name, args, attrs, place=None):
-        calls.append(name)
-        return real(name, args, attrs, place)
-
-    dispatch.call = spy
-    try:
-        yield calls
-    finally:
-        dispatch.call = real
 
 
 def _fast_count() -> int:

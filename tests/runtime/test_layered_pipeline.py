@@ -19,6 +19,7 @@ from hwport.phi_ops.api_args import public_call
 from hwport.phi_ops.sample_inputs import cases_for, device_inputs
 from hwport.phi_ops.schema import load_ops
 from hwport.runtime import _core
+from tests.pipeline_hooks import deferred_calls, python_path
 
 OPS = load_ops()
 PLACE = "custom:cpu"
@@ -57,32 +58,6 @@ def layer(obj, slot: str = "autograd"):
         _core.layer_leave(slot)
         _core.register_layer(slot, None)
     assert _core.layer_mask() == 0
-
-
-@contextlib.contextmanager
-def python_path():
-    before = _core._pipeline_python_only(True)
-    try:
-        yield
-    finally:
-        _core._pipeline_python_only(before)
-
-
-@contextlib.contextmanager
-def dispatch_calls():
-    """The op names phi_ops.dispatch.call is entered with."""
-    names: list[str] = []
-    real = dispatch.call
-
-    def spy(name, *args, **kwargs):
-        names.append(name)
-        return real(name, *args, **kwargs)
-
-    dispatch.call = spy
-    try:
-        yield names
-    finally:
-        dispatch.call = real
 
 
 def _bytes(v):
@@ -132,7 +107,7 @@ def test_a_served_call_never_enters_the_python_path():
     x = hwport.to_tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), place=PLACE)
     w = hwport.to_tensor(np.ones((3, 4), np.float32), place=PLACE)
     F = hwport.nn.functional
-    with layer(Seen()) as seen, dispatch_calls() as entered:
+    with layer(Seen()) as seen, deferred_calls() as entered:
         fast_before = _core._pipeline_stats()[0]
         y = F.gelu(hwport.matmul(x, w))
         z = F.layer_norm(y + 1.0, [4])
@@ -256,7 +231,7 @@ def test_a_cpp_layer_sees_every_call_and_changes_no_result():
     _core.layer_enter("autograd")
     try:
         before = _core.passthrough_layer_calls()
-        with dispatch_calls() as entered:
+        with deferred_calls() as entered:
             got = program().numpy()
         seen = _core.passthrough_layer_calls() - before
     finally:
