@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 from hwport.phi_ops import dispatch
+from hwport.phi_ops.api_args import public_call
+from hwport.phi_ops.sample_inputs import cases_for, device_inputs
 from hwport.runtime import _core
 
 
@@ -35,3 +38,15 @@ def deferred_calls() -> Iterator[list[str]]:
         yield calls
     finally:
         dispatch.call = real
+
+
+def sample_calls(op: Any, place: str) -> Iterator[tuple[Any, list[Any], tuple, dict]]:
+    """(case, inputs on `place`, public args, public kwargs) for every small sample case of
+    `op` (phi_ops.sample_inputs) in every dtype it lists."""
+    for d in op.dtypes:
+        for case in cases_for(op.name, d):
+            if case.large:
+                continue
+            inputs = device_inputs(case, place)
+            args, kwargs = public_call(op, inputs, dict(case.attrs))
+            yield case, inputs, tuple(args), kwargs

@@ -19,10 +19,10 @@ from hwport.phi_ops import dispatch, functional, infer_meta
 from hwport.phi_ops.api_args import public_call
 from hwport.phi_ops.codegen.gen_cpp_ops import family
 from hwport.phi_ops.infer_meta import Meta
-from hwport.phi_ops.sample_inputs import ALL_DTYPES, cases_for, device_inputs, dname
+from hwport.phi_ops.sample_inputs import ALL_DTYPES, cases_for, dname
 from hwport.phi_ops.schema import load_ops
 from hwport.runtime import _core
-from tests.pipeline_hooks import deferred_calls, python_path
+from tests.pipeline_hooks import deferred_calls, python_path, sample_calls
 
 OPS = load_ops()
 PLACE = "custom:cpu"
@@ -412,34 +412,29 @@ def _same_tensor(got, want, inputs) -> bool:
 def test_results_equal_the_python_path(op_name):
     op = OPS[op_name]
     ran_fast = 0
-    for d in op.dtypes:
-        for case in cases_for(op_name, d):
-            if case.large:
-                continue
-            inputs = device_inputs(case, PLACE)
-            args, kwargs = public_call(op, inputs, dict(case.attrs))
-            with deferred_calls() as deferred:
-                got = getattr(functional, op_name)(*args, **kwargs)
-            with python_path():
-                before = _fast_count()
-                want = dispatch.call(op_name, inputs, dict(case.attrs))
-                assert _fast_count() == before
-            if isinstance(want, (list, tuple)):  # split's views, topk's (values, indices)
-                assert type(got) is type(want) and len(got) == len(want), case.id
-                assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
-            else:
-                assert _same_tensor(got, want, inputs), case.id
-            # A primitive, or a composite with a native kernel or a C++ formula (ops.yaml
-            # `formula`), runs in C++; any other composite decomposes in Python (whose
-            # primitives then take the C++ path); the view families (reshape, transpose) are
-            # their decompositions, in C++.
-            native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
-                      or op_name in CPP_DECOMPOSED or op.formula is not None
-                      or _core.has_kernel(op_name, PLACE, case.key_dtype()))
-            metas = [_meta(v) for v in case.inputs]
-            native = native and not _python_only_form(op_name, metas, case.attrs)
-            assert (op_name not in deferred) == native, case.id
-            ran_fast += native
+    for case, inputs, args, kwargs in sample_calls(op, PLACE):
+        with deferred_calls() as deferred:
+            got = getattr(functional, op_name)(*args, **kwargs)
+        with python_path():
+            before = _fast_count()
+            want = dispatch.call(op_name, inputs, dict(case.attrs))
+            assert _fast_count() == before
+        if isinstance(want, (list, tuple)):  # split's views, topk's (values, indices)
+            assert type(got) is type(want) and len(got) == len(want), case.id
+            assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
+        else:
+            assert _same_tensor(got, want, inputs), case.id
+        # A primitive, or a composite with a native kernel or a C++ formula (ops.yaml
+        # `formula`), runs in C++; any other composite decomposes in Python (whose
+        # primitives then take the C++ path); the view families (reshape, transpose) are
+        # their decompositions, in C++.
+        native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
+                  or op_name in CPP_DECOMPOSED or op.formula is not None
+                  or _core.has_kernel(op_name, PLACE, case.key_dtype()))
+        metas = [_meta(v) for v in case.inputs]
+        native = native and not _python_only_form(op_name, metas, case.attrs)
+        assert (op_name not in deferred) == native, case.id
+        ran_fast += native
     assert ran_fast > 0 or not op.is_primitive
 
 

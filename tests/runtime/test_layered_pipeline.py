@@ -15,11 +15,9 @@ import pytest
 
 import hwport
 from hwport.phi_ops import dispatch, functional
-from hwport.phi_ops.api_args import public_call
-from hwport.phi_ops.sample_inputs import cases_for, device_inputs
 from hwport.phi_ops.schema import load_ops
 from hwport.runtime import _core
-from tests.pipeline_hooks import deferred_calls, python_path
+from tests.pipeline_hooks import deferred_calls, python_path, sample_calls
 
 OPS = load_ops()
 PLACE = "custom:cpu"
@@ -81,25 +79,20 @@ def test_layered_calls_match_the_unlayered_run_and_the_python_paths_view(op_name
     as it would on the Python path (op, dtype, place, inputs, attributes, path)."""
     op = OPS[op_name]
     checked = 0
-    for d in op.dtypes:
-        for case in cases_for(op_name, d):
-            if case.large:
-                continue
-            inputs = device_inputs(case, PLACE)
-            args, kwargs = public_call(op, inputs, dict(case.attrs))
-            fn = functools.partial(getattr(functional, op_name), *args, **kwargs)
-            want = _outcome(fn)
-            with layer(Seen()) as cpp:
-                got = _outcome(fn)
-            assert got == want, case.id
-            with python_path(), layer(Seen()) as py:
-                _outcome(fn)
-            # The layer's view of the call; sub-ops (a decomposition's) may differ: the C++
-            # path's own casts and views are not op calls.
-            top_cpp = [c for c in cpp.calls if c[0] == op_name]
-            top_py = [c for c in py.calls if c[0] == op_name]
-            assert top_cpp == top_py, case.id
-            checked += want[0] == "ok"
+    for case, _inputs, args, kwargs in sample_calls(op, PLACE):
+        fn = functools.partial(getattr(functional, op_name), *args, **kwargs)
+        want = _outcome(fn)
+        with layer(Seen()) as cpp:
+            got = _outcome(fn)
+        assert got == want, case.id
+        with python_path(), layer(Seen()) as py:
+            _outcome(fn)
+        # The layer's view of the call; sub-ops (a decomposition's) may differ: the C++
+        # path's own casts and views are not op calls.
+        top_cpp = [c for c in cpp.calls if c[0] == op_name]
+        top_py = [c for c in py.calls if c[0] == op_name]
+        assert top_cpp == top_py, case.id
+        checked += want[0] == "ok"
     assert checked > 0
 
 
