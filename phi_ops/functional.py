@@ -937,8 +937,7 @@ def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, 
     """Zero elements with probability p (Philox uniform), scale the rest by 1/(1-p).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
-    decomposes into primitives (phi_ops.decompositions.dropout)
-    kernel contract: A native kernel (optional: the op decomposes otherwise; the CPU plugin has one) gets x contiguous and gives the decomposition's bytes: not training, a copy; else element i (row-major) is kept where p <= u_i, u_i the float32 uniform of Philox counter offset + i (uniform's kernel contract, compared in double), and multiplied by 1 / (1 - p) rounded to the compute dtype (float32 for float16/bfloat16, rounded to x's dtype once at the end), else +0; p >= 1 keeps nothing."""
+    decomposes into primitives (phi_ops.decompositions.dropout)"""
     if axis is not None:
         raise _api_args.unsupported('dropout', 'axis', None, axis)
     if mode != 'upscale_in_train':

@@ -1,5 +1,4 @@
-/* hwport CPU plugin — uniform from Philox-4x32-10, and dropout (a native kernel of the
- * composite) from the same stream.
+/* hwport CPU plugin — uniform from Philox-4x32-10.
  *
  * Element i of the output (flat, row-major) is a function of (seed, offset + i) only, so the
  * numbers are the same on every plugin, for any split of the work, and a launch at offset
@@ -92,109 +91,9 @@ static HWP_Status cpu_kernel_uniform(const HWP_KernelContext *ctx) {
   return cpu_submit_payload(ctx, op, uniform_run, p, (uint64_t)p->n);
 }
 
-/* dropout(x; p, training, seed, offset), what phi_ops/decompositions.py dropout computes, in
- * one pass: not training, a copy; p >= 1, zeros; else element i is kept where p <= u_i (u_i
- * the float32-path uniform of counter offset + i, compared in double) and scaled by
- * 1 / (1 - p) rounded to the compute dtype (float32 for float16/bfloat16, which round once at
- * the end), else 0. The same bytes as the decomposition. */
-typedef struct dropout_payload {
-  const char *in;
-  char *out;
-  int64_t n;
-  HWP_DType dtype;
-  double p, scale64;
-  float scale32;
-  int64_t seed, offset;
-  int copy; /* not training */
-  size_t itemsize;
-} dropout_payload;
-
-static void dropout_chunk(void *c, int64_t begin, int64_t end) {
-  const dropout_payload *p = c;
-  if (p->copy) {
-    memcpy(p->out + (size_t)begin * p->itemsize, p->in + (size_t)begin * p->itemsize,
-           (size_t)(end - begin) * p->itemsize);
-    return;
-  }
-  uint32_t key[2], ctr[4], w[4];
-  cpu_philox_key(p->seed, key);
-  for (int64_t i = begin; i < end; ++i) {
-    cpu_philox_counter(p->offset, i, ctr);
-    cpu_philox4x32_10(ctr, key, w);
-    const int keep = p->p <= cpu_philox_u24(w);
-    switch (p->dtype) {
-    case HWP_DTYPE_FLOAT32:
-      ((float *)p->out)[i] = keep ? ((const float *)p->in)[i] * p->scale32 : 0.0f;
-      break;
-    case HWP_DTYPE_FLOAT64:
-      ((double *)p->out)[i] = keep ? ((const double *)p->in)[i] * p->scale64 : 0.0;
-      break;
-    case HWP_DTYPE_FLOAT16: {
-      const float v = keep ? cpu_f16_to_f32(((const uint16_t *)p->in)[i]) * p->scale32 : 0.0f;
-      ((uint16_t *)p->out)[i] = cpu_f32_to_f16(v);
-      break;
-    }
-    case HWP_DTYPE_BFLOAT16: {
-      const float v = keep ? cpu_bf16_to_f32(((const uint16_t *)p->in)[i]) * p->scale32 : 0.0f;
-      ((uint16_t *)p->out)[i] = cpu_f32_to_bf16(v);
-      break;
-    }
-    default: break;
-    }
-  }
-}
-
-static HWP_Status dropout_run(void *c) {
-  dropout_payload *p = c;
-  cpu_parallel_for(p->n, CPU_ND_GRAIN / 4, dropout_chunk, p);
-  return HWP_OK;
-}
-
-static HWP_Status cpu_kernel_dropout(const HWP_KernelContext *ctx) {
-  const char *op = "dropout";
-  HWP_Status st = cpu_check_context(ctx, op, 1, 1);
-  if (st != HWP_OK) return st;
-  cpu_view in, out;
-  if ((st = cpu_view_load(op, "input 0", &ctx->inputs[0], &in)) != HWP_OK) return st;
-  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &out)) != HWP_OK) return st;
-  if (!cpu_is_float_dtype(out.dtype) || in.dtype != out.dtype || in.numel != out.numel)
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT,
-                     "%s: input and output must be one float dtype and size", op);
-  if (!cpu_xview_contiguous(&in) || !cpu_xview_contiguous(&out))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: views must be contiguous", op);
-  double prob = 0.5;
-  uint8_t training = 1;
-  int64_t seed = 0, offset = 0;
-  if ((st = float_attr(ctx, op, "p", 0.5, &prob)) != HWP_OK) return st;
-  HWP_Status bst = cpu_get_attr(ctx, "training", HWP_ATTR_BOOL, &training, NULL);
-  if (bst != HWP_OK && bst != HWP_ERROR_NOT_FOUND)
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: attribute 'training' is not a bool", op);
-  if ((st = cpu_attr_int(ctx, op, "seed", 0, 0, &seed)) != HWP_OK) return st;
-  if ((st = cpu_attr_int(ctx, op, "offset", 0, 0, &offset)) != HWP_OK) return st;
-  if (!(prob >= 0.0 && prob <= 1.0))
-    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: p must be in [0, 1]", op);
-  dropout_payload *p = malloc(sizeof *p);
-  if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
-  p->in = in.base;
-  p->out = out.base;
-  p->n = out.numel;
-  p->dtype = out.dtype;
-  /* p >= 1 keeps nothing: u < 1 always, so p <= u never holds (the decomposition's zeros). */
-  p->p = prob;
-  p->scale64 = prob < 1.0 ? 1.0 / (1.0 - prob) : 0.0;
-  p->scale32 = (float)p->scale64;
-  p->seed = seed;
-  p->offset = offset;
-  p->copy = !training;
-  p->itemsize = (size_t)in.itemsize;
-  return cpu_submit_payload(ctx, op, dropout_run, p, (uint64_t)p->n);
-}
-
 void cpu_register_random_kernels(const HWP_HostApi *host) {
   static const HWP_DType floats[] = {HWP_DTYPE_FLOAT16, HWP_DTYPE_BFLOAT16, HWP_DTYPE_FLOAT32,
                                      HWP_DTYPE_FLOAT64};
-  for (size_t i = 0; i < sizeof floats / sizeof floats[0]; ++i) {
+  for (size_t i = 0; i < sizeof floats / sizeof floats[0]; ++i)
     cpu_register_one(host, "uniform", floats[i], cpu_kernel_uniform, HWP_KERNEL_ACCEPTS_STRIDED);
-    cpu_register_one(host, "dropout", floats[i], cpu_kernel_dropout, 0);
-  }
 }
