@@ -163,8 +163,8 @@ PyObject* run_unary(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
-// A Python scalar operand as a 0-d tensor of its weak dtype next to `like`, as
-// phi_ops/dispatch.py _as_tensor makes it (an int that does not fit raises: Python's path).
+}  // namespace
+
 bool scalar_operand(const OpSpec& op, PyObject* obj, const Tensor& like, const char* arg,
                     Tensor* out) {
   if (!is_plain_scalar(obj)) return false;
@@ -173,6 +173,8 @@ bool scalar_operand(const OpSpec& op, PyObject* obj, const Tensor& like, const c
   *out = full({}, value, dtype, like.device());
   return true;
 }
+
+namespace {
 
 PyObject* run_binary(const OpSpec& op, const BoundArgs& a) {
   if (!a.slot[0] || !a.slot[1]) return nullptr;

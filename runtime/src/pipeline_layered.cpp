@@ -36,15 +36,11 @@ py::list call_inputs(const OpSpec& op, const BoundArgs& a) {
     Tensor* x = as_tensor(a.slot[0]);
     Tensor* y = as_tensor(a.slot[1]);
     if ((x != nullptr) != (y != nullptr)) {
-      PyObject* scalar = x ? a.slot[1] : a.slot[0];
-      const Tensor& like = x ? *x : *y;
-      if (is_plain_scalar(scalar)) {
-        const DType dtype = weak_scalar_dtype(scalar, like.dtype);
-        py::object t = py::cast(full({}, scalar_from_py(scalar, dtype, op.name, x ? "y" : "x"),
-                                     dtype, like.device()));
+      Tensor scalar;
+      if (scalar_operand(op, x ? a.slot[1] : a.slot[0], x ? *x : *y, x ? "y" : "x", &scalar)) {
         py::list out(2);
         out[x ? 0 : 1] = py::reinterpret_borrow<py::object>(x ? a.slot[0] : a.slot[1]);
-        out[x ? 1 : 0] = t;
+        out[x ? 1 : 0] = py::cast(std::move(scalar));
         return out;
       }
     }

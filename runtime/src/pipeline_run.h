@@ -63,6 +63,11 @@ PyObject* select_formula(const OpSpec& op, PyObject* const* in, const BoundArgs&
                          Device* device);
 
 PyObject* to_python(Tensor&& t);
+// A Python scalar operand as a 0-d tensor of its weak dtype next to `like`, as
+// phi_ops/dispatch.py _as_tensor makes it (false: not a plain scalar; an int that does not fit
+// raises).
+bool scalar_operand(const OpSpec& op, PyObject* obj, const Tensor& like, const char* arg,
+                    Tensor* out);
 // Runs the op's kernel keyed by `key` into `out` (nothing for an empty output).
 void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
             Tensor* out, const Attrs& attrs);
