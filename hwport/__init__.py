@@ -41,7 +41,20 @@ def get_device() -> str:
     return str(_core.get_device())
 
 
-__all__ = [*ops.__all__,
+# ---- Paddle-compatible helpers (docs/paddle-compat.md; owned by the compat audit) ----------
+from hwport.phi_ops.api_args import get_default_dtype as get_default_dtype  # noqa: E402
+from hwport.phi_ops.api_args import set_default_dtype as set_default_dtype  # noqa: E402
+from hwport.tensor import Size as Size  # noqa: E402
+from hwport.tensor import clone as clone  # noqa: E402
+from hwport.tensor import is_tensor as is_tensor  # noqa: E402
+from hwport.tensor import numel as numel  # noqa: E402
+from hwport.tensor import t as t  # noqa: E402
+
+_PADDLE_COMPAT = ["Size", "clone", "get_default_dtype", "is_tensor", "numel",
+                  "set_default_dtype", "t"]
+# ---- end of the Paddle-compatible helpers ---------------------------------------------------
+
+__all__ = [*ops.__all__, *_PADDLE_COMPAT,
     "CustomPlace",
     "DType",
     "FallbackError",
