@@ -995,15 +995,15 @@ def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> An
     return _op_call(111, x, weight, bias)
 
 
-def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: Any = 0.0, is_causal: bool=False, training: Any = True, backend: Any = None, scale: float | None=None, enable_gqa: Any = True, name: str | None = None) -> Any:
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: Any = 0.0, is_causal: bool=False, scale: float | None=None, enable_gqa: Any = False, name: str | None = None) -> Any:
     """softmax(q k^T * scale + mask) v over [..., L, E] inputs; is_causal masks the future.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.scaled_dot_product_attention)"""
     if _api_args.differs(dropout_p, 0.0):
         raise _api_args.unsupported('scaled_dot_product_attention', 'dropout_p', 0.0, dropout_p)
-    if backend is not None:
-        raise _api_args.unsupported('scaled_dot_product_attention', 'backend', None, backend)
+    if enable_gqa:
+        raise _api_args.unsupported('scaled_dot_product_attention', 'enable_gqa', False, enable_gqa)
     return _op_call(112, query, key, value, attn_mask, is_causal, scale)
 
 
