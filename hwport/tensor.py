@@ -48,8 +48,7 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None,
 
     dtype: a hwport dtype, its name, a numpy dtype, or None to keep the data's own
     (Python floats become the default float dtype, float32 unless set_default_dtype changed
-    it; ints int64). stop_gradient: Paddle's parameter, accepted (True, the default, is what
-    a tensor without autograd is)."""
+    it; ints int64). stop_gradient: Paddle's (False: the tensor records gradients)."""
     device_place = _core.resolve_place(place)
     target = None if dtype is None else _core.parse_dtype(dtype, "to_tensor", "dtype")
     if isinstance(data, Tensor):
@@ -64,7 +63,14 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None,
         arr = arr.astype(target.to_numpy(), copy=False)
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d into 1-d)
-    return _core.from_numpy(arr, device_place)
+    out = _core.from_numpy(arr, device_place)
+    if not stop_gradient:
+        try:
+            out.stop_gradient = False  # Tensor.stop_gradient: the autograd layer's
+        except AttributeError:
+            raise NotImplementedError("to_tensor: stop_gradient=False needs autograd "
+                                      "(Tensor.stop_gradient), which this build lacks") from None
+    return out
 
 
 _DL_CPU, _DL_CUDA_HOST = 1, 3

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import re
 from pathlib import Path
 
 import numpy as np
@@ -548,6 +549,15 @@ def test_set_default_dtype_takes_names_dtypes_numpy_and_refuses_others():
         paddle.set_default_dtype("float32")
 
 
+def test_to_tensor_stop_gradient():
+    assert paddle.to_tensor([1.0], stop_gradient=True).numpy().tolist() == [1.0]
+    if hasattr(paddle.Tensor, "stop_gradient"):  # once the autograd layer has landed
+        assert paddle.to_tensor([1.0], stop_gradient=False).stop_gradient is False
+    else:
+        with pytest.raises(NotImplementedError, match="to_tensor: stop_gradient=False"):
+            paddle.to_tensor([1.0], stop_gradient=False)
+
+
 def test_uniform_and_normal_in_paddles_order():
     u = paddle.uniform([2000], "float64", -2.0, 3.0, 7)
     assert u.dtype == paddle.float64 and u.shape == [2000]
@@ -652,3 +662,26 @@ def test_the_issues_rms_norm_snippet_runs_as_paddle_code():
     np.testing.assert_allclose(probs.sum(-1).numpy(), np.ones((2, 5)), rtol=1e-5)
     m = paddle.maximum(x, paddle.zeros_like(x))
     np.testing.assert_array_equal(m.numpy(), np.maximum(a, 0))
+
+
+# ---- the ops.yaml `api` keys this surface needs (phi_ops/schema.py checks them) -------------
+
+@pytest.mark.parametrize(("op", "api", "says"), [
+    ("reshape", {"params": ["x", "shape"], "varargs": "dims"}, "varargs 'dims' is not in params"),
+    ("sort", {"params": ["x", "axis"], "ignored": {"stable": False}}, "'stable' is not in params"),
+    ("zeros", {"params": ["shape", "dtype"], "defaults": {"size": None}},
+     "'size' is neither in params nor an input or attr"),
+    ("uniform", {"params": ["shape"]}, "required attr 'seed' is not in params"),
+    ("gelu", {"params": ["x"], "typo": 1}, "unknown fields ['typo']"),
+])
+def test_schema_refuses_bad_api_fields(tmp_path, op, api, says):
+    import yaml
+
+    from phi_ops.schema import OPS_YAML, OpsYamlError, load_ops
+    raw = yaml.safe_load(Path(OPS_YAML).read_text())
+    entry = next(e for e in raw["ops"] if e["name"] == op)
+    entry["api"] = api
+    path = tmp_path / "ops.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(OpsYamlError, match=re.escape(says)):
+        load_ops(str(path))
