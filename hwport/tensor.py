@@ -231,7 +231,20 @@ class Size(list):
         return list.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
+        same = self.__eq__(other)
+        return same if same is NotImplemented else not same
+
+    def __lt__(self, other: Any) -> bool:
+        return list.__lt__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __le__(self, other: Any) -> bool:
+        return list.__le__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __gt__(self, other: Any) -> bool:
+        return list.__gt__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __ge__(self, other: Any) -> bool:
+        return list.__ge__(self, list(other) if isinstance(other, tuple) else other)
 
     __hash__ = None  # type: ignore[assignment]  (a list, as paddle.Size is)
 

@@ -396,6 +396,8 @@ def test_shape_is_a_list_that_equals_tuples():
     assert isinstance(s, list) and isinstance(s, paddle.Size) and s == [2, 3, 4]
     assert s == (2, 3, 4) and not (s != (2, 3, 4)) and s != (2, 3) and s != [2, 3]
     assert paddle.ones([]).shape == () and paddle.ones([]).shape == []
+    assert s < (3,) and s <= (2, 3, 4) and s > (2, 3) and s >= [2, 3, 4] and s != 5
+    assert (s == np.array([2, 3, 4])).all()
     assert s[1:] == [3, 4] and isinstance(s[1:], paddle.Size) and s[-1] == 4
     assert s + (5,) == [2, 3, 4, 5] and (1,) + s == [1, 2, 3, 4] and s + [5] == (2, 3, 4, 5)
     assert s.numel() == 24 and list(s) == [2, 3, 4] and tuple(s) == (2, 3, 4)
