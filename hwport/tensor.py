@@ -157,7 +157,7 @@ def _item(self: Tensor, *args: int) -> Any:
     """The element as a Python scalar: of a 1-element tensor, or (Paddle) at a flat index
     item(i) or at coordinates item(i, j, ...)."""
     if not args:
-        if self.size != 1:
+        if _numel_int(self) != 1:
             raise ValueError(f"item(): tensor of shape {list(self.shape)} has {self.size} "
                              "elements, expected exactly 1 (or give an index)")
         return self.numpy().reshape(()).item()
@@ -268,7 +268,32 @@ class Size(list):
         return n
 
 
+class TensorSize(int):
+    """Tensor.size as Paddle 3 gives it: the element count (an int), and callable as
+    PyTorch's size: x.size() is the shape, x.size(dim) one dim."""
+
+    def __new__(cls, numel: int, shape: tuple[int, ...]) -> TensorSize:
+        out = super().__new__(cls, numel)
+        out._shape = shape
+        return out
+
+    def __call__(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._shape)
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"size(): dim expected an int, got {type(dim).__name__}")
+        if not -len(self._shape) <= dim < max(len(self._shape), 1) or not self._shape:
+            raise IndexError(f"size(): dim {dim} is out of range for a tensor of "
+                             f"{len(self._shape)} dims")
+        return self._shape[dim]
+
+
 _shape_tuple = Tensor.shape.fget  # the C++ property (a tuple)
+_numel_int = Tensor.size.fget  # the C++ property (an int)
+
+
+def _size(self: Tensor) -> TensorSize:
+    return TensorSize(_numel_int(self), _shape_tuple(self))
 
 
 def _shape(self: Tensor) -> Size:
@@ -321,6 +346,7 @@ _ELEMENT_SIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bf
                  "int32": 4, "float32": 4, "int64": 8, "float64": 8}
 
 Tensor.shape = property(_shape, doc="The dims as a list (hwport.tensor.Size, Paddle's Size).")
+Tensor.size = property(_size, doc="The element count (an int; x.size() / x.size(d): shape).")
 Tensor.numel = numel
 Tensor.dim = lambda self: self.ndim
 Tensor.ndimension = lambda self: self.ndim

@@ -414,6 +414,11 @@ def test_numel_dim_size_item():
     n = x.numel()
     assert isinstance(n, paddle.Tensor) and n.dtype == paddle.int64 and n.shape == []
     assert int(n) == 6 and paddle.numel(x).item() == 6 and x.size == 6
+    assert isinstance(x.size, int) and x.size + 1 == 7 and x.size * 2 == 12
+    assert x.size() == [2, 3] and isinstance(x.size(), paddle.Size) and x.size(1) == 3
+    assert x.size(-2) == 2 and paddle.ones([]).size == 1 and paddle.ones([]).size() == []
+    with pytest.raises(IndexError, match=r"size\(\): dim 2 is out of range"):
+        x.size(2)
     assert x.dim() == 2 == x.ndimension() == x.ndim and len(x) == 2
     assert x.item(4) == 4.0 and x.item(1, 2) == 5.0 and _t(7.5).item() == 7.5
     assert isinstance(_t([3], "int64").item(), int)
