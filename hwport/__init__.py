@@ -48,6 +48,7 @@ def get_device(input: Any = None) -> str:
 from hwport.phi_ops.api_args import get_default_dtype as get_default_dtype  # noqa: E402
 from hwport.phi_ops.api_args import set_default_dtype as set_default_dtype  # noqa: E402
 from hwport.tensor import Size as Size  # noqa: E402
+from hwport.tensor import chunk as chunk  # noqa: E402
 from hwport.tensor import clone as clone  # noqa: E402
 from hwport.tensor import is_tensor as is_tensor  # noqa: E402
 from hwport.tensor import numel as numel  # noqa: E402
@@ -56,7 +57,7 @@ from hwport.tensor import t as t  # noqa: E402
 broadcast_to = ops.expand  # Paddle's two names of one op
 mod = ops.remainder
 
-_PADDLE_COMPAT = ["Size", "broadcast_to", "clone", "get_default_dtype", "is_tensor", "mod",
+_PADDLE_COMPAT = ["Size", "broadcast_to", "chunk", "clone", "get_default_dtype", "is_tensor", "mod",
                   "numel", "set_default_dtype", "t"]
 # ---- end of the Paddle-compatible helpers ---------------------------------------------------
 

@@ -328,6 +328,14 @@ def clone(x: Tensor, name: str | None = None) -> Tensor:
     return functional.copy(x)
 
 
+def chunk(x: Tensor, chunks: int, axis: int = 0, name: str | None = None) -> list[Tensor]:
+    """Paddle's chunk: split(x, chunks, axis) into `chunks` equal parts (views)."""
+    from hwport.phi_ops import functional
+    if isinstance(chunks, bool) or not isinstance(chunks, int):
+        raise TypeError(f"chunk: chunks expected an int, got {type(chunks).__name__}")
+    return functional.split(x, chunks, axis)
+
+
 def is_tensor(x: Any) -> bool:
     """Whether x is a hwport Tensor."""
     return isinstance(x, Tensor)
@@ -352,5 +360,6 @@ Tensor.dim = lambda self: self.ndim
 Tensor.ndimension = lambda self: self.ndim
 Tensor.t = t
 Tensor.clone = clone
+Tensor.chunk = chunk
 Tensor.element_size = lambda self: _ELEMENT_SIZE[self.dtype.name]
 Tensor.__index__ = _index

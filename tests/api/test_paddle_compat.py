@@ -21,7 +21,11 @@ import hwport.nn.functional as F
 
 # (name, kind, default): kind pos = positional-or-keyword, kw = keyword-only, var = *args;
 # '<required>' = no default.
-PADDLE_3_3_1 = {'Tensor.astype': [('self', 'pos', '<required>'), ('dtype', 'pos', '<required>')],
+PADDLE_3_3_1 = {'chunk': [('x', 'pos', '<required>'), ('chunks', 'pos', '<required>'),
+           ('axis', 'pos', 0), ('name', 'pos', None)],
+ 'Tensor.chunk': [('x', 'pos', '<required>'), ('chunks', 'pos', '<required>'),
+                  ('axis', 'pos', 0), ('name', 'pos', None)],
+'Tensor.astype': [('self', 'pos', '<required>'), ('dtype', 'pos', '<required>')],
  'Tensor.cast': [('x', 'pos', '<required>'), ('dtype', 'pos', '<required>')],
  'Tensor.clone': [('self', 'pos', '<required>')],
  'Tensor.dim': [('var', 'pos', '<required>')],
@@ -483,6 +487,11 @@ def test_tensor_methods_paddle_code_uses():
     np.testing.assert_array_equal(x.tile(1, 2, 1).numpy(), np.tile(a, (1, 2, 1)))
     assert x.numpy().dtype == np.float32 and x.tolist() == a.tolist()
     assert [p.shape for p in x.split(2, axis=2)] == [[2, 3, 2], [2, 3, 2]]
+    _, k = x.chunk(2, axis=-1)
+    np.testing.assert_array_equal(k.numpy(), a[..., 2:])
+    assert [p.shape for p in paddle.chunk(x, 3, 1)] == [[2, 1, 4]] * 3
+    with pytest.raises(TypeError, match="chunk: chunks expected an int"):
+        x.chunk([1, 2])
     close(x.matmul(x, transpose_y=True).numpy(), a @ a.transpose(0, 2, 1), rtol=1e-5,
           atol=1e-5)
 
