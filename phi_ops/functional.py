@@ -417,6 +417,8 @@ def sum(x: Any, axis: int | list[int] | None=None, dtype: Any=None, keepdim: boo
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: the reduced dims, non-negative, sorted, unique, never empty (the host expands an empty list to all dims; keepdim changes only the output shape, not its contiguous layout). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs (a float16 running sum stops growing at 4096)."""
+    if dtype is True or dtype is False:
+        keepdim, dtype = dtype, None
     return _op_call(53, x, axis, keepdim, dtype)
 
 

@@ -47,6 +47,7 @@ class ApiDef:
     ignored: dict[str, Any] = field(default_factory=dict)  # public -> default; any value is fine
     defaults: dict[str, Any] = field(default_factory=dict)  # public -> Paddle's default
     varargs: str | None = None  # the list parameter that also takes separate ints (reshape)
+    bool_as: dict[str, str] = field(default_factory=dict)  # public -> the bool param a bool feeds
 
     def internal(self, public: str) -> str | None:
         """The op input/attr a public parameter feeds (None: an unsupported or ignored one)."""
@@ -120,10 +121,10 @@ def _api(raw: dict[str, Any] | None, inputs: tuple[InputDef, ...], attrs: list[A
                  convert=dict(raw.get("convert") or {}),
                  unsupported=dict(raw.get("unsupported") or {}),
                  ignored=dict(raw.get("ignored") or {}), defaults=dict(raw.get("defaults") or {}),
-                 varargs=raw.get("varargs"))
+                 varargs=raw.get("varargs"), bool_as=dict(raw.get("bool_as") or {}))
     own = {i.name for i in inputs} | {a.name for a in attrs}
     unknown = set(raw) - {"params", "rename", "convert", "unsupported", "ignored", "defaults",
-                          "varargs"}
+                          "varargs", "bool_as"}
     if unknown:
         raise bad(f"api: unknown fields {sorted(unknown)}")
     if len(set(api.params)) != len(api.params) or "name" in api.params:
@@ -138,6 +139,9 @@ def _api(raw: dict[str, Any] | None, inputs: tuple[InputDef, ...], attrs: list[A
     for key in (*api.convert, *api.defaults):  # these may also name a trailing op attr
         if key not in api.params and key not in own:
             raise bad(f"api: {key!r} is neither in params nor an input or attr")
+    for key, target in api.bool_as.items():
+        if key not in api.params or target not in api.params:
+            raise bad(f"api: bool_as {key!r} -> {target!r}: both must be in params")
     if api.varargs is not None and api.varargs not in api.params:
         raise bad(f"api: varargs {api.varargs!r} is not in params")
     for a in attrs:  # what params leave out follows them and must have a default

@@ -157,7 +157,8 @@ def _converter_args(op: OpDef, public: str) -> str:
 
 def _prologue(op: OpDef) -> str:
     """Statements mapping Paddle's parameters onto the op's: separate ints joined into the
-    varargs list, unsupported values refused, converted parameters computed
+    varargs list, a bool in a `bool_as` slot moved to its bool parameter, unsupported values
+    refused, converted parameters computed
     (phi_ops/api_args.py), renamed ones assigned."""
     api = op.api
     if api is None:
@@ -168,6 +169,9 @@ def _prologue(op: OpDef) -> str:
         v = api.varargs
         lines.append(f"    if args:\n"
                      f"        {v} = _api_args.varargs({op.name!r}, {v!r}, {v}, args)\n")
+    for p, target in api.bool_as.items():  # sum(x, -1, True): Paddle takes it as keepdim
+        lines.append(f"    if {p} is True or {p} is False:\n"
+                     f"        {target}, {p} = {p}, None\n")
     for p, only in api.unsupported.items():
         if only is None:
             test = f"{p} is not None"

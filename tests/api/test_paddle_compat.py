@@ -475,6 +475,9 @@ def test_tensor_methods_paddle_code_uses():
     close(x.mean(-1, keepdim=True).numpy(), a.mean(-1, keepdims=True), rtol=1e-5, atol=1e-6)
     close(x.mean(-1, True).numpy(), a.mean(-1, keepdims=True), rtol=1e-5, atol=1e-6)
     close(x.sum(axis=1).numpy(), a.sum(1), rtol=1e-5, atol=1e-6)
+    close(x.sum(-1, True).numpy(), a.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
+    close(paddle.sum(x, 0, False).numpy(), a.sum(0), rtol=1e-5, atol=1e-6)
+    assert paddle.sum(_t([[1, 2]], "int32"), 1, "float64", True).dtype == paddle.float64
     close(x.max(-1, True).numpy(), a.max(-1, keepdims=True))
     assert x.reshape([4, 6]).shape == [4, 6] and x.reshape(4, 6).shape == [4, 6]
     assert x.reshape((-1,)).shape == [24] and x.reshape(shape=[6, 4]).shape == [6, 4]
