@@ -692,6 +692,8 @@ def test_the_issues_rms_norm_snippet_runs_as_paddle_code():
      "'size' is neither in params nor an input or attr"),
     ("uniform", {"params": ["shape"]}, "required attr 'seed' is not in params"),
     ("gelu", {"params": ["x"], "typo": 1}, "unknown fields ['typo']"),
+    ("sum", {"params": ["x", "axis", "dtype"], "bool_as": {"dtype": "keepdim"}},
+     "bool_as 'dtype' -> 'keepdim': both must be in params"),
 ])
 def test_schema_refuses_bad_api_fields(tmp_path, op, api, says):
     import yaml
