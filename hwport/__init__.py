@@ -41,7 +41,17 @@ def get_device() -> str:
     return str(_core.get_device())
 
 
-__all__ = [*ops.__all__,
+# ---- nn, random, save/load (issue 15: layers, initializers, losses) -------------------------
+from hwport import random  # noqa: E402, F401
+from hwport.framework_io import load, save  # noqa: E402, F401
+from hwport.nn.parameter import ParamAttr, create_parameter  # noqa: E402, F401
+from hwport.random import get_rng_state, seed, set_rng_state  # noqa: E402, F401
+
+_NN_EXPORTS = ["ParamAttr", "create_parameter", "get_rng_state", "load", "random", "save",
+               "seed", "set_rng_state"]
+# ---- end of the issue-15 nn block -------------------------------------------------------------
+
+__all__ = [*ops.__all__, *_NN_EXPORTS,
     "CustomPlace",
     "DType",
     "FallbackError",
