@@ -42,7 +42,7 @@ def _array_of(value: Any, where: str) -> np.ndarray:
                         f"supported: {', '.join(_TO_CODE)}")
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return np.ascontiguousarray(arr)
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")  # (0-d stays 0-d)
 
 
 def _flatten(obj: Any, path: str, tensors: dict[str, np.ndarray]) -> Any:
@@ -137,7 +137,7 @@ def _write(f: Any, header: bytes, tensors: dict[str, np.ndarray]) -> None:
     f.write(header)
     for arr in tensors.values():
         out = arr.byteswap() if sys.byteorder != "little" and arr.dtype.itemsize > 1 else arr
-        f.write(memoryview(out.view(np.uint8).reshape(-1)) if out.size else b"")
+        f.write(out.tobytes())
 
 
 def load(path: Any, **configs: Any) -> Any:

@@ -233,7 +233,7 @@ class TruncatedNormal(Initializer):
 
 def _from_host(values: np.ndarray, dtype: str, place: Any) -> Tensor:
     np_dtype = _core.parse_dtype(dtype, "initializer", "dtype").to_numpy()
-    arr = np.ascontiguousarray(values.astype(np_dtype))
+    arr = values.astype(np_dtype, order="C")
     return _core.from_numpy(arr, _core.resolve_place(place))
 
 

@@ -481,5 +481,5 @@ def _as_value(key: str, value: Any, current: Tensor) -> Tensor:
     if list(arr.shape) != list(current.shape):
         raise ValueError(f"set_state_dict: {key!r} has shape {list(arr.shape)} but the layer's "
                          f"tensor has shape {list(current.shape)}")
-    arr = np.ascontiguousarray(arr.astype(current.dtype.to_numpy()))
+    arr = arr.astype(current.dtype.to_numpy(), order="C")
     return _core.from_numpy(arr, current.place)

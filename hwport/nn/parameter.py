@@ -286,4 +286,5 @@ def create_parameter(shape: Any, dtype: Any, name: str | None = None, attr: Any 
                           learning_rate=pattr.learning_rate, regularizer=pattr.regularizer,
                           trainable=pattr.trainable, need_clip=pattr.need_clip)
     return make_parameter("create_parameter", shape, dtype, pattr, is_bias,
-                          default_initializer, None, "create_parameter")
+                          default_initializer, None,
+                          unique_name("create_parameter") if pattr.name is None else "")
