@@ -340,60 +340,56 @@ class Layer:
         return hook(self, inputs, output)
 
     # ---- state -------------------------------------------------------------------------------
+    def _state_entries(self, prefix: str,
+                       include_sublayers: bool) -> Iterator[tuple[str, Layer, str, str]]:
+        """(structured name, owning layer, local name, table) of every parameter and
+        persistable buffer, as Paddle lists them: no deduplication (a tied or shared tensor
+        appears under each of its names)."""
+        layers = (self.named_sublayers(prefix=prefix, include_self=True,
+                                       remove_duplicate=False)
+                  if include_sublayers else iter([(prefix, self)]))
+        for layer_prefix, layer in layers:
+            for table in ("_parameters", "_buffers"):
+                for key, value in getattr(layer, table).items():
+                    if value is None or (table == "_buffers" and
+                                         key in layer._non_persistable_buffer_names_set):
+                        continue
+                    name = f"{layer_prefix}.{key}" if layer_prefix else key
+                    yield name, layer, key, table
+
     def state_dict(self, destination: Any = None, include_sublayers: bool = True,
                    structured_name_prefix: str = "", use_hook: bool = True,
                    keep_vars: bool = True) -> OrderedDict[str, Tensor]:
         """Structured name -> tensor: each layer's parameters, then its persistable buffers,
-        then its sublayers'. The values are the layer's own tensors (keep_vars)."""
+        then its sublayers'. The values are the layer's own tensors (keep_vars); a tied
+        tensor appears under each name (as in Paddle)."""
         self._layer_state("state_dict")
         out: OrderedDict[str, Tensor] = OrderedDict() if destination is None else destination
-        layers = (self.named_sublayers(prefix=structured_name_prefix.rstrip("."),
-                                       include_self=True)
-                  if include_sublayers else iter([(structured_name_prefix.rstrip("."), self)]))
-        seen: set[int] = set()
-        for prefix, layer in layers:
-            entries = list(layer._parameters.items()) + [
-                (k, b) for k, b in layer._buffers.items()
-                if k not in layer._non_persistable_buffer_names_set]
-            for key, value in entries:
-                if value is None or id(value) in seen:
-                    continue
-                seen.add(id(value))
-                out[f"{prefix}.{key}" if prefix else key] = value
+        for name, layer, key, table in self._state_entries(structured_name_prefix.rstrip("."),
+                                                           include_sublayers):
+            out[name] = getattr(layer, table)[key]
         return out
-
-    def _owners(self) -> dict[str, tuple[Layer, str, str]]:
-        """Structured name -> (owning layer, local name, table) of every state entry."""
-        owners: dict[str, tuple[Layer, str, str]] = {}
-        for prefix, layer in self.named_sublayers(include_self=True):
-            for table in ("_parameters", "_buffers"):
-                for key, value in getattr(layer, table).items():
-                    if value is None:
-                        continue
-                    if table == "_buffers" and key in layer._non_persistable_buffer_names_set:
-                        continue
-                    owners.setdefault(f"{prefix}.{key}" if prefix else key, (layer, key, table))
-        return owners
 
     def set_state_dict(self, state_dict: Any,
                        use_structured_name: bool = True) -> tuple[list[str], list[str]]:
         """Copies the values of `state_dict` (Tensors or numpy arrays) into the layer's
         parameters and persistable buffers, cast to their dtypes. Returns (missing_keys,
         unexpected_keys). A value whose shape differs is a ValueError (Paddle warns and skips
-        it). use_structured_name=False matches parameters by their `name` instead."""
+        it). use_structured_name=False matches parameters by their `name` instead. Without
+        Tensor.set_value the tensors are replaced by new ones (ties between layers kept)."""
         self._layer_state("set_state_dict")
         if not hasattr(state_dict, "items"):
             raise TypeError(f"set_state_dict: state_dict must be a dict of name -> Tensor, "
                             f"got {type(state_dict).__name__}")
-        owners = self._owners()
-        if not use_structured_name:
-            by_name = {}
-            for key, (layer, local, table) in owners.items():
-                value = getattr(layer, table)[local]
-                by_name[getattr(value, "name", None) or key] = (layer, local, table)
-            owners = by_name
+        owners: dict[str, tuple[Layer, str, str]] = {}
+        for structured, layer, key, table in self._state_entries("", True):
+            name = structured
+            if not use_structured_name:
+                name = getattr(getattr(layer, table)[key], "name", None) or structured
+            owners.setdefault(name, (layer, key, table))
         missing = [k for k in owners if k not in state_dict]
         unexpected = [k for k in state_dict if k not in owners]
+        updates: dict[int, tuple[Tensor, Tensor]] = {}
         for key, (layer, local, table) in owners.items():
             if key not in state_dict:
                 continue
@@ -401,9 +397,27 @@ class Layer:
             value = _as_value(key, state_dict[key], current)
             if not _param.set_value(current, value):
                 value = _F.copy(value)  # never share the caller's tensor
-                getattr(layer, table)[local] = (
-                    _param.copy_attrs(current, value) if table == "_parameters" else value)
+                updates[id(current)] = (current, value)
+        self._replace(updates)
         return missing, unexpected
+
+    def _replace(self, updates: dict[int, tuple[Tensor, Tensor]]) -> None:
+        """Every reference (in any sublayer) to an old tensor now holds its new value; a
+        parameter stays a Parameter with its name and attributes."""
+        if not updates:
+            return
+        made: dict[int, Tensor] = {}
+        for layer in self.sublayers(include_self=True):
+            for table in ("_parameters", "_buffers"):
+                entries = getattr(layer, table)
+                for key, value in list(entries.items()):
+                    if value is None or id(value) not in updates:
+                        continue
+                    if id(value) not in made:
+                        old, new = updates[id(value)]
+                        made[id(value)] = (_param.copy_attrs(old, new)
+                                           if isinstance(old, Parameter) else new)
+                    entries[key] = made[id(value)]
 
     load_dict = set_state_dict
     set_dict = set_state_dict
@@ -420,23 +434,22 @@ class Layer:
         if target is not None and str(target) not in ("float16", "bfloat16", "float32",
                                                       "float64"):
             raise TypeError(f"Layer.to: dtype must be a float dtype, got {target}")
+        updates: dict[int, tuple[Tensor, Tensor]] = {}
         for layer in self.sublayers(include_self=True):
             for table in ("_parameters", "_buffers"):
-                entries = getattr(layer, table)
-                for key, value in list(entries.items()):
-                    if value is None:
+                for value in getattr(layer, table).values():
+                    if value is None or id(value) in updates:
                         continue
                     moved = value
                     if target is not None and _is_float(moved) and moved.dtype != target:
                         moved = moved.astype(target)
                     if place is not None and moved.place != place:
                         moved = moved.to(place)
-                    if moved is value:
-                        continue
-                    entries[key] = (_param.copy_attrs(value, moved)
-                                    if table == "_parameters" else moved)
+                    if moved is not value:
+                        updates[id(value)] = (value, moved)
             if target is not None:
                 layer.__dict__["_dtype"] = str(target)
+        self._replace(updates)
         return self
 
     def float(self) -> Layer:

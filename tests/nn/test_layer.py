@@ -253,3 +253,73 @@ def test_to_place_and_dtype() -> None:
     assert str(net(x).place) == place
     with pytest.raises(TypeError, match="float dtype"):
         net.to(dtype="int32")
+
+
+def test_tied_and_shared_like_paddle() -> None:
+    # Paddle 3.3.1 for this class: named_parameters ['emb.weight'], state_dict ['emb.weight',
+    # 'head.weight', 'shared.weight'], named_sublayers ['emb', 'head'], set_state_dict of
+    # {'emb.weight'} -> (['head.weight', 'shared.weight'], []) and the head sees the value.
+    class M(nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(5, 4)
+            self.head = nn.Linear(4, 5, bias_attr=False)
+            self.head.weight = self.emb.weight
+            self.shared = self.emb
+
+    m = M()
+    assert [k for k, _ in m.named_parameters()] == ["emb.weight"]
+    assert list(m.state_dict()) == ["emb.weight", "head.weight", "shared.weight"]
+    assert [k for k, _ in m.named_sublayers()] == ["emb", "head"]
+    assert [k for k, _ in m.named_parameters(prefix="pre")] == ["pre.emb.weight"]
+    assert [k for k, _ in m.named_parameters(include_sublayers=False)] == []
+    assert [k for k, _ in m.named_sublayers(include_self=True, prefix="root")] == [
+        "root", "root.emb", "root.head"]
+    assert list(m.state_dict(structured_name_prefix="x.")) == [
+        "x.emb.weight", "x.head.weight", "x.shared.weight"]
+    got = m.set_state_dict({"emb.weight": np.ones((5, 4), np.float32)})
+    assert got == (["head.weight", "shared.weight"], [])
+    assert m.head.weight is m.emb.weight  # still tied
+    np.testing.assert_array_equal(m.head.weight.numpy(), np.ones((5, 4)))
+    m.to(dtype="float64")
+    assert m.head.weight is m.emb.weight and m.emb.weight.dtype == hwport.float64
+
+
+def test_hooks_with_kwargs_and_always_call() -> None:
+    class Scale(nn.Layer):
+        def forward(self, x: hwport.Tensor, factor: float = 1.0) -> hwport.Tensor:
+            if factor < 0:
+                raise ValueError("negative")
+            return x * factor
+
+    layer = Scale()
+    layer.register_forward_pre_hook(lambda lay, args, kwargs: (args, {"factor": 3.0}),
+                                    with_kwargs=True)
+    seen: list = []
+    layer.register_forward_post_hook(lambda lay, args, kwargs, out: seen.append(kwargs),
+                                     with_kwargs=True)
+    np.testing.assert_array_equal(layer(hwport.ones([2]), factor=2.0).numpy(), [3.0, 3.0])
+    assert seen == [{"factor": 3.0}]
+    failing = Scale()
+    calls: list = []
+    failing.register_forward_post_hook(lambda lay, args, out: calls.append(out),
+                                       always_call=True)
+    with pytest.raises(ValueError, match="negative"):
+        failing(hwport.ones([2]), factor=-1.0)
+    assert calls == [None]
+
+
+def test_parameter_attributes_leave_with_the_tensor() -> None:
+    import gc
+
+    from hwport.nn import parameter as P
+
+    p = hwport.create_parameter([3], "float32")
+    key = id(p)
+    assert isinstance(p, nn.Parameter)
+    if P._CONSTRUCTIBLE:
+        pytest.skip("Parameter is a real subclass: no side table")
+    assert key in P._side
+    del p
+    gc.collect()
+    assert key not in P._side
