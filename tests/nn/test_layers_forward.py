@@ -175,3 +175,52 @@ def test_dropout_layer_follows_the_seed_and_the_philox_reference() -> None:
     on_cl = drop(hwport.to_tensor(x, place=place))
     assert str(on_cl.place) == place
     np.testing.assert_array_equal(on_cl.numpy(), a)
+
+
+class _TinyGPTBlock(nn.Layer):
+    """Paddle-style user code: pre-norm attention + MLP, tied embedding head."""
+
+    def __init__(self, vocab: int = 11, d: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiHeadAttention(d, heads, dropout=0.1)
+        self.ln2 = nn.RMSNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d),
+                                 nn.Dropout(0.1))
+
+    def forward(self, idx: hwport.Tensor) -> hwport.Tensor:
+        h = self.emb(idx)
+        t = idx.shape[1]
+        causal = hwport.tril(hwport.ones([t, t])) > 0.5
+        h = h + self.attn(self.ln1(h), attn_mask=causal)
+        h = h + self.mlp(self.ln2(h))
+        return hwport.matmul(h, self.emb.weight, transpose_y=True)
+
+
+def _seeded_loss(place: str) -> tuple[np.ndarray, float]:
+    previous = hwport.get_device()
+    hwport.set_device(place)
+    try:
+        hwport.seed(2024)
+        model = _TinyGPTBlock()
+        idx = hwport.to_tensor(np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]))
+        logits = model(idx)
+        loss = nn.CrossEntropyLoss()(logits, hwport.to_tensor(np.array([[2, 3, 4, 5, 6],
+                                                                         [7, 8, 9, 10, 0]])))
+        return logits.numpy(), float(loss.numpy())
+    finally:
+        hwport.set_device(previous)
+
+
+def test_seeded_model_gives_the_same_loss_on_cpu_and_opencl() -> None:
+    logits, loss = _seeded_loss("custom:cpu:0")
+    again, loss_again = _seeded_loss("custom:cpu:0")
+    np.testing.assert_array_equal(logits, again)
+    assert loss == loss_again and np.isfinite(loss)
+    place = opencl_place()
+    if place is None:
+        pytest.skip("no OpenCL device")
+    cl_logits, cl_loss = _seeded_loss(place)
+    np.testing.assert_allclose(cl_logits, logits, rtol=1e-4, atol=1e-5)
+    assert abs(cl_loss - loss) <= 1e-5 * abs(loss)
