@@ -394,10 +394,11 @@ class Layer:
             if key not in state_dict:
                 continue
             current = getattr(layer, table)[local]
-            value = _as_value(key, state_dict[key], current)
-            if not _param.set_value(current, value):
-                value = _F.copy(value)  # never share the caller's tensor
-                updates[id(current)] = (current, value)
+            with _param.no_grad():
+                value = _as_value(key, state_dict[key], current)
+                if not _param.set_value(current, value):
+                    value = _F.copy(value)  # never share the caller's tensor
+                    updates[id(current)] = (current, value)
         self._replace(updates)
         return missing, unexpected
 
@@ -422,6 +423,14 @@ class Layer:
     load_dict = set_state_dict
     set_dict = set_state_dict
 
+    def clear_gradients(self, set_to_zero: bool = True) -> None:
+        """Clears the gradient of every parameter (Tensor.clear_grad, once autograd has it;
+        set_to_zero is accepted for Paddle compatibility)."""
+        for p in self.parameters():
+            clear = getattr(p, "clear_grad", None)
+            if clear is not None:
+                clear()
+
     # ---- placement -------------------------------------------------------------------------
     def to(self, device: Any = None, dtype: Any = None, blocking: bool | None = None,
            non_blocking: bool | None = None) -> Layer:
@@ -435,6 +444,12 @@ class Layer:
                                                       "float64"):
             raise TypeError(f"Layer.to: dtype must be a float dtype, got {target}")
         updates: dict[int, tuple[Tensor, Tensor]] = {}
+        with _param.no_grad():
+            self._moves(place, target, updates)
+        self._replace(updates)
+        return self
+
+    def _moves(self, place: Any, target: Any, updates: dict[int, tuple[Tensor, Tensor]]) -> None:
         for layer in self.sublayers(include_self=True):
             for table in ("_parameters", "_buffers"):
                 for value in getattr(layer, table).values():
@@ -449,8 +464,6 @@ class Layer:
                         updates[id(value)] = (value, moved)
             if target is not None:
                 layer.__dict__["_dtype"] = str(target)
-        self._replace(updates)
-        return self
 
     def float(self) -> Layer:
         return self.to(dtype="float32")

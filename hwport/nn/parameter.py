@@ -145,13 +145,24 @@ def copy_attrs(src: Any, dst: Tensor) -> Any:
     return p
 
 
+def no_grad() -> Any:
+    """hwport.no_grad() once autograd provides it, else a context that does nothing."""
+    import contextlib
+
+    import hwport
+
+    ctx = getattr(hwport, "no_grad", None)
+    return ctx() if ctx is not None else contextlib.nullcontext()
+
+
 def set_value(target: Tensor, value: Tensor) -> bool:
-    """Copies `value` into `target` in place when Tensor.set_value exists (then True); False
-    when the caller must rebuild (replace the object) instead."""
+    """Copies `value` into `target` in place (outside autograd) when Tensor.set_value exists
+    (then True); False when the caller must rebuild (replace the object) instead."""
     fn = getattr(target, "set_value", None)
     if fn is None:
         return False
-    fn(value)
+    with no_grad():
+        fn(value)
     return True
 
 
