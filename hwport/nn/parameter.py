@@ -49,7 +49,8 @@ class _ParameterMeta(type(Tensor)):  # type: ignore[misc]
     def __instancecheck__(cls, obj: Any) -> bool:
         if type.__instancecheck__(cls, obj):
             return True
-        return cls is Parameter and isinstance(obj, Tensor) and id(obj) in _side
+        return (cls is Parameter and isinstance(obj, Tensor)
+                and _side.get(id(obj), {}).get("__parameter__", False))
 
 
 class Parameter(Tensor, metaclass=_ParameterMeta):
@@ -63,7 +64,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
                             f"{type(data).__name__}")
         if _CONSTRUCTIBLE:
             return super().__new__(cls, data)
-        _side_entry(data)
+        _side_entry(data)["__parameter__"] = True
         _init_attrs(data, name, trainable, kwargs)
         return data  # not a cls instance: __init__ is skipped
 

@@ -320,6 +320,9 @@ def test_parameter_attributes_leave_with_the_tensor() -> None:
     if P._CONSTRUCTIBLE:
         pytest.skip("Parameter is a real subclass: no side table")
     assert key in P._side
+    plain = hwport.to_tensor([1.0])
+    plain.stop_gradient = False  # an attribute of a plain tensor does not make a parameter
+    assert plain.stop_gradient is False and not isinstance(plain, nn.Parameter)
     del p
     gc.collect()
     assert key not in P._side
