@@ -1,0 +1,65 @@
+"""Layers with autograd (skipped until hwport.Tensor has backward): gradients of parameters
+against torch, frozen parameters, in-place state loading."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hwport
+import hwport.nn as nn
+import hwport.nn.functional as F
+from hwport.nn.loss import cross_entropy
+
+pytestmark = pytest.mark.skipif(not hasattr(hwport.Tensor, "backward"),
+                                reason="needs autograd (Tensor.backward)")
+
+
+def test_parameter_is_a_real_tensor_subclass() -> None:
+    from hwport.nn import parameter as P
+
+    assert P._CONSTRUCTIBLE
+    lin = nn.Linear(2, 3)
+    assert type(lin.weight) is nn.Parameter and lin.weight.stop_gradient is False
+    assert hwport.to_tensor([1.0]).stop_gradient is True
+
+
+def test_state_loading_keeps_the_parameter_objects() -> None:
+    lin = nn.Linear(2, 3)
+    w = lin.weight
+    lin.set_state_dict({"weight": np.ones((2, 3), np.float32)})
+    assert lin.weight is w
+    np.testing.assert_array_equal(w.numpy(), np.ones((2, 3)))
+    nn.initializer.Constant(2.0)(w)
+    np.testing.assert_array_equal(w.numpy(), np.full((2, 3), 2.0))
+
+
+def test_mlp_gradients_equal_torch() -> None:
+    torch = pytest.importorskip("torch")
+    hwport.seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    y = np.array([0, 2, 1, 1, 0])
+    loss = cross_entropy(model(hwport.to_tensor(x)), hwport.to_tensor(y))
+    loss.backward()
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.LayerNorm(8),
+                             torch.nn.Linear(8, 3))
+    with torch.no_grad():
+        for (name, p), tp in zip(model.named_parameters(), tm.parameters(), strict=True):
+            v = torch.from_numpy(p.numpy())
+            tp.copy_(v.T if name.endswith("weight") and p.ndim == 2 else v)
+    tloss = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
+    tloss.backward()
+    np.testing.assert_allclose(float(loss.numpy()), tloss.item(), rtol=1e-5)
+    for (name, p), tp in zip(model.named_parameters(), tm.parameters(), strict=True):
+        want = tp.grad.numpy()
+        want = want.T if name.endswith("weight") and p.ndim == 2 else want
+        np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-4, atol=1e-6, err_msg=name)
+    model.clear_gradients()
+
+
+def test_frozen_parameter_gets_no_gradient() -> None:
+    lin = nn.Linear(3, 2, weight_attr=nn.ParamAttr(trainable=False))
+    loss = F.mse_loss(lin(hwport.ones([4, 3])), hwport.zeros([4, 2]))
+    loss.backward()
+    assert lin.weight.grad is None and lin.bias.grad is not None
