@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwport import device, nn, ops, profiler, runtime
+from hwport import autograd, device, nn, ops, profiler, runtime
+
+# ---- autograd (hwport/autograd.py) ----
+from hwport.autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from hwport.ops import *  # noqa: F403  (every op of the op library)
 from hwport.runtime import (
     DType,
@@ -52,6 +55,7 @@ _NN_EXPORTS = ["ParamAttr", "create_parameter", "get_rng_state", "load", "random
 # ---- end of the issue-15 nn block -------------------------------------------------------------
 
 __all__ = [*ops.__all__, *_NN_EXPORTS,
+    "autograd", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "CustomPlace",
     "DType",
     "FallbackError",
