@@ -8,7 +8,7 @@ bytes; normal: within the op's composite tolerance, as it runs the device's log/
 TruncatedNormal is computed on the host (float64 inverse CDF of the op library's float64-path
 Philox uniforms, phi_ops/philox.py) and copied to the device: the same bytes everywhere.
 
-An initializer is called as Paddle's are, `init(param)` (fills param in place; needs
+An initializer is called as Paddle's are, `init(param)` (fills param in place,
 Tensor.set_value), or used through create_parameter / ParamAttr(initializer=...)."""
 
 from __future__ import annotations
@@ -86,11 +86,7 @@ class Initializer:
                             f"{type(param).__name__}")
         from hwport.nn.parameter import set_value
 
-        value = self.generate(list(param.shape), param.dtype, param.place)
-        if not set_value(param, value):
-            raise NotImplementedError(
-                f"{type(self).__name__}(param): writing into an existing tensor needs "
-                "Tensor.set_value; use create_parameter(..., default_initializer=...) instead")
+        set_value(param, self.generate(list(param.shape), param.dtype, param.place))
         return param
 
     def __repr__(self) -> str:

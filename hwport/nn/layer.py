@@ -11,7 +11,6 @@ import numpy as np
 
 from hwport.nn import parameter as _param
 from hwport.nn.parameter import Parameter
-from hwport.phi_ops import functional as _F
 from hwport.runtime import _core
 from hwport.runtime._core import Tensor
 
@@ -375,8 +374,9 @@ class Layer:
         """Copies the values of `state_dict` (Tensors or numpy arrays) into the layer's
         parameters and persistable buffers, cast to their dtypes. Returns (missing_keys,
         unexpected_keys). A value whose shape differs is a ValueError (Paddle warns and skips
-        it). use_structured_name=False matches parameters by their `name` instead. Without
-        Tensor.set_value the tensors are replaced by new ones (ties between layers kept)."""
+        it). use_structured_name=False matches parameters by their `name` instead. The values
+        are written into the layer's tensors (Tensor.set_value): the objects stay, so an
+        optimizer made before keeps its references."""
         self._layer_state("set_state_dict")
         if not hasattr(state_dict, "items"):
             raise TypeError(f"set_state_dict: state_dict must be a dict of name -> Tensor, "
@@ -389,17 +389,12 @@ class Layer:
             owners.setdefault(name, (layer, key, table))
         missing = [k for k in owners if k not in state_dict]
         unexpected = [k for k in state_dict if k not in owners]
-        updates: dict[int, tuple[Tensor, Tensor]] = {}
         for key, (layer, local, table) in owners.items():
             if key not in state_dict:
                 continue
             current = getattr(layer, table)[local]
             with _param.no_grad():
-                value = _as_value(key, state_dict[key], current)
-                if not _param.set_value(current, value):
-                    value = _F.copy(value)  # never share the caller's tensor
-                    updates[id(current)] = (current, value)
-        self._replace(updates)
+                _param.set_value(current, _as_value(key, state_dict[key], current))
         return missing, unexpected
 
     def _replace(self, updates: dict[int, tuple[Tensor, Tensor]]) -> None:

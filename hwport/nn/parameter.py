@@ -1,16 +1,12 @@
 """Parameters: `Parameter` (a Tensor with Paddle's `name`, `trainable`, `stop_gradient=False`),
 `ParamAttr`, and the module-level `create_parameter`.
 
-Parameter is a Python subclass of hwport.Tensor built with `Tensor(other)` (the autograd
-work's constructor: the new object shares `other`'s storage). While hwport.Tensor has no
-constructor, a Parameter is the tensor itself with its attributes kept in a side table and
-`isinstance(t, Parameter)` answered from that table, so layers, state dicts and initializers
-work the same either way."""
+Parameter is a Python subclass of hwport.Tensor made with `Tensor(other)`: the new object
+shares `other`'s storage and starts without gradient history (a leaf)."""
 
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,119 +18,46 @@ from hwport.runtime._core import Tensor
 __all__ = ["ParamAttr", "Parameter", "create_parameter", "unique_name"]
 
 
-def _has_constructor() -> bool:
-    try:
-        Tensor(_core.from_numpy(np.zeros([1], np.float32), _core.resolve_place("cpu")))
-    except TypeError:
-        return False
-    return True
-
-
-_CONSTRUCTIBLE = _has_constructor()
-_BASE_HAS_STOP_GRADIENT = hasattr(Tensor, "stop_gradient")
-# id(tensor) -> its Parameter attributes; an entry leaves with its tensor (weakref.finalize).
-# (A WeakKeyDictionary compares keys with ==, which is elementwise on tensors.)
-_side: dict[int, dict[str, Any]] = {}
-
-
-def _side_entry(t: Tensor) -> dict[str, Any]:
-    entry = _side.get(id(t))
-    if entry is None:
-        entry = _side[id(t)] = {}
-        weakref.finalize(t, _side.pop, id(t), None)
-    return entry
-
-
-class _ParameterMeta(type(Tensor)):  # type: ignore[misc]
-    def __instancecheck__(cls, obj: Any) -> bool:
-        if type.__instancecheck__(cls, obj):
-            return True
-        return (cls is Parameter and isinstance(obj, Tensor)
-                and _side.get(id(obj), {}).get("__parameter__", False))
-
-
-class Parameter(Tensor, metaclass=_ParameterMeta):
-    """A trainable tensor of a Layer: `name` (unique, e.g. 'linear_0.w_0'), `trainable`
-    (setting it sets `stop_gradient = not trainable`), `persistable` (True: in state dicts)."""
-
-    def __new__(cls, data: Tensor, name: str | None = None, trainable: bool = True,
-                **kwargs: Any) -> Any:
-        if not isinstance(data, Tensor):
-            raise TypeError(f"Parameter: data must be a hwport.Tensor, got "
-                            f"{type(data).__name__}")
-        if _CONSTRUCTIBLE:
-            return super().__new__(cls, data)
-        _side_entry(data)["__parameter__"] = True
-        _init_attrs(data, name, trainable, kwargs)
-        return data  # not a cls instance: __init__ is skipped
+class Parameter(Tensor):
+    """A trainable tensor of a Layer: the data of `data` (shared, Tensor(other)) with
+    `name` (unique, e.g. 'linear_0.w_0'), `trainable` (setting it sets
+    `stop_gradient = not trainable`; a new Parameter has stop_gradient False), `persistable`
+    (True: in state dicts), `optimize_attr` ({'learning_rate': ...}), `regularizer`,
+    `need_clip`."""
 
     def __init__(self, data: Tensor, name: str | None = None, trainable: bool = True,
                  **kwargs: Any) -> None:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: data must be a hwport.Tensor, got "
+                            f"{type(data).__name__}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Parameter: name must be a str or None, got {type(name).__name__}")
         Tensor.__init__(self, data)
-        _init_attrs(self, name, trainable, kwargs)
+        self.name = name if name is not None else unique_name("param")
+        self.trainable = bool(trainable)
+        self.persistable = True
+        self.optimize_attr = dict(kwargs.get("optimize_attr", {"learning_rate": 1.0}))
+        self.regularizer = kwargs.get("regularizer")
+        self.need_clip = bool(kwargs.get("need_clip", True))
 
-    if _CONSTRUCTIBLE:
-        # Kept in the instance's __dict__ (properties, so that a base Tensor property of
-        # the same name does not make them read-only).
-        name = property(lambda self: self.__dict__.get("_name"),
-                        lambda self, v: self.__dict__.__setitem__("_name", v))
-        persistable = property(lambda self: self.__dict__.get("_persistable", True),
-                               lambda self, v: self.__dict__.__setitem__("_persistable",
-                                                                          bool(v)))
+    # Kept in the instance's __dict__, as properties so that a Tensor property of the same
+    # name can never make them read-only.
+    name = property(lambda self: self.__dict__.get("_name"),
+                    lambda self, v: self.__dict__.__setitem__("_name", v))
+    persistable = property(lambda self: self.__dict__.get("_persistable", True),
+                           lambda self, v: self.__dict__.__setitem__("_persistable", bool(v)))
 
-        @property
-        def trainable(self) -> bool:
-            return self.__dict__.get("_trainable", True)
+    @property
+    def trainable(self) -> bool:
+        return self.__dict__.get("_trainable", True)
 
-        @trainable.setter
-        def trainable(self, value: bool) -> None:
-            self.__dict__["_trainable"] = bool(value)
-            self.stop_gradient = not value
-
-        if not _BASE_HAS_STOP_GRADIENT:
-            stop_gradient = property(
-                lambda self: self.__dict__.get("_stop_gradient", False),
-                lambda self, v: self.__dict__.__setitem__("_stop_gradient", bool(v)))
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self.__dict__["_trainable"] = bool(value)
+        self.stop_gradient = not value
 
     def __repr__(self) -> str:
         return f"Parameter containing:\n{Tensor.__repr__(self)}"
-
-
-def _init_attrs(p: Any, name: str | None, trainable: bool, extra: dict[str, Any]) -> None:
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"Parameter: name must be a str or None, got {type(name).__name__}")
-    p.name = name if name is not None else unique_name("param")
-    p.trainable = bool(trainable)
-    p.persistable = True
-    p.optimize_attr = dict(extra.get("optimize_attr", {"learning_rate": 1.0}))
-    p.regularizer = extra.get("regularizer")
-    p.need_clip = bool(extra.get("need_clip", True))
-
-
-if not _CONSTRUCTIBLE:
-    # The fallback: a plain Tensor carries the attributes of a Parameter in _side. Tensors that
-    # are not parameters read Paddle's defaults (stop_gradient True, no name).
-    def _side_property(attr: str, default: Any, setter: Any = None) -> property:
-        def get(self: Tensor) -> Any:
-            return _side.get(id(self), {}).get(attr, default)
-
-        def set_(self: Tensor, value: Any) -> None:
-            _side_entry(self)[attr] = value
-            if setter is not None:
-                setter(self, value)
-
-        return property(get, set_)
-
-    def _set_trainable(t: Tensor, value: Any) -> None:
-        t.stop_gradient = not value
-
-    for _attr, _default, _setter in (("name", None, None), ("trainable", False, _set_trainable),
-                                     ("persistable", False, None),
-                                     ("optimize_attr", None, None), ("need_clip", True, None),
-                                     ("regularizer", None, None),
-                                     ("stop_gradient", True, None)):
-        if not hasattr(Tensor, _attr):
-            setattr(Tensor, _attr, _side_property(_attr, _default, _setter))
 
 
 def copy_attrs(src: Any, dst: Tensor) -> Any:
@@ -147,24 +70,15 @@ def copy_attrs(src: Any, dst: Tensor) -> Any:
 
 
 def no_grad() -> Any:
-    """hwport.no_grad() once autograd provides it, else a context that does nothing."""
-    import contextlib
+    from hwport.autograd import no_grad as _no_grad
 
-    import hwport
-
-    ctx = getattr(hwport, "no_grad", None)
-    return ctx() if ctx is not None else contextlib.nullcontext()
+    return _no_grad()
 
 
-def set_value(target: Tensor, value: Tensor) -> bool:
-    """Copies `value` into `target` in place (outside autograd) when Tensor.set_value exists
-    (then True); False when the caller must rebuild (replace the object) instead."""
-    fn = getattr(target, "set_value", None)
-    if fn is None:
-        return False
+def set_value(target: Tensor, value: Any) -> None:
+    """Copies `value` into `target`'s memory, outside autograd (Tensor.set_value)."""
     with no_grad():
-        fn(value)
-    return True
+        target.set_value(value)
 
 
 # ---- unique names (Paddle's unique_name.generate) -----------------------------------------

@@ -154,12 +154,9 @@ def test_initializer_call_and_assign_and_constant() -> None:
     np.testing.assert_array_equal(nn.Linear(2, 2, weight_attr=attr).weight.numpy(),
                                   np.full((2, 2), 2.0))
     target = hwport.create_parameter([2, 2], "float32")
-    if hasattr(hwport.Tensor, "set_value"):
-        I.Constant(4.0)(target)
-        np.testing.assert_array_equal(target.numpy(), np.full((2, 2), 4.0))
-    else:
-        with pytest.raises(NotImplementedError, match="set_value"):
-            I.Constant(4.0)(target)
+    assert I.Constant(4.0)(target) is target
+    np.testing.assert_array_equal(target.numpy(), np.full((2, 2), 4.0))
+    assert target.stop_gradient is False
 
 
 def test_bad_arguments() -> None:

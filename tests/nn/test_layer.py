@@ -309,20 +309,16 @@ def test_hooks_with_kwargs_and_always_call() -> None:
     assert calls == [None]
 
 
-def test_parameter_attributes_leave_with_the_tensor() -> None:
-    import gc
-
-    from hwport.nn import parameter as P
-
-    p = hwport.create_parameter([3], "float32")
-    key = id(p)
-    assert isinstance(p, nn.Parameter)
-    if P._CONSTRUCTIBLE:
-        pytest.skip("Parameter is a real subclass: no side table")
-    assert key in P._side
+def test_parameter_shares_storage_and_is_a_leaf() -> None:
+    data = hwport.to_tensor(np.arange(3.0, dtype=np.float32))
+    p = nn.Parameter(data, name="p0")
+    assert type(p) is nn.Parameter and p._shares_storage(data)
+    assert p.stop_gradient is False and data.stop_gradient is True
+    assert p.is_leaf and p.grad is None and p.name == "p0"
     plain = hwport.to_tensor([1.0])
-    plain.stop_gradient = False  # an attribute of a plain tensor does not make a parameter
-    assert plain.stop_gradient is False and not isinstance(plain, nn.Parameter)
-    del p
-    gc.collect()
-    assert key not in P._side
+    plain.stop_gradient = False  # a plain tensor that needs a gradient is no parameter
+    assert not isinstance(plain, nn.Parameter)
+    with pytest.raises(TypeError, match=r"Parameter: data must be a hwport\.Tensor"):
+        nn.Parameter(np.zeros(3))
+    with pytest.raises(TypeError, match="Parameter: name must be a str"):
+        nn.Parameter(data, name=3)

@@ -16,9 +16,6 @@ pytestmark = pytest.mark.skipif(not hasattr(hwport.Tensor, "backward"),
 
 
 def test_parameter_is_a_real_tensor_subclass() -> None:
-    from hwport.nn import parameter as P
-
-    assert P._CONSTRUCTIBLE
     lin = nn.Linear(2, 3)
     assert type(lin.weight) is nn.Parameter and lin.weight.stop_gradient is False
     assert hwport.to_tensor([1.0]).stop_gradient is True
@@ -63,3 +60,26 @@ def test_frozen_parameter_gets_no_gradient() -> None:
     loss = F.mse_loss(lin(hwport.ones([4, 3])), hwport.zeros([4, 2]))
     loss.backward()
     assert lin.weight.grad is None and lin.bias.grad is not None
+
+
+def test_padding_row_gets_no_gradient_and_moved_layers_still_train() -> None:
+    emb = nn.Embedding(4, 3, padding_idx=0)
+    out = emb(hwport.to_tensor(np.array([[0, 1, 0, 2]])))
+    out.sum().backward()
+    g = emb.weight.grad.numpy()
+    np.testing.assert_array_equal(g[0], np.zeros(3))
+    np.testing.assert_array_equal(g[1], np.ones(3))
+    lin = nn.Linear(3, 2).to(dtype="float64")
+    assert lin.weight.is_leaf and lin.weight.stop_gradient is False
+    lin(hwport.ones([1, 3], dtype="float64")).sum().backward()
+    np.testing.assert_array_equal(lin.weight.grad.numpy(), np.ones((3, 2)))
+    np.testing.assert_array_equal(lin.bias.grad.numpy(), np.ones(2))
+
+
+def test_dropout_gradient_is_the_mask() -> None:
+    x = hwport.to_tensor(np.ones((8, 8), np.float32))
+    x.stop_gradient = False
+    hwport.seed(5)
+    y = nn.Dropout(0.5)(x)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), y.numpy())
