@@ -83,3 +83,47 @@ def test_dropout_gradient_is_the_mask() -> None:
     y = nn.Dropout(0.5)(x)
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), y.numpy())
+
+
+def test_attention_and_soft_label_gradients_equal_torch() -> None:
+    torch = pytest.importorskip("torch")
+    from tests.nn.test_layers_forward import _torch_mha
+
+    hwport.seed(3)
+    mha = nn.MultiHeadAttention(8, 2)
+    ref = _torch_mha(torch, mha)
+    q = np.random.default_rng(4).standard_normal((2, 5, 8)).astype(np.float32)
+    soft = np.random.default_rng(5).random((2, 5, 8)).astype(np.float32)
+    soft /= soft.sum(-1, keepdims=True)
+    loss = cross_entropy(mha(hwport.to_tensor(q)), hwport.to_tensor(soft), soft_label=True)
+    loss.backward()
+    tq = torch.from_numpy(q)
+    out, _ = ref(tq, tq, tq)
+    tloss = torch.nn.functional.cross_entropy(out.reshape(10, 8),
+                                              torch.from_numpy(soft).reshape(10, 8))
+    tloss.backward()
+    np.testing.assert_allclose(float(loss.numpy()), tloss.item(), rtol=1e-5)
+    gq = mha.q_proj.weight.grad.numpy()
+    tg = ref.in_proj_weight.grad.numpy()[:8].T  # torch's q block, [out, in] -> [in, out]
+    np.testing.assert_allclose(gq, tg, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(mha.out_proj.weight.grad.numpy(),
+                               ref.out_proj.weight.grad.numpy().T, rtol=1e-4, atol=1e-6)
+
+
+def test_a_plain_training_loop_lowers_the_loss() -> None:
+    hwport.seed(1)
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 2)).astype(np.float32)
+    y = (x[:, :1] * x[:, 1:]).astype(np.float32)
+    losses = []
+    for _ in range(60):
+        loss = F.mse_loss(model(hwport.to_tensor(x)), hwport.to_tensor(y))
+        loss.backward()
+        with hwport.no_grad():
+            for p in model.parameters():
+                p.set_value(p - 0.2 * p.grad)
+        model.clear_gradients()
+        losses.append(float(loss.numpy()))
+    assert all(p.grad is None or not np.any(p.grad.numpy()) for p in model.parameters())
+    assert losses[-1] < 0.5 * losses[0], losses[::10]
