@@ -64,7 +64,18 @@ _PADDLE_COMPAT = ["Size", "broadcast_to", "chunk", "clone", "get_default_dtype",
                   "numel", "set_default_dtype", "t"]
 # ---- end of the Paddle-compatible helpers ---------------------------------------------------
 
-__all__ = [*ops.__all__, *_PADDLE_COMPAT,
+
+# ---- nn, random, save/load (issue 15: layers, initializers, losses) -------------------------
+from hwport import random  # noqa: E402, F401
+from hwport.framework_io import load, save  # noqa: E402, F401
+from hwport.nn.parameter import ParamAttr, create_parameter  # noqa: E402, F401
+from hwport.random import get_rng_state, seed, set_rng_state  # noqa: E402, F401
+
+_NN_EXPORTS = ["ParamAttr", "create_parameter", "get_rng_state", "load", "random", "save",
+               "seed", "set_rng_state"]
+# ---- end of the issue-15 nn block -------------------------------------------------------------
+
+__all__ = [*ops.__all__, *_PADDLE_COMPAT, *_NN_EXPORTS,
     "autograd", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "CustomPlace",
     "DType",
