@@ -17,6 +17,12 @@ from hwport.runtime import (
 )
 from hwport.tensor import from_dlpack, to_tensor
 
+# isort: split
+# ---- optimizers and lr schedulers (hwport/optimizer; issue 15) ----
+from hwport import optimizer
+
+# ---- end optimizers ----
+
 CustomPlace = Place
 
 bool_ = DType.bool
@@ -63,6 +69,7 @@ __all__ = [*ops.__all__,
     "int64",
     "nn",
     "ops",
+    "optimizer",
     "profiler",
     "runtime",
     "set_device",
