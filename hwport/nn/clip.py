@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hwport import ops
+from hwport.optimizer._buckets import concat
 from hwport.runtime import DType, Tensor
 from hwport.tensor import to_tensor
 
@@ -110,12 +111,12 @@ class ClipGradByNorm(ClipGradBase):
         sq = g * g
         runs = b.runs()
         sums = [sq[off:off + k * n].reshape([k, n]).sum(axis=1) for _, k, off, n in runs]
-        scale = self._scale(sums[0] if len(sums) == 1 else ops.concat(sums))
+        scale = self._scale(concat(sums))
         parts = []
         for first, k, off, n in runs:
             s = scale[first:first + k].reshape([k, 1])
             parts.append((g[off:off + k * n].reshape([k, n]) * s).reshape([-1]))
-        return parts[0] if len(parts) == 1 else ops.concat(parts)
+        return concat(parts)
 
 
 class ClipGradByGlobalNorm(ClipGradBase):

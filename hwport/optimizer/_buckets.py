@@ -36,11 +36,22 @@ def flat(t: Tensor) -> Tensor:
     return t.reshape([-1])
 
 
+MAX_CONCAT = 16  # operands one launch takes (runtime/src/dispatch.cpp kMaxOperands)
+
+
+def concat(parts: Sequence[Tensor]) -> Tensor:
+    """concat of any number of 1-D tensors: one launch per 16 (then one joining them)."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [p[0] if len(p) == 1 else ops.concat(p)
+                 for p in (parts[i:i + MAX_CONCAT] for i in range(0, len(parts), MAX_CONCAT))]
+    return parts[0]
+
+
 def gather(tensors: Sequence[Tensor], dtype: DType) -> Tensor:
-    """One flat tensor of `dtype` holding `tensors` one after another (one concat; none for a
-    single tensor; plus one cast when the dtype differs)."""
-    parts = [flat(t) for t in tensors]
-    out = parts[0] if len(parts) == 1 else ops.concat(parts)
+    """One flat tensor of `dtype` holding `tensors` one after another (one concat per 16
+    tensors; none for a single one; plus one cast when the dtype differs)."""
+    out = concat([flat(t) for t in tensors])
     return out if out.dtype == dtype else out.astype(dtype)
 
 

@@ -15,12 +15,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from hwport import ops
 from hwport.optimizer._buckets import Bucket
 from hwport.optimizer.lr import LRScheduler
 from hwport.optimizer.momentum import _float
 from hwport.optimizer.optimizer import Optimizer
-from hwport.runtime import Tensor
+from hwport.runtime import DType, Tensor
 
 __all__ = ["Adam"]
 
@@ -75,6 +77,8 @@ class Adam(Optimizer):
               lr: float) -> Tensor:
         b1, b2, eps = self._betas(group)
         b1p, b2p = b.pows["beta1_pow_acc"], b.pows["beta2_pow_acc"]
+        if b.compute != DType.float64:  # Paddle's pow accumulators are float32 tensors here
+            b1p, b2p = float(np.float32(b1p)), float(np.float32(b2p))
         c2 = math.sqrt(1.0 - b2p)
         s_b1, s_1b1, s_b2, s_1b2, s_eps, s_lr = b.scalars(
             [b1, 1.0 - b1, b2, 1.0 - b2, eps * c2, lr * c2 / (1.0 - b1p)])
@@ -86,4 +90,7 @@ class Adam(Optimizer):
             v = ops.maximum(self._load(b, "moment2_max"), v)
             self._save(b, "moment2_max", v)
         b.pows["beta1_pow_acc"], b.pows["beta2_pow_acc"] = b1p * b1, b2p * b2
+        if b.compute != DType.float64:
+            b.pows["beta1_pow_acc"] = float(np.float32(b1p) * np.float32(b1))
+            b.pows["beta2_pow_acc"] = float(np.float32(b2p) * np.float32(b2))
         return p - (m / (ops.sqrt(v) + s_eps)) * s_lr

@@ -310,7 +310,8 @@ class Optimizer:
     # ---- state -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Paddle's layout: '{param}_{accumulator}_0' -> Tensor (moments in the parameter's
-        shape, beta pows as [1] float32 tensors), 'master_weights' -> {param: float32 Tensor}
+        shape, beta pows as [1] tensors: float64 for float64
+        parameters, else float32, as Paddle keeps them), 'master_weights' -> {param: float32 Tensor}
         under multi_precision, 'LR_Scheduler' -> the scheduler's state. Tensors are
         snapshots (the next step writes new ones)."""
         state: dict[str, Any] = {k: v for k, v in self._holder.items() if k != "master_weights"}
@@ -320,9 +321,11 @@ class Optimizer:
                 for acc, t in b.states.items():
                     for n, v in zip(b.names, b.views(t), strict=True):
                         state[f"{n}_{acc}_0"] = v
+                pow_dtype = np.float64 if b.compute == DType.float64 else np.float32
                 for acc, val in b.pows.items():
                     for n in b.names:
-                        state[f"{n}_{acc}_0"] = to_tensor(np.array([val], np.float32))
+                        state[f"{n}_{acc}_0"] = to_tensor(np.array([val], pow_dtype),
+                                                          place=b.place)
                 if b.master is not None:
                     masters.update(zip(b.names, b.views(b.master), strict=True))
         if masters:
