@@ -1,7 +1,8 @@
 """Flat buckets of parameters: the optimizers' way to few device launches.
 
 Parameters of one parameter group that share dtype, place and per-parameter options (learning
-rate multiplier, clipping, decay) form a bucket. Its optimizer states (moments, velocity,
+rate multiplier, clipping, decay) form a bucket (a parameter of ALONE_NUMEL elements or
+more forms its own: no gathering copies; its update is a view of it). Its optimizer states (moments, velocity,
 float32 master weights) live as ONE flat tensor per state, so an update is a fixed handful of
 elementwise ops over the whole bucket, whatever its number of parameters: one concat gathers
 the gradients, one the parameters (none when master weights hold them), the update runs on the
@@ -21,6 +22,9 @@ from hwport.runtime import DType, Tensor
 from hwport.tensor import to_tensor
 
 LOW_PRECISION = (DType.float16, DType.bfloat16)
+# A parameter this large gets a bucket of its own: its launches are cheap next to its bytes,
+# and gathering it into a shared bucket would copy it (gradient and value) every step.
+ALONE_NUMEL = 1 << 15
 FLOAT = (DType.float16, DType.bfloat16, DType.float32, DType.float64)
 
 

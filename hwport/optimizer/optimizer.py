@@ -17,7 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from hwport.optimizer._buckets import FLOAT, LOW_PRECISION, Bucket, gather
+from hwport.optimizer._buckets import (
+    ALONE_NUMEL,
+    FLOAT,
+    LOW_PRECISION,
+    Bucket,
+    gather,
+    numel,
+)
 from hwport.optimizer.lr import LRScheduler
 from hwport.runtime import DType, Tensor
 from hwport.tensor import to_tensor
@@ -264,8 +271,10 @@ class Optimizer:
                                 f"{p.dtype}; optimizers update float16, bfloat16, float32 or "
                                 "float64 parameters")
             pows = tuple(self._loaded_pow(p, k, v) for k, v in pow_init.items())
+            alone = id(p) if numel(p.shape) >= ALONE_NUMEL else None
             key = (p.dtype, str(p.place), self._lr_scale(group, p),
-                   bool(getattr(p, "need_clip", True)), pows, self._bucket_extra(group, p))
+                   bool(getattr(p, "need_clip", True)), pows, self._bucket_extra(group, p),
+                   alone)
             by_key.setdefault(key, []).append(p)
         out = []
         for key, ps in by_key.items():

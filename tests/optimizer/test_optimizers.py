@@ -98,6 +98,21 @@ def test_missing_gradients_are_skipped_like_torch(key):
         np.testing.assert_allclose(p.numpy(), w, rtol=2e-6, atol=2e-6)
 
 
+def test_large_parameters_get_their_own_bucket():
+    """A parameter of ALONE_NUMEL elements or more is updated alone (no gathering copy), the
+    small ones together; the result is the same as torch's."""
+    from hwport.optimizer._buckets import ALONE_NUMEL
+
+    shapes = [[ALONE_NUMEL + 3], [4], [2, ALONE_NUMEL // 2], [5]]
+    init, grads = _data(seed=4, steps=3, shapes=shapes)
+    ps, opt = _run_hwport(CASES["adamw"][0], init, grads)
+    want = _run_torch(CASES["adamw"][1], init, grads)
+    for p, w in zip(ps, want, strict=True):
+        np.testing.assert_allclose(p.numpy(), w, rtol=2e-6, atol=2e-6)
+    sizes = sorted(len(b.params) for bs in opt._buckets.values() for b in bs)
+    assert sizes == [1, 1, 2]
+
+
 def _np_adam(p, grads, lr, b1, b2, eps, coeff=0.0, ratio=1.0, decay=True):
     """Paddle's adamw kernel in float64 (coeff=0: adam)."""
     p = p.astype(np.float64)
