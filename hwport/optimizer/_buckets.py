@@ -1,14 +1,15 @@
 """Flat buckets of parameters: the optimizers' way to few device launches.
 
 Parameters of one parameter group that share dtype, place and per-parameter options (learning
-rate multiplier, clipping, decay) form a bucket (a parameter of ALONE_NUMEL elements or
-more forms its own: no gathering copies; its update is a view of it). Its optimizer states (moments, velocity,
-float32 master weights) live as ONE flat tensor per state, so an update is a fixed handful of
-elementwise ops over the whole bucket, whatever its number of parameters: one concat gathers
-the gradients, one the parameters (none when master weights hold them), the update runs on the
-flat tensors, and each parameter gets its slice (a view) through set_value. Inside a bucket
-parameters are ordered by size, so runs of equal-sized parameters are [k, n] views of the flat
-tensor (ClipGradByNorm reduces a run with one launch)."""
+rate multiplier, clipping, decay) form a bucket; a parameter of ALONE_NUMEL elements or more
+forms its own (no gathering copies; its update is a view of it). A bucket's optimizer states
+(moments, velocity, float32 master weights) live as ONE flat tensor per state, so an update
+is a fixed handful of elementwise ops over the whole bucket, whatever its number of
+parameters: one concat gathers the gradients, one the parameters (none when master weights
+hold them), the update runs on the flat tensors, and each parameter gets its slice (a view)
+through set_value. Inside a bucket parameters are ordered by size, so runs of equal-sized
+parameters are [k, n] views of the flat tensor (ClipGradByNorm reduces a run with one
+launch)."""
 
 from __future__ import annotations
 
