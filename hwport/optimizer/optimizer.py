@@ -52,6 +52,13 @@ def _coeff(value: Any, api: str, arg: str = "weight_decay") -> float | None:
     raise TypeError(f"{api}: {arg} must be a float, int or None, got {type(value).__name__}")
 
 
+def _on(value: Any, place: Any) -> Tensor:
+    """A loaded state value (Tensor, numpy array, list) as a tensor on `place`."""
+    if not isinstance(value, Tensor):
+        return to_tensor(np.asarray(value), place=place)
+    return value if str(value.place) == str(place) else value.to(place)
+
+
 class Optimizer:
     """Base of SGD, Momentum, Adam, AdamW. Subclasses set _accumulators (per-element states),
     _pow_accumulators (per-parameter scalars saved as [1] tensors) and define _apply()."""
@@ -289,7 +296,7 @@ class Optimizer:
                 b.states[acc] = self._initial_state(b, acc)
             if master:
                 mw = self._holder.get("master_weights", {})
-                b.master = gather([mw[n] if n in mw else p
+                b.master = gather([_on(mw[n], b.place) if n in mw else p
                                    for n, p in zip(b.names, b.params, strict=True)], DType.float32)
             out.append(b)
         return out
@@ -303,13 +310,13 @@ class Optimizer:
 
         loaded = [self._holder.get(f"{n}_{acc}_0") for n in b.names]
         if all(v is None for v in loaded):
-            return hwport.zeros([b.numel], dtype=b.store)
+            return hwport.zeros([b.numel], dtype=b.store, place=b.place)
         parts = []
         for v, n, s in zip(loaded, b.sizes, b.shapes, strict=True):
             if v is None:
-                parts.append(hwport.zeros([n], dtype=b.store))
+                parts.append(hwport.zeros([n], dtype=b.store, place=b.place))
             else:
-                t = v if isinstance(v, Tensor) else to_tensor(np.asarray(v), place=b.place)
+                t = _on(v, b.place)
                 if list(t.shape) != s:
                     raise ValueError(f"{self._api}.set_state_dict: {acc} has shape "
                                      f"{list(t.shape)}, the parameter {s}")

@@ -42,7 +42,8 @@ class Param:
 
     def clear_gradient(self, set_to_zero: bool = True) -> None:
         if self.grad is not None:
-            self.grad = hwport.zeros(list(self.grad.shape), dtype=self.grad.dtype) \
+            self.grad = hwport.zeros(list(self.grad.shape), dtype=self.grad.dtype,
+                                      place=self.grad.place) \
                 if set_to_zero else None
 
     def set_grad(self, array: Any) -> None:
