@@ -100,6 +100,7 @@ class Optimizer:
         self._lowprec_moment = False  # AdamW's use_lowprecision_moment
         self._defaults: dict[str, Any] = {"weight_decay": weight_decay, "grad_clip": grad_clip}
         items = list(parameters)
+        self._parameter_list = items
         self._grouped = bool(items) and isinstance(items[0], dict)
         self._param_groups: list[dict[str, Any]] = []
         if self._grouped:
@@ -190,6 +191,22 @@ class Optimizer:
         for p in self._trainable():
             clear = getattr(p, "clear_gradient", None) or p.clear_grad
             clear(set_to_zero)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """torch's spelling (Paddle has it too): clear_grad(set_to_zero=not set_to_none)."""
+        self.clear_grad(set_to_zero=not set_to_none)
+
+    def minimize(self, loss: Any, startup_program: Any = None, parameters: Any = None,
+                 no_grad_set: Any = None) -> tuple[list[Any], list[tuple[Any, Any]]]:
+        """Paddle's dygraph minimize: the gradients are those loss.backward() left (Paddle's
+        dygraph does not run backward here either); one step(); returns ([], params_grads)."""
+        if startup_program is not None or parameters is not None or no_grad_set is not None:
+            raise NotImplementedError(f"{self._api}.minimize: startup_program, parameters and "
+                                      "no_grad_set are static-graph arguments; leave them None")
+        params_grads = [(p, p.grad) for p in self._trainable()
+                        if getattr(p, "grad", None) is not None]
+        self.step()
+        return [], params_grads
 
     # ---- the step ----------------------------------------------------------------------
     def step(self) -> None:

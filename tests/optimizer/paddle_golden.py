@@ -49,7 +49,7 @@ def signatures():
     for key, cls in classes.items():
         sig["classes"][key] = params_of(cls.__init__)
     for m in ["step", "clear_grad", "state_dict", "set_state_dict", "get_lr", "set_lr",
-              "set_lr_scheduler"]:
+              "set_lr_scheduler", "minimize", "zero_grad"]:
         sig["methods"]["optimizer.Optimizer." + m] = params_of(getattr(o.Optimizer, m))
     for m in ["step", "get_lr", "state_dict", "set_state_dict", "__call__"]:
         sig["methods"]["optimizer.lr.LRScheduler." + m] = params_of(getattr(lr.LRScheduler, m))

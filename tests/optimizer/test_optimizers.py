@@ -260,6 +260,14 @@ def test_stop_gradient_clear_grad_and_lr():
     opt.clear_grad(set_to_zero=False)
     assert ps[0].grad is None
     opt.step()  # no gradients: nothing happens
+    np.testing.assert_array_equal(ps[0].numpy(), init[0] - np.float32(0.2) * grads[0][0])
+    ps[0].set_grad(grads[0][0])
+    ops_, pg = opt.minimize(None)
+    assert ops_ == [] and [p for p, _ in pg] == [ps[0]]  # (ps[1] is frozen)
+    np.testing.assert_allclose(ps[0].numpy(), init[0] - np.float32(0.4) * grads[0][0],
+                               rtol=1e-6)
+    opt.zero_grad()
+    assert ps[0].grad is None
     sched = o.lr.ExponentialDecay(0.5, 0.5)
     opt2 = o.Adam(sched, parameters=ps)
     sched.step()
