@@ -24,6 +24,17 @@ def signatures() -> dict[str, Any]:
     return json.loads((DATA / "paddle_signatures.json").read_text())
 
 
+def make_param(array: Any, name: str | None = None, dtype: Any = None,
+               stop_gradient: bool = False, place: Any = None) -> Any:
+    """A trainable parameter holding `array` (the stand-in until nn.Parameter lands)."""
+    return Param(array, name=name, dtype=dtype, stop_gradient=stop_gradient, place=place)
+
+
+def set_grad(p: Any, array: Any) -> None:
+    """Gives `p` the gradient `array` (in p's dtype, on p's place)."""
+    p.grad = hwport.to_tensor(np.asarray(array), dtype=p.dtype, place=p.place)
+
+
 class Param:
     def __init__(self, array: Any, name: str | None = None, dtype: Any = None,
                  stop_gradient: bool = False, place: Any = None) -> None:
@@ -45,10 +56,6 @@ class Param:
             self.grad = hwport.zeros(list(self.grad.shape), dtype=self.grad.dtype,
                                       place=self.grad.place) \
                 if set_to_zero else None
-
-    def set_grad(self, array: Any) -> None:
-        self.grad = hwport.to_tensor(np.asarray(array), dtype=self.value.dtype,
-                                     place=self.value.place)
 
     def numpy(self) -> np.ndarray:
         return self.value.numpy()

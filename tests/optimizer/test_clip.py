@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import hwport
 from hwport import optimizer as o
 from hwport.nn import clip
-from tests.optimizer.standin import Param
+from tests.optimizer.standin import make_param, set_grad
 
 SHAPES = [[3, 4], [4], [4], [2, 5], [4], [7]]
 
@@ -37,10 +38,10 @@ MAKE = {"global": clip.ClipGradByGlobalNorm, "norm": clip.ClipGradByNorm,
 @pytest.mark.parametrize("scale", [0.05, 3.0])
 def test_call_form(kind, scale):
     gs = _grads(scale)
-    ps = [Param(np.zeros_like(g), name=f"p{i}") for i, g in enumerate(gs)]
+    ps = [make_param(np.zeros_like(g), name=f"p{i}") for i, g in enumerate(gs)]
     ps[2].need_clip = False
-    pairs = [(p, Param(g).value) for p, g in zip(ps, gs, strict=True)]
-    pairs.append((Param(np.zeros(2, np.float32)), None))
+    pairs = [(p, hwport.to_tensor(g)) for p, g in zip(ps, gs, strict=True)]
+    pairs.append((make_param(np.zeros(2, np.float32)), None))
     out = MAKE[kind](0.5)(pairs)
     keep = [i for i in range(len(gs)) if i != 2]
     want = _np_clip(kind, [gs[i] for i in keep], 0.5)
@@ -55,10 +56,10 @@ def test_call_form(kind, scale):
 def test_bucket_path_in_sgd(kind, dtype):
     """SGD(lr=1) from zero: the parameters become minus the clipped gradients."""
     gs = _grads(2.0, seed=1, dtype=dtype)
-    ps = [Param(np.zeros_like(g), name=f"p{i}") for i, g in enumerate(gs)]
+    ps = [make_param(np.zeros_like(g), name=f"p{i}") for i, g in enumerate(gs)]
     ps[0].need_clip = False
     for p, g in zip(ps, gs, strict=True):
-        p.set_grad(g)
+        set_grad(p, g)
     o.SGD(1.0, parameters=ps, grad_clip=MAKE[kind](0.7)).step()
     want = [gs[0].astype(np.float64)] + _np_clip(kind, gs[1:], 0.7)
     tol = 1e-12 if dtype == np.float64 else 2e-6
@@ -68,10 +69,10 @@ def test_bucket_path_in_sgd(kind, dtype):
 
 def test_global_norm_spans_dtypes_and_float16():
     gs = _grads(1.0, seed=2)
-    ps = [Param(g * 0, name=f"p{i}", dtype="float16" if i % 2 else None)
+    ps = [make_param(g * 0, name=f"p{i}", dtype="float16" if i % 2 else None)
           for i, g in enumerate(gs)]
     for p, g in zip(ps, gs, strict=True):
-        p.set_grad(g)
+        set_grad(p, g)
     widened = [p.grad.numpy().astype(np.float64) for p in ps]
     o.SGD(1.0, parameters=ps, grad_clip=clip.ClipGradByGlobalNorm(1.0),
           multi_precision=True).step()
@@ -89,7 +90,7 @@ def test_global_norm_against_torch():
     for t, g in zip(ts, gs, strict=True):
         t.grad = torch.tensor(g)
     torch.nn.utils.clip_grad_norm_(ts, 1.5)
-    out = clip.ClipGradByGlobalNorm(1.5)([(Param(g), Param(g).value) for g in gs])
+    out = clip.ClipGradByGlobalNorm(1.5)([(make_param(g), hwport.to_tensor(g)) for g in gs])
     for (_, g), t in zip(out, ts, strict=True):
         np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-5)
 

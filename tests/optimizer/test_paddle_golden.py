@@ -10,7 +10,7 @@ import pytest
 from hwport import nn  # noqa: F401  (hwport.nn.clip is importable as nn's submodule)
 from hwport import optimizer as o
 from hwport.nn import clip
-from tests.optimizer.standin import Param, golden
+from tests.optimizer.standin import golden, make_param, set_grad
 
 GOLD = golden()["optim"]
 
@@ -59,7 +59,7 @@ def test_every_recorded_case_is_checked():
 
 def _run(key):
     case = GOLD[key]
-    ps = [Param(np.asarray(a, case["dtype"]), name=n)
+    ps = [make_param(np.asarray(a, case["dtype"]), name=n)
           for a, n in zip(case["init"], case["names"], strict=True)]
     sched = None
     if key in SCHED:
@@ -70,7 +70,7 @@ def _run(key):
     lrs = []
     for t, grads in enumerate(case["grads"]):
         for p, g in zip(ps, grads, strict=True):
-            p.set_grad(np.asarray(g, case["dtype"]))
+            set_grad(p, np.asarray(g, case["dtype"]))
         lrs.append(opt.get_lr())
         opt.step()
         opt.clear_grad()

@@ -9,7 +9,7 @@ import pytest
 import hwport
 from hwport import optimizer as o
 from hwport.nn import clip
-from tests.optimizer.standin import Param
+from tests.optimizer.standin import make_param, set_grad
 
 PLACES = [f"custom:{p['device_type']}" for p in hwport.runtime.plugins()
           if p["device_type"] != "cpu" and p["device_count"] > 0]
@@ -19,13 +19,13 @@ SHAPES = [[3, 4], [4], [4], [2, 3, 2], [40000]]
 def _run(make, place, dtype=None, steps=3):
     rng = np.random.default_rng(2)
     init = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-    ps = [Param(a, name=f"p{i}", dtype=dtype, place=place) for i, a in enumerate(init)]
+    ps = [make_param(a, name=f"p{i}", dtype=dtype, place=place) for i, a in enumerate(init)]
     opt = make(ps)
     for _ in range(steps):
         for p, s in zip(ps, SHAPES, strict=True):
-            p.set_grad(rng.standard_normal(s).astype(np.float32))
+            set_grad(p, rng.standard_normal(s).astype(np.float32))
         opt.step()
-    return [p.value for p in ps]
+    return ps
 
 
 MAKES = [
@@ -59,19 +59,19 @@ def test_state_from_cpu_continues_on_device(place):
     rng = np.random.default_rng(4)
     init = [rng.standard_normal(s).astype(np.float16) for s in SHAPES]
     grads = [[rng.standard_normal(s).astype(np.float16) for s in SHAPES] for _ in range(4)]
-    cpu = [Param(a, name=f"p{i}") for i, a in enumerate(init)]
+    cpu = [make_param(a, name=f"p{i}") for i, a in enumerate(init)]
     opt = o.Adam(0.01, parameters=cpu, multi_precision=True)
     for t, gs in enumerate(grads):
         if t == 2:
-            dev = [Param(p.numpy(), name=p.name, place=place) for p in cpu]
+            dev = [make_param(p.numpy(), name=p.name, place=place) for p in cpu]
             opt_dev = o.Adam(0.01, parameters=dev, multi_precision=True)
             opt_dev.set_state_dict(opt.state_dict())
         for p, g in zip(cpu, gs, strict=True):
-            p.set_grad(g)
+            set_grad(p, g)
         opt.step()
         if t >= 2:
             for p, g in zip(dev, gs, strict=True):
-                p.set_grad(g)
+                set_grad(p, g)
             opt_dev.step()
     for a, b in zip(dev, cpu, strict=True):
         np.testing.assert_allclose(a.numpy().astype(np.float64), b.numpy().astype(np.float64),
