@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hwport import device, nn, ops, profiler, runtime
+from hwport import autograd, device, nn, ops, profiler, runtime
+
+# ---- autograd (hwport/autograd.py) ----
+from hwport.autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from hwport.ops import *  # noqa: F403  (every op of the op library)
 from hwport.runtime import (
     DType,
@@ -48,6 +51,7 @@ def get_device() -> str:
 
 
 __all__ = [*ops.__all__,
+    "autograd", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "CustomPlace",
     "DType",
     "FallbackError",

@@ -348,6 +348,16 @@ def layer_inputs(name: str, args: Sequence[Any]) -> list[Any]:
     return _inputs(_OPS[name], args, None)
 
 
+def decompose_for_grad(name: str, inputs: list[Any], attrs: dict[str, Any]) -> Any:
+    """A composite without a VJP rule, run as its decomposition so that autograd records its
+    sub-ops (runtime/src/autograd_record.cpp): `inputs` and `attrs` as the layers saw them."""
+    op = _OPS[name]
+    metas = [[_meta(t) for t in v] if isinstance(v, list) else _meta(v) for v in inputs]
+    inputs, metas = _promote_unsupported(op, list(inputs), metas, op.key_input_index())
+    plan = infer_meta.infer(op, metas, attrs)
+    return _decompose(op, inputs, plan, _first_tensor(inputs).place)
+
+
 def layer_error(name: str, exc: BaseException, given: dict[str, Any]) -> BaseException | None:
     """An error raised in the C++ pipeline's layers or kernel selection as `call` raises it
     (prefixed with the public op's name); None: leave it as it is."""

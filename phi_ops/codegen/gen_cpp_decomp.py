@@ -91,10 +91,19 @@ def op_infos(raw: dict) -> dict[str, OpInfo]:
     return out
 
 
-def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
-    """The parsed, checked formula of op `name` (FormulaError naming the op and the problem)."""
-    def bad(what: str) -> FormulaError:
-        return FormulaError(f"ops.yaml: op {name!r}: formula: {what}")
+def check_formula(name: str, text: str, ops: dict[str, OpInfo], *,
+                  extra_names: dict[str, str] | None = None,
+                  builtins: dict[str, tuple[tuple[str, ...], str]] | None = None,
+                  allow_self: bool = False, what: str = "formula") -> Formula:
+    """The parsed, checked formula of op `name` (FormulaError naming the op and the problem).
+
+    extra_names: more names the formula may read (name -> kind), builtins: the builtins it may
+    call (default BUILTINS), allow_self: it may call its own op (a VJP rule may: flip's is
+    flip), what: how errors name the field."""
+    builtins = BUILTINS if builtins is None else builtins
+
+    def bad(problem: str) -> FormulaError:
+        return FormulaError(f"ops.yaml: op {name!r}: {what}: {problem}")
 
     me = ops[name]
     try:
@@ -106,10 +115,11 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
     f = Formula(name, [], tree.body[-1].value)
     names: dict[str, str] = {i: "tensor" for i in me.inputs}
     for a, spec in me.attrs.items():
-        if spec["type"] not in ("bool", "int", "float", "ints"):
+        if spec["type"] not in ("bool", "int", "float", "ints") and what == "formula":
             raise bad(f"attr {a!r} of type {spec['type']} cannot be used (bool, int, float, "
                       "ints only)")
         names[a] = "scalar"
+    names.update(extra_names or {})
 
     def kind(node: ast.expr) -> str:
         k = _kind(node)
@@ -126,8 +136,12 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
 
     def _kind(node: ast.expr) -> str:
         if isinstance(node, ast.Constant):
-            if type(node.value) not in (int, float, bool):
-                raise bad(f"literal {node.value!r}: only numbers, True and False")
+            if type(node.value) not in (int, float, bool, str):
+                raise bad(f"literal {node.value!r}: only numbers, strings, True and False")
+            return "scalar"
+        if isinstance(node, ast.List):
+            for e in node.elts:
+                want(e, "scalar", "a list element")
             return "scalar"
         if isinstance(node, ast.Name):
             if node.id in NAMED_CONSTANTS and node.id not in names:
@@ -184,8 +198,8 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
         if not isinstance(node.func, ast.Name):
             raise bad(f"call of {ast.unparse(node.func)!r}: only op names")
         fn = node.func.id
-        if fn in BUILTINS:
-            sig, result = BUILTINS[fn]
+        if fn in builtins:
+            sig, result = builtins[fn]
             if len(node.args) != len(sig) or node.keywords:
                 raise bad(f"{fn}() takes {len(sig)} positional arguments, got "
                           f"{len(node.args)}{' and keywords' if node.keywords else ''}")
@@ -194,7 +208,7 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo]) -> Formula:
             return result
         if fn not in ops:
             raise bad(f"unknown op {fn!r}")
-        if fn == name:
+        if fn == name and not allow_self:
             raise bad("calls its own op")
         sub = ops[fn]
         if len(node.args) != len(sub.inputs):
@@ -253,13 +267,18 @@ def _fold(node: ast.expr) -> float | int | None:
 
 
 class _Emitter:
-    def __init__(self, f: Formula, ops: dict[str, OpInfo]) -> None:
+    def __init__(self, f: Formula, ops: dict[str, OpInfo], *, fn_name: str | None = None,
+                 extra_vars: dict[str, str] | None = None,
+                 builtins: dict[str, tuple[tuple[str, ...], str]] | None = None) -> None:
         self.f, self.ops, self.me = f, ops, ops[f.op]
+        self.fn_name = fn_name or f"formula_{f.op}"
+        self.builtins = BUILTINS if builtins is None else builtins
         self.lines: list[str] = []
         self.consts: list[str] = []
         self.n = 0
         self.vars: dict[str, str] = {i: f"in[{k}]" for k, i in enumerate(self.me.inputs)}
         self.vars.update({a: f"at[{k}]" for k, a in enumerate(self.me.attrs)})
+        self.vars.update(extra_vars or {})
 
     def tmp(self) -> str:
         self.n += 1
@@ -310,13 +329,24 @@ class _Emitter:
     def expr(self, node: ast.expr, out: list[str]) -> str:
         """Appends the statements computing node to out; returns a PyObject* expression."""
         k = self.f.kinds[id(node)]
+        if k == "cond" and not isinstance(node, ast.Name):  # a bound condition: a Python bool
+            return f"(({self.cond(node, out)}) ? Py_True : Py_False)"
         folded = _fold(node) if k == "scalar" else None
         if folded is not None:
             return self.const(folded)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool):
                 return "Py_True" if node.value else "Py_False"
+            if isinstance(node.value, str):
+                c = f"k{len(self.consts)}"
+                self.consts.append(f"  static PyObject* const {c} = "
+                                   f"PyUnicode_InternFromString({node.value!r:s});"
+                                   .replace("'", '"') + "  // leaked on purpose")
+                return c
             return self.const(node.value)
+        if isinstance(node, ast.List):
+            items = [self.expr(e, out) for e in node.elts]
+            return self.obj(out, self.tmp(), f"list_of({{{', '.join(items)}}})")
         if isinstance(node, ast.Name):
             if node.id not in self.vars:  # nan, inf
                 return self.const(float(node.id))
@@ -351,7 +381,7 @@ class _Emitter:
         assert isinstance(node, ast.Call)
         fn = node.func.id
         args = [self.expr(a, out) for a in node.args]
-        if fn in BUILTINS:
+        if fn in self.builtins:
             return self.obj(out, self.tmp(), f"{fn}({', '.join(args)})")
         sub = self.ops[fn]
         order = list(sub.attrs)
@@ -383,7 +413,7 @@ class _Emitter:
             self.vars[target] = f"{var}.ptr()"
         r = self.expr(self.f.result, body)
         head = [f"// {self.f.op}: {' '.join(text.split())}",
-                f"PyObject* formula_{self.f.op}(PyObject* const* in, PyObject* const* at) {{",
+                f"PyObject* {self.fn_name}(PyObject* const* in, PyObject* const* at) {{",
                 "  (void)in;", "  (void)at;"]
         return head + self.consts + body + [f"  return borrow({r}).release().ptr();", "}", ""]
 

@@ -49,7 +49,8 @@ struct SuspendScope {
 // The one check the pipeline's Python entry makes per call: a plain C function (no argument
 // parsing), so an inactive pipeline costs about what a global lookup does.
 PyObject* layers_active(PyObject*, PyObject*) {
-  return PyBool_FromLong(layers::any_active() ? 1 : 0);
+  // The autograd step counts: the Python path then runs the layers, which record the call.
+  return PyBool_FromLong(layers::any_active() || layers::autograd_wanted() ? 1 : 0);
 }
 PyMethodDef layers_active_def = {"layers_active", layers_active, METH_NOARGS,
                                  "True when some pipeline layer is active on this thread."};

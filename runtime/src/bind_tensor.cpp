@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "decomp_formulas.h"
+#include "autograd.h"
 #include "layers.h"
 #include "dlpack.h"
 #include "errors.h"
@@ -30,7 +31,10 @@ DType scalar_dtype(py::handle scalar, DType tensor_dtype, bool* ok) {
 py::object binary_py(int op, const Tensor& self, py::handle other, bool reflected) {
   const bool operand = py::isinstance<Tensor>(other) || PyBool_Check(other.ptr()) ||
                        PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr());
-  if (operand && layers::any_active()) {  // a layer (the profiler, later autograd) sees the call
+  if (operand && (layers::any_active() ||  // a layer (the profiler, autograd) sees the call
+                  (layers::autograd_wanted() &&
+                   (autograd::needs_grad(py::cast(self).ptr()) ||
+                    autograd::needs_grad(other.ptr()))))) {
     py::object me = py::cast(self);
     const pipeline::OpSpec* spec = pipeline::op_spec(op_name(op).c_str());
     pipeline::BoundArgs a;
@@ -190,6 +194,9 @@ Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int6
 
 void bind_tensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", "A strided view of device memory. Create with hwport.to_tensor.")
+      // Tensor(other): the same data as a new tensor object (a Python subclass such as
+      // nn's Parameter wraps an existing tensor this way); it needs no gradient.
+      .def(py::init([](const Tensor& other) { return Tensor(other); }), py::arg("other"))
       .def_property_readonly("shape", [](const Tensor& t) { return to_tuple(t.shape); })
       .def_property_readonly("strides", [](const Tensor& t) { return to_tuple(t.strides); },
                              "Strides in elements.")
@@ -205,7 +212,21 @@ void bind_tensor(py::module_& m) {
         return a.storage == b.storage;
       }, py::arg("other"), "Whether the two tensors view the same memory.")
       .def("is_contiguous", &Tensor::is_contiguous)
-      .def("contiguous", [](const Tensor& t) { return contiguous(t); })
+      .def("contiguous", [](py::object self) -> py::object {
+             const Tensor& t = self.cast<const Tensor&>();
+             if (layers::autograd_wanted() && autograd::needs_grad(self.ptr())) {
+               // the copy op, so that autograd records it
+               if (t.is_contiguous()) return self;
+               const pipeline::OpSpec* spec = pipeline::op_spec("copy");
+               pipeline::BoundArgs a;
+               a.count = spec->num_inputs + spec->num_attrs;
+               a.slot[0] = self.ptr();
+               PyObject* out = pipeline::call_op_entry(*spec, a);
+               if (!out) throw py::error_already_set();
+               return py::reinterpret_steal<py::object>(out);
+             }
+             return py::cast(contiguous(t));
+           })
       .def("numpy", &to_numpy, "A copy of the data as a numpy array (synchronizes).")
       .def("astype", [](const Tensor& t, py::handle dtype) {
              return cast(t, dtype_from_py(dtype, "astype", "dtype"));

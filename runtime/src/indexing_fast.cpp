@@ -6,6 +6,7 @@
 
 #include "arg_parse.h"
 #include "indexing_fast.h"
+#include "autograd.h"
 #include "layers.h"
 
 namespace hwport {
@@ -85,7 +86,8 @@ bool basic_view(const Tensor& t, PyObject* key, Tensor* out) {
 
 PyObject* getitem(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   // With layers active indexing is op calls (hwport/indexing.py), so they see it.
-  if (nargs == 2 && !layers::any_active()) {
+  if (nargs == 2 && !layers::any_active() &&
+      !(layers::autograd_wanted() && autograd::needs_grad(args[0]))) {
     if (const Tensor* t = pipeline::as_tensor(args[0])) {
       Tensor view;
       if (basic_view(*t, args[1], &view)) return py::cast(std::move(view)).release().ptr();

@@ -6,6 +6,8 @@
 namespace hwport::layers {
 
 thread_local uint32_t active_mask = 0;
+thread_local bool grad_enabled = true;
+int64_t grad_tensors_alive = 0;
 
 namespace {
 
@@ -29,6 +31,10 @@ std::array<std::shared_ptr<Layer>, kNumLayers>& registry() {
 
 // How many enters each slot has on this thread that no leave matched yet.
 thread_local std::array<int, kNumLayers> depth = {};
+
+Step g_autograd_step = nullptr;
+constexpr int kAutogradIndex = 3;  // kOrder's
+static_assert(kOrder[kAutogradIndex] == kAutograd);
 
 }  // namespace
 
@@ -65,8 +71,16 @@ void leave(Bit slot) {
   if (--depth[i] == 0) active_mask &= ~slot;
 }
 
+void set_autograd_step(Step step) { g_autograd_step = step; }
+
 py::object Next::operator()(const std::shared_ptr<OpCall>& call) const {
-  for (int i = from_; i < kNumLayers; ++i) {
+  for (int step = from_; step < 2 * kNumLayers; ++step) {
+    const int i = step / 2;
+    if (step % 2) {
+      if (i == kAutogradIndex && g_autograd_step && autograd_wanted())
+        return g_autograd_step(call, Next(step + 1, inner_));
+      continue;
+    }
     if (!(active_mask & kOrder[i])) continue;
     // A copy: the layer stays alive through its call even if it unregisters itself.
     std::shared_ptr<Layer> layer = registry()[i];
@@ -75,9 +89,9 @@ py::object Next::operator()(const std::shared_ptr<OpCall>& call) const {
       // The call's device work, its nested calls' excepted, is correlated with it.
       call->correlation_id = device_profiler::next_correlation_id();
       device_profiler::CorrelationScope scope(call->correlation_id);
-      return layer->on_call(call, Next(i + 1, inner_));
+      return layer->on_call(call, Next(step + 1, inner_));
     }
-    return layer->on_call(call, Next(i + 1, inner_));
+    return layer->on_call(call, Next(step + 1, inner_));
   }
   return (*inner_)(call);
 }

@@ -37,6 +37,14 @@ extern thread_local uint32_t active_mask;
 
 inline bool any_active() { return active_mask != 0; }
 
+// The autograd engine's step (autograd.h) is not a registered layer: it runs right after the
+// autograd slot's layer (if any) for a call with an input needing a gradient, while grad mode is
+// on (thread-local) and some tensor needing a gradient is alive (a process-wide count, kept by
+// autograd::Meta), so that a program without one pays a test per call.
+extern thread_local bool grad_enabled;
+extern int64_t grad_tensors_alive;  // under the GIL
+inline bool autograd_wanted() { return grad_tensors_alive > 0 && grad_enabled; }
+
 // The pipeline's order, outermost first. The profiler is outermost: it times what the user
 // called, the other layers' work included; the calls a layer or a decomposition makes come back
 // through the pipeline and show up nested under the call that made them.
@@ -115,6 +123,11 @@ class Layer {
   virtual py::object on_call(const std::shared_ptr<OpCall>& call, const Next& next) = 0;
 };
 
+class Next;
+// autograd::record, installed by the engine (layers sit below it).
+using Step = py::object (*)(const std::shared_ptr<OpCall>& call, const Next& next);
+void set_autograd_step(Step step);
+
 // Kernel selection, after the last layer: the C++ pipeline's own, or a Python callable taking
 // the OpCall (the Python path's).
 using Inner = std::function<py::object(const std::shared_ptr<OpCall>&)>;
@@ -122,6 +135,7 @@ using Inner = std::function<py::object(const std::shared_ptr<OpCall>&)>;
 // The rest of the pipeline after one layer: the inner active layers, then `inner`.
 class Next {
  public:
+  // from: a step: 2 * the layer's index in kOrder, + 1 for the autograd engine's step.
   Next(int from, const Inner* inner) : from_(from), inner_(inner) {}
   py::object operator()(const std::shared_ptr<OpCall>& call) const;
 

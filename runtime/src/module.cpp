@@ -298,6 +298,7 @@ PYBIND11_MODULE(_core, m) {
   bind_streams(m);
   bind_layers(m);
   bind_executor(m);
+  bind_autograd(m);
 
   m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
                            const std::string& probe_exe, double probe_timeout_s) {

@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "infer_meta.h"
 #include "kernel_cache.h"
+#include "autograd.h"
 #include "layers.h"
 #include "ops.h"
 #include "py_convert.h"
@@ -355,7 +356,9 @@ thread_local bool g_python_only = false;         // test hook _pipeline_python_o
 PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
   if (g_call_log) g_call_log->push_back(op.name);
   if (op.family != Family::None && !g_python_only && default_hooks()) {
-    if (layers::any_active()) return layered_call(op, a);
+    if (layers::any_active() ||
+        (layers::autograd_wanted() && autograd::call_needs_grad(op, a.slot)))
+      return layered_call(op, a);
     // An outer layered call's probe is not this call's (a layer's own calls, its layer
     // suspended, come here).
     ProbeScope no_probe(nullptr);

@@ -45,6 +45,11 @@ class Storage {
   void record_stream(HWP_Stream stream) {
     if (block_) device_->allocator->record_stream(block_, stream);
   }
+  // Bumped by every in-place write into the storage (Tensor.set_value, an optimizer's
+  // update): autograd compares it with the version a saved tensor had when its node was
+  // recorded, so that a gradient is never computed from overwritten data.
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
 
  private:
   Device* device_ = nullptr;
@@ -54,6 +59,7 @@ class Storage {
   uint64_t nbytes_ = 0;
   Foreign foreign_ = Foreign::Host;  // for memory wrapped by wrap()
   std::function<void()> release_;
+  uint64_t version_ = 0;
 };
 
 // ---- checked size arithmetic ------------------------------------------------------------
@@ -79,12 +85,33 @@ Shape contiguous_strides(const Shape& shape);  // shape checked (throws ValueErr
 int64_t numel(const Shape& shape);             // shape checked (throws ValueError otherwise)
 std::string shape_str(const Shape& shape);
 
+namespace autograd {
+struct Meta;  // autograd.h
+}
+
+// A tensor's autograd identity (stop_gradient, grad, the node that made it). It moves with the
+// tensor and is dropped by a copy: a copy of the struct is a new tensor (a view made by copying
+// one starts with no gradient history; the autograd layer links outputs to their node).
+class AutogradSlot {
+ public:
+  AutogradSlot() = default;
+  AutogradSlot(const AutogradSlot&) {}
+  AutogradSlot& operator=(const AutogradSlot&) {
+    meta.reset();
+    return *this;
+  }
+  AutogradSlot(AutogradSlot&&) noexcept = default;
+  AutogradSlot& operator=(AutogradSlot&&) noexcept = default;
+  std::shared_ptr<autograd::Meta> meta;
+};
+
 struct Tensor {
   std::shared_ptr<Storage> storage;
   Shape shape;
   Shape strides;       // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
+  AutogradSlot autograd;
 
   Device* device() const { return storage->device(); }
   int64_t numel() const { return hwport::numel(shape); }

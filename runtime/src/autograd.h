@@ -1,0 +1,89 @@
+// The autograd engine (DESIGN.md, "Autograd, layers, training"). The pipeline's autograd step
+// (layers.h: between the autograd slot and amp) records a Node per op call that has an input
+// needing a gradient; backward() runs the nodes' VJP rules -- formulas over ops generated from
+// ops.yaml `vjps` (vjp_rules.inc) -- in reverse topological order, accumulating into leaves.
+// A composite without a rule is differentiated through its decomposition (its sub-ops record).
+//
+// Paddle's semantics: a tensor's `stop_gradient` is !Meta::requires_grad (True for tensors from
+// to_tensor, False for parameters and for float outputs of ops on tensors needing gradients).
+// Everything here runs with the GIL held.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers.h"
+#include "pipeline_ops.h"
+#include "tensor.h"
+
+namespace hwport::autograd {
+
+namespace py = pybind11;
+
+struct Node;
+
+// A tensor's autograd state (AutogradSlot, tensor.h). Shared by the Python objects that are the
+// same tensor (a saved input handed back to a rule under create_graph).
+struct Meta {
+  Meta() = default;
+  ~Meta();
+  Meta(const Meta&) = delete;
+  Meta& operator=(const Meta&) = delete;
+
+  bool requires_grad() const { return requires_grad_; }
+  void set_requires_grad(bool v);
+
+  std::shared_ptr<Node> grad_fn;  // the node that made it; null for a leaf
+  uint32_t output_nr = 0;         // which output of grad_fn
+  py::object grad;                // the accumulated gradient (a leaf, or retain_grads)
+  bool retain_grads = false;
+  std::vector<std::pair<int64_t, py::object>> hooks;  // (handle id, fn(grad) -> grad | None)
+
+ private:
+  bool requires_grad_ = false;
+};
+
+// The meta of a tensor, made when absent (create) or nullptr.
+Meta* meta_of(const Tensor& t);
+Meta& meta_for(Tensor& t);
+
+// Grad mode (no_grad): thread-local, on by default.
+bool grad_enabled();
+void set_grad_enabled(bool on);
+class GradMode {
+ public:
+  explicit GradMode(bool on) : was_(grad_enabled()) { set_grad_enabled(on); }
+  ~GradMode() { set_grad_enabled(was_); }
+  GradMode(const GradMode&) = delete;
+  GradMode& operator=(const GradMode&) = delete;
+
+ private:
+  bool was_;
+};
+
+// Whether the pipeline should look for inputs needing gradients on this thread: grad mode on and
+// some tensor needing one alive in the process (otherwise a call pays one test).
+bool wanted();
+// Whether a tensor (or a list of them) among a call's bound inputs needs a gradient.
+bool needs_grad(PyObject* v);
+bool call_needs_grad(const pipeline::OpSpec& op, PyObject* const* inputs);
+
+// The pipeline's autograd step (registered with layers::set_autograd_step at import).
+py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Next& next);
+
+// loss.backward() / hwport.grad(): the gradients of `outputs` (seeded with grad_outputs, None:
+// ones for a one-element output) flow back through the graph. `inputs` empty: accumulated into
+// the leaves' .grad; else returned for those tensors only (None where unused and allow_unused).
+std::vector<py::object> backward(const std::vector<py::object>& outputs,
+                                 const std::vector<py::object>& grad_outputs,
+                                 const std::vector<py::object>& inputs, bool retain_graph,
+                                 bool create_graph, bool allow_unused);
+
+// The number of nodes alive (tests: the graph is freed when its outputs go).
+int64_t live_nodes();
+
+}  // namespace hwport::autograd

@@ -1,0 +1,204 @@
+// The pipeline's autograd step (autograd.h record): a call with an input needing a gradient
+// runs with grad mode off (its sub-ops record nothing) and gets a Node holding what its VJP
+// rule reads; its float outputs link to the node. A composite without a rule runs its
+// decomposition with grad mode on instead, so its sub-ops record the graph.
+#include <string>
+
+#include "autograd.h"
+#include "autograd_node.h"
+#include "errors.h"
+#include "pipeline_run.h"
+
+namespace hwport::autograd {
+
+namespace {
+
+uint64_t g_sequence = 0;  // under the GIL
+
+// identity: keep an input's meta (create_graph differentiates through it); never an output's,
+// whose meta points back at the node (a cycle).
+Saved save(PyObject* v, bool data, bool meta_only, bool identity = true) {
+  Saved s;
+  if (!v || v == Py_None || (!data && !meta_only)) return s;
+  if (PyList_Check(v) || PyTuple_Check(v)) {
+    s.kind = Saved::kList;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      s.items.push_back(save(PySequence_Fast_GET_ITEM(v, i), data, meta_only, identity));
+    return s;
+  }
+  const Tensor* t = pipeline::as_tensor(v);
+  if (!t) return s;
+  s.data = *t;  // a copy: the view, without the tensor's autograd identity
+  if (data) {
+    s.kind = Saved::kData;
+    s.version = t->storage->version();
+    if (identity && t->autograd.meta && t->autograd.meta->requires_grad())
+      s.meta = t->autograd.meta;
+  } else {
+    s.kind = Saved::kMetaOnly;
+  }
+  return s;
+}
+
+Edge edge_for(PyObject* v, bool differentiable) {
+  Edge e;
+  const Tensor* t = v ? pipeline::as_tensor(v) : nullptr;
+  if (!t) return e;
+  e.shape = t->shape;
+  e.dtype = t->dtype;
+  const std::shared_ptr<Meta>& m = t->autograd.meta;
+  // Integer and bool inputs get no gradient (Paddle, PyTorch).
+  if (!differentiable || !m || !m->requires_grad() || !is_floating(t->dtype)) return e;
+  e.needed = true;
+  if (m->grad_fn) {
+    e.fn = m->grad_fn;
+    e.nr = m->output_nr;
+  } else {
+    e.leaf = m;
+  }
+  return e;
+}
+
+// The output's tensors, in order; `kind` says how they were grouped.
+std::vector<PyObject*> flatten(PyObject* out, int* kind) {
+  std::vector<PyObject*> items;
+  if (PyTuple_Check(out) || PyList_Check(out)) {
+    *kind = PyTuple_Check(out) ? Node::kTuple : Node::kList;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(out); ++i)
+      items.push_back(PySequence_Fast_GET_ITEM(out, i));
+  } else {
+    *kind = Node::kSingle;
+    items.push_back(out);
+  }
+  return items;
+}
+
+bool is_input(PyObject* v, const py::list& inputs) {
+  for (const py::handle& in : inputs) {
+    if (in.ptr() == v) return true;
+    if (PyList_Check(in.ptr()))
+      for (const py::handle& e : py::reinterpret_borrow<py::list>(in))
+        if (e.ptr() == v) return true;
+  }
+  return false;
+}
+
+// An output that is one of the inputs (an op handing its input back) becomes a new tensor
+// object viewing it, so that linking it to the node leaves the input's identity alone.
+py::object fresh_outputs(py::object out, const py::list& inputs) {
+  int kind = 0;
+  std::vector<PyObject*> items = flatten(out.ptr(), &kind);
+  bool any = false;
+  for (PyObject* v : items) any = any || is_input(v, inputs);
+  if (!any) return out;
+  auto fresh = [&](PyObject* v) -> py::object {
+    if (!is_input(v, inputs)) return py::reinterpret_borrow<py::object>(v);
+    const Tensor* t = pipeline::as_tensor(v);
+    if (!t) return py::reinterpret_borrow<py::object>(v);
+    Tensor copy = *t;
+    return py::cast(std::move(copy));
+  };
+  if (kind == Node::kSingle) return fresh(items[0]);
+  py::list l;
+  for (PyObject* v : items) l.append(fresh(v));
+  if (kind == Node::kList) return std::move(l);
+  return py::tuple(l);
+}
+
+py::object through_decomposition_call(const std::shared_ptr<layers::OpCall>& call) {
+  py::object decompose = py::module_::import("hwport.phi_ops.dispatch").attr(
+      "decompose_for_grad");
+  py::object out = decompose(call->op, call->inputs(), call->attrs());
+  call->path = "decomposition";
+  int kind = 0;
+  for (PyObject* v : flatten(out.ptr(), &kind)) {
+    const Tensor* t = pipeline::as_tensor(v);
+    if (t && is_floating(t->dtype) && !(t->autograd.meta && t->autograd.meta->requires_grad()))
+      raise(ErrorKind::NotSupported,
+            "autograd: " + call->op + " has no VJP rule in ops.yaml `vjps` and its "
+            "decomposition does not carry the gradient (it makes views without ops); add a rule");
+  }
+  return out;
+}
+
+}  // namespace
+
+py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Next& next) {
+  const pipeline::OpSpec* op = pipeline::op_spec(call->op.c_str());
+  if (!op) return next(call);
+  py::list& inputs = call->inputs();
+  bool any = false;
+  for (const py::handle& v : inputs) any = any || needs_grad(v.ptr());
+  if (!any) return next(call);
+  const VjpEntry* rule = vjp_entry(op->id);
+  if (!rule && through_decomposition(op->id)) return through_decomposition_call(call);
+  const bool missing = !rule && rule_missing(op->id);
+  if (!rule && !missing) {  // no gradient: the outputs have stop_gradient=True
+    GradMode off(false);
+    return next(call);
+  }
+  py::object out;
+  {
+    GradMode off(false);
+    out = next(call);
+  }
+  // What the rule reads, taken from the call as the layers saw it (a replaced input included).
+  py::list& now = call->inputs();
+  out = fresh_outputs(std::move(out), now);
+
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->rule = rule;
+  node->sequence = ++g_sequence;
+  const size_t n_in = static_cast<size_t>(op->num_inputs);
+  node->edges.resize(n_in);
+  node->input_is_list.assign(n_in, false);
+  node->inputs.resize(n_in);
+  for (size_t k = 0; k < n_in && k < now.size(); ++k) {
+    PyObject* v = now[k].ptr();
+    const bool has_fn = missing || rule->fns[k] != nullptr;
+    if (PyList_Check(v)) {
+      node->input_is_list[k] = true;
+      for (const py::handle& e : py::reinterpret_borrow<py::list>(v))
+        node->edges[k].push_back(edge_for(e.ptr(), has_fn));
+    } else {
+      node->edges[k].push_back(edge_for(v, has_fn));
+    }
+    if (rule)
+      node->inputs[k] = save(v, (rule->saves_inputs >> k) & 1u, (rule->saves_meta >> k) & 1u);
+  }
+  if (rule && op->num_attrs > 0) {
+    py::dict& attrs = call->attrs();
+    for (int k = 0; k < op->num_attrs; ++k) {
+      py::str name(op->attrs[k].name);
+      node->attrs.push_back(attrs.contains(name) ? py::object(attrs[name]) : py::none());
+    }
+  }
+  int kind = 0;
+  std::vector<PyObject*> items = flatten(out.ptr(), &kind);
+  node->out_shape = static_cast<decltype(node->out_shape)>(kind);
+  for (size_t j = 0; j < items.size(); ++j) {
+    OutputInfo info;
+    Tensor* t = pipeline::as_tensor(items[j]);
+    if (t) {
+      info.shape = t->shape;
+      info.dtype = t->dtype;
+      info.device = t->device();
+      info.differentiable = is_floating(t->dtype);
+      if (info.differentiable) {
+        Meta& m = meta_for(*t);
+        m.set_requires_grad(true);
+        m.grad_fn = node;
+        m.output_nr = static_cast<uint32_t>(j);
+        info.meta = t->autograd.meta;
+      }
+    }
+    node->out_info.push_back(std::move(info));
+    node->outputs.push_back(rule && rule->saves_outputs ? save(items[j], true, false, false)
+                                                        : Saved());
+  }
+  return out;
+}
+
+}  // namespace hwport::autograd
