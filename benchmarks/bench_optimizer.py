@@ -4,9 +4,8 @@ ratios printed (hwport / torch; < 1 is faster). Parameter sets: the issue's MLPs
 D=128 H=512: two Linear layers), a 2-layer d=64 GPT's 30 parameters, and four 1M-element
 float32 parameters. torch runs its default single-tensor loop and foreach=True.
 
-Until hwport.nn.Parameter with set_value lands, parameters are a local stand-in whose
-set_value swaps the tensor (so the per-parameter copy a real set_value launches is not in
-these figures: add one launch per parameter). The update itself is the real one.
+Parameters are trainable tensors (stop_gradient=False) with a given .grad; the launches
+include set_value's copy per parameter.
 
 Run: .venv/bin/python benchmarks/bench_optimizer.py [--steps 20] [--rounds 5] [--place custom:cpu]
      [--torch-threads N]  (on a shared machine: HWPORT_CPU_THREADS=1 ... --torch-threads 1)"""
@@ -27,17 +26,11 @@ from hwport.nn.clip import ClipGradByGlobalNorm
 from hwport.runtime import _core
 
 
-class _Param:
-    """The optimizer's parameter interface over a tensor (set_value swaps)."""
-
-    def __init__(self, value: hwport.Tensor, grad: hwport.Tensor) -> None:
-        self.value, self.grad, self.stop_gradient = value, grad, False
-
-    def set_value(self, v: hwport.Tensor) -> None:
-        self.value = v
-
-    def __getattr__(self, k: str) -> Any:
-        return getattr(self.value, k)
+def _param(array: np.ndarray, grad: np.ndarray, place: str) -> hwport.Tensor:
+    p = hwport.to_tensor(array, place=place)
+    p.stop_gradient = False
+    p.grad = hwport.to_tensor(grad, place=place)
+    return p
 
 
 def _mlp(d: int, h: int) -> list[list[int]]:
@@ -116,9 +109,7 @@ def main() -> None:
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         grads = [rng.standard_normal(s).astype(np.float32) * 0.1 for s in shapes]
         for kind in ("sgd", "momentum", "adam", "adamw+clip"):
-            ps = [_Param(hwport.to_tensor(a, place=args.place),
-                         hwport.to_tensor(g, place=args.place)) for a, g in zip(arrays, grads,
-                                                                               strict=True)]
+            ps = [_param(a, g, args.place) for a, g in zip(arrays, grads, strict=True)]
             opt = _ours(kind, ps)
             opt.step()
             _core._launch_timer_start()
