@@ -4,7 +4,8 @@
 Called as Paddle does, `clip(params_grads)` maps a list of (param, grad) to a new one. Inside
 an optimizer step the same math runs on the optimizer's flat buckets (one tensor per bucket,
 optimizer/_buckets.py), so clipping costs a few launches per bucket, not per parameter.
-Parameters with `need_clip = False` are left alone."""
+Parameters with `need_clip = False` are left alone. A bucket is anything with need_clip and
+runs() (hwport/optimizer/_buckets.py; nn does not import the optimizers)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from hwport import ops
-from hwport.optimizer._buckets import concat
 from hwport.runtime import DType, Tensor
 from hwport.tensor import to_tensor
 
@@ -30,6 +30,15 @@ def _number(value: Any, api: str, arg: str) -> float:
 def _scalar(value: float, like: Tensor) -> Tensor:
     """A 0-d tensor of like's dtype and place (a transfer, no launch)."""
     return to_tensor(np.asarray(value, dtype=like.dtype.to_numpy()), place=like.place)
+
+
+def concat(parts: Sequence[Tensor]) -> Tensor:
+    """concat of any number of 1-D tensors (the dispatcher takes 16 operands a launch)."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [p[0] if len(p) == 1 else ops.concat(p)
+                 for p in (parts[i:i + 16] for i in range(0, len(parts), 16))]
+    return parts[0]
 
 
 def _wide(t: Tensor) -> Tensor:

@@ -103,3 +103,22 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="ClipGradByValue: min"):
         clip.ClipGradByValue(0.1, 0.5)
     assert (clip.ClipGradByValue(0.3).min, clip.ClipGradByValue(0.3).max) == (-0.3, 0.3)
+
+
+def test_clip_by_norm_many_runs_in_one_bucket():
+    """20 distinct sizes (20 runs, more than one concat's 16 operands) in one bucket."""
+    rng = np.random.default_rng(5)
+    gs = [rng.standard_normal(n).astype(np.float32) for n in range(1, 21)]
+    ps = [make_param(np.zeros_like(g), name=f"p{i}") for i, g in enumerate(gs)]
+    for p, g in zip(ps, gs, strict=True):
+        set_grad(p, g)
+    o.SGD(1.0, parameters=ps, grad_clip=clip.ClipGradByNorm(1.0)).step()
+    for p, w in zip(ps, _np_clip("norm", gs, 1.0), strict=True):
+        np.testing.assert_allclose(-p.numpy(), w, rtol=2e-6, atol=1e-7)
+
+
+def test_exported_from_hwport_nn():
+    import hwport.nn as nn
+
+    assert nn.ClipGradByGlobalNorm is clip.ClipGradByGlobalNorm
+    assert nn.ClipGradByNorm is clip.ClipGradByNorm and nn.ClipGradByValue is clip.ClipGradByValue
