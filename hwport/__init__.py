@@ -40,17 +40,48 @@ float32 = DType.float32
 float64 = DType.float64
 
 
-def set_device(place: Any) -> Place:
-    """Makes `place` ('custom:cpu:1', CustomPlace('cpu', 1), ...) this thread's current device."""
-    return _core.set_device(place)
+def set_device(device: Any) -> Place:
+    """Makes `device` ('custom:cpu:1', 'cpu', CustomPlace('cpu', 1), ...) this thread's current
+    device (Paddle's parameter name)."""
+    return _core.set_device(device)
 
 
-def get_device() -> str:
-    """This thread's current device, e.g. 'custom:cpu:0'."""
+def get_device(input: Any = None) -> str:
+    """This thread's current device, e.g. 'custom:cpu:0' (with a tensor: the one it is on)."""
+    if input is not None:
+        return str(input.place)
     return str(_core.get_device())
 
 
-__all__ = [*ops.__all__,
+# ---- Paddle-compatible helpers (docs/paddle-compat.md; owned by the compat audit) ----------
+from hwport.phi_ops.api_args import get_default_dtype as get_default_dtype  # noqa: E402
+from hwport.phi_ops.api_args import set_default_dtype as set_default_dtype  # noqa: E402
+from hwport.tensor import Size as Size  # noqa: E402
+from hwport.tensor import chunk as chunk  # noqa: E402
+from hwport.tensor import clone as clone  # noqa: E402
+from hwport.tensor import is_tensor as is_tensor  # noqa: E402
+from hwport.tensor import numel as numel  # noqa: E402
+from hwport.tensor import t as t  # noqa: E402
+
+broadcast_to = ops.expand  # Paddle's two names of one op
+mod = ops.remainder
+
+_PADDLE_COMPAT = ["Size", "broadcast_to", "chunk", "clone", "get_default_dtype", "is_tensor", "mod",
+                  "numel", "set_default_dtype", "t"]
+# ---- end of the Paddle-compatible helpers ---------------------------------------------------
+
+
+# ---- nn, random, save/load (issue 15: layers, initializers, losses) -------------------------
+from hwport import random  # noqa: E402, F401
+from hwport.framework_io import load, save  # noqa: E402, F401
+from hwport.nn.parameter import ParamAttr, create_parameter  # noqa: E402, F401
+from hwport.random import get_rng_state, seed, set_rng_state  # noqa: E402, F401
+
+_NN_EXPORTS = ["ParamAttr", "create_parameter", "get_rng_state", "load", "random", "save",
+               "seed", "set_rng_state"]
+# ---- end of the issue-15 nn block -------------------------------------------------------------
+
+__all__ = [*ops.__all__, *_PADDLE_COMPAT, *_NN_EXPORTS,
     "autograd", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     "CustomPlace",
     "DType",

@@ -7,15 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from hwport.phi_ops import api_args as _api_args
 from hwport.runtime import _core
 from hwport.runtime._core import Tensor
 
-_DEFAULT_FLOAT = np.float32
 _DEFAULT_INT = np.int64
 
 
 def _as_array(data: Any) -> np.ndarray:
-    """numpy view/copy of `data`; Python floats default to float32 and ints to int64."""
+    """numpy view/copy of `data`; Python floats become the default float dtype
+    (get_default_dtype(), float32 unless changed) and ints int64."""
     if isinstance(data, np.ndarray):
         return data
     if isinstance(data, np.generic):
@@ -29,8 +30,9 @@ def _as_array(data: Any) -> np.ndarray:
             arr = np.asarray(data)
         except (ValueError, OverflowError) as exc:
             raise ValueError(f"to_tensor: data could not become a tensor: {exc}") from None
-        if arr.dtype == np.float64:
-            arr = arr.astype(_DEFAULT_FLOAT)
+        if arr.dtype == np.float64 and _api_args.get_default_dtype() != "float64":
+            arr = arr.astype(_core.parse_dtype(_api_args.get_default_dtype(), "to_tensor",
+                                               "dtype").to_numpy())
         elif arr.dtype.kind == "i":
             arr = arr.astype(_DEFAULT_INT)
         return arr
@@ -40,11 +42,13 @@ def _as_array(data: Any) -> np.ndarray:
     )
 
 
-def to_tensor(data: Any, dtype: Any = None, place: Any = None) -> Tensor:
+def to_tensor(data: Any, dtype: Any = None, place: Any = None,
+              stop_gradient: bool = True) -> Tensor:
     """A new tensor holding a copy of `data` on `place` (default: the current device).
 
     dtype: a hwport dtype, its name, a numpy dtype, or None to keep the data's own
-    (Python floats become float32, ints int64)."""
+    (Python floats become the default float dtype, float32 unless set_default_dtype changed
+    it; ints int64). stop_gradient: Paddle's (False: the tensor records gradients)."""
     device_place = _core.resolve_place(place)
     target = None if dtype is None else _core.parse_dtype(dtype, "to_tensor", "dtype")
     if isinstance(data, Tensor):
@@ -59,7 +63,14 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None) -> Tensor:
         arr = arr.astype(target.to_numpy(), copy=False)
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d into 1-d)
-    return _core.from_numpy(arr, device_place)
+    out = _core.from_numpy(arr, device_place)
+    if not stop_gradient:
+        try:
+            out.stop_gradient = False  # Tensor.stop_gradient: the autograd layer's
+        except AttributeError:
+            raise NotImplementedError("to_tensor: stop_gradient=False needs autograd "
+                                      "(Tensor.stop_gradient), which this build lacks") from None
+    return out
 
 
 _DL_CPU, _DL_CUDA_HOST = 1, 3
@@ -142,11 +153,22 @@ def _array(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
     return arr if dtype is None else arr.astype(dtype, copy=False)
 
 
-def _item(self: Tensor) -> Any:
-    if self.size != 1:
-        raise ValueError(f"item(): tensor of shape {list(self.shape)} has {self.size} elements, "
-                         "expected exactly 1")
-    return self.numpy().reshape(()).item()
+def _item(self: Tensor, *args: int) -> Any:
+    """The element as a Python scalar: of a 1-element tensor, or (Paddle) at a flat index
+    item(i) or at coordinates item(i, j, ...)."""
+    if not args:
+        if _numel_int(self) != 1:
+            raise ValueError(f"item(): tensor of shape {list(self.shape)} has {self.size} "
+                             "elements, expected exactly 1 (or give an index)")
+        return self.numpy().reshape(()).item()
+    if not all(isinstance(i, int | np.integer) and not isinstance(i, bool) for i in args):
+        raise TypeError(f"item(): indices must be ints, got {args!r}")
+    arr = self.numpy()
+    try:
+        return arr.item(*args)
+    except IndexError:
+        raise IndexError(f"item(): index {args if len(args) > 1 else args[0]} is out of range "
+                         f"for a tensor of shape {list(self.shape)}") from None
 
 
 def _bind_ops() -> None:
@@ -192,3 +214,152 @@ Tensor.__float__ = lambda self: float(_item(self))
 Tensor.__int__ = lambda self: int(_item(self))
 Tensor.tolist = lambda self: self.numpy().tolist()
 _bind_ops()
+
+
+# ---- Paddle-compatible conveniences (docs/paddle-compat.md) ------------------------------
+
+
+class Size(list):
+    """Tensor.shape as Paddle 3 gives it (paddle.Size): a list of ints that also equals the
+    tuple of the same dims and concatenates with tuples; numel() is their product."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, tuple):
+            other = list(other)
+        return list.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        same = self.__eq__(other)
+        return same if same is NotImplemented else not same
+
+    def __lt__(self, other: Any) -> bool:
+        return list.__lt__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __le__(self, other: Any) -> bool:
+        return list.__le__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __gt__(self, other: Any) -> bool:
+        return list.__gt__(self, list(other) if isinstance(other, tuple) else other)
+
+    def __ge__(self, other: Any) -> bool:
+        return list.__ge__(self, list(other) if isinstance(other, tuple) else other)
+
+    __hash__ = None  # type: ignore[assignment]  (a list, as paddle.Size is)
+
+    def __add__(self, other: Any) -> Size:  # type: ignore[override]
+        return Size(list(self) + list(other))
+
+    def __radd__(self, other: Any) -> Size:
+        return Size(list(other) + list(self))
+
+    def __getitem__(self, key: Any) -> Any:
+        out = list.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __repr__(self) -> str:
+        return list.__repr__(self)
+
+    def numel(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+class TensorSize(int):
+    """Tensor.size as Paddle 3 gives it: the element count (an int), and callable as
+    PyTorch's size: x.size() is the shape, x.size(dim) one dim."""
+
+    def __new__(cls, numel: int, shape: tuple[int, ...]) -> TensorSize:
+        out = super().__new__(cls, numel)
+        out._shape = shape
+        return out
+
+    def __call__(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._shape)
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"size(): dim expected an int, got {type(dim).__name__}")
+        if not -len(self._shape) <= dim < max(len(self._shape), 1) or not self._shape:
+            raise IndexError(f"size(): dim {dim} is out of range for a tensor of "
+                             f"{len(self._shape)} dims")
+        return self._shape[dim]
+
+
+_shape_tuple = Tensor.shape.fget  # the C++ property (a tuple)
+_numel_int = Tensor.size.fget  # the C++ property (an int)
+
+
+def _size(self: Tensor) -> TensorSize:
+    return TensorSize(_numel_int(self), _shape_tuple(self))
+
+
+def _shape(self: Tensor) -> Size:
+    return Size(_shape_tuple(self))
+
+
+def numel(x: Tensor, name: str | None = None) -> Tensor:
+    """The number of elements as a 0-d int64 tensor on x's place (Paddle's numel; x.size is
+    the same number as a Python int)."""
+    from hwport.phi_ops import functional
+    if not isinstance(x, Tensor):
+        raise TypeError(f"numel: x expected a Tensor, got {type(x).__name__}")
+    return functional.fill([], x.size, "int64", place=x.place)
+
+
+def t(input: Tensor, name: str | None = None) -> Tensor:
+    """Paddle's t: a 0-D or 1-D tensor as it is, a 2-D one transposed (a view)."""
+    from hwport.phi_ops import functional
+    if not isinstance(input, Tensor):
+        raise TypeError(f"t: input expected a Tensor, got {type(input).__name__}")
+    if input.ndim > 2:
+        raise ValueError(f"t: input expected at most 2 dims, got {input.ndim} (shape "
+                         f"{list(input.shape)}); use transpose(x, perm)")
+    return input if input.ndim < 2 else functional.transpose(input, [1, 0])
+
+
+def clone(x: Tensor, name: str | None = None) -> Tensor:
+    """A copy of x with its own storage (contiguous), same dtype, shape and place."""
+    from hwport.phi_ops import functional
+    if not isinstance(x, Tensor):
+        raise TypeError(f"clone: x expected a Tensor, got {type(x).__name__}")
+    return functional.copy(x)
+
+
+def chunk(x: Tensor, chunks: int, axis: int = 0, name: str | None = None) -> list[Tensor]:
+    """Paddle's chunk: split(x, chunks, axis) into `chunks` equal parts (views)."""
+    from hwport.phi_ops import functional
+    if isinstance(chunks, bool) or not isinstance(chunks, int):
+        raise TypeError(f"chunk: chunks expected an int, got {type(chunks).__name__}")
+    return functional.split(x, chunks, axis)
+
+
+def is_tensor(x: Any) -> bool:
+    """Whether x is a hwport Tensor."""
+    return isinstance(x, Tensor)
+
+
+def _index(self: Tensor) -> int:
+    """operator.index of a 0-d integer/bool tensor (range(n), list indexing), as Paddle has."""
+    if self.ndim != 0 or self.dtype.name not in ("bool", "int8", "uint8", "int16", "int32",
+                                                  "int64"):
+        raise TypeError(f"only 0-d integer tensors can be used as an index, got dtype "
+                        f"{self.dtype.name} shape {list(self.shape)}")
+    return int(self.numpy().item())
+
+
+_ELEMENT_SIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bfloat16": 2,
+                 "int32": 4, "float32": 4, "int64": 8, "float64": 8}
+
+Tensor.shape = property(_shape, doc="The dims as a list (hwport.tensor.Size, Paddle's Size).")
+Tensor.size = property(_size, doc="The element count (an int; x.size() / x.size(d): shape).")
+Tensor.numel = numel
+Tensor.dim = lambda self: self.ndim
+Tensor.ndimension = lambda self: self.ndim
+Tensor.t = t
+Tensor.clone = clone
+Tensor.chunk = chunk
+Tensor.element_size = lambda self: _ELEMENT_SIZE[self.dtype.name]
+Tensor.__index__ = _index

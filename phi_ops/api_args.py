@@ -13,6 +13,74 @@ if TYPE_CHECKING:
     from .schema import OpDef
 
 
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_DEFAULT = {"float": "float32"}  # set_default_dtype's state
+
+
+def get_default_dtype() -> str:
+    """The default float dtype ('float32' unless set_default_dtype changed it): what Python
+    floats become in to_tensor and what creation ops give when dtype is None (as in Paddle)."""
+    return _DEFAULT["float"]
+
+
+def set_default_dtype(d: Any) -> None:
+    """Sets the default float dtype: float16, bfloat16, float32 or float64 (a name, a hwport
+    dtype or a numpy dtype); anything else is a TypeError, as in Paddle."""
+    from hwport.runtime import _core
+    try:
+        name = _core.parse_dtype(d, "set_default_dtype", "d").name
+    except (TypeError, ValueError):
+        name = None
+    if name not in _FLOAT_DTYPES:
+        raise TypeError(f"set_default_dtype: d expected one of {', '.join(_FLOAT_DTYPES)}, "
+                        f"got {d!r}")
+    _DEFAULT["float"] = name
+
+
+def dtype(op: str, value: Any, x: Any, fill_value: Any = None, start: Any = None,
+          end: Any = None, step: Any = None) -> Any:
+    """Creation ops' dtype=None, as Paddle has it: the default float dtype (full: bool for a
+    bool fill_value; arange: int64 when start, end and step are all ints, the op's own rule)."""
+    if value is not None:
+        return value
+    if op == "full" and isinstance(fill_value, bool):
+        return "bool"
+    if op == "arange" and all(isinstance(v, int) or v is None for v in (start, end, step)):
+        return None
+    return _DEFAULT["float"]
+
+
+def approximate(op: str, value: Any, x: Any) -> Any:
+    """gelu's approximate: Paddle takes a bool or 'tanh' / 'none'."""
+    if isinstance(value, str):
+        if value in ("tanh", "none"):
+            return value == "tanh"
+        raise ValueError(f"{op}: approximate expected True, False, 'tanh' or 'none', got "
+                         f"{value!r}")
+    return value
+
+
+def varargs(op: str, param: str, first: Any, rest: tuple[Any, ...]) -> Any:
+    """Paddle's `reshape(x, 2, 3)` form: `first` and the extra positional ints as one list."""
+    dims = [first, *rest]
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise TypeError(f"{op}: {param} given as separate arguments must be ints, got "
+                        f"{tuple(dims)!r}")
+    return dims
+
+
+def differs(given: Any, only: Any) -> bool:
+    """Whether `given` is not the only accepted value `only` (dtypes compare by name)."""
+    if given is only:
+        return False
+    name = getattr(given, "name", None)
+    if isinstance(only, str) and isinstance(name, str) and not isinstance(given, str):
+        return name != only
+    if isinstance(only, str) and not isinstance(given, str) and hasattr(given, "__name__"):
+        return getattr(given, "__name__", None) != only  # numpy scalar types (np.int64)
+    return bool(given != only)
+
+
 def unsupported(op: str, param: str, only: Any, given: Any) -> NotImplementedError:
     shown = type(given).__name__ if only is None else repr(given)
     return NotImplementedError(f"{op}: {param}={shown} is not supported (expected {only!r}, "
@@ -87,7 +155,7 @@ def public_call(op: OpDef, inputs: Sequence[Any], attrs: dict[str, Any]) -> tupl
             kwargs[p] = by_name.pop(target)
         elif p in op.api.convert:  # required publicly: from the attr or its default
             value = attrs[target] if target in attrs else op.attr_map[target].default
-            kwargs[p] = _INVERSE[p](value, inputs[0] if inputs else None)
+            kwargs[p] = _INVERSE[p](value, inputs[0] if inputs else None, attrs)
         elif target in attrs:
             kwargs[p] = attrs[target]
     kwargs.update({names[k]: v for k, v in by_name.items()})
@@ -95,7 +163,7 @@ def public_call(op: OpDef, inputs: Sequence[Any], attrs: dict[str, Any]) -> tupl
     return args, kwargs
 
 
-def _normalized_shape_inverse(ndim: Any, x: Any) -> Any:
+def _normalized_shape_inverse(ndim: Any, x: Any, attrs: dict[str, Any]) -> Any:
     """normalized_ndim -> the normalized_shape that gives it (a bad count -> a normalized_shape
     the public function refuses for the same reason)."""
     shape = list(getattr(x, "shape", ()))
@@ -108,4 +176,14 @@ def _normalized_shape_inverse(ndim: Any, x: Any) -> Any:
     return shape[len(shape) - ndim:]
 
 
-_INVERSE = {"normalized_shape": _normalized_shape_inverse}
+def _dtype_inverse(dtype: Any, x: Any, attrs: dict[str, Any]) -> Any:
+    """The op's dtype=None (full: from the fill value, int64 for an int) as the explicit dtype
+    the public function needs to give the same (its None is Paddle's default float dtype)."""
+    value = attrs.get("fill_value")
+    if dtype is None and isinstance(value, int) and not isinstance(value, bool):
+        return "int64"
+    return dtype
+
+
+_INVERSE = {"normalized_shape": _normalized_shape_inverse, "dtype": _dtype_inverse,
+            "approximate": lambda v, x, attrs: v}

@@ -683,9 +683,9 @@ def normal(*, shape: Sequence[int], mean: float = 0.0, std: float = 1.0, seed: i
     n = _numel(shape)
     out_dtype = _dt("float32") if dtype is None else _as_dtype(dtype)
     f32, f64 = _dt("float32"), _dt("float64")
-    a = F.cast(F.uniform(shape=shape, low=0.0, high=1.0, seed=seed, offset=offset, dtype=f32,
+    a = F.cast(F.uniform(shape=shape, min=0.0, max=1.0, seed=seed, offset=offset, dtype=f32,
                          place=p), dtype=f64)
-    b = F.cast(F.uniform(shape=shape, low=0.0, high=1.0, seed=seed, offset=offset + n,
+    b = F.cast(F.uniform(shape=shape, min=0.0, max=1.0, seed=seed, offset=offset + n,
                          dtype=f32, place=p), dtype=f64)
     u1 = F.subtract(_const(1.0, f64, p), a)
     r = F.sqrt(F.multiply(_const(-2.0, f64, p), F.log(u1)))
@@ -772,7 +772,7 @@ def dropout(x: Tensor, *, p: float = 0.5, training: bool = True, seed: int = 0,
     if p >= 1.0:
         return F.fill(shape=list(x.shape), value=0, dtype=x.dtype, place=x.place)
     f64 = _dt("float64")
-    u = F.uniform(shape=list(x.shape), low=0.0, high=1.0, seed=seed, offset=offset,
+    u = F.uniform(shape=list(x.shape), min=0.0, max=1.0, seed=seed, offset=offset,
                   dtype=_dt("float32"), place=x.place)
     keep = F.less_equal(_const(float(p), f64, x.place), F.cast(u, dtype=f64))
     xc = _up(x)

@@ -135,19 +135,22 @@ def relu(x: Any, name: str | None = None) -> Any:
     return _op_call(15, x)
 
 
-def gelu(x: Any, approximate: bool=False, name: str | None = None) -> Any:
+def gelu(x: Any, approximate: Any = False, name: str | None = None) -> Any:
     """Gaussian error linear unit; approximate=True uses the tanh form.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.gelu)"""
+    approximate = _api_args.approximate('gelu', approximate, x)
     return _op_call(16, x, approximate)
 
 
-def silu(x: Any, name: str | None = None) -> Any:
+def silu(x: Any, inplace: Any = False, name: str | None = None) -> Any:
     """x * sigmoid(x).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.silu)"""
+    if inplace:
+        raise _api_args.unsupported('silu', 'inplace', False, inplace)
     return _op_call(17, x)
 
 
@@ -173,10 +176,12 @@ def ceil(x: Any, name: str | None = None) -> Any:
     return _op_call(20, x)
 
 
-def round(x: Any, name: str | None = None) -> Any:
+def round(x: Any, decimals: Any = 0, name: str | None = None) -> Any:
     """Round half to even.
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact"""
+    if _api_args.differs(decimals, 0):
+        raise _api_args.unsupported('round', 'decimals', 0, decimals)
     return _op_call(21, x)
 
 
@@ -412,6 +417,8 @@ def sum(x: Any, axis: int | list[int] | None=None, dtype: Any=None, keepdim: boo
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: the reduced dims, non-negative, sorted, unique, never empty (the host expands an empty list to all dims; keepdim changes only the output shape, not its contiguous layout). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs (a float16 running sum stops growing at 4096)."""
+    if dtype is True or dtype is False:
+        keepdim, dtype = dtype, None
     return _op_call(53, x, axis, keepdim, dtype)
 
 
@@ -424,11 +431,13 @@ def mean(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: s
     return _op_call(54, x, axis, keepdim)
 
 
-def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: str | None = None) -> Any:
+def prod(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, dtype: Any = None, name: str | None = None) -> Any:
     """Product over axes.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: As sum."""
+    if dtype is not None:
+        raise _api_args.unsupported('prod', 'dtype', None, dtype)
     return _op_call(55, x, axis, keepdim)
 
 
@@ -464,19 +473,23 @@ def all(x: Any, axis: int | list[int] | None=None, keepdim: bool=False, name: st
     return _op_call(59, x, axis, keepdim)
 
 
-def argmax(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None = None) -> Any:
+def argmax(x: Any, axis: int | None=None, keepdim: bool=False, dtype: Any = 'int64', name: str | None = None) -> Any:
     """Index of the first maximum (over the flattened tensor when axis is None).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr axis: one non-negative dim (the host flattens for axis=None); int64 output; first occurrence wins; NaN counts as the maximum."""
+    if _api_args.differs(dtype, 'int64'):
+        raise _api_args.unsupported('argmax', 'dtype', 'int64', dtype)
     return _op_call(60, x, axis, keepdim)
 
 
-def argmin(x: Any, axis: int | None=None, keepdim: bool=False, name: str | None = None) -> Any:
+def argmin(x: Any, axis: int | None=None, keepdim: bool=False, dtype: Any = 'int64', name: str | None = None) -> Any:
     """Index of the first minimum.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: As argmax (NaN counts as the minimum)."""
+    if _api_args.differs(dtype, 'int64'):
+        raise _api_args.unsupported('argmin', 'dtype', 'int64', dtype)
     return _op_call(61, x, axis, keepdim)
 
 
@@ -504,11 +517,13 @@ def std(x: Any, axis: int | list[int] | None=None, unbiased: bool=True, keepdim:
     return _op_call(64, x, axis, keepdim, unbiased)
 
 
-def cumsum(x: Any, axis: int | None=None, name: str | None = None) -> Any:
+def cumsum(x: Any, axis: int | None=None, dtype: Any = None, name: str | None = None) -> Any:
     """Cumulative sum along axis (flattened when None).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: reduction
     kernel contract: attr axis: one non-negative dim (the host flattens for axis=None). Output dtype int64 for bool/integer inputs; accumulates in float32 for float16/bfloat16 inputs."""
+    if dtype is not None:
+        raise _api_args.unsupported('cumsum', 'dtype', None, dtype)
     return _op_call(65, x, axis)
 
 
@@ -532,19 +547,23 @@ def matmul(x: Any, y: Any, transpose_x: bool=False, transpose_y: bool=False, nam
     return _op_call(67, x, y, transpose_x, transpose_y)
 
 
-def reshape(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
+def reshape(x: Any, shape: int | list[int] | None, *args: int, name: str | None = None) -> Any:
     """Same data in a new shape (one dim may be -1); a view when contiguous.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.reshape)"""
+    if args:
+        shape = _api_args.varargs('reshape', 'shape', shape, args)
     return _op_call(68, x, shape)
 
 
-def transpose(x: Any, perm: int | list[int] | None=None, name: str | None = None) -> Any:
+def transpose(x: Any, perm: int | list[int] | None=None, *args: int, name: str | None = None) -> Any:
     """Permute dimensions (reverse them when perm is None); a view.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.transpose)"""
+    if args:
+        perm = _api_args.varargs('transpose', 'perm', perm, args)
     return _op_call(69, x, perm)
 
 
@@ -572,11 +591,13 @@ def unsqueeze(x: Any, axis: int | list[int] | None, name: str | None = None) -> 
     return _op_call(72, x, axis)
 
 
-def expand(x: Any, shape: int | list[int] | None, name: str | None = None) -> Any:
+def expand(x: Any, shape: int | list[int] | None, *args: int, name: str | None = None) -> Any:
     """Broadcast to shape (-1 keeps a dim); a view (alias broadcast_to).
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.expand)"""
+    if args:
+        shape = _api_args.varargs('expand', 'shape', shape, args)
     return _op_call(73, x, shape)
 
 
@@ -636,11 +657,13 @@ def flip(x: Any, axis: int | list[int] | None, name: str | None = None) -> Any:
     return _op_call(78, x, axis)
 
 
-def tile(x: Any, repeat_times: int | list[int] | None, name: str | None = None) -> Any:
+def tile(x: Any, repeat_times: int | list[int] | None, *args: int, name: str | None = None) -> Any:
     """Repeat the whole tensor along each dim.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.tile)"""
+    if args:
+        repeat_times = _api_args.varargs('tile', 'repeat_times', repeat_times, args)
     repeats = repeat_times
     try:
         return _op_call(79, x, repeats)
@@ -656,13 +679,17 @@ def roll(x: Any, shifts: int | list[int] | None, axis: int | list[int] | None=No
     return _op_call(80, x, shifts, axis)
 
 
-def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: float | None=0.0, name: str | None = None) -> Any:
+def pad(x: Any, pad: int | list[int] | None, mode: Any = 'constant', value: float | None=0.0, data_format: Any = None, pad_from_left_axis: Any = True, name: str | None = None) -> Any:
     """Constant padding; pad = [before_0, after_0, before_1, after_1, ...] from the first dim.
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: attr pad: 2 * ndim non-negative values (before, after) per dim, first dim first; attr value: read INT64 first for integer dtypes (exact), else FLOAT64."""
-    if mode != 'constant':
+    if _api_args.differs(mode, 'constant'):
         raise _api_args.unsupported('pad', 'mode', 'constant', mode)
+    if data_format is not None:
+        raise _api_args.unsupported('pad', 'data_format', None, data_format)
+    if not pad_from_left_axis:
+        raise _api_args.unsupported('pad', 'pad_from_left_axis', True, pad_from_left_axis)
     return _op_call(81, x, pad, value)
 
 
@@ -713,11 +740,13 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = T
         raise _api_args.renamed(exc, {'x': 'arr', 'index': 'indices'}) from exc.__cause__
 
 
-def scatter(x: Any, index: Any, updates: Any, axis: int | None=0, reduce: str='assign', name: str | None = None) -> Any:
+def scatter(x: Any, index: Any, updates: Any, overwrite: Any = True, axis: int | None=0, reduce: str='assign', name: str | None = None) -> Any:
     """Copy of x with updates written along axis at index (reduce: assign | add).
 
     primitive; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: index: 1-D int32/int64 in range (checked by the host); updates of x dtype shaped like x with dim axis = len(index); attr reduce assign (later rows win) or add."""
+    if not overwrite:
+        raise _api_args.unsupported('scatter', 'overwrite', True, overwrite)
     return _op_call(87, x, index, updates, axis, reduce)
 
 
@@ -731,7 +760,7 @@ def topk(x: Any, k: int | None, axis: int | None=-1, largest: bool=True, sorted:
     return _op_call(88, x, k, axis, largest)
 
 
-def sort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:
+def sort(x: Any, axis: int | None=-1, descending: bool=False, stable: Any = False, name: str | None = None) -> Any:
     """Sorted values along axis (stable).
 
     composite; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -739,7 +768,7 @@ def sort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None =
     return _op_call(89, x, axis, descending)
 
 
-def argsort(x: Any, axis: int | None=-1, descending: bool=False, name: str | None = None) -> Any:
+def argsort(x: Any, axis: int | None=-1, descending: bool=False, stable: Any = False, name: str | None = None) -> Any:
     """Indices that sort x along axis (stable; NaN last).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
@@ -755,27 +784,30 @@ def fill(shape: int | list[int] | None, value: float | None, dtype: Any='float32
     return _op_call(91, shape, value, dtype, place)
 
 
-def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
+def full(shape: int | list[int] | None, fill_value: float | None, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """A tensor of shape filled with fill_value (dtype from the value when None).
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.full)"""
+    dtype = _api_args.dtype('full', dtype, None, fill_value=fill_value)
     return _op_call(92, shape, fill_value, dtype, place)
 
 
-def zeros(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
+def zeros(shape: int | list[int] | None, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """Zeros.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.zeros)"""
+    dtype = _api_args.dtype('zeros', dtype, None)
     return _op_call(93, shape, dtype, place)
 
 
-def ones(shape: int | list[int] | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
+def ones(shape: int | list[int] | None, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """Ones.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.ones)"""
+    dtype = _api_args.dtype('ones', dtype, None)
     return _op_call(94, shape, dtype, place)
 
 
@@ -803,27 +835,30 @@ def ones_like(x: Any, dtype: Any=None, name: str | None = None) -> Any:
     return _op_call(97, x, dtype)
 
 
-def arange(start: float | None=0, end: float | None=None, step: float | None=1, dtype: Any=None, place: Any = None, name: str | None = None) -> Any:
+def arange(start: float | None=0, end: float | None=None, step: float | None=1, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """start, start + step, ... below end (int64 when all are ints, else float32).
 
     primitive; dtypes: int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     kernel contract: Output size computed by the host; attrs start and step as INT64 for integer dtypes, else FLOAT64; out[i] = start + i * step."""
+    dtype = _api_args.dtype('arange', dtype, None, start=start, end=end, step=step)
     return _op_call(98, start, end, step, dtype, place)
 
 
-def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
+def linspace(start: float | None, stop: float | None, num: int | None, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """num evenly spaced values from start to stop inclusive (num=1: just start).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.linspace)"""
+    dtype = _api_args.dtype('linspace', dtype, None, start=start)
     return _op_call(99, start, stop, num, dtype, place)
 
 
-def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
+def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """Identity matrix n x m.
 
     composite; dtypes: bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64; tolerance: exact
     decomposes into primitives (phi_ops.decompositions.eye)"""
+    dtype = _api_args.dtype('eye', dtype, None)
     n = num_rows
     m = num_columns
     try:
@@ -848,19 +883,26 @@ def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
     return _op_call(102, x, dtype)
 
 
-def uniform(shape: int | list[int] | None, seed: int | None, low: float | None=0.0, high: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
+def uniform(shape: int | list[int] | None, dtype: Any = None, min: float | None=0.0, max: float | None=1.0, seed: int | None=0, offset: int | None=0, place: Any = None, name: str | None = None) -> Any:
     """Uniform [low, high) from Philox(seed) counters offset.. (element i uses counter offset + i).
 
     primitive; dtypes: float16, bfloat16, float32, float64; tolerance: elementwise
     kernel contract: Philox-4x32-10, key = seed (low word first), counter = (offset + i) as a 128-bit number (low word first); float32 from word 0: (w0 >> 8) * 2**-24, float64 from words 0, 1: ((w1 << 21) ^ (w0 >> 11)) * 2**-53, float16/bfloat16 round the float32; then low + (high - low) * u computed in double and rounded."""
-    return _op_call(103, shape, seed, low, high, offset, dtype, place)
+    dtype = _api_args.dtype('uniform', dtype, None)
+    low = min
+    high = max
+    try:
+        return _op_call(103, shape, seed, low, high, offset, dtype, place)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _api_args.renamed(exc, {'low': 'min', 'high': 'max'}) from exc.__cause__
 
 
-def normal(shape: int | list[int] | None, seed: int | None, mean: float | None=0.0, std: float | None=1.0, offset: int | None=0, dtype: Any='float32', place: Any = None, name: str | None = None) -> Any:
+def normal(mean: float | None=0.0, std: float | None=1.0, shape: int | list[int] | None=None, seed: int | None=0, offset: int | None=0, dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
     """Normal(mean, std) by Box-Muller over two Philox uniform streams.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.normal)"""
+    dtype = _api_args.dtype('normal', dtype, None)
     return _op_call(104, shape, seed, mean, std, offset, dtype, place)
 
 
@@ -920,7 +962,7 @@ def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None
         raise _api_args.unsupported('embedding', 'padding_idx', None, padding_idx)
     if max_norm is not None:
         raise _api_args.unsupported('embedding', 'max_norm', None, max_norm)
-    if norm_type != 2.0:
+    if _api_args.differs(norm_type, 2.0):
         raise _api_args.unsupported('embedding', 'norm_type', 2.0, norm_type)
     if sparse:
         raise _api_args.unsupported('embedding', 'sparse', False, sparse)
@@ -933,14 +975,16 @@ def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None
         raise _api_args.renamed(exc, {'index': 'x'}) from exc.__cause__
 
 
-def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, mode: Any = 'upscale_in_train', seed: int | None=0, offset: int | None=0, name: str | None = None) -> Any:
+def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, inplace: Any = False, mode: Any = 'upscale_in_train', seed: int | None=0, offset: int | None=0, name: str | None = None) -> Any:
     """Zero elements with probability p (Philox uniform), scale the rest by 1/(1-p).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.dropout)"""
     if axis is not None:
         raise _api_args.unsupported('dropout', 'axis', None, axis)
-    if mode != 'upscale_in_train':
+    if inplace:
+        raise _api_args.unsupported('dropout', 'inplace', False, inplace)
+    if _api_args.differs(mode, 'upscale_in_train'):
         raise _api_args.unsupported('dropout', 'mode', 'upscale_in_train', mode)
     return _op_call(110, x, p, training, seed, offset)
 
@@ -953,11 +997,15 @@ def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> An
     return _op_call(111, x, weight, bias)
 
 
-def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, is_causal: bool=False, scale: float | None=None, name: str | None = None) -> Any:
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: Any = 0.0, is_causal: bool=False, scale: float | None=None, enable_gqa: Any = False, name: str | None = None) -> Any:
     """softmax(q k^T * scale + mask) v over [..., L, E] inputs; is_causal masks the future.
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.scaled_dot_product_attention)"""
+    if _api_args.differs(dropout_p, 0.0):
+        raise _api_args.unsupported('scaled_dot_product_attention', 'dropout_p', 0.0, dropout_p)
+    if enable_gqa:
+        raise _api_args.unsupported('scaled_dot_product_attention', 'enable_gqa', False, enable_gqa)
     return _op_call(112, query, key, value, attn_mask, is_causal, scale)
 
 
@@ -978,11 +1026,11 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise _api_args.unsupported('cross_entropy', 'weight', None, weight)
     if soft_label:
         raise _api_args.unsupported('cross_entropy', 'soft_label', False, soft_label)
-    if axis != -1:
+    if _api_args.differs(axis, -1):
         raise _api_args.unsupported('cross_entropy', 'axis', -1, axis)
     if not use_softmax:
         raise _api_args.unsupported('cross_entropy', 'use_softmax', True, use_softmax)
-    if label_smoothing != 0.0:
+    if _api_args.differs(label_smoothing, 0.0):
         raise _api_args.unsupported('cross_entropy', 'label_smoothing', 0.0, label_smoothing)
     logits = input
     try:

@@ -44,10 +44,14 @@ class ApiDef:
     rename: dict[str, str] = field(default_factory=dict)   # public -> the op's input/attr
     convert: dict[str, str] = field(default_factory=dict)  # public -> attr via phi_ops/api_args.py
     unsupported: dict[str, Any] = field(default_factory=dict)  # public -> its only accepted value
+    ignored: dict[str, Any] = field(default_factory=dict)  # public -> default; any value is fine
+    defaults: dict[str, Any] = field(default_factory=dict)  # public -> Paddle's default
+    varargs: str | None = None  # the list parameter that also takes separate ints (reshape)
+    bool_as: dict[str, str] = field(default_factory=dict)  # public -> the bool param a bool feeds
 
     def internal(self, public: str) -> str | None:
-        """The op input/attr a public parameter feeds (None: an unsupported one)."""
-        if public in self.unsupported:
+        """The op input/attr a public parameter feeds (None: an unsupported or ignored one)."""
+        if public in self.unsupported or public in self.ignored:
             return None
         return self.rename.get(public) or self.convert.get(public) or public
 
@@ -115,9 +119,12 @@ def _api(raw: dict[str, Any] | None, inputs: tuple[InputDef, ...], attrs: list[A
         return None
     api = ApiDef(params=tuple(raw.get("params") or ()), rename=dict(raw.get("rename") or {}),
                  convert=dict(raw.get("convert") or {}),
-                 unsupported=dict(raw.get("unsupported") or {}))
+                 unsupported=dict(raw.get("unsupported") or {}),
+                 ignored=dict(raw.get("ignored") or {}), defaults=dict(raw.get("defaults") or {}),
+                 varargs=raw.get("varargs"), bool_as=dict(raw.get("bool_as") or {}))
     own = {i.name for i in inputs} | {a.name for a in attrs}
-    unknown = set(raw) - {"params", "rename", "convert", "unsupported"}
+    unknown = set(raw) - {"params", "rename", "convert", "unsupported", "ignored", "defaults",
+                          "varargs", "bool_as"}
     if unknown:
         raise bad(f"api: unknown fields {sorted(unknown)}")
     if len(set(api.params)) != len(api.params) or "name" in api.params:
@@ -126,11 +133,19 @@ def _api(raw: dict[str, Any] | None, inputs: tuple[InputDef, ...], attrs: list[A
     for p, target in zip(api.params, fed, strict=True):
         if target is not None and target not in own:
             raise bad(f"api: parameter {p!r} feeds {target!r}, which is not an input or attr")
-    for key in (*api.rename, *api.convert, *api.unsupported):
+    for key in (*api.rename, *api.unsupported, *api.ignored):
         if key not in api.params:
             raise bad(f"api: {key!r} is not in params")
-    for a in attrs:  # what params leave out becomes keyword-only and must have a default
-        if a.name not in fed and a.required:
+    for key in (*api.convert, *api.defaults):  # these may also name a trailing op attr
+        if key not in api.params and key not in own:
+            raise bad(f"api: {key!r} is neither in params nor an input or attr")
+    for key, target in api.bool_as.items():
+        if key not in api.params or target not in api.params:
+            raise bad(f"api: bool_as {key!r} -> {target!r}: both must be in params")
+    if api.varargs is not None and api.varargs not in api.params:
+        raise bad(f"api: varargs {api.varargs!r} is not in params")
+    for a in attrs:  # what params leave out follows them and must have a default
+        if a.name not in fed and a.required and a.name not in api.defaults:
             raise bad(f"api: required attr {a.name!r} is not in params")
     missing = [i.name for i in inputs if i.name not in fed and not i.optional]
     if missing:

@@ -70,6 +70,7 @@ class OpInfo:
     inputs: list[str]
     attrs: dict[str, dict]  # in the Python function's order (required first)
     scalar_inputs: bool  # its inputs may be Python scalars
+    optional_inputs: tuple[str, ...] = ()  # `name?` inputs (a formula may test `is None`)
 
 
 @dataclass
@@ -86,8 +87,10 @@ def op_infos(raw: dict) -> dict[str, OpInfo]:
         raw_attrs = e.get("attrs") or {}
         attrs = {a: s for a, s in raw_attrs.items() if "default" not in s}
         attrs.update({a: s for a, s in raw_attrs.items() if "default" in s})
-        out[e["name"]] = OpInfo(i, [n.rstrip("?.") for n in e.get("inputs") or []], attrs,
-                                e.get("infer_meta") in SCALAR_INPUT_INFER)
+        raw_inputs = e.get("inputs") or []
+        out[e["name"]] = OpInfo(i, [n.rstrip("?.") for n in raw_inputs], attrs,
+                                e.get("infer_meta") in SCALAR_INPUT_INFER,
+                                tuple(n for n in raw_inputs if n.endswith("?")))
     return out
 
 
@@ -174,13 +177,17 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo], *,
             want(node.comparators[0], "scalar", "==")
             return "cond"
         if isinstance(node, ast.Compare):
-            if isinstance(node.left, ast.Name) and node.left.id not in me.attrs:
+            optional = {n.rstrip("?") for n in me.optional_inputs}
+            if isinstance(node.left, ast.Name) and node.left.id in optional:
+                pass  # `input is None`: an absent optional input
+            elif isinstance(node.left, ast.Name) and node.left.id not in me.attrs:
                 raise bad(f"condition {ast.unparse(node)!r}: {node.left.id!r} is not an attr "
                           f"of {name} (its attrs: {', '.join(me.attrs) or 'none'})")
             if (len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot))
                     or not isinstance(node.comparators[0], ast.Constant)
                     or node.comparators[0].value is not None
-                    or not isinstance(node.left, ast.Name) or node.left.id not in me.attrs):
+                    or not isinstance(node.left, ast.Name)
+                    or (node.left.id not in me.attrs and node.left.id not in optional)):
                 raise bad(f"condition {ast.unparse(node)!r}: only `attr is None` / "
                           "`attr is not None`")
             return "cond"

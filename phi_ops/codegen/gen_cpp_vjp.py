@@ -30,6 +30,7 @@ and these builtins more (runtime/src/formula_builtins.h):
     untile(g, x, repeats)   tile's gradient: the repeats of g summed, to x's shape
     neg_ints(v)             a list of ints negated (roll's shifts back)
     rotate_half(t), unrotate_half(t)   concat(-t2, t1) of t's last dim halves, its transpose
+    last_axes(n, t)         t's last n axes (a normalization's)
 
 and string literals and lists ([a, 0]) as scalars. An input a rule omits gets no gradient
 (where's condition, gather's index). The engine casts each gradient to its input's dtype.
@@ -48,6 +49,7 @@ try:
         Formula,
         FormulaError,
         OpInfo,
+        _default_obj,
         _Emitter,
         check_formula,
         op_infos,
@@ -59,6 +61,7 @@ except ImportError:
         Formula,
         FormulaError,
         OpInfo,
+        _default_obj,
         _Emitter,
         check_formula,
         op_infos,
@@ -84,6 +87,7 @@ VJP_BUILTINS = {
     "neg_ints": (("scalar",), "scalar"),
     "rotate_half": (("tensor",), "tensor"),
     "unrotate_half": (("tensor",), "tensor"),
+    "last_axes": (("scalar", "tensor"), "scalar"),
 }
 
 
@@ -124,7 +128,20 @@ def check_rule(name: str, entry: dict, rule: dict, ops: dict[str, OpInfo]) -> di
 META_ARGS = {"unbroadcast": {1}, "expand_reduced": {1}, "shape": {0}, "ndim": {0}, "rows": {0},
              "inv_perm": {1}, "sizes": {0}, "slice_grad": {1}, "unpad": {1}, "dtype_of": {0},
              "zeros_like": {0}, "ones_like": {0}, "down": {1}, "axes": {1}, "all_axes": {1},
-             "count": {0}, "axis_in": {1}, "unstack": {1}, "untile": {1}}
+             "count": {0}, "axis_in": {1}, "unstack": {1}, "untile": {1}, "last_axes": {1}}
+
+
+def _attr_default(spec: dict) -> str:
+    """An attr's default as the rule reads it when a call leaves it out (nullptr: the engine
+    asks the Python rules instead)."""
+    v = spec.get("default")
+    if spec["type"] == "str" and isinstance(v, str):
+        return f'PyUnicode_InternFromString("{v}")'
+    if spec["type"] in ("dtype", "floats") and v is not None:
+        return "nullptr"
+    if isinstance(v, list) and v:
+        return "nullptr"
+    return _default_obj(spec)
 
 
 def _names_read(formulas: Iterable[Formula]) -> tuple[set[str], set[str]]:
@@ -184,11 +201,13 @@ def render(raw: dict) -> str:
         saves_in = sum(1 << k for k, i in enumerate(me.inputs) if i in data)
         saves_meta = sum(1 << k for k, i in enumerate(me.inputs) if i in used and i not in data)
         saves_out = any(n in used for n in rule_names(entry) if not n.startswith("grad"))
-        table.append((me.id, name, fns, saves_in, saves_meta, saves_out))
+        defaults = ", ".join(_attr_default(a) for a in me.attrs.values())
+        table.append((me.id, name, fns, saves_in, saves_meta, saves_out, len(me.attrs),
+                      defaults))
     lines.append("const VjpEntry* vjp_table(int op_id) {")
-    for _, name, fns, saves_in, saves_meta, saves_out in table:
+    for _, name, fns, saves_in, saves_meta, saves_out, n_attrs, defaults in table:
         lines.append(f"  static const VjpEntry e_{name}{{{{{', '.join(fns)}}}, {saves_in}u, "
-                     f"{saves_meta}u, "
+                     f"{saves_meta}u, {n_attrs}, {{{defaults}}}, "
                      f"{'true' if saves_out else 'false'}}};")
     lines.append("  switch (op_id) {")
     for op_id, name, *_ in table:

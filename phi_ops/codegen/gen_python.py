@@ -8,8 +8,10 @@ Run: python -m phi_ops.codegen.gen_python [--check]   (from the repository root)
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
+from phi_ops import api_args as _api_args
 from phi_ops.codegen.gen_cpp_ops import family
 from phi_ops.codegen.output import run
 from phi_ops.schema import REQUIRED, OpDef, load_ops
@@ -81,28 +83,45 @@ def _own_params(op: OpDef) -> list[str]:
     return params
 
 
+def _attr_default(op: OpDef, attr, public: str) -> str:
+    """An attr's public default: ops.yaml `api.defaults` where Paddle's differs, else its own."""
+    if op.api is not None and public in op.api.defaults:
+        return f"={op.api.defaults[public]!r}"
+    return _default(op, attr)
+
+
 def _api_params(op: OpDef) -> tuple[list[str], list[str]]:
-    """ops.yaml `api`: Paddle's parameters in Paddle's order, then the op's inputs and attrs
-    no Paddle parameter feeds."""
+    """ops.yaml `api`: Paddle's parameters in Paddle's order (a `varargs` one followed by
+    `*args`, so reshape(x, 2, 3) works), then the op's inputs and attrs no Paddle parameter
+    feeds."""
     api = op.api
     inputs = {i.name: i for i in op.inputs}
     public, fed = [], set()
     for p in api.params:
-        if p in api.unsupported:
-            public.append(f"{p}: Any = {api.unsupported[p]!r}")
+        if p in api.unsupported or p in api.ignored:
+            only = api.unsupported[p] if p in api.unsupported else api.ignored[p]
+            public.append(f"{p}: Any = {only!r}")
             continue
         target = api.internal(p)
         fed.add(target)
         if p in api.convert:
-            public.append(f"{p}: Any")
+            default = f" = {api.defaults[p]!r}" if p in api.defaults else ""
+            public.append(f"{p}: Any{default}")
         elif target in inputs:
             public.append(_input_param(inputs[target]).replace(target, p, 1))
         else:
             a = op.attr_map[target]
-            public.append(f"{p}: {_annotation(a.type)}{_default(op, a)}")
+            public.append(f"{p}: {_annotation(a.type)}{_attr_default(op, a, p)}")
+        if p == api.varargs:
+            public.append("*args: int")
     extras = [_input_param(i) for i in op.inputs if i.name not in fed]
-    extras += [f"{a.name}: {_annotation(a.type)}{_default(op, a)}" for a in op.attrs
-               if a.name not in fed]
+    for a in op.attrs:
+        if a.name in fed:
+            continue
+        default = f" = {api.defaults[a.name]!r}" if a.name in api.convert and \
+            a.name in api.defaults else _attr_default(op, a, a.name)
+        extras.append(f"{a.name}: {'Any' if a.name in api.convert else _annotation(a.type)}"
+                      f"{default}")
     return public, extras
 
 
@@ -121,25 +140,50 @@ def signature(op: OpDef) -> str:
     return ", ".join(params)
 
 
+def _public_names(op: OpDef) -> list[str]:
+    """Every parameter name of the public function (Paddle's, then the op's extras)."""
+    fed = {op.api.internal(p) for p in op.api.params}
+    return list(op.api.params) + [i.name for i in op.inputs if i.name not in fed] + \
+        [a.name for a in op.attrs if a.name not in fed]
+
+
+def _converter_args(op: OpDef, public: str) -> str:
+    """The other public parameters a converter of phi_ops/api_args.py takes by name
+    (dtype(op, value, x, fill_value=..., start=...) reads those the function has)."""
+    wanted = list(inspect.signature(getattr(_api_args, public)).parameters)[3:]
+    have = set(_public_names(op))
+    return "".join(f", {w}={w}" for w in wanted if w in have)
+
+
 def _prologue(op: OpDef) -> str:
-    """Statements mapping Paddle's parameters onto the op's: unsupported values refused,
-    converted parameters computed (phi_ops/api_args.py), renamed ones assigned."""
+    """Statements mapping Paddle's parameters onto the op's: separate ints joined into the
+    varargs list, a bool in a `bool_as` slot moved to its bool parameter, unsupported values
+    refused, converted parameters computed
+    (phi_ops/api_args.py), renamed ones assigned."""
     api = op.api
     if api is None:
         return ""
     lines = []
     first = op.inputs[0].name if op.inputs else None
+    if api.varargs is not None:
+        v = api.varargs
+        lines.append(f"    if args:\n"
+                     f"        {v} = _api_args.varargs({op.name!r}, {v!r}, {v}, args)\n")
+    for p, target in api.bool_as.items():  # sum(x, -1, True): Paddle takes it as keepdim
+        lines.append(f"    if {p} is True or {p} is False:\n"
+                     f"        {target}, {p} = {p}, None\n")
     for p, only in api.unsupported.items():
         if only is None:
             test = f"{p} is not None"
         elif isinstance(only, bool):
             test = f"not {p}" if only else p
         else:
-            test = f"{p} != {only!r}"
+            test = f"_api_args.differs({p}, {only!r})"
         lines.append(f"    if {test}:\n"
                      f"        raise _api_args.unsupported({op.name!r}, {p!r}, {only!r}, {p})\n")
     for p, target in api.convert.items():
-        lines.append(f"    {target} = _api_args.{p}({op.name!r}, {p}, {_public(op, first)})\n")
+        lines.append(f"    {target} = _api_args.{p}({op.name!r}, {p}, {_public(op, first)}"
+                     f"{_converter_args(op, p)})\n")
     for p, target in api.rename.items():
         lines.append(f"    {target} = {p}\n")
     return "".join(lines)

@@ -169,10 +169,21 @@ py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Nex
       node->inputs[k] = save(v, (rule->saves_inputs >> k) & 1u, (rule->saves_meta >> k) & 1u);
   }
   if (rule && op->num_attrs > 0) {
-    py::dict& attrs = call->attrs();
-    for (int k = 0; k < op->num_attrs; ++k) {
-      py::str name(op->attrs[k].name);
-      node->attrs.push_back(attrs.contains(name) ? py::object(attrs[name]) : py::none());
+    // The attrs as given (the C++ pipeline's bound arguments, defaults from the table): no
+    // Python per call; the rules accept them as given. Else the Python rules' dict.
+    bool raw = call->source && !call->attrs_replaced();
+    for (int k = 0; raw && k < op->num_attrs; ++k) {
+      PyObject* v = nullptr;
+      raw = call->source->given_attr(k, &v) && (v || rule->defaults[k]);
+      if (raw) node->attrs.push_back(py::reinterpret_borrow<py::object>(v ? v : rule->defaults[k]));
+    }
+    if (!raw) {
+      node->attrs.clear();
+      py::dict& attrs = call->attrs();
+      for (int k = 0; k < op->num_attrs; ++k) {
+        py::str name(op->attrs[k].name);
+        node->attrs.push_back(attrs.contains(name) ? py::object(attrs[name]) : py::none());
+      }
     }
   }
   int kind = 0;

@@ -476,4 +476,14 @@ Obj halves(PyObject* t, bool transpose) {
 Obj rotate_half(PyObject* t) { return halves(t, false); }
 Obj unrotate_half(PyObject* t) { return halves(t, true); }
 
+Obj last_axes(PyObject* n, PyObject* like) {
+  const Tensor* x = tensor_arg(like, "last_axes()");
+  if (!x) return Obj();
+  const long long k = PyLong_AsLongLong(n);
+  if (k == -1 && PyErr_Occurred()) return Obj();
+  std::vector<int64_t> axes;
+  for (int64_t a = std::max<int64_t>(x->ndim() - k, 0); a < x->ndim(); ++a) axes.push_back(a);
+  return int_list(axes);
+}
+
 }  // namespace hwport::pipeline::formula

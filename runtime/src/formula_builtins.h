@@ -52,5 +52,6 @@ Obj untile(PyObject* g, PyObject* like, PyObject* repeats);
 Obj neg_ints(PyObject* v);
 Obj rotate_half(PyObject* t);
 Obj unrotate_half(PyObject* t);
+Obj last_axes(PyObject* n, PyObject* like);
 
 }  // namespace hwport::pipeline::formula

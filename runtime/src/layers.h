@@ -74,6 +74,13 @@ struct OpCall {
     virtual py::list inputs() = 0;
     virtual py::dict given_attrs() = 0;  // the attributes given (the rest take defaults)
     virtual py::object place() = 0;
+    // Attr k (OpSpec order) as the call gave it (*out nullptr: left out, its default); false
+    // when the source cannot say (read attrs() then). No Python object is made.
+    virtual bool given_attr(int k, PyObject** out) {
+      (void)k;
+      (void)out;
+      return false;
+    }
   };
 
   std::string op;
@@ -94,7 +101,10 @@ struct OpCall {
   void set_attrs(py::dict v) {
     attrs_ = std::move(v);
     attrs_state_ = kNormalized;
+    attrs_replaced_ = true;
   }
+  // Whether a layer set the attrs (then the source's given ones are not the call's).
+  bool attrs_replaced() const { return attrs_replaced_; }
   void set_place(py::object v) {
     place_ = std::move(v);
     has_place_ = true;
@@ -109,7 +119,7 @@ struct OpCall {
   py::list inputs_;
   py::dict attrs_;
   py::object place_;
-  bool has_inputs_ = false, has_place_ = false;
+  bool has_inputs_ = false, has_place_ = false, attrs_replaced_ = false;
   AttrsState attrs_state_ = kNone;
 };
 

@@ -132,6 +132,10 @@ class BoundSource final : public layers::OpCall::Source {
   }
   py::dict given_attrs() override { return pipeline::given_attrs(op_, a_); }
   py::object place() override { return py::cast(place_of(device_)); }
+  bool given_attr(int k, PyObject** out) override {
+    *out = a_.slot[op_.num_inputs + k];
+    return true;
+  }
   // The inputs as made for the layers (empty until a layer read them).
   const py::list& made() const { return made_; }
 

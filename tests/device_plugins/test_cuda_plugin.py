@@ -410,7 +410,7 @@ def test_gpu_uniform_is_bit_exact_with_philox(dtype):
     from hwport.phi_ops import philox
 
     before = dict(rt.fallback_stats())
-    got = hwport.uniform([1000, 37], seed=(1 << 40) + 7, low=-2.0, high=3.0, offset=-5,
+    got = hwport.uniform([1000, 37], seed=(1 << 40) + 7, min=-2.0, max=3.0, offset=-5,
                          dtype=dtype, place=P).numpy()
     want = philox.uniform([1000, 37], -2.0, 3.0, (1 << 40) + 7, -5, dtype)
     np.testing.assert_array_equal(got.view(np.uint8), np.asarray(want).view(np.uint8))

@@ -749,7 +749,7 @@ def test_random_composites_equal_the_python_path():
         for shp, seed, offset, mean, std in (([3, 4], 7, 0, 0.0, 1.0), ([5], 0, 2**40, 2, 3),
                                              ([0, 2], 3, 5, -1.5, 0.25), ([], 11, 1, 0, 1)):
             with deferred_calls() as deferred:
-                got = hwport.normal(shp, seed, mean, std, offset, dtype=dt)
+                got = hwport.normal(mean, std, shp, seed, offset, dtype=dt)  # Paddle order
             with python_path():
                 want = dispatch.call("normal", [], {"shape": shp, "seed": seed, "mean": mean,
                                                     "std": std, "offset": offset, "dtype": dt})

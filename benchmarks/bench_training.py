@@ -1,0 +1,138 @@
+"""Training-step cost against PyTorch CPU (one thread) measured in the same run (issue 15's
+targets, ratios hwport / torch):
+
+- the MLP step (x @ W1 + b1 -> gelu -> @ W2 + residual -> layer_norm -> mean of squares:
+  forward + backward, plus the optimizer step where hwport.optimizer has AdamW) at
+  B=1 D=64 H=256 and B=8 D=128 H=512: target <= 1.0;
+- the backward engine's overhead per node on tiny tensors (a chain of N 1-element multiplies,
+  backward only): target <= 1.0.
+
+Run: .venv/bin/python benchmarks/bench_training.py [--quick] [--place custom:cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hwport  # noqa: E402
+from timing import best_of  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - the test command installs it
+    torch = None
+
+
+def _optimizers(params, tparams):
+    opt = getattr(hwport, "optimizer", None)
+    if opt is None or not hasattr(opt, "AdamW"):
+        return None, None
+    return (opt.AdamW(learning_rate=1e-3, parameters=params),
+            torch.optim.AdamW(tparams, lr=1e-3, weight_decay=0.01))
+
+
+def mlp_step(b: int, d: int, h: int, place: str, repeat: int) -> tuple[float, float, bool]:
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) * 0.1
+              for s in ((d, h), (h,), (h, d), (d,), (d,))]
+    x_np = rng.standard_normal((b, d)).astype(np.float32)
+    params = []
+    for a in arrays:
+        t = hwport.to_tensor(a, place=place)
+        t.stop_gradient = False
+        params.append(t)
+    x = hwport.to_tensor(x_np, place=place)
+    w1, b1, w2, g, beta = params
+    F = hwport.nn.functional
+    ours_opt, torch_opt = None, None
+    tparams = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ours_opt, torch_opt = _optimizers(params, tparams)
+
+    def ours() -> None:
+        hdn = F.gelu(hwport.matmul(x, w1) + b1)
+        y = F.layer_norm(hwport.matmul(hdn, w2) + x, [d], g, beta)
+        loss = hwport.mean(y * y)
+        loss.backward()
+        if ours_opt is not None:
+            ours_opt.step()
+            ours_opt.clear_grad()
+        else:
+            for p in params:
+                p.clear_gradient(False)
+
+    xt = torch.tensor(x_np)
+    tw1, tb1, tw2, tg, tbeta = tparams
+    tF = torch.nn.functional
+
+    def theirs() -> None:
+        hdn = tF.gelu(xt @ tw1 + tb1)
+        y = tF.layer_norm(hdn @ tw2 + xt, [d], tg, tbeta)
+        (y * y).mean().backward()
+        if torch_opt is not None:
+            torch_opt.step()
+            torch_opt.zero_grad()
+        else:
+            for p in tparams:
+                p.grad = None
+
+    return (best_of(ours, place, repeat), best_of(theirs, None, repeat), ours_opt is not None)
+
+
+def backward_per_node(n: int, place: str, repeat: int) -> tuple[float, float]:
+    x = hwport.to_tensor(np.ones(1, np.float32), place=place)
+    x.stop_gradient = False
+    xt = torch.ones(1, requires_grad=True)
+
+    def chain(t):
+        for _ in range(n):
+            t = t * 1.0001
+        return t.sum()
+
+    def ours() -> None:
+        chain(x).backward()
+
+    def theirs() -> None:
+        chain(xt).backward()
+
+    def ours_fwd() -> None:
+        chain(x)
+
+    def theirs_fwd() -> None:
+        chain(xt)
+
+    # backward alone: the step minus its forward
+    o = best_of(ours, place, repeat) - best_of(ours_fwd, place, repeat)
+    t = best_of(theirs, None, repeat) - best_of(theirs_fwd, None, repeat)
+    return o / n, t / n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--place", default="custom:cpu")
+    args = ap.parse_args()
+    if torch is None:
+        print("torch is not installed: no baseline (bash scripts/install_torch.sh)")
+        return 1
+    torch.set_num_threads(1)
+    repeat = 5 if args.quick else 30
+    print(f"place {args.place}; ratios hwport / torch (best of {repeat})")
+    print(f"{'MLP step (fwd+bwd[+AdamW])':<34}{'hwport ms':>11}{'torch ms':>11}{'ratio':>8}")
+    for b, d, h in ((1, 64, 256), (8, 128, 512)):
+        ours, theirs, with_opt = mlp_step(b, d, h, args.place, repeat)
+        name = f"B={b} D={d} H={h}{' +AdamW' if with_opt else ''}"
+        print(f"{name:<34}{ours * 1e3:>11.3f}{theirs * 1e3:>11.3f}{ours / theirs:>8.2f}")
+    n = 64
+    ours, theirs = backward_per_node(n, args.place, repeat)
+    print(f"{'backward per node (chain of 64)':<34}{ours * 1e6:>10.2f}u{theirs * 1e6:>10.2f}u"
+          f"{ours / theirs:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The global random generator: a Philox-4x32-10 (seed, offset) pair (phi_ops/philox.py).
+
+Every random draw of the framework (initializers, dropout) asks the generator for a stretch
+of counters: it gets the current (seed, offset) and the offset advances by the number of
+counters the op consumes (`uniform` numel, `normal` 2 * numel, `dropout` numel). The random
+ops compute element i from counter offset + i, so the numbers depend only on the seed and on
+the sequence of draws, never on the device: `hwport.seed(n)` gives the same parameters and the
+same dropout masks on custom:cpu, custom:opencl or any other plugin."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+__all__ = ["Generator", "default_generator", "get_rng_state", "seed", "set_rng_state"]
+
+_MASK64 = (1 << 64) - 1
+_INT64_MAX = (1 << 63) - 1
+
+
+def _check_int(fn: str, arg: str, value: Any) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{fn}: {arg} must be an int, got {type(value).__name__} {value!r}")
+    return int(value.__index__())
+
+
+class Generator:
+    """A Philox stream: `seed` (a 64-bit key) and `offset` (the next unused 128-bit counter)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._seed = 0
+        self._offset = 0
+        if seed is None:  # Paddle's unseeded default generator differs from run to run
+            seed = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restarts the stream: key `seed` (taken modulo 2**64), offset 0."""
+        s = _check_int("seed", "seed", seed)
+        with self._lock:
+            self._seed = s & _MASK64
+            self._offset = 0
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> tuple[int, int]:
+        """(seed, offset): set_state of it replays the draws that follow."""
+        with self._lock:
+            return (self._seed, self._offset)
+
+    def set_state(self, state: Any) -> None:
+        try:
+            seed_value, offset = state
+        except (TypeError, ValueError):
+            raise TypeError(f"set_rng_state: state must be a (seed, offset) pair as "
+                            f"get_rng_state returns, got {state!r}") from None
+        s = _check_int("set_rng_state", "seed", seed_value)
+        o = _check_int("set_rng_state", "offset", offset)
+        if not 0 <= o <= _INT64_MAX:
+            raise ValueError(f"set_rng_state: offset must be in [0, 2**63 - 1], got {o}")
+        with self._lock:
+            self._seed, self._offset = s & _MASK64, o
+
+    def draw(self, counters: int) -> tuple[int, int]:
+        """Reserves `counters` counters: returns the (seed, offset) of the first, as the random
+        ops' int64 attributes take them (the seed as a signed 64-bit value: the same key), and
+        advances the offset past them."""
+        n = _check_int("Generator.draw", "counters", counters)
+        if n < 0:
+            raise ValueError(f"Generator.draw: counters must be >= 0, got {n}")
+        with self._lock:
+            seed_value, offset = self._seed, self._offset
+            if offset + n > _INT64_MAX:
+                raise OverflowError("the random generator's offset passed 2**63 - 1 (the "
+                                    "random ops' int64 offset); reseed with hwport.seed(n)")
+            self._offset = offset + n
+        return (seed_value - (1 << 64) if seed_value > _INT64_MAX else seed_value), offset
+
+    def __repr__(self) -> str:
+        return f"hwport.random.Generator(seed={self._seed}, offset={self._offset})"
+
+
+default_generator = Generator()
+
+
+def seed(seed: int) -> Generator:
+    """Seeds the global generator (Paddle's `paddle.seed`): every later initializer and dropout
+    draws the same numbers on every device. Returns the generator."""
+    return default_generator.manual_seed(seed)
+
+
+def get_rng_state() -> tuple[int, int]:
+    """The global generator's (seed, offset)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(state: Any) -> None:
+    """Restores a state from get_rng_state()."""
+    default_generator.set_state(state)
