@@ -20,6 +20,12 @@ from hwport.runtime import (
 )
 from hwport.tensor import from_dlpack, to_tensor
 
+# isort: split
+# ---- optimizers and lr schedulers (hwport/optimizer; issue 15) ----
+from hwport import optimizer
+
+# ---- end optimizers ----
+
 CustomPlace = Place
 
 bool_ = DType.bool
@@ -98,6 +104,7 @@ __all__ = [*ops.__all__, *_PADDLE_COMPAT, *_NN_EXPORTS,
     "int64",
     "nn",
     "ops",
+    "optimizer",
     "profiler",
     "runtime",
     "set_device",

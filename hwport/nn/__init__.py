@@ -26,9 +26,16 @@ from hwport.nn.layers import (
 from hwport.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss
 from hwport.nn.parameter import ParamAttr, Parameter
 
+# isort: split
+# ---- gradient clipping (hwport/nn/clip.py; optimizers' grad_clip=) ----
+from hwport.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+
 __all__ = [
     "GELU",
     "BCEWithLogitsLoss",
+    "ClipGradByGlobalNorm",
+    "ClipGradByNorm",
+    "ClipGradByValue",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
