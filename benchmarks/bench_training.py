@@ -4,6 +4,9 @@ targets, ratios hwport / torch):
 - the MLP step (x @ W1 + b1 -> gelu -> @ W2 + residual -> layer_norm -> mean of squares:
   forward + backward, plus the optimizer step where hwport.optimizer has AdamW) at
   B=1 D=64 H=256 and B=8 D=128 H=512: target <= 1.0;
+- the GPT step of examples/train_gpt.py (2 blocks, d=64, 4 heads, batch 8 x 32 tokens,
+  forward + backward + clipping + AdamW) against the same model in PyTorch
+  (examples/train_gpt_torch.py): target <= 1.0;
 - the backward engine's overhead per node on tiny tensors (a chain of N 1-element multiplies,
   backward only): target <= 1.0.
 
@@ -18,9 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hwport  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from timing import best_of  # noqa: E402
+
+import hwport  # noqa: E402
 
 try:
     import torch
@@ -83,6 +88,36 @@ def mlp_step(b: int, d: int, h: int, place: str, repeat: int) -> tuple[float, fl
     return (best_of(ours, place, repeat), best_of(theirs, None, repeat), ours_opt is not None)
 
 
+def gpt_step(place: str, repeat: int) -> tuple[float, float]:
+    import importlib.util
+
+    def example(name: str):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    gpt, gpt_torch = example("train_gpt"), example("train_gpt_torch")
+    hwport.set_device(place)
+    hwport.seed(0)
+    chars, ids = gpt.vocabulary()
+    model = gpt.GPT(len(chars))
+    weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    opt = gpt.make_optimizer(model, gpt.make_schedule(1000))
+    x, y = next(gpt.batches(ids, 1, 8, 32))
+    xt, yt = hwport.to_tensor(x), hwport.to_tensor(y.reshape(-1))
+    F = hwport.nn.functional
+
+    def ours() -> None:
+        logits = model(xt)
+        F.cross_entropy(logits.reshape([-1, len(chars)]), yt).backward()
+        opt.step()
+        opt.clear_grad()
+
+    step, _ = gpt_torch.trainer(gpt_torch.TorchGPT(weights), len(chars))
+    return best_of(ours, place, repeat), best_of(lambda: step(x, y, 1e-3), None, repeat)
+
+
 def backward_per_node(n: int, place: str, repeat: int) -> tuple[float, float]:
     x = hwport.to_tensor(np.ones(1, np.float32), place=place)
     x.stop_gradient = False
@@ -127,6 +162,9 @@ def main() -> int:
         ours, theirs, with_opt = mlp_step(b, d, h, args.place, repeat)
         name = f"B={b} D={d} H={h}{' +AdamW' if with_opt else ''}"
         print(f"{name:<34}{ours * 1e3:>11.3f}{theirs * 1e3:>11.3f}{ours / theirs:>8.2f}")
+    ours, theirs = gpt_step(args.place, max(3, repeat // 3))
+    print(f"{'GPT step (train_gpt.py)':<34}{ours * 1e3:>11.3f}{theirs * 1e3:>11.3f}"
+          f"{ours / theirs:>8.2f}")
     n = 64
     ours, theirs = backward_per_node(n, args.place, repeat)
     print(f"{'backward per node (chain of 64)':<34}{ours * 1e6:>10.2f}u{theirs * 1e6:>10.2f}u"

@@ -16,60 +16,28 @@ import hwport
 torch = pytest.importorskip("torch")
 pytest.importorskip("hwport.optimizer")
 
-SPEC = importlib.util.spec_from_file_location(
-    "train_gpt", Path(__file__).resolve().parents[2] / "examples" / "train_gpt.py")
-gpt = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(gpt)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gpt = _example("train_gpt")
+gpt_torch = _example("train_gpt_torch")
 
 PLACES = ["custom:cpu", "custom:opencl"]
 
 
-def torch_losses(weights: dict[str, np.ndarray], vocab: int, steps: int, lrs: list[float],
-                 batch: int = 8, block: int = 32, d: int = 64, heads: int = 4) -> list[float]:
-    """The same model in PyTorch over the hwport state dict (Paddle's [in, out] Linear layout)."""
-    torch.manual_seed(0)
-    p = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
-    F = torch.nn.functional
-    n_layers = len({k.split(".")[1] for k in p if k.startswith("blocks.")})
-
-    def lin(x, name):
-        return x @ p[f"{name}.weight"] + p[f"{name}.bias"]
-
-    def ln(x, name):
-        return F.layer_norm(x, [d], p[f"{name}.weight"], p[f"{name}.bias"], 1e-5)
-
-    def forward(idx):
-        b, t = idx.shape
-        x = p["tok.weight"][idx] + p["pos.weight"][torch.arange(t)]
-        for i in range(n_layers):
-            pre = f"blocks.{i}"
-            q, k, v = lin(ln(x, f"{pre}.ln1"), f"{pre}.qkv").split(d, dim=-1)
-
-            def heads_of(z):
-                return z.reshape(b, t, heads, d // heads).transpose(1, 2)
-
-            a = F.scaled_dot_product_attention(heads_of(q), heads_of(k), heads_of(v),
-                                               is_causal=True)
-            x = x + lin(a.transpose(1, 2).reshape(b, t, d), f"{pre}.proj")
-            x = x + lin(F.gelu(lin(ln(x, f"{pre}.ln2"), f"{pre}.fc1")), f"{pre}.fc2")
-        return ln(x, "ln") @ p["tok.weight"].T
-
-    params = list(p.values())
-    opt = torch.optim.AdamW(params, lr=lrs[0], betas=(0.9, 0.999), eps=1e-8,
-                            weight_decay=0.01)
+def torch_losses(weights: dict[str, np.ndarray], vocab: int, steps: int,
+                 lrs: list[float]) -> list[float]:
+    step, _ = gpt_torch.trainer(gpt_torch.TorchGPT(weights), vocab)
     _, ids = gpt.vocabulary()
-    out = []
-    for step, (x, y) in enumerate(gpt.batches(ids, steps, batch, block, 0)):
-        logits = forward(torch.tensor(x))
-        loss = F.cross_entropy(logits.reshape(-1, vocab), torch.tensor(y.reshape(-1)))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        for g in opt.param_groups:
-            g["lr"] = lrs[step]
-        opt.step()
-        opt.zero_grad()
-        out.append(float(loss.detach()))
-    return out
+    return [float(step(x, y, lrs[i]))
+            for i, (x, y) in enumerate(gpt.batches(ids, steps, 8, 32, 0))]
 
 
 @pytest.mark.parametrize("place", PLACES)
