@@ -16,7 +16,7 @@ globals().update({name: getattr(_functional, name) for name in __all__})
 from hwport.nn.layers.common import dropout  # noqa: E402, F401
 from hwport.nn.loss import (  # noqa: E402
     binary_cross_entropy_with_logits,
-    cross_entropy,
+    cross_entropy,  # noqa: F401  (replaces the op of the same name in __all__)
     l1_loss,
     mse_loss,
 )
