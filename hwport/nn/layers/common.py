@@ -121,8 +121,9 @@ def dropout(x: Tensor, p: float = 0.5, axis: Any = None, training: bool = True,
             inplace: bool = False, mode: str = "upscale_in_train", name: str | None = None,
             *, seed: int | None = None, offset: int | None = None) -> Tensor:
     """F.dropout drawing its Philox (seed, offset) from the global generator (hwport.seed),
-    so successive calls give fresh masks and a seeded run repeats on every device. inplace=True
-    is refused (as the op function refuses it: docs/paddle-compat.md). seed / offset (hwport's, keyword-only): the op's
+    so successive calls give fresh masks and a seeded run repeats on every device.
+    inplace=True is refused (as the op function refuses it: docs/paddle-compat.md).
+    seed / offset (hwport's, keyword-only): the op's
     Philox stream, given explicitly (offset default 0); the generator is then left alone."""
     if not isinstance(x, Tensor):
         raise TypeError(f"dropout: x must be a hwport.Tensor, got {type(x).__name__}")
