@@ -521,6 +521,10 @@ def _launch_flattening(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
 def _launch_matmul(op: OpDef, inputs: list[Any], plan: Plan, key_dtype: str,
                    target: Any) -> Tensor:
     x, y = (cast(t, plan.casts[i]) for i, t in enumerate(inputs))
+    if inputs[0].ndim >= 3 and inputs[1].ndim <= 2 and not plan.attrs.get("transpose_x"):
+        # x [batch.., m, k] @ y [k, n] as one [batch * m, k] product (the C++ family's form)
+        rows = x.size // x.shape[-1] if x.shape[-1] else math.prod(x.shape[:-1])
+        x = reshape_view(x, [rows, x.shape[-1]])
     x = reshape_view(x, [1, x.shape[0]]) if x.ndim == 1 else x
     y = reshape_view(y, [y.shape[0], 1]) if y.ndim == 1 else y
     if plan.attrs.get("transpose_x") and inputs[0].ndim >= 2:

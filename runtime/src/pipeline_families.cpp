@@ -124,6 +124,19 @@ PyObject* run_matmul(const OpSpec& op, const BoundArgs& a) {
   if (vy.ndim() == 1) vy = contiguous_view(vy, {vy.shape[0], 1});
   if (tx && x->ndim() >= 2) vx = swap_last(std::move(vx));
   if (ty && y->ndim() >= 2) vy = swap_last(std::move(vy));
+  if (x->ndim() >= 3 && y->ndim() <= 2 && !tx) {
+    // x [batch.., m, k] @ y [k, n]: one [batch * m, k] @ [k, n] (a linear layer's shape), not
+    // a batch of small products over a broadcast y.
+    int64_t rows = plan.m;
+    for (int64_t b : plan.batch) rows *= b;
+    vx = contiguous_view(vx, {rows, plan.k});
+    Tensor out = Tensor::empty({rows, plan.n}, plan.dtype, device, op.name);
+    const Tensor* in[] = {&vx, &vy};
+    launch(op, plan.dtype, device, in, 2, &out, Attrs{});
+    out.shape = plan.shape;
+    out.strides = contiguous_strides(plan.shape);
+    return to_python(std::move(out));
+  }
   Shape xs = plan.batch, ys = plan.batch;
   xs.insert(xs.end(), {plan.m, plan.k});
   ys.insert(ys.end(), {plan.k, plan.n});
