@@ -331,3 +331,17 @@ def test_launches_per_step_do_not_grow_with_parameters(make, limit):
         counts.append(_launches(opt.step) - n)
     assert counts[0] == counts[1] <= limit, counts
     assert counts[2] <= counts[0] + 2 * 3, counts
+
+
+def test_parameter_attributes_lr_multiplier_and_need_clip():
+    """Parameter.optimize_attr['learning_rate'] multiplies the learning rate (outside
+    parameter groups); need_clip=False leaves a gradient out of clipping and of the norm."""
+    p = make_param(np.zeros(3, np.float32), name="p")
+    q = make_param(np.zeros(3, np.float32), name="q")
+    p.optimize_attr = {"learning_rate": 0.5}
+    q.need_clip = False
+    set_grad(p, [3.0, 4.0, 0.0])
+    set_grad(q, [30.0, 40.0, 0.0])
+    o.SGD(1.0, parameters=[p, q], grad_clip=clip.ClipGradByGlobalNorm(1.0)).step()
+    np.testing.assert_allclose(p.numpy(), [-0.3, -0.4, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(q.numpy(), [-30.0, -40.0, 0.0], rtol=1e-6)
