@@ -296,6 +296,14 @@ def test_bad_arguments():
         o.Adam(0.1, beta1=1.0, parameters=[p])
     with pytest.raises(TypeError, match="Momentum: weight_decay must be a float"):
         o.Momentum(0.1, parameters=[p], weight_decay="0.1")
+    class L1Decay:
+        _coeff = 0.1
+
+    r = make_param(np.zeros(3, np.float32), name="r")
+    r.regularizer = L1Decay()
+    set_grad(r, np.ones(3, np.float32))
+    with pytest.raises(NotImplementedError, match="parameter r has an L1Decay regularizer"):
+        o.Adam(0.1, parameters=[r]).step()
     q = make_param(np.zeros(3, np.int64), name="ints")
     set_grad(q, np.zeros(3, np.int64))
     with pytest.raises(TypeError, match="SGD: parameter ints has dtype"):
