@@ -118,13 +118,14 @@ def _number(fn: str, arg: str, value: Any) -> float:
 def _uniform(shape: list[int], low: float, high: float, dtype: Any, place: Any) -> Tensor:
     dt = _float_dtype("Uniform", dtype)
     seed, offset = _generator().draw(math.prod(shape))
-    return _F.uniform(shape, seed, low=low, high=high, offset=offset, dtype=dt, place=place)
+    return _F.uniform(shape, dtype=dt, min=low, max=high, seed=seed, offset=offset, place=place)
 
 
 def _normal(shape: list[int], mean: float, std: float, dtype: Any, place: Any) -> Tensor:
     dt = _float_dtype("Normal", dtype)
     seed, offset = _generator().draw(2 * math.prod(shape))
-    return _F.normal(shape, seed, mean=mean, std=std, offset=offset, dtype=dt, place=place)
+    return _F.normal(mean=mean, std=std, shape=shape, seed=seed, offset=offset, dtype=dt,
+                     place=place)
 
 
 class Constant(Initializer):

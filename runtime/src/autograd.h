@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_parse.h"
 #include "layers.h"
 #include "pipeline_ops.h"
 #include "tensor.h"
@@ -74,6 +75,10 @@ bool call_needs_grad(const pipeline::OpSpec& op, PyObject* const* inputs);
 
 // The pipeline's autograd step (registered with layers::set_autograd_step at import).
 py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Next& next);
+// The same for a call made while no layer is active (the pipeline's direct path, no OpCall):
+// the op runs with grad mode off, then its node is linked from the bound arguments. A new
+// reference, or nullptr with a Python error set.
+PyObject* record_bound(const pipeline::OpSpec& op, const pipeline::BoundArgs& a);
 
 // loss.backward() / hwport.grad(): the gradients of `outputs` (seeded with grad_outputs, None:
 // ones for a one-element output) flow back through the graph. `inputs` empty: accumulated into

@@ -124,29 +124,14 @@ py::object through_decomposition_call(const std::shared_ptr<layers::OpCall>& cal
 
 }  // namespace
 
-py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Next& next) {
-  const pipeline::OpSpec* op = pipeline::op_spec(call->op.c_str());
-  if (!op) return next(call);
-  py::list& inputs = call->inputs();
-  bool any = false;
-  for (const py::handle& v : inputs) any = any || needs_grad(v.ptr());
-  if (!any) return next(call);
-  const VjpEntry* rule = vjp_entry(op->id);
-  if (!rule && through_decomposition(op->id)) return through_decomposition_call(call);
-  const bool missing = !rule && rule_missing(op->id);
-  if (!rule && !missing) {  // no gradient: the outputs have stop_gradient=True
-    GradMode off(false);
-    return next(call);
-  }
-  py::object out;
-  {
-    GradMode off(false);
-    out = next(call);
-  }
-  // What the rule reads, taken from the call as the layers saw it (a replaced input included).
-  py::list& now = call->inputs();
-  out = fresh_outputs(std::move(out), now);
+namespace {
 
+// Links `out` (the op's result on `inputs`, one per op input: a tensor, a list of them, None)
+// to a new node of `rule` (nullptr: its rule is missing, backward raises). attrs: in OpSpec
+// order. Returns the result to hand back (an output that was an input becomes a new tensor).
+py::object link(const pipeline::OpSpec* op, const VjpEntry* rule, const py::list& inputs,
+                std::vector<py::object> attrs, py::object out) {
+  out = fresh_outputs(std::move(out), inputs);
   auto node = std::make_shared<Node>();
   node->op = op;
   node->rule = rule;
@@ -155,37 +140,20 @@ py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Nex
   node->edges.resize(n_in);
   node->input_is_list.assign(n_in, false);
   node->inputs.resize(n_in);
-  for (size_t k = 0; k < n_in && k < now.size(); ++k) {
-    PyObject* v = now[k].ptr();
-    const bool has_fn = missing || rule->fns[k] != nullptr;
-    if (PyList_Check(v)) {
+  for (size_t k = 0; k < n_in && k < inputs.size(); ++k) {
+    PyObject* v = inputs[k].ptr();
+    const bool has_fn = !rule || rule->fns[k] != nullptr;
+    if (PyList_Check(v) || PyTuple_Check(v)) {
       node->input_is_list[k] = true;
-      for (const py::handle& e : py::reinterpret_borrow<py::list>(v))
-        node->edges[k].push_back(edge_for(e.ptr(), has_fn));
+      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); ++i)
+        node->edges[k].push_back(edge_for(PySequence_Fast_GET_ITEM(v, i), has_fn));
     } else {
       node->edges[k].push_back(edge_for(v, has_fn));
     }
     if (rule)
       node->inputs[k] = save(v, (rule->saves_inputs >> k) & 1u, (rule->saves_meta >> k) & 1u);
   }
-  if (rule && op->num_attrs > 0) {
-    // The attrs as given (the C++ pipeline's bound arguments, defaults from the table): no
-    // Python per call; the rules accept them as given. Else the Python rules' dict.
-    bool raw = call->source && !call->attrs_replaced();
-    for (int k = 0; raw && k < op->num_attrs; ++k) {
-      PyObject* v = nullptr;
-      raw = call->source->given_attr(k, &v) && (v || rule->defaults[k]);
-      if (raw) node->attrs.push_back(py::reinterpret_borrow<py::object>(v ? v : rule->defaults[k]));
-    }
-    if (!raw) {
-      node->attrs.clear();
-      py::dict& attrs = call->attrs();
-      for (int k = 0; k < op->num_attrs; ++k) {
-        py::str name(op->attrs[k].name);
-        node->attrs.push_back(attrs.contains(name) ? py::object(attrs[name]) : py::none());
-      }
-    }
-  }
+  node->attrs = std::move(attrs);
   int kind = 0;
   std::vector<PyObject*> items = flatten(out.ptr(), &kind);
   node->out_shape = static_cast<decltype(node->out_shape)>(kind);
@@ -210,6 +178,109 @@ py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Nex
                                                         : Saved());
   }
   return out;
+}
+
+// The rule's attrs from the call's bound arguments (`given(k)`: attr k as given, or nullptr),
+// defaults from the table; false when one has no C++ default (the Python rules then say).
+template <typename Given>
+bool bound_attrs(const pipeline::OpSpec& op, const VjpEntry& rule, Given given,
+                 std::vector<py::object>* out) {
+  for (int k = 0; k < op.num_attrs; ++k) {
+    PyObject* v = given(k);
+    if (!v) v = rule.defaults[k];
+    if (!v) return false;
+    out->push_back(py::reinterpret_borrow<py::object>(v));
+  }
+  return true;
+}
+
+std::vector<py::object> dict_attrs(const pipeline::OpSpec& op, py::dict& attrs) {
+  std::vector<py::object> out;
+  for (int k = 0; k < op.num_attrs; ++k) {
+    py::str name(op.attrs[k].name);
+    out.push_back(attrs.contains(name) ? py::object(attrs[name]) : py::none());
+  }
+  return out;
+}
+
+}  // namespace
+
+py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Next& next) {
+  const pipeline::OpSpec* op = pipeline::op_spec(call->op.c_str());
+  if (!op) return next(call);
+  py::list& inputs = call->inputs();
+  bool any = false;
+  for (const py::handle& v : inputs) any = any || needs_grad(v.ptr());
+  if (!any) return next(call);
+  const VjpEntry* rule = vjp_entry(op->id);
+  if (!rule && through_decomposition(op->id)) return through_decomposition_call(call);
+  if (!rule && !rule_missing(op->id)) {  // no gradient: the outputs have stop_gradient=True
+    GradMode off(false);
+    return next(call);
+  }
+  py::object out;
+  {
+    GradMode off(false);
+    out = next(call);
+  }
+  // What the rule reads, taken from the call as the layers saw it (a replaced input included).
+  py::list& now = call->inputs();
+  std::vector<py::object> attrs;
+  if (rule && op->num_attrs > 0) {
+    // The attrs as given (the C++ pipeline's bound arguments): no Python per call; the rules
+    // accept them as given. Else (a layer set them, or no C++ default) the Python rules' dict.
+    const bool raw = call->source && !call->attrs_replaced() &&
+                     bound_attrs(*op, *rule, [&](int k) {
+                       PyObject* v = nullptr;
+                       call->source->given_attr(k, &v);
+                       return v;
+                     }, &attrs);
+    if (!raw) attrs = dict_attrs(*op, call->attrs());
+  }
+  return link(op, rule, now, std::move(attrs), std::move(out));
+}
+
+PyObject* record_bound(const pipeline::OpSpec& op, const pipeline::BoundArgs& a) {
+  const VjpEntry* rule = vjp_entry(op.id);
+  if (!rule && (through_decomposition(op.id) || rule_missing(op.id)))
+    return pipeline::layered_call(op, a);  // the general path (a decomposition's sub-ops)
+  PyObject* result = nullptr;
+  {
+    GradMode off(false);
+    bool python_error = false;
+    result = pipeline::try_family(op, a, &python_error);
+    if (!result && !python_error) result = pipeline::python_path(op, a);
+  }
+  if (!result || !rule) return result;  // an error, or an op without gradients
+  py::object out = py::reinterpret_steal<py::object>(result);
+  // The inputs as the rule reads them: a Python scalar operand as the 0-d tensor the call used.
+  py::list inputs(op.num_inputs);
+  for (int k = 0; k < op.num_inputs; ++k) {
+    PyObject* v = a.slot[k] ? a.slot[k] : Py_None;
+    inputs[static_cast<size_t>(k)] = py::reinterpret_borrow<py::object>(v);
+  }
+  if (op.family == pipeline::Family::Binary) {
+    const Tensor* x = pipeline::as_tensor(a.slot[0]);
+    const Tensor* y = pipeline::as_tensor(a.slot[1]);
+    if ((x != nullptr) != (y != nullptr)) {
+      Tensor scalar;
+      if (pipeline::scalar_operand(op, x ? a.slot[1] : a.slot[0], x ? *x : *y, x ? "y" : "x",
+                                   &scalar))
+        inputs[x ? 1 : 0] = py::cast(std::move(scalar));
+    }
+  }
+  std::vector<py::object> attrs;
+  if (op.num_attrs > 0 &&
+      !bound_attrs(op, *rule, [&](int k) { return a.slot[op.num_inputs + k]; }, &attrs)) {
+    py::object normalize = py::module_::import("hwport.phi_ops.dispatch").attr("layer_attrs");
+    py::dict given;
+    for (int k = 0; k < op.num_attrs; ++k)
+      if (PyObject* v = a.slot[op.num_inputs + k])
+        given[op.attrs[k].name] = py::reinterpret_borrow<py::object>(v);
+    py::dict normalized = normalize(op.name, given);
+    attrs = dict_attrs(op, normalized);
+  }
+  return link(&op, rule, inputs, std::move(attrs), std::move(out)).release().ptr();
 }
 
 }  // namespace hwport::autograd

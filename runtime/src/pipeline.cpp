@@ -1,6 +1,7 @@
 #include "pipeline.h"
 #include "pipeline_run.h"
 
+#include <pybind11/detail/exception_translation.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -356,9 +357,18 @@ thread_local bool g_python_only = false;         // test hook _pipeline_python_o
 PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
   if (g_call_log) g_call_log->push_back(op.name);
   if (op.family != Family::None && !g_python_only && default_hooks()) {
-    if (layers::any_active() ||
-        (layers::autograd_wanted() && autograd::call_needs_grad(op, a.slot)))
-      return layered_call(op, a);
+    if (layers::any_active()) return layered_call(op, a);
+    if (layers::autograd_wanted() && autograd::call_needs_grad(op, a.slot)) {
+      try {
+        return autograd::record_bound(op, a);
+      } catch (pybind11::error_already_set& e) {
+        e.restore();
+        return nullptr;
+      } catch (...) {
+        pybind11::detail::try_translate_exceptions();
+        return nullptr;
+      }
+    }
     // An outer layered call's probe is not this call's (a layer's own calls, its layer
     // suspended, come here).
     ProbeScope no_probe(nullptr);

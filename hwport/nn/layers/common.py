@@ -121,13 +121,15 @@ def dropout(x: Tensor, p: float = 0.5, axis: Any = None, training: bool = True,
             inplace: bool = False, mode: str = "upscale_in_train", name: str | None = None,
             *, seed: int | None = None, offset: int | None = None) -> Tensor:
     """F.dropout drawing its Philox (seed, offset) from the global generator (hwport.seed),
-    so successive calls give fresh masks and a seeded run repeats on every device. inplace is
-    accepted and computes out of place. seed / offset (hwport's, keyword-only): the op's
+    so successive calls give fresh masks and a seeded run repeats on every device. inplace=True
+    is refused (as the op function refuses it: docs/paddle-compat.md). seed / offset (hwport's, keyword-only): the op's
     Philox stream, given explicitly (offset default 0); the generator is then left alone."""
     if not isinstance(x, Tensor):
         raise TypeError(f"dropout: x must be a hwport.Tensor, got {type(x).__name__}")
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
         raise ValueError(f"dropout: p must be a number in [0, 1], got {p!r}")
+    if inplace:
+        return F.dropout(x, p, axis=axis, training=training, inplace=True, mode=mode)  # raises
     if seed is not None or offset is not None:
         return F.dropout(x, p, axis=axis, training=training, mode=mode,
                          seed=0 if seed is None else seed, offset=0 if offset is None else offset)
