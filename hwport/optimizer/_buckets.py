@@ -82,6 +82,7 @@ class Bucket:
         self.states: dict[str, Tensor] = {}
         self.pows: dict[str, float] = {}
         self.master: Tensor | None = None
+        self.reg: float | None = None  # the parameters' own L2 regularizer coefficient
 
     def views(self, t: Tensor) -> list[Tensor]:
         """Each parameter's slice of a flat tensor, in its shape (views, no launches)."""
@@ -115,6 +116,7 @@ class Bucket:
         b = Bucket([self.params[i] for i in idx], [self.names[i] for i in idx], self.key,
                    self.store, self.compute, self.need_clip, self.lr_scale)
         b.pows = dict(self.pows)
+        b.reg = self.reg
         take: Callable[[Tensor], Tensor] = lambda t: gather(  # noqa: E731
             [t[self.offsets[i]:self.offsets[i] + self.sizes[i]] for i in idx], t.dtype)
         b.states = {k: take(v) for k, v in self.states.items()}

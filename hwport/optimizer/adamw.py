@@ -27,7 +27,7 @@ class AdamW(Adam):
     parameter (read when the parameter first joins a bucket); use_lowprecision_moment keeps
     float16/bfloat16 moments under multi_precision."""
 
-    _l2_in_update = False
+    _l2_mode = "param_only"  # weight_decay is decoupled; a ParamAttr regularizer is L2
 
     def __init__(self, learning_rate: float | LRScheduler = 0.001, beta1: float = 0.9,
                  beta2: float = 0.999, epsilon: float = 1e-08,

@@ -41,7 +41,7 @@ class Momentum(Optimizer):
     """paddle.optimizer.Momentum (use_multi_tensor is accepted: buckets always batch)."""
 
     _accumulators = ("velocity",)
-    _l2_in_update = False  # Paddle's momentum kernel applies the L2 decay itself
+    _l2_mode = "kernel"  # Paddle's momentum kernel applies the L2 decay itself
 
     def __init__(self, learning_rate: float | LRScheduler = 0.001, momentum: float = 0.9,
                  parameters: Sequence[Any] | None = None, use_nesterov: bool = False,
@@ -58,7 +58,8 @@ class Momentum(Optimizer):
                lr: float) -> Tensor:
         mu = _float(self._option(group, "momentum"), "Momentum", "momentum")
         rescale = _float(self._option(group, "rescale_grad"), "Momentum", "rescale_grad")
-        coeff = _coeff(self._option(group, "weight_decay"), "Momentum") or 0.0
+        coeff = b.reg if b.reg is not None else (
+            _coeff(self._option(group, "weight_decay"), "Momentum") or 0.0)
         s_mu, s_lr, s_rescale, s_coeff = b.scalars(
             [_attr32(mu), lr, _attr32(rescale), _attr32(coeff)])
         if rescale != 1.0:

@@ -65,7 +65,10 @@ class Optimizer:
 
     _accumulators: tuple[str, ...] = ()
     _pow_accumulators: tuple[str, ...] = ()
-    _l2_in_update = True  # L2 weight decay added to the gradient (AdamW: False)
+    # Where L2 weight decay goes: "grad" (added to the gradient before _apply: SGD, Adam),
+    # "kernel" (_apply does it: Momentum), "param_only" (only a parameter's own regularizer
+    # goes to the gradient; weight_decay is decoupled: AdamW).
+    _l2_mode = "grad"
 
     def __init__(self, learning_rate: float | LRScheduler,
                  parameters: Sequence[Any] | None = None, weight_decay: Any = None,
@@ -228,10 +231,13 @@ class Optimizer:
 
     def _update(self, b: Bucket, g: Tensor, group: dict[str, Any], lr: float) -> None:
         p = b.master if b.master is not None else gather(b.params, b.compute)
-        wd = _coeff(self._option(group, "weight_decay"), self._api) \
-            if self._l2_in_update else None
-        if wd is None and self._l2_in_update:
-            wd = self.regularization
+        if self._l2_mode == "grad":  # a parameter's own regularizer wins, as in Paddle
+            wd = b.reg if b.reg is not None else _coeff(
+                self._option(group, "weight_decay"), self._api)
+            if wd is None:
+                wd = self.regularization
+        else:  # "kernel": the subclass applies it; "param_only": only a parameter's own
+            wd = b.reg if self._l2_mode == "param_only" else None
         if wd:
             (c,) = b.scalars([wd])
             g = g + p * c
@@ -298,7 +304,7 @@ class Optimizer:
             alone = id(p) if numel(p.shape) >= ALONE_NUMEL else None
             key = (p.dtype, str(p.place), self._lr_scale(group, p),
                    bool(getattr(p, "need_clip", True)), pows, self._bucket_extra(group, p),
-                   alone)
+                   alone, self._param_l2(p))
             by_key.setdefault(key, []).append(p)
         out = []
         for key, ps in by_key.items():
@@ -309,6 +315,7 @@ class Optimizer:
             b = Bucket(ps, [self._names[id(p)] for p in ps], key, store, compute, key[3],
                        key[2])
             b.pows = dict(zip(pow_init, key[4], strict=True))
+            b.reg = key[7]
             for acc in self._accumulators:
                 b.states[acc] = self._initial_state(b, acc)
             if master:
@@ -317,6 +324,17 @@ class Optimizer:
                                    for n, p in zip(b.names, b.params, strict=True)], DType.float32)
             out.append(b)
         return out
+
+    def _param_l2(self, p: Any) -> float | None:
+        """The L2 coefficient of a parameter's own regularizer (ParamAttr), None without."""
+        reg = getattr(p, "regularizer", None)
+        if reg is None:
+            return None
+        if "L1" in type(reg).__name__:
+            raise NotImplementedError(f"{self._api}: parameter {self._names[id(p)]} has an "
+                                      f"{type(reg).__name__} regularizer; only L2 decay is "
+                                      "supported")
+        return _coeff(reg, self._api, f"parameter {self._names[id(p)]}'s regularizer")
 
     def _loaded_pow(self, p: Any, acc: str, init: float) -> float:
         v = self._holder.get(f"{self._names[id(p)]}_{acc}_0")

@@ -56,11 +56,14 @@ def signatures():
     return sig
 
 
-def make_params(dtype):
+def make_params(dtype, w_reg=None):
     rng = np.random.default_rng(7)
     w0 = rng.standard_normal((3, 4)).astype(dtype)
     b0 = rng.standard_normal((4,)).astype(dtype)
-    w = paddle.create_parameter([3, 4], dtype, default_initializer=paddle.nn.initializer.Assign(w0))
+    attr = None if w_reg is None else paddle.ParamAttr(
+        regularizer=paddle.regularizer.L2Decay(w_reg))
+    w = paddle.create_parameter([3, 4], dtype, attr=attr,
+                                default_initializer=paddle.nn.initializer.Assign(w0))
     b = paddle.create_parameter([4], dtype, is_bias=True,
                                 default_initializer=paddle.nn.initializer.Assign(b0))
     return [w, b], [w0, b0]
@@ -72,8 +75,8 @@ def grads(steps, dtype):
             for _ in range(steps)]
 
 
-def run(make_opt, dtype="float64", steps=3, sched=None):
-    ps, init = make_params(dtype)
+def run(make_opt, dtype="float64", steps=3, sched=None, w_reg=None):
+    ps, init = make_params(dtype, w_reg)
     gs = grads(steps, dtype)
     opt = make_opt(ps)
     traj, lrs = [], []
@@ -129,6 +132,15 @@ def cases():
     out["groups_momentum"] = run(lambda ps: o.Momentum(0.1, 0.9, parameters=[
         {"params": [ps[0]], "weight_decay": 0.1, "momentum": 0.5},
         {"params": [ps[1]], "learning_rate": 0.1}]))
+
+    # a ParamAttr regularizer (L2Decay(0.3)) on the weight: it wins over weight_decay (Adam,
+    # Momentum); in AdamW it is an L2 term on the gradient besides the decoupled decay
+    out["adam_param_reg"] = run(lambda ps: o.Adam(0.01, parameters=ps, weight_decay=0.01),
+                                w_reg=0.3)
+    out["momentum_param_reg"] = run(lambda ps: o.Momentum(0.1, parameters=ps,
+                                                          weight_decay=0.01), w_reg=0.3)
+    out["adamw_param_reg"] = run(lambda ps: o.AdamW(0.05, parameters=ps, weight_decay=0.1),
+                                 w_reg=0.3)
 
     def with_sched(make_sched, make_opt, steps=5):
         holder = {}

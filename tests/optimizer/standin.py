@@ -1,6 +1,5 @@
-"""The tests' parameters and recorded data: real hwport tensors with autograd's interface
-(stop_gradient, grad, in-place set_value, clear_gradient), named as Paddle names parameters
-(a Tensor subclass until hwport.nn.Parameter is in main), and the Paddle data files."""
+"""The tests' parameters (hwport.nn.Parameter, with autograd's stop_gradient, grad and
+in-place set_value) and the data recorded from Paddle."""
 
 from __future__ import annotations
 
@@ -23,21 +22,14 @@ def signatures() -> dict[str, Any]:
     return json.loads((DATA / "paddle_signatures.json").read_text())
 
 
-class NamedTensor(hwport.Tensor):
-    """A tensor that carries a Paddle parameter name (what nn.Parameter will give)."""
-
-    name: str
-
-
 def make_param(array: Any, name: str | None = None, dtype: Any = None,
                stop_gradient: bool = False, place: Any = None) -> Any:
-    """A trainable leaf tensor holding `array`: real autograd tensors (stop_gradient, grad,
-    set_value in place, clear_gradient), named when `name` is given."""
-    t = NamedTensor(hwport.to_tensor(np.asarray(array), dtype=dtype, place=place))
-    if name is not None:
-        t.name = name
-    t.stop_gradient = stop_gradient
-    return t
+    """A trainable hwport.nn.Parameter holding `array` (stop_gradient, grad, in-place
+    set_value, clear_gradient, name, optimize_attr, need_clip)."""
+    t = hwport.to_tensor(np.asarray(array), dtype=dtype, place=place)
+    p = hwport.nn.Parameter(t, name=name)
+    p.stop_gradient = stop_gradient
+    return p
 
 
 def set_grad(p: Any, array: Any) -> None:

@@ -296,6 +296,14 @@ def test_bad_arguments():
         o.Adam(0.1, beta1=1.0, parameters=[p])
     with pytest.raises(TypeError, match="Momentum: weight_decay must be a float"):
         o.Momentum(0.1, parameters=[p], weight_decay="0.1")
+    class L1Decay:
+        _coeff = 0.1
+
+    r = make_param(np.zeros(3, np.float32), name="r")
+    r.regularizer = L1Decay()
+    set_grad(r, np.ones(3, np.float32))
+    with pytest.raises(NotImplementedError, match="parameter r has an L1Decay regularizer"):
+        o.Adam(0.1, parameters=[r]).step()
     q = make_param(np.zeros(3, np.int64), name="ints")
     set_grad(q, np.zeros(3, np.int64))
     with pytest.raises(TypeError, match="SGD: parameter ints has dtype"):
@@ -331,3 +339,17 @@ def test_launches_per_step_do_not_grow_with_parameters(make, limit):
         counts.append(_launches(opt.step) - n)
     assert counts[0] == counts[1] <= limit, counts
     assert counts[2] <= counts[0] + 2 * 3, counts
+
+
+def test_parameter_attributes_lr_multiplier_and_need_clip():
+    """Parameter.optimize_attr['learning_rate'] multiplies the learning rate (outside
+    parameter groups); need_clip=False leaves a gradient out of clipping and of the norm."""
+    p = make_param(np.zeros(3, np.float32), name="p")
+    q = make_param(np.zeros(3, np.float32), name="q")
+    p.optimize_attr = {"learning_rate": 0.5}
+    q.need_clip = False
+    set_grad(p, [3.0, 4.0, 0.0])
+    set_grad(q, [30.0, 40.0, 0.0])
+    o.SGD(1.0, parameters=[p, q], grad_clip=clip.ClipGradByGlobalNorm(1.0)).step()
+    np.testing.assert_allclose(p.numpy(), [-0.3, -0.4, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(q.numpy(), [-30.0, -40.0, 0.0], rtol=1e-6)

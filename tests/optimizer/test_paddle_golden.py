@@ -43,6 +43,9 @@ MAKE = {
     "groups_momentum": lambda ps: o.Momentum(0.1, 0.9, parameters=[
         {"params": [ps[0]], "weight_decay": 0.1, "momentum": 0.5},
         {"params": [ps[1]], "learning_rate": 0.1}]),
+    "adam_param_reg": lambda ps: o.Adam(0.01, parameters=ps, weight_decay=0.01),
+    "momentum_param_reg": lambda ps: o.Momentum(0.1, parameters=ps, weight_decay=0.01),
+    "adamw_param_reg": lambda ps: o.AdamW(0.05, parameters=ps, weight_decay=0.1),
 }
 SCHED = {
     "adamw_warmup_cosine": (
@@ -53,6 +56,13 @@ SCHED = {
 }
 
 
+class L2Decay:
+    """What hwport reads of a regularizer (paddle.regularizer.L2Decay's coefficient)."""
+
+    def __init__(self, coeff: float) -> None:
+        self._coeff = coeff
+
+
 def test_every_recorded_case_is_checked():
     assert set(GOLD) == set(MAKE) | set(SCHED)
 
@@ -61,6 +71,8 @@ def _run(key):
     case = GOLD[key]
     ps = [make_param(np.asarray(a, case["dtype"]), name=n)
           for a, n in zip(case["init"], case["names"], strict=True)]
+    if key.endswith("_param_reg"):  # ParamAttr(regularizer=L2Decay(0.3)) on the weight
+        ps[0].regularizer = L2Decay(0.3)
     sched = None
     if key in SCHED:
         sched = SCHED[key][0]()
