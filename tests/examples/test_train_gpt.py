@@ -32,6 +32,14 @@ gpt_torch = _example("train_gpt_torch")
 PLACES = ["custom:cpu", "custom:opencl"]
 
 
+@pytest.fixture(autouse=True)
+def _restore_device():
+    """train() sets the current device (as a Paddle script does); later tests expect theirs."""
+    before = hwport.get_device()
+    yield
+    hwport.set_device(before)
+
+
 def torch_losses(weights: dict[str, np.ndarray], vocab: int, steps: int,
                  lrs: list[float]) -> list[float]:
     step, _ = gpt_torch.trainer(gpt_torch.TorchGPT(weights), vocab)
