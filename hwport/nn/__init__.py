@@ -3,26 +3,9 @@ initializers, losses, and the functional forms."""
 
 from __future__ import annotations
 
-from hwport.nn import functional, initializer
+from hwport.nn import functional, initializer, layers
 from hwport.nn.layer import Layer
-from hwport.nn.layers import (
-    GELU,
-    Dropout,
-    Embedding,
-    Identity,
-    LayerDict,
-    LayerList,
-    LayerNorm,
-    Linear,
-    MultiHeadAttention,
-    ReLU,
-    RMSNorm,
-    Sequential,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Tanh,
-)
+from hwport.nn.layers import *  # noqa: F403  (every layer: hwport.nn.layers.__all__)
 from hwport.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss
 from hwport.nn.parameter import ParamAttr, Parameter
 
@@ -31,32 +14,17 @@ from hwport.nn.parameter import ParamAttr, Parameter
 from hwport.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 
 __all__ = [
-    "GELU",
+    *layers.__all__,
     "BCEWithLogitsLoss",
     "ClipGradByGlobalNorm",
     "ClipGradByNorm",
     "ClipGradByValue",
     "CrossEntropyLoss",
-    "Dropout",
-    "Embedding",
-    "Identity",
     "L1Loss",
     "Layer",
-    "LayerDict",
-    "LayerList",
-    "LayerNorm",
-    "Linear",
     "MSELoss",
-    "MultiHeadAttention",
     "ParamAttr",
     "Parameter",
-    "RMSNorm",
-    "ReLU",
-    "Sequential",
-    "SiLU",
-    "Sigmoid",
-    "Softmax",
-    "Tanh",
     "functional",
     "initializer",
 ]

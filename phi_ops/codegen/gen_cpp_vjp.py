@@ -44,28 +44,15 @@ from collections.abc import Iterable
 
 try:
     from . import build_time
-    from .gen_cpp_decomp import (
-        BUILTINS,
-        Formula,
-        FormulaError,
-        OpInfo,
-        _default_obj,
-        _Emitter,
-        check_formula,
-        op_infos,
-    )
+    from . import gen_cpp_decomp as decomp
 except ImportError:
     import build_time
-    from gen_cpp_decomp import (
-        BUILTINS,
-        Formula,
-        FormulaError,
-        OpInfo,
-        _default_obj,
-        _Emitter,
-        check_formula,
-        op_infos,
-    )
+    import gen_cpp_decomp as decomp
+
+BUILTINS, Formula, FormulaError, OpInfo = (decomp.BUILTINS, decomp.Formula, decomp.FormulaError,
+                                           decomp.OpInfo)
+_default_obj, _Emitter, check_formula, op_infos = (decomp._default_obj, decomp._Emitter,
+                                                   decomp.check_formula, decomp.op_infos)
 
 OUT_NAME = "vjp_rules.inc"
 DECOMPOSITION = "decomposition"  # a rule's value: differentiate the decomposition
