@@ -85,9 +85,15 @@ def _tensors(value: Any, what: str) -> list[Any]:
     return items
 
 
+def _no_dump(fn: str, path: Any) -> None:
+    if path is not None:
+        raise NotImplementedError(f"{fn}: dump_backward_graph_path is not supported (only None)")
+
+
 def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
-             retain_graph: bool = False) -> None:
+             retain_graph: bool = False, *, dump_backward_graph_path: str | None = None) -> None:
     """Paddle's paddle.autograd.backward: backward from several tensors at once."""
+    _no_dump("backward", dump_backward_graph_path)
     outs = _tensors(tensors, "backward: tensors")
     grads = _tensors(grad_tensors, "backward: grad_tensors")
     if grads and len(grads) != len(outs):
@@ -99,7 +105,8 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
          grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
          retain_graph: bool | None = None, create_graph: bool = False,
          only_inputs: bool = True, allow_unused: bool = False,
-         no_grad_vars: Any = None) -> list[Tensor | None]:
+         no_grad_vars: Any = None, *,
+         dump_backward_graph_path: str | None = None) -> list[Tensor | None]:
     """The gradients of `outputs` with respect to `inputs` (Paddle's paddle.grad), returned
     instead of accumulated into .grad. create_graph=True records them, for higher orders;
     retain_graph defaults to create_graph."""
@@ -107,6 +114,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         raise NotImplementedError("grad: only_inputs=False is not supported (Paddle ignores it)")
     if no_grad_vars is not None:
         raise NotImplementedError("grad: no_grad_vars is not supported")
+    _no_dump("grad", dump_backward_graph_path)
     outs = _tensors(outputs, "grad: outputs")
     ins = _tensors(inputs, "grad: inputs")
     if not ins:

@@ -189,12 +189,11 @@ def render(raw: dict) -> str:
         saves_meta = sum(1 << k for k, i in enumerate(me.inputs) if i in used and i not in data)
         saves_out = any(n in used for n in rule_names(entry) if not n.startswith("grad"))
         defaults = ", ".join(_attr_default(a) for a in me.attrs.values())
-        table.append((me.id, name, fns, saves_in, saves_meta, saves_out, len(me.attrs),
-                      defaults))
+        table.append((me.id, name, fns, saves_in, saves_meta, saves_out, defaults))
     lines.append("const VjpEntry* vjp_table(int op_id) {")
-    for _, name, fns, saves_in, saves_meta, saves_out, n_attrs, defaults in table:
+    for _, name, fns, saves_in, saves_meta, saves_out, defaults in table:
         lines.append(f"  static const VjpEntry e_{name}{{{{{', '.join(fns)}}}, {saves_in}u, "
-                     f"{saves_meta}u, {n_attrs}, {{{defaults}}}, "
+                     f"{saves_meta}u, {{{defaults}}}, "
                      f"{'true' if saves_out else 'false'}}};")
     lines.append("  switch (op_id) {")
     for op_id, name, *_ in table:

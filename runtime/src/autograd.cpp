@@ -33,14 +33,15 @@ Meta& meta_for(Tensor& t) {
 
 bool grad_enabled() { return layers::grad_enabled; }
 void set_grad_enabled(bool on) { layers::grad_enabled = on; }
-bool wanted() { return layers::autograd_wanted(); }
+
+bool needs_grad(const Tensor& t) {
+  const Meta* m = meta_of(t);
+  return m && m->requires_grad();
+}
 
 bool needs_grad(PyObject* v) {
   if (!v) return false;
-  if (const Tensor* t = pipeline::as_tensor(v)) {
-    const Meta* m = meta_of(*t);
-    return m && m->requires_grad();
-  }
+  if (const Tensor* t = pipeline::as_tensor(v)) return needs_grad(*t);
   if (PyList_Check(v) || PyTuple_Check(v)) {
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
     for (Py_ssize_t i = 0; i < n; ++i)

@@ -66,10 +66,9 @@ class GradMode {
   bool was_;
 };
 
-// Whether the pipeline should look for inputs needing gradients on this thread: grad mode on and
-// some tensor needing one alive in the process (otherwise a call pays one test).
-bool wanted();
-// Whether a tensor (or a list of them) among a call's bound inputs needs a gradient.
+// Whether a tensor (or a list of them) among a call's bound inputs needs a gradient (the
+// pipeline asks only while layers::autograd_wanted()).
+bool needs_grad(const Tensor& t);
 bool needs_grad(PyObject* v);
 bool call_needs_grad(const pipeline::OpSpec& op, PyObject* const* inputs);
 

@@ -22,18 +22,13 @@ namespace {
 
 using pipeline::formula::Obj;
 
+// A sub-op through the pipeline (recorded under create_graph); raises its Python error.
 Obj op1(const char* name, std::initializer_list<PyObject*> in, const char* attr = nullptr,
         PyObject* value = nullptr) {
-  const pipeline::OpSpec& op = *pipeline::op_spec(name);
-  pipeline::BoundArgs a;
-  a.count = op.num_inputs + op.num_attrs;
-  int i = 0;
-  for (PyObject* v : in) a.slot[i++] = v;
-  for (int k = 0; attr && k < op.num_attrs; ++k)
-    if (std::string(op.attrs[k].name) == attr) a.slot[op.num_inputs + k] = value;
-  PyObject* out = pipeline::call_op_entry(op, a);
+  Obj out = attr ? pipeline::formula::op_call(name, in, {{attr, value}})
+                 : pipeline::formula::op_call(name, in);
   if (!out) throw py::error_already_set();
-  return py::reinterpret_steal<Obj>(out);
+  return out;
 }
 
 Obj sum_of(const Obj& a, const Obj& b) {
@@ -88,8 +83,6 @@ Obj owned(Obj g) {
 }
 
 struct Run {
-  bool retain_graph = false;
-  bool create_graph = false;
   // hwport.grad: the requested tensors, by leaf meta or by (node, output); their gradients.
   std::unordered_map<const Meta*, size_t> leaf_targets;
   std::unordered_map<const Node*, std::vector<std::pair<uint32_t, size_t>>> node_targets;
@@ -222,8 +215,6 @@ std::vector<py::object> backward(const std::vector<py::object>& outputs,
                                  const std::vector<py::object>& inputs, bool retain_graph,
                                  bool create_graph, bool allow_unused) {
   Run run;
-  run.retain_graph = retain_graph;
-  run.create_graph = create_graph;
   run.capturing = !inputs.empty();
   run.captured.assign(inputs.size(), py::none());
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -21,7 +21,6 @@ struct VjpEntry {
   VjpFn fns[pipeline::kMaxParams];  // per input; nullptr: that input gets no gradient
   uint32_t saves_inputs;            // bit k: the rule reads input k's data
   uint32_t saves_meta;              // bit k: only input k's shape, dtype and place
-  int num_attrs;
   PyObject* defaults[pipeline::kMaxParams];  // per attr (nullptr: ask the Python rules);
                                              // immortal, leaked on purpose
   bool saves_outputs;
@@ -49,7 +48,6 @@ struct Edge {
   bool needed = false;  // the input needs a gradient
   Shape shape;
   DType dtype = DType::Float32;
-  bool valid() const { return needed; }
 };
 
 struct OutputInfo {

@@ -131,11 +131,16 @@ void bind_autograd(py::module_& m) {
       }),
       py::none(), py::none(), "The op whose node made this tensor (None for a leaf).");
   method("backward", py::cpp_function(
-      [](py::object self, py::object grad_tensor, bool retain_graph) {
+      [](py::object self, py::object grad_tensor, bool retain_graph,
+         py::object dump_backward_graph_path) {
+        if (!dump_backward_graph_path.is_none())
+          raise(ErrorKind::NotSupported, "Tensor.backward: dump_backward_graph_path is not "
+                                         "supported (only None)");
         autograd::backward({self}, {grad_tensor}, {}, retain_graph, false, false);
       },
       py::is_method(cls), py::arg("grad_tensor") = py::none(),
-      py::arg("retain_graph") = false,
+      py::arg("retain_graph") = false, py::kw_only(),
+      py::arg("dump_backward_graph_path") = py::none(),
       "Computes the gradients of this tensor with respect to the leaves that need them "
       "(accumulated into their .grad)."));
   auto clear = [](Tensor& t, bool set_to_zero) {
@@ -151,9 +156,10 @@ void bind_autograd(py::module_& m) {
   method("clear_gradient", py::cpp_function(clear, py::is_method(cls),
                                             py::arg("set_to_zero") = true,
                                             "Sets .grad to zeros (set_to_zero) or None."));
-  method("clear_grad", py::cpp_function(clear, py::is_method(cls),
-                                        py::arg("set_to_zero") = true,
-                                        "Sets .grad to zeros (set_to_zero) or None."));
+  method("clear_grad", py::cpp_function([clear](Tensor& t) { clear(t, true); },
+                                        py::is_method(cls),
+                                        "Sets .grad to zeros (Paddle's alias of "
+                                        "clear_gradient())."));
   method("detach", py::cpp_function(
       [](const Tensor& t) {
         Tensor out = t;  // a copy: the same data, no gradient history

@@ -6,8 +6,9 @@
 #include <utility>
 
 #include "bindings.h"
-#include "decomp_formulas.h"
 #include "autograd.h"
+#include "decomp_formulas.h"
+#include "formula_builtins.h"
 #include "layers.h"
 #include "dlpack.h"
 #include "errors.h"
@@ -33,8 +34,7 @@ py::object binary_py(int op, const Tensor& self, py::handle other, bool reflecte
                        PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr());
   if (operand && (layers::any_active() ||  // a layer (the profiler, autograd) sees the call
                   (layers::autograd_wanted() &&
-                   (autograd::needs_grad(py::cast(self).ptr()) ||
-                    autograd::needs_grad(other.ptr()))))) {
+                   (autograd::needs_grad(self) || autograd::needs_grad(other.ptr()))))) {
     py::object me = py::cast(self);
     const pipeline::OpSpec* spec = pipeline::op_spec(op_name(op).c_str());
     pipeline::BoundArgs a;
@@ -217,13 +217,9 @@ void bind_tensor(py::module_& m) {
              if (layers::autograd_wanted() && autograd::needs_grad(self.ptr())) {
                // the copy op, so that autograd records it
                if (t.is_contiguous()) return self;
-               const pipeline::OpSpec* spec = pipeline::op_spec("copy");
-               pipeline::BoundArgs a;
-               a.count = spec->num_inputs + spec->num_attrs;
-               a.slot[0] = self.ptr();
-               PyObject* out = pipeline::call_op_entry(*spec, a);
+               py::object out = pipeline::formula::op_call("copy", {self.ptr()});
                if (!out) throw py::error_already_set();
-               return py::reinterpret_steal<py::object>(out);
+               return out;
              }
              return py::cast(contiguous(t));
            })

@@ -170,9 +170,6 @@ Obj list_of(std::initializer_list<PyObject*> items) {
 
 // ---- the VJP rules' builtins ----------------------------------------------------------------
 
-namespace {
-
-// A sub-op by name, its attrs by name (the rules' builtins are written once for every op).
 Obj op_call(const char* name, std::initializer_list<PyObject*> in,
             std::initializer_list<std::pair<const char*, PyObject*>> attrs) {
   const OpSpec& op = *op_spec(name);
@@ -186,6 +183,8 @@ Obj op_call(const char* name, std::initializer_list<PyObject*> in,
   }
   return steal(call_op_entry(op, a));
 }
+
+namespace {
 
 bool int_seq(PyObject* obj, std::vector<int64_t>* out) {
   if (obj == Py_None) return true;

@@ -21,6 +21,10 @@ inline Obj borrow(PyObject* p) { return pybind11::reinterpret_borrow<Obj>(p); }
 // One sub-op through the pipeline's C++ entry: inputs by position, attrs by their OpSpec index.
 Obj call(int op_id, std::initializer_list<PyObject*> in,
          std::initializer_list<std::pair<int, PyObject*>> attrs);
+// A sub-op by name, its attrs by name (for code written once for every op: the builtins, the
+// autograd engine). A null Obj with a Python error set on failure.
+Obj op_call(const char* name, std::initializer_list<PyObject*> in,
+            std::initializer_list<std::pair<const char*, PyObject*>> attrs = {});
 // A Python list of the items (a list literal of a formula).
 Obj list_of(std::initializer_list<PyObject*> items);
 Obj int_list(const std::vector<int64_t>& v);

@@ -358,6 +358,9 @@ PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
   if (g_call_log) g_call_log->push_back(op.name);
   if (op.family != Family::None && !g_python_only && default_hooks()) {
     if (layers::any_active()) return layered_call(op, a);
+    // An outer layered call's probe is not this call's (a layer's own calls, its layer
+    // suspended, come here).
+    ProbeScope no_probe(nullptr);
     if (layers::autograd_wanted() && autograd::call_needs_grad(op, a.slot)) {
       try {
         return autograd::record_bound(op, a);
@@ -369,9 +372,6 @@ PyObject* call_op(const OpSpec& op, const BoundArgs& a) {
         return nullptr;
       }
     }
-    // An outer layered call's probe is not this call's (a layer's own calls, its layer
-    // suspended, come here).
-    ProbeScope no_probe(nullptr);
     bool python_error = false;
     if (PyObject* out = try_family(op, a, &python_error)) return out;
     if (python_error) return nullptr;
