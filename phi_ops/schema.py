@@ -244,22 +244,12 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
 def _check_vjps(raw: dict, infos: dict | None) -> None:
     """The `vjps` section, checked by the generator's own parser (gen_cpp_vjp.py)."""
     from .codegen.gen_cpp_decomp import FormulaError, op_infos
-    from .codegen.gen_cpp_vjp import DECOMPOSITION, check_rule
+    from .codegen.gen_cpp_vjp import checked_rules
 
-    entries = {e["name"]: e for e in raw["ops"]}
-    infos = infos or op_infos(raw)
-    for name, rule in (raw.get("vjps") or {}).items():
-        if name not in entries:
-            raise OpsYamlError(f"ops.yaml: vjps: {name!r} is not an op")
-        if rule == DECOMPOSITION:
-            if entries[name]["kind"] != "composite":
-                raise OpsYamlError(f"ops.yaml: vjps: {name!r}: only a composite is "
-                                   "differentiated through its decomposition")
-            continue
-        try:
-            check_rule(name, entries[name], rule, infos)
-        except FormulaError as e:
-            raise OpsYamlError(str(e)) from None
+    try:
+        checked_rules(raw, infos or op_infos(raw))
+    except FormulaError as e:
+        raise OpsYamlError(str(e)) from None
 
 
 @functools.cache

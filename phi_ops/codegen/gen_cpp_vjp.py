@@ -152,6 +152,25 @@ def _names_read(formulas: Iterable[Formula]) -> tuple[set[str], set[str]]:
     return read, data
 
 
+def checked_rules(raw: dict, ops: dict[str, OpInfo]) -> dict[str, dict[str, Formula] | str]:
+    """Every rule of the `vjps` section, checked: op name -> its parsed formulas per input, or
+    DECOMPOSITION (FormulaError naming the op and the problem). phi_ops/schema.py checks
+    ops.yaml with it; render generates from it."""
+    entries = {e["name"]: e for e in raw["ops"]}
+    out: dict[str, dict[str, Formula] | str] = {}
+    for name, rule in (raw.get("vjps") or {}).items():
+        if name not in ops:
+            raise FormulaError(f"ops.yaml: vjps: {name!r} is not an op")
+        if rule == DECOMPOSITION:
+            if entries[name]["kind"] != "composite":
+                raise FormulaError(f"ops.yaml: vjps: {name!r}: only a composite is "
+                                   "differentiated through its decomposition")
+            out[name] = DECOMPOSITION
+        else:
+            out[name] = check_rule(name, entries[name], rule, ops)
+    return out
+
+
 def render(raw: dict) -> str:
     ops = op_infos(raw)
     entries = {e["name"]: e for e in raw["ops"]}
@@ -161,16 +180,10 @@ def render(raw: dict) -> str:
              ""]
     table = []
     rules = raw.get("vjps") or {}
-    for name, rule in rules.items():
-        if name not in ops:
-            raise FormulaError(f"ops.yaml: vjps: {name!r} is not an op")
-        entry, me = entries[name], ops[name]
-        if rule == DECOMPOSITION:
-            if entry["kind"] != "composite":
-                raise FormulaError(f"ops.yaml: vjps: {name!r}: only a composite is "
-                                   "differentiated through its decomposition")
+    for name, formulas in checked_rules(raw, ops).items():
+        if formulas == DECOMPOSITION:
             continue
-        formulas = check_rule(name, entry, rule, ops)
+        entry, me, rule = entries[name], ops[name], rules[name]
         # in[]: the op's inputs, then its outputs, then their gradients (rule_names' order).
         extra = {n: f"in[{len(me.inputs) + k}]" for k, n in enumerate(rule_names(entry))}
         fns = []
