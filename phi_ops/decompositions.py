@@ -855,3 +855,19 @@ def cross_entropy(logits: Tensor, label: Tensor, *, reduction: str = "mean",
                          f"{reduction!r}")
     count = F.sum(F.cast(valid, dtype=lc.dtype), axis=list(range(valid.ndim)))
     return _to(F.divide(total, count), logits.dtype)
+
+
+# ---- optimizer updates ----------------------------------------------------------------------
+
+def adam_update(param: Tensor, grad: Tensor, moment1: Tensor, moment2: Tensor, *,
+                beta1: float, beta2: float, epsilon: float, lr: float,
+                decay: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    """One Adam(W) step in the inputs' dtype: decoupled decay, the moments, the update (the
+    fused kernels compute these operations in this order)."""
+    F = _F()
+    p = param if float(decay) == 1.0 else F.multiply(param, float(decay))
+    m = F.add(F.multiply(moment1, float(beta1)), F.multiply(grad, 1.0 - float(beta1)))
+    v = F.add(F.multiply(moment2, float(beta2)),
+              F.multiply(F.multiply(grad, grad), 1.0 - float(beta2)))
+    step = F.multiply(F.divide(m, F.add(F.sqrt(v), float(epsilon))), float(lr))
+    return F.subtract(p, step), m, v

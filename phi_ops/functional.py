@@ -12,6 +12,7 @@ from hwport.runtime import _core
 
 from . import api_args as _api_args
 from . import dispatch as _dispatch
+from .dispatch import call as _call
 
 # The C++ op pipeline (runtime/src/pipeline.h): its Python path is phi_ops.dispatch.call.
 _core._pipeline_register(_dispatch)
@@ -1039,6 +1040,15 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 
 
+def adam_update(param: Any, grad: Any, moment1: Any, moment2: Any, beta1: float | None, beta2: float | None, epsilon: float | None, lr: float | None, decay: float | None=1.0, name: str | None = None) -> Any:
+    """One Adam(W) step, elementwise: p = param * decay; m = moment1 * beta1 + grad * (1 - beta1); v = moment2 * beta2 + grad * grad * (1 - beta2); param_out = p - m / (sqrt(v) + epsilon) * lr (epsilon and lr already bias-corrected).
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.adam_update)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) gets four inputs of one float dtype and shape and computes each element in that dtype with the decomposition's operations in its order, without fused multiply-adds (attrs rounded to the dtype first, (1 - beta1) and (1 - beta2) computed in double then rounded), so its bytes match the decomposition's. Each output is either disjoint from every operand or, all three at once, its own input (param_out = param, moment1_out = moment1, moment2_out = moment2: the optimizers launch it in place, element i read before it is written); refuse anything else."""
+    return _call('adam_update', (param, grad, moment1, moment2), {'beta1': beta1, 'beta2': beta2, 'epsilon': epsilon, 'lr': lr, 'decay': decay})
+
+
 # Tensor methods: name -> function.
 METHODS = {
     'abs': abs,
@@ -1331,4 +1341,5 @@ OP_NAMES = [
     'scaled_dot_product_attention',
     'rotary_embedding',
     'cross_entropy',
+    'adam_update',
 ]

@@ -643,6 +643,21 @@ def cross_entropy(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     return Plan([Meta(shape, logits.dtype)], dict(attrs))
 
 
+
+def optimizer_update(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
+    """A fused optimizer step: every input has the first's (the parameter's) shape and dtype;
+    one output per input but the gradient, each of that shape and dtype."""
+    first = inputs[0]
+    names = [i.name for i in op.inputs]
+    for name, m in zip(names[1:], inputs[1:], strict=True):
+        if m.shape != first.shape:
+            raise ValueError(f"{op.name}: {name} has shape {shape_str(m.shape)}, expected "
+                             f"{names[0]}'s {shape_str(first.shape)}")
+        if m.dtype != first.dtype:
+            raise TypeError(f"{op.name}: {name} has dtype {m.dtype}, expected {names[0]}'s "
+                            f"{first.dtype}")
+    return Plan([Meta(first.shape, first.dtype) for _ in op.outputs], dict(attrs))
+
 # ---- creation ---------------------------------------------------------------------------
 
 def _check_shape(op: str, shape: Sequence[int]) -> tuple[int, ...]:
@@ -713,6 +728,7 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
     "stack": stack, "split": split, "slice": slice_, "tile": tile, "pad": pad,
     "matrix_unary": matrix_unary, "gather": gather, "take_along_axis": take_along_axis,
     "scatter": scatter, "topk": topk, "embedding": embedding, "cross_entropy": cross_entropy,
+    "optimizer_update": optimizer_update,
     "creation": creation, "like": like, "arange": arange, "linspace": linspace, "eye": eye,
 }
 

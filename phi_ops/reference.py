@@ -887,6 +887,16 @@ def _r_cross_entropy(a: _Call) -> np.ndarray:
     raise a.err(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+
+@_ref("adam_update")
+def _r_adam_update(a: _Call) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    b1, b2 = float(a.attrs["beta1"]), float(a.attrs["beta2"])
+    g = a["grad"]
+    m = a["moment1"] * b1 + g * (1.0 - b1)
+    v = a["moment2"] * b2 + g * g * (1.0 - b2)
+    p = a["param"] * float(a.attrs["decay"])
+    return p - m / (np.sqrt(v) + float(a.attrs["epsilon"])) * float(a.attrs["lr"]), m, v
+
 # ---- the entry point -------------------------------------------------------------------------
 
 def _normalize_attrs(op: OpDef, attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -1247,6 +1247,28 @@ def _b_ce(op: str, d: str, rng: np.random.Generator) -> list[Case]:
     return cs
 
 
+
+@builder("adam_update")
+def _b_adam_update(op: str, d: str, rng: np.random.Generator) -> list[Case]:
+    def ins(*shape: int) -> list[np.ndarray]:
+        return [sample(d, shape, rng), sample(d, shape, rng, "small"),
+                sample(d, shape, rng, "small"), sample(d, shape, rng, "positive")]
+
+    adam = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lr": 1e-3}
+    cs = [
+        C(op, d, "adam", ins(37), adam),
+        C(op, d, "adamw", ins(4, 9), dict(adam, decay=0.99, lr=0.05)),
+        C(op, d, "first-step", [sample(d, (5, 3), rng), sample(d, (5, 3), rng, "small"),
+                                np.zeros((5, 3), np_dtype(d)), np.zeros((5, 3), np_dtype(d))],
+          {"beta1": 0.9, "beta2": 0.99, "epsilon": 1e-6, "lr": 0.1}),
+        C(op, d, "0d", ins(), adam),
+        C(op, d, "empty", ins(0, 4), adam),
+        C(op, d, "views", ins(6, 5), adam, ["T", "flip", "step"]),
+    ]
+    if d == "float32":
+        cs.append(C(op, d, "large", ins(*LARGE), dict(adam, decay=0.999), large=True))
+    return cs
+
 # ---- the full list ------------------------------------------------------------------------
 
 def cases_for(op: str, dtype: str, seed: int | None = None) -> list[Case]:

@@ -14,7 +14,7 @@ OPS_YAML = Path(__file__).with_name("ops.yaml")
 ATTR_TYPES = {"bool", "int", "float", "str", "dtype", "ints", "floats"}
 KINDS = {"primitive", "composite"}
 CATEGORIES = {"unary", "binary", "ternary", "reduction", "scan", "linalg", "shape", "index",
-              "creation", "random", "nn"}
+              "creation", "random", "nn", "optimizer"}
 REQUIRED = object()  # default of an attribute that has none
 
 

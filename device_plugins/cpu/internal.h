@@ -117,6 +117,7 @@ void cpu_register_reduction_kernels(const HWP_HostApi *host);   /* kernels_reduc
 void cpu_register_linalg_kernels(const HWP_HostApi *host);      /* kernels_linalg.c */
 void cpu_register_index_kernels(const HWP_HostApi *host);       /* kernels_index.c */
 void cpu_register_random_kernels(const HWP_HostApi *host);      /* kernels_random.c */
+void cpu_register_optim_kernels(const HWP_HostApi *host);       /* kernels_optim.c */
 /* kernels_elementwise.c: picks the elementwise loops' instruction set (AVX2, AVX-512) at load. */
 void cpu_ew_select_simd(void);
 /* The level it chose: 0 the baseline (SSE2), 1 AVX2+FMA+F16C, 2 AVX-512 (F, DQ) as well. */

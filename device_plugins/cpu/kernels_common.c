@@ -221,6 +221,7 @@ void cpu_register_kernels(const HWP_HostApi *host) {
   cpu_register_linalg_kernels(host);
   cpu_register_index_kernels(host);
   cpu_register_random_kernels(host);
+  cpu_register_optim_kernels(host);
   cpu_ew_select_simd();
 }
 

@@ -305,15 +305,91 @@ static void mm_setup(const mm_plan *P, int64_t b, mm_gemm *g) {
   g->K = P->K;
 }
 
+/* ---- small float products, direct ---------------------------------------------------------
+ * A batch of attention-sized products (32 x 32 x 16) is too small for packing: the blocked
+ * GEMM's panels (allocated, zeroed and freed per product) cost ten times the arithmetic. Here b
+ * is copied once per product into a K x Np row-major buffer (Np: N rounded up to the tile width,
+ * zero padded; this also turns a transposed view into rows), and a 4 x NR tile of c is
+ * accumulated in registers over k, reading a's elements where they are (any strides). */
+#define MM_SMALL_N 256
+#define MM_SMALL_MR 4
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MM_SMALL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MM_SMALL_CLONES
+#endif
+#define MM_DEFINE_SMALL(SFX, T, NR)                                                            \
+  /* c[0, mr) x [0, nr) = a[rows, K] @ bt[K, NR] (bt row stride ldb; a's row r at a[r]) */      \
+  MM_SMALL_CLONES static void mm_tile_##SFX(const T *const *a, int64_t acs, const T *bt,       \
+                                            int64_t ldb, int64_t K, char *c, int64_t ldc,      \
+                                            int64_t mr, int64_t nr) {                          \
+    T acc[MM_SMALL_MR][NR];                                                                    \
+    for (int r = 0; r < MM_SMALL_MR; ++r)                                                      \
+      for (int j = 0; j < NR; ++j) acc[r][j] = 0;                                              \
+    for (int64_t k = 0; k < K; ++k) {                                                          \
+      const T *br = bt + k * ldb;                                                              \
+      const T x0 = a[0][k * acs], x1 = a[1][k * acs], x2 = a[2][k * acs], x3 = a[3][k * acs];  \
+      for (int j = 0; j < NR; ++j) {                                                           \
+        acc[0][j] += x0 * br[j];                                                               \
+        acc[1][j] += x1 * br[j];                                                               \
+        acc[2][j] += x2 * br[j];                                                               \
+        acc[3][j] += x3 * br[j];                                                               \
+      }                                                                                        \
+    }                                                                                          \
+    for (int64_t r = 0; r < mr; ++r) memcpy(c + r * ldc, acc[r], (size_t)nr * sizeof(T));      \
+  }                                                                                            \
+  /* c = a @ b for one product (mm_gemm's element strides); bt holds K * Np elements */        \
+  static void mm_small_##SFX(const mm_gemm *g, T *bt) {                                        \
+    const T *a = (const T *)g->a, *b = (const T *)g->b;                                        \
+    int64_t np = (g->N + NR - 1) / NR * NR;                                                    \
+    if (g->bcs == 1 && g->N % NR == 0) { /* whole tiles of contiguous rows: read in place */   \
+      bt = (T *)b;                                                                             \
+      np = g->brs;                                                                             \
+    } else {                                                                                   \
+      for (int64_t k = 0; k < g->K; ++k) {                                                     \
+        T *row = bt + k * np;                                                                  \
+        for (int64_t j = 0; j < g->N; ++j) row[j] = b[k * g->brs + j * g->bcs];                \
+        for (int64_t j = g->N; j < np; ++j) row[j] = 0;                                        \
+      }                                                                                        \
+    }                                                                                          \
+    const int64_t ldc = g->ldc * (int64_t)sizeof(T);                                           \
+    for (int64_t i = 0; i < g->M; i += MM_SMALL_MR) {                                          \
+      const int64_t mr = g->M - i < MM_SMALL_MR ? g->M - i : MM_SMALL_MR;                      \
+      const T *rows[MM_SMALL_MR]; /* past the last row: the last row again (not stored) */     \
+      for (int r = 0; r < MM_SMALL_MR; ++r) rows[r] = a + (i + (r < mr ? r : mr - 1)) * g->ars; \
+      for (int64_t j = 0; j < g->N; j += NR)                                                   \
+        mm_tile_##SFX(rows, g->acs, bt + j, np, g->K, g->c + i * ldc + j * (int64_t)sizeof(T), \
+                      ldc, mr, g->N - j < NR ? g->N - j : NR);                                 \
+    }                                                                                          \
+  }
+MM_DEFINE_SMALL(f, float, 32)
+MM_DEFINE_SMALL(d, double, 16)
+
 /* Small batched products: a batch per task, each GEMM serial (nested cpu_parallel_for). */
 static void mm_batches_task(void *ctx, int64_t begin, int64_t end) {
   mm_plan *P = ctx;
   const mm_dtype_info *info = mm_info(P->dt);
+  const int direct = (P->dt == HWP_DTYPE_FLOAT32 || P->dt == HWP_DTYPE_FLOAT64) &&
+                     P->N <= MM_SMALL_N;
+  void *bt = NULL; /* b's padded row-major copy, reused by every product */
+  if (direct) {
+    bt = cpu_scratch((size_t)(P->K * (P->N + 32) * P->isz));
+    if (bt == NULL) {
+      __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
+      return;
+    }
+  }
   for (int64_t b = begin; b < end; ++b) {
     mm_gemm g;
     mm_setup(P, b, &g);
-    if (mm_fallback(&g, info) != HWP_OK) __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
+    if (direct && P->dt == HWP_DTYPE_FLOAT32)
+      mm_small_f(&g, bt);
+    else if (direct)
+      mm_small_d(&g, bt);
+    else if (mm_fallback(&g, info) != HWP_OK)
+      __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
   }
+  free(bt);
 }
 
 #ifdef HWPORT_CPU_HAVE_CBLAS

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from hwport import ops
+from hwport.optimizer import _fused
 from hwport.optimizer._buckets import Bucket
 from hwport.optimizer.lr import LRScheduler
 from hwport.optimizer.momentum import _float
@@ -73,24 +74,40 @@ class Adam(Optimizer):
                lr: float) -> Tensor:
         return self._adam(b, p, g, group, lr)
 
-    def _adam(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
-              lr: float) -> Tensor:
+    def _adam(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any], lr: float,
+              decay: float = 1.0) -> Tensor:
+        """The Adam step of `p` (times `decay` first: AdamW's decoupled decay)."""
         b1, b2, eps = self._betas(group)
         b1p, b2p = b.pows["beta1_pow_acc"], b.pows["beta2_pow_acc"]
         if b.compute != DType.float64:  # Paddle's pow accumulators are float32 tensors here
             b1p, b2p = float(np.float32(b1p)), float(np.float32(b2p))
         c2 = math.sqrt(1.0 - b2p)
-        s_b1, s_1b1, s_b2, s_1b2, s_eps, s_lr = b.scalars(
-            [b1, 1.0 - b1, b2, 1.0 - b2, eps * c2, lr * c2 / (1.0 - b1p)])
-        m = self._load(b, "moment1") * s_b1 + g * s_1b1
-        v = self._load(b, "moment2") * s_b2 + (g * g) * s_1b2
-        self._save(b, "moment1", m)
-        self._save(b, "moment2", v)
-        if self._amsgrad:
-            v = ops.maximum(self._load(b, "moment2_max"), v)
-            self._save(b, "moment2_max", v)
         b.pows["beta1_pow_acc"], b.pows["beta2_pow_acc"] = b1p * b1, b2p * b2
         if b.compute != DType.float64:
             b.pows["beta1_pow_acc"] = float(np.float32(b1p) * np.float32(b1))
             b.pows["beta2_pow_acc"] = float(np.float32(b2p) * np.float32(b2))
+        m0, v0 = self._load(b, "moment1"), self._load(b, "moment2")
+        if not self._amsgrad:
+            # one fused launch where the plugin has adam_update's kernel (in place into the
+            # bucket's tensors), else the functional op (which decomposes without a kernel)
+            attrs = {"beta1": b1, "beta2": b2, "epsilon": eps * c2,
+                     "lr": lr * c2 / (1.0 - b1p), "decay": decay}
+            if _fused.in_place("adam_update", (p, g, m0, v0), (p, m0, v0), attrs):
+                m, v, out = m0, v0, p
+            else:
+                out, m, v = ops.adam_update(p, g, m0, v0, **attrs)
+            self._save(b, "moment1", m)
+            self._save(b, "moment2", v)
+            return out
+        s_b1, s_1b1, s_b2, s_1b2, s_eps, s_lr = b.scalars(
+            [b1, 1.0 - b1, b2, 1.0 - b2, eps * c2, lr * c2 / (1.0 - b1p)])
+        if decay != 1.0:
+            (s_keep,) = b.scalars([decay])
+            p = p * s_keep
+        m = m0 * s_b1 + g * s_1b1
+        v = v0 * s_b2 + (g * g) * s_1b2
+        self._save(b, "moment1", m)
+        self._save(b, "moment2", v)
+        v = ops.maximum(self._load(b, "moment2_max"), v)
+        self._save(b, "moment2_max", v)
         return p - (m / (ops.sqrt(v) + s_eps)) * s_lr

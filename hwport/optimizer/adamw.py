@@ -61,7 +61,5 @@ class AdamW(Adam):
         decay, ratio = b.key[5]
         lr = lr * ratio
         coeff = _attr32(_float(self._option(group, "weight_decay"), "AdamW", "weight_decay"))
-        if decay and coeff:
-            (s_keep,) = b.scalars([1.0 - lr * coeff])
-            p = p * s_keep
-        return self._adam(b, p, g, group, lr)
+        keep = 1.0 - lr * coeff if decay and coeff else 1.0
+        return self._adam(b, p, g, group, lr, keep)

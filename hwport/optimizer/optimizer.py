@@ -320,8 +320,10 @@ class Optimizer:
                 b.states[acc] = self._initial_state(b, acc)
             if master:
                 mw = self._holder.get("master_weights", {})
+                # a copy: the fused updates write the master weights in place
                 b.master = gather([_on(mw[n], b.place) if n in mw else p
-                                   for n, p in zip(b.names, b.params, strict=True)], DType.float32)
+                                   for n, p in zip(b.names, b.params, strict=True)],
+                                  DType.float32).clone()
             out.append(b)
         return out
 
@@ -356,7 +358,7 @@ class Optimizer:
                     raise ValueError(f"{self._api}.set_state_dict: {acc} has shape "
                                      f"{list(t.shape)}, the parameter {s}")
                 parts.append(t)
-        return gather(parts, b.store)
+        return gather(parts, b.store).clone()  # the updates write it in place: never the caller's
 
     # ---- state -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -364,13 +366,13 @@ class Optimizer:
         shape, beta pows as [1] tensors: float64 for float64
         parameters, else float32, as Paddle keeps them), 'master_weights' -> {param: float32 Tensor}
         under multi_precision, 'LR_Scheduler' -> the scheduler's state. Tensors are
-        snapshots (the next step writes new ones)."""
+        snapshots (copies: the next step updates the optimizer's own in place)."""
         state: dict[str, Any] = {k: v for k, v in self._holder.items() if k != "master_weights"}
         masters: dict[str, Any] = dict(self._holder.get("master_weights", {}))
         for buckets in self._buckets.values():
             for b in buckets:
                 for acc, t in b.states.items():
-                    for n, v in zip(b.names, b.views(t), strict=True):
+                    for n, v in zip(b.names, b.views(t.clone()), strict=True):
                         state[f"{n}_{acc}_0"] = v
                 pow_dtype = np.float64 if b.compute == DType.float64 else np.float32
                 for acc, val in b.pows.items():
@@ -378,7 +380,7 @@ class Optimizer:
                         state[f"{n}_{acc}_0"] = to_tensor(np.array([val], pow_dtype),
                                                           place=b.place)
                 if b.master is not None:
-                    masters.update(zip(b.names, b.views(b.master), strict=True))
+                    masters.update(zip(b.names, b.views(b.master.clone()), strict=True))
         if masters:
             state["master_weights"] = masters
         if isinstance(self._learning_rate, LRScheduler):

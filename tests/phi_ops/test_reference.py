@@ -422,6 +422,10 @@ def _case(name: str, d: str) -> tuple[list[Any], dict[str, Any]]:
         return [x, sample(d, (4,), 17), sample(d, (4,), 18)], {}
     if name == "cross_entropy":
         return [x, _idx([0, 3, -100])], {}
+    if name == "adam_update":  # moment2 >= 0
+        v = np.abs(sample(d, (3, 4), 20))
+        return [x, sample(d, (3, 4), 19), sample(d, (3, 4), 21), v], {
+            "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lr": 0.01, "decay": 0.99}
     raise AssertionError(f"no case for {name}")
 
 

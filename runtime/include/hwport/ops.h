@@ -130,12 +130,16 @@ extern "C" {
 #define HWP_OP_SCALED_DOT_PRODUCT_ATTENTION  "scaled_dot_product_attention" /* composite; inputs query, key, value, attn_mask?; attrs is_causal:bool, scale:float */
 #define HWP_OP_ROTARY_EMBEDDING              "rotary_embedding" /* composite; inputs x, cos, sin; attrs none */
 #define HWP_OP_CROSS_ENTROPY                 "cross_entropy" /* composite; inputs logits, label; attrs reduction:str, ignore_index:int */
+#define HWP_OP_ADAM_UPDATE                   "adam_update" /* composite; inputs param, grad, moment1, moment2; attrs beta1:float, beta2:float, epsilon:float, lr:float, decay:float */
 
 /* Attribute names (has_<input> flags tell which optional inputs a kernel got). */
 #define HWP_ATTR_NAME_APPROXIMATE      "approximate"
 #define HWP_ATTR_NAME_AXES             "axes"
 #define HWP_ATTR_NAME_AXIS             "axis"
 #define HWP_ATTR_NAME_BETA             "beta"
+#define HWP_ATTR_NAME_BETA1            "beta1"
+#define HWP_ATTR_NAME_BETA2            "beta2"
+#define HWP_ATTR_NAME_DECAY            "decay"
 #define HWP_ATTR_NAME_DESCENDING       "descending"
 #define HWP_ATTR_NAME_DIAGONAL         "diagonal"
 #define HWP_ATTR_NAME_DTYPE            "dtype"
@@ -153,6 +157,7 @@ extern "C" {
 #define HWP_ATTR_NAME_KEEPDIM          "keepdim"
 #define HWP_ATTR_NAME_LARGEST          "largest"
 #define HWP_ATTR_NAME_LOW              "low"
+#define HWP_ATTR_NAME_LR               "lr"
 #define HWP_ATTR_NAME_M                "m"
 #define HWP_ATTR_NAME_MAX              "max"
 #define HWP_ATTR_NAME_MEAN             "mean"
