@@ -1,4 +1,4 @@
-/* hwport CPU plugin — matmul.
+/* hwport CPU plugin — matmul and linear.
  *
  * x [B..., M, K] @ y [B..., K, N] -> out [B..., M, N] (contiguous); the inputs are strided views
  * already broadcast to the same batch dims (stride 0 allowed), transposes already applied.
@@ -8,10 +8,13 @@
  *   float16/bfloat16: converted to float32 (rows at vector width when their elements are
  *     contiguous), sgemm, rounded once into the output.
  *   integers: wrap-around (computed in uint32 for int8..int32, uint64 for int64).
- * Without BLAS, and for integers and small batched products, a packed, cache-blocked GEMM of
- * our own runs (MC x KC panels of x, KC x NC panels of y, an MR x NR register tile that the
- * compiler vectorizes), parallel over output blocks or over batches. OpenBLAS runs with
- * cpu_parallel_threads() threads, and only one thread of this plugin calls it at a time. */
+ * Small batched float32/float64 products (attention's) run a direct register-tiled kernel,
+ * parallel over batches. Without BLAS, and for integers and the other small batched products, a
+ * packed, cache-blocked GEMM of our own runs (MC x KC panels of x, KC x NC panels of y, an
+ * MR x NR register tile that the compiler vectorizes), parallel over output blocks or over
+ * batches. OpenBLAS runs with cpu_parallel_threads() threads, and only one thread of this
+ * plugin calls it at a time. linear (the composite) is matmul's GEMM plus its bias, in one
+ * launch. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -630,7 +633,94 @@ static HWP_Status kernel_matmul(const HWP_KernelContext *ctx) {
   return st;
 }
 
+/* ---- linear: x [..., K] @ weight [K, N] (+ bias [N]) ----------------------------------------
+ * matmul's GEMM, then the bias added to each row of its (rounded) result: the decomposition's
+ * two steps, so the bytes are its bytes, in one launch and with no intermediate tensor.
+ * float32/float64 (the other dtypes decompose); contiguous operands. */
+typedef struct lin_plan {
+  mm_plan mm; /* first: mm_run takes the plan */
+  const char *bias;
+} lin_plan;
+
+#define LIN_DEFINE_BIAS(SFX, T)                                                                \
+  static void lin_bias_##SFX(void *ctx, int64_t begin, int64_t end) {                          \
+    const lin_plan *L = ctx;                                                                   \
+    const T *b = (const T *)L->bias;                                                           \
+    for (int64_t i = begin; i < end; ++i) {                                                    \
+      T *row = (T *)L->mm.out + i * L->mm.N;                                                   \
+      for (int64_t j = 0; j < L->mm.N; ++j) row[j] += b[j];                                    \
+    }                                                                                          \
+  }
+LIN_DEFINE_BIAS(f, float)
+LIN_DEFINE_BIAS(d, double)
+
+static HWP_Status lin_run(void *payload) {
+  lin_plan *L = payload;
+  HWP_Status st = mm_run(&L->mm);
+  if (st != HWP_OK || L->bias == NULL) return st;
+  cpu_parallel_for(L->mm.M, 32768 / L->mm.N + 1,
+                   L->mm.dt == HWP_DTYPE_FLOAT64 ? lin_bias_d : lin_bias_f, L);
+  return HWP_OK;
+}
+
+static HWP_Status kernel_linear(const HWP_KernelContext *ctx) {
+  static const char op[] = "linear";
+  if (ctx == NULL || !HWP_HAS_FIELD(ctx, HWP_KernelContext, outputs))
+    return cpu_check_context(ctx, op, 2, 1); /* reports the bad context */
+  uint8_t has_bias = ctx->num_inputs >= 3;
+  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL)
+    (void)ctx->get_attr(ctx, "has_bias", HWP_ATTR_BOOL, &has_bias, NULL);
+  HWP_Status st = cpu_check_context(ctx, op, has_bias ? 3 : 2, 1);
+  if (st != HWP_OK) return st;
+  cpu_view x, w, b, o;
+  if ((st = cpu_view_load(op, "x", &ctx->inputs[0], &x)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "weight", &ctx->inputs[1], &w)) != HWP_OK) return st;
+  if (has_bias && (st = cpu_view_load(op, "bias", &ctx->inputs[2], &b)) != HWP_OK) return st;
+  if ((st = cpu_view_load(op, "output 0", &ctx->outputs[0], &o)) != HWP_OK) return st;
+  if (x.dtype != HWP_DTYPE_FLOAT32 && x.dtype != HWP_DTYPE_FLOAT64)
+    return cpu_error(HWP_ERROR_NOT_SUPPORTED, "%s: dtype %s is not supported (float32, float64)",
+                     op, cpu_dtype_name(x.dtype));
+  if (w.dtype != x.dtype || o.dtype != x.dtype || (has_bias && b.dtype != x.dtype))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: x, weight, bias and the output must have "
+                     "one dtype", op);
+  if (x.ndim < 1 || w.ndim != 2 || o.ndim != x.ndim || (has_bias && b.ndim != 1))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: expects x [..., K], weight [K, N], bias "
+                     "[N] and an output [..., N]", op);
+  const int64_t K = w.shape[0], N = w.shape[1];
+  if (x.shape[x.ndim - 1] != K || o.shape[o.ndim - 1] != N || (has_bias && b.shape[0] != N))
+    return cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: x [..., %lld] @ weight [%lld, %lld] -> "
+                     "output [..., %lld] do not match", op, (long long)x.shape[x.ndim - 1],
+                     (long long)K, (long long)N, (long long)o.shape[o.ndim - 1]);
+  const cpu_view *all[] = {&x, &w, &o, &b};
+  for (int k = 0; k < (has_bias ? 4 : 3); ++k)
+    if ((st = cpu_rview_require_contiguous(op, all[k])) != HWP_OK) return st;
+  if (o.numel == 0) return HWP_OK;
+  lin_plan *L = calloc(1, sizeof *L);
+  if (L == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for the plan", op);
+  mm_plan *P = &L->mm;
+  P->dt = x.dtype;
+  P->x = x.base;
+  P->y = w.base;
+  P->out = o.base;
+  P->isz = P->osz = (int64_t)x.itemsize;
+  P->M = o.numel / N;
+  P->N = N;
+  P->K = K;
+  P->B = 1;
+  P->sxm = K;
+  P->sxk = 1;
+  P->syk = N;
+  P->syn = 1;
+  P->blas_ok = P->M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
+  L->bias = has_bias ? b.base : NULL;
+  double work = (double)o.numel * (double)(K > 0 ? K : 1);
+  return cpu_submit_call(ctx, op, lin_run, free, L,
+                         work >= 1e18 ? UINT64_MAX : (uint64_t)work); /* takes L */
+}
+
 void cpu_register_linalg_kernels(const HWP_HostApi *host) {
+  cpu_register_one(host, "linear", HWP_DTYPE_FLOAT32, kernel_linear, 0);
+  cpu_register_one(host, "linear", HWP_DTYPE_FLOAT64, kernel_linear, 0);
   /* ops.yaml: matmul is defined for the numeric dtypes (all but bool). */
   for (HWP_DType d = HWP_DTYPE_INT8; d < HWP_DTYPE_COUNT; ++d)
     cpu_register_one(host, "matmul", d, kernel_matmul, HWP_KERNEL_ACCEPTS_STRIDED);
