@@ -12,7 +12,6 @@ from hwport.runtime import _core
 
 from . import api_args as _api_args
 from . import dispatch as _dispatch
-from .dispatch import call as _call
 
 # The C++ op pipeline (runtime/src/pipeline.h): its Python path is phi_ops.dispatch.call.
 _core._pipeline_register(_dispatch)
@@ -1046,7 +1045,7 @@ def adam_update(param: Any, grad: Any, moment1: Any, moment2: Any, beta1: float 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.adam_update)
     kernel contract: A native kernel (optional: the op decomposes otherwise) gets four inputs of one float dtype and shape and computes each element in that dtype with the decomposition's operations in its order, without fused multiply-adds (attrs rounded to the dtype first, (1 - beta1) and (1 - beta2) computed in double then rounded), so its bytes match the decomposition's. Each output is either disjoint from every operand or, all three at once, its own input (param_out = param, moment1_out = moment1, moment2_out = moment2: the optimizers launch it in place, element i read before it is written); refuse anything else."""
-    return _call('adam_update', (param, grad, moment1, moment2), {'beta1': beta1, 'beta2': beta2, 'epsilon': epsilon, 'lr': lr, 'decay': decay})
+    return _op_call(115, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
 
 
 # Tensor methods: name -> function.

@@ -40,29 +40,26 @@ typedef struct adam_plan {
     V_OUT[i] = v;                                                                              \
     P_OUT[i] = pi - (m / (SQRT(v) + eps)) * lr;                                                \
   }
+/* A loop's body: the attrs in T (c[0..7)), then the step with or without the decay. */
+#define ADAM_BODY(T_, SQRT, P_IN, M_IN, V_IN, P_OUT, M_OUT, V_OUT)                             \
+  typedef T_ T;                                                                                \
+  const T b1 = c[0], ob1 = c[1], b2 = c[2], ob2 = c[3], eps = c[4], lr = c[5], decay = c[6];   \
+  if (decayed) {                                                                               \
+    ADAM_STEP(SQRT, P_IN, M_IN, V_IN, P_OUT, M_OUT, V_OUT, 1)                                  \
+  } else {                                                                                     \
+    ADAM_STEP(SQRT, P_IN, M_IN, V_IN, P_OUT, M_OUT, V_OUT, 0)                                  \
+  }
 #define ADAM_DEFINE_CHUNK(NAME, T_, SQRT)                                                      \
   ADAM_CLONES static void NAME##_apart(const T_ *restrict p, const T_ *restrict g,             \
                                        const T_ *restrict m1, const T_ *restrict m2,           \
                                        T_ *restrict po, T_ *restrict mo, T_ *restrict vo,      \
                                        int64_t begin, int64_t end, const T_ *c, int decayed) { \
-    typedef T_ T;                                                                              \
-    const T b1 = c[0], ob1 = c[1], b2 = c[2], ob2 = c[3], eps = c[4], lr = c[5], decay = c[6]; \
-    if (decayed) {                                                                             \
-      ADAM_STEP(SQRT, p, m1, m2, po, mo, vo, 1)                                                \
-    } else {                                                                                   \
-      ADAM_STEP(SQRT, p, m1, m2, po, mo, vo, 0)                                                \
-    }                                                                                          \
+    ADAM_BODY(T_, SQRT, p, m1, m2, po, mo, vo)                                                 \
   }                                                                                            \
   ADAM_CLONES static void NAME##_in_place(T_ *restrict p, const T_ *restrict g,                \
                                           T_ *restrict m1, T_ *restrict m2, int64_t begin,     \
                                           int64_t end, const T_ *c, int decayed) {             \
-    typedef T_ T;                                                                              \
-    const T b1 = c[0], ob1 = c[1], b2 = c[2], ob2 = c[3], eps = c[4], lr = c[5], decay = c[6]; \
-    if (decayed) {                                                                             \
-      ADAM_STEP(SQRT, p, m1, m2, p, m1, m2, 1)                                                 \
-    } else {                                                                                   \
-      ADAM_STEP(SQRT, p, m1, m2, p, m1, m2, 0)                                                 \
-    }                                                                                          \
+    ADAM_BODY(T_, SQRT, p, m1, m2, p, m1, m2)                                                  \
   }                                                                                            \
   static void NAME(void *ctx, int64_t begin, int64_t end) {                                    \
     const adam_plan *P = ctx;                                                                  \

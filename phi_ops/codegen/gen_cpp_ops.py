@@ -187,6 +187,8 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     if infer_meta == "cross_entropy" and inputs == ["logits", "label"] and attrs == {
             "reduction": "str", "ignore_index": "int"}:
         return "cross_entropy"
+    if infer_meta == "optimizer_update" and all(t == "float" for t in attrs.values()):
+        return "optimizer_update"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

@@ -30,17 +30,22 @@ PyObject* to_python(Tensor&& t) {
   return pybind11::cast(std::move(t)).release().ptr();
 }
 
-void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
-            Tensor* out, const Attrs& attrs) {
+void launch_outputs(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
+                    Tensor* const* outs, int n_out, const Attrs& attrs) {
   if (SelectionProbe* p = probe_for(op)) {
     p->launched = true;
     p->key = key;
     p->device = device;
     if (p->dry) return;
   }
-  if (out->numel() == 0) return;
+  if (outs[0]->numel() == 0) return;
+  run_kernel(registry_id(op), key, device, in, n, outs, n_out, attrs);
+}
+
+void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
+            Tensor* out, const Attrs& attrs) {
   Tensor* outs[] = {out};
-  run_kernel(registry_id(op), key, device, in, n, outs, 1, attrs);
+  launch_outputs(op, key, device, in, n, outs, 1, attrs);
 }
 
 namespace {
@@ -325,6 +330,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Scatter: return run_scatter(op, a);
     case Family::Attention: return run_attention(op, a);
     case Family::Cross_entropy: return run_cross_entropy(op, a);
+    case Family::Optimizer_update: return run_optimizer_update(op, a);
     default: return nullptr;
   }
 }
@@ -493,6 +499,7 @@ const char* family_name(Family f) {
     case Family::Scatter: return "scatter";
     case Family::Attention: return "attention";
     case Family::Cross_entropy: return "cross_entropy";
+    case Family::Optimizer_update: return "optimizer_update";
     default: return "";
   }
 }

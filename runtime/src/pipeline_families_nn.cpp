@@ -104,6 +104,59 @@ PyObject* run_rotary(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
+// adam_update(param, grad, moment1, moment2, beta1, ...): every input of param's shape and
+// dtype (phi_ops/infer_meta.py optimizer_update; false: the Python path raises its error).
+bool infer_optimizer_update(const OpSpec& op, const MetaIn* const* in, int n) {
+  if (!(op.dtypes & (1u << static_cast<unsigned>(in[0]->dtype)))) return false;
+  for (int i = 1; i < n; ++i)
+    if (*in[i]->shape != *in[0]->shape || in[i]->dtype != in[0]->dtype) return false;
+  return true;
+}
+
+// The plugin's kernel into fresh outputs (one per input but the gradient), else the Python
+// path's decomposition.
+PyObject* run_optimizer_update(const OpSpec& op, const BoundArgs& a) {
+  constexpr int kMax = 8;
+  const int n = op.num_inputs, n_out = n - 1;
+  if (n > kMax) return nullptr;
+  Tensor* t[kMax];
+  MetaIn m[kMax];
+  const MetaIn* mp[kMax];
+  const Tensor* in[kMax];
+  for (int i = 0; i < n; ++i) {
+    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
+    if (t[i]->device() != t[0]->device()) return nullptr;
+    m[i] = {&t[i]->shape, t[i]->dtype};
+    mp[i] = &m[i];
+    in[i] = t[i];
+  }
+  Device* device = t[0]->device();
+  Attrs attrs;
+  DType unused = t[0]->dtype;
+  if (!infer_optimizer_update(op, mp, n) ||
+      !kernel_attrs(op, a, static_cast<int64_t>(t[0]->ndim()), &attrs, &unused) ||
+      !fused_kernel_fits(op, device, t[0]->dtype, in, n))
+    return nullptr;
+  std::vector<Tensor> outs;
+  std::vector<Tensor*> out_ptrs;
+  outs.reserve(n_out);
+  for (int i = 0; i < n_out; ++i)
+    outs.push_back(Tensor::empty(t[0]->shape, t[0]->dtype, device, op.name));
+  for (Tensor& o : outs) out_ptrs.push_back(&o);
+  launch_outputs(op, t[0]->dtype, device, in, n, out_ptrs.data(), n_out, attrs);
+  PyObject* result = PyTuple_New(n_out);
+  if (!result) return nullptr;
+  for (int i = 0; i < n_out; ++i) {
+    PyObject* o = to_python(std::move(outs[i]));
+    if (!o) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(result, i, o);
+  }
+  return result;
+}
+
 namespace {
 
 PyObject* meta_tuple(const Shape& shape, DType out, DType key) {
@@ -131,6 +184,18 @@ PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
       if (dropout_call(op, a, in[0], &plan, &attrs))
         return meta_tuple(plan.shape, plan.out, plan.compute);
       break;
+    case Family::Optimizer_update: {
+      std::vector<const MetaIn*> ptrs;
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!present[i]) Py_RETURN_NONE;
+        ptrs.push_back(&in[i]);
+      }
+      DType unused = in[0].dtype;
+      if (infer_optimizer_update(op, ptrs.data(), static_cast<int>(ptrs.size())) &&
+          kernel_attrs(op, a, static_cast<int64_t>(in[0].shape->size()), &attrs, &unused))
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      break;
+    }
     case Family::Rotary:
       if (infer_rotary(op, in[0], in[1], in[2], &plan))
         return meta_tuple(plan.shape, plan.out, plan.compute);

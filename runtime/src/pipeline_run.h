@@ -68,6 +68,10 @@ PyObject* to_python(Tensor&& t);
 // raises).
 bool scalar_operand(const OpSpec& op, PyObject* obj, const Tensor& like, const char* arg,
                     Tensor* out);
+// Runs the op's kernel keyed by `key` into `outs` (nothing where the first is empty); the
+// kernel selection probe of the layered pipeline sees it as `launch`'s.
+void launch_outputs(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
+                    Tensor* const* outs, int n_out, const Attrs& attrs);
 // Runs the op's kernel keyed by `key` into `out` (nothing for an empty output).
 void launch(const OpSpec& op, DType key, Device* device, const Tensor* const* in, int n,
             Tensor* out, const Attrs& attrs);
@@ -164,6 +168,9 @@ bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const Me
                   ElementwisePlan* plan);
 PyObject* run_dropout(const OpSpec& op, const BoundArgs& a);
 PyObject* run_rotary(const OpSpec& op, const BoundArgs& a);
+// adam_update (pipeline_families_nn.cpp): every input of the first's shape and dtype
+bool infer_optimizer_update(const OpSpec& op, const MetaIn* const* in, int n);
+PyObject* run_optimizer_update(const OpSpec& op, const BoundArgs& a);
 // The test hook _pipeline_infer for the families above: a new reference to the meta tuple,
 // or to None where the call takes the Python path.
 PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,

@@ -524,6 +524,24 @@ def _softmax_ref(x: np.ndarray, axis: int) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def _optimizer_cases() -> None:
+    def adam(p, g, m, v, b1, b2, eps, lr, decay):
+        a, gg, mm, vv = (f64(t) for t in (p, g, m, v))
+        mm = mm * b1 + gg * (1 - b1)
+        vv = vv * b2 + gg * gg * (1 - b2)
+        return (like(a * decay - mm / (np.sqrt(vv) + eps) * lr, p), like(mm, p), like(vv, p))
+
+    for d in ("float32", "float64", "float16", "bfloat16"):
+        p, g, m = (sample(d, (4, 5), seed) for seed in (70, 71, 72))
+        v = np.abs(sample(d, (4, 5), 73))
+        for decay in (1.0, 0.98):
+            attrs = {"beta1": 0.9, "beta2": 0.99, "epsilon": 1e-6, "lr": 0.05, "decay": decay}
+            case("adam_update", [p, g, m, v], attrs,
+                 lambda p, g, m, v, a=attrs: adam(p, g, m, v, a["beta1"], a["beta2"],
+                                                  a["epsilon"], a["lr"], a["decay"]),
+                 id=f"{d}-{decay}")
+
+
 def _nn_cases() -> None:
     for d in ("float32", "float16", "bfloat16", "float64"):
         x = sample(d, (3, 5), 60, 10.0)
@@ -668,6 +686,7 @@ _shape_cases()
 _index_cases()
 _creation_cases()
 _nn_cases()
+_optimizer_cases()
 
 
 def test_every_composite_has_a_numeric_case():

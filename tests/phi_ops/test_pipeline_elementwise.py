@@ -61,7 +61,8 @@ def test_families_follow_ops_yaml_fields():
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
                     "linspace", "tile", "roll", "topk", "random", "dropout", "rotary",
-                    "scatter", "attention", "cross_entropy", *VIEW_FAMILIES}
+                    "scatter", "attention", "cross_entropy", "optimizer_update",
+                    *VIEW_FAMILIES}
     assert set(COVERED) == set(OPS)  # every op parses and infers in C++
     # every op of category binary is covered; the comparisons among them
     assert {n for n, op in OPS.items() if op.category == "binary"} <= set(COVERED)
@@ -285,6 +286,17 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                              zip(shp, [*dts, "float32" if dts[0] != "int32" else "bool"],
                                  strict=True)]
                     out.append((metas, attrs))
+        return out
+    if TABLE[op_name][1] == "optimizer_update":  # param, grad, moment1, moment2
+        adam = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lr": 1e-3}
+        for dts in [("float32",) * 4, ("float64",) * 4, ("float16",) * 4, ("int32",) * 4,
+                    ("float32", "float64", "float32", "float32"),
+                    ("float32",) * 3 + ("bfloat16",)]:
+            for shp in [[(4, 5)] * 4, [()] * 4, [(0, 3)] * 4, [(4, 5), (4, 5), (5,), (4, 5)],
+                        [(3,), (3,), (3,), (1,)]]:
+                for attrs in (adam, dict(adam, decay=0.99), dict(adam, beta1="x"),
+                              {k: v for k, v in adam.items() if k != "lr"}):
+                    out.append(([Meta(s, d) for s, d in zip(shp, dts, strict=True)], attrs))
         return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):
