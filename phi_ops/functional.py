@@ -535,7 +535,7 @@ def cumprod(x: Any, dim: int | None=None, name: str | None = None) -> Any:
     axis = dim
     try:
         return _op_call(66, x, axis)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'axis': 'dim'}) from exc.__cause__
 
 
@@ -609,7 +609,7 @@ def concat(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     xs = x
     try:
         return _op_call(74, xs, axis)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
 
@@ -621,7 +621,7 @@ def stack(x: list[Any], axis: int | None=0, name: str | None = None) -> Any:
     xs = x
     try:
         return _op_call(75, xs, axis)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'xs': 'x'}) from exc.__cause__
 
 
@@ -633,7 +633,7 @@ def split(x: Any, num_or_sections: int | list[int] | None, axis: int | None=0, n
     sections = num_or_sections
     try:
         return _op_call(76, x, sections, axis)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'sections': 'num_or_sections'}) from exc.__cause__
 
 
@@ -645,7 +645,7 @@ def slice(input: Any, axes: int | list[int] | None, starts: int | list[int] | No
     x = input
     try:
         return _op_call(77, x, axes, starts, ends, strides)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'x': 'input'}) from exc.__cause__
 
 
@@ -667,7 +667,7 @@ def tile(x: Any, repeat_times: int | list[int] | None, *args: int, name: str | N
     repeats = repeat_times
     try:
         return _op_call(79, x, repeats)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'repeats': 'repeat_times'}) from exc.__cause__
 
 
@@ -736,7 +736,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, broadcast: Any = T
     index = indices
     try:
         return _op_call(86, x, index, axis)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'x': 'arr', 'index': 'indices'}) from exc.__cause__
 
 
@@ -863,7 +863,7 @@ def eye(num_rows: int | None, num_columns: int | None=None, dtype: Any = None, p
     m = num_columns
     try:
         return _op_call(100, n, m, dtype, place)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'n': 'num_rows', 'm': 'num_columns'}) from exc.__cause__
 
 
@@ -893,7 +893,7 @@ def uniform(shape: int | list[int] | None, dtype: Any = None, min: float | None=
     high = max
     try:
         return _op_call(103, shape, seed, low, high, offset, dtype, place)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'low': 'min', 'high': 'max'}) from exc.__cause__
 
 
@@ -949,7 +949,7 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
     epsilon = eps
     try:
         return _op_call(108, x, weight, normalized_ndim, epsilon)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'x': 'input', 'epsilon': 'eps'}) from exc.__cause__
 
 
@@ -971,7 +971,7 @@ def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None
     index = x
     try:
         return _op_call(109, index, weight)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'index': 'x'}) from exc.__cause__
 
 
@@ -1035,7 +1035,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
     logits = input
     try:
         return _op_call(114, logits, label, reduction, ignore_index)
-    except (TypeError, ValueError, IndexError) as exc:
+    except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 
 

@@ -240,7 +240,7 @@ def _renaming(op: OpDef, call: str) -> str:
     if not renames:
         return f"    return {call}\n"
     return (f"    try:\n        return {call}\n"
-            f"    except (TypeError, ValueError, IndexError) as exc:\n"
+            f"    except (TypeError, ValueError, IndexError, MemoryError) as exc:\n"
             f"        raise _api_args.renamed(exc, {renames!r}) from exc.__cause__\n")
 
 
