@@ -14,8 +14,6 @@ from typing import Any
 
 from hwport.runtime import Tensor, _core
 
-_HAS_KERNEL: dict[tuple[str, str, str], bool] = {}
-
 
 def in_place(op: str, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
              attrs: dict[str, Any]) -> bool:
@@ -24,11 +22,8 @@ def in_place(op: str, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
     if _core.layers_active():
         return False
     first = inputs[0]
-    key = (op, str(first.place), str(first.dtype))
-    has = _HAS_KERNEL.get(key)
-    if has is None:
-        has = _HAS_KERNEL[key] = _core.has_kernel(op, first.place, first.dtype)
-    if not has or not all(t.is_contiguous() for t in (*inputs, *outputs)):
+    if not _core.has_kernel(op, first.place, first.dtype) or \
+            not all(t.is_contiguous() for t in (*inputs, *outputs)):
         return False
-    _core.launch(op, key[2], list(inputs), list(outputs), attrs)
+    _core.launch(op, first.dtype, list(inputs), list(outputs), attrs)
     return True
