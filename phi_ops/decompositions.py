@@ -753,6 +753,51 @@ def rms_norm(x: Tensor, weight: Tensor | None = None, *, normalized_ndim: int = 
     return _to(y, x.dtype)
 
 
+def softmax_grad(out: Tensor, grad: Tensor, *, axis: int = -1) -> Tensor:
+    """softmax's VJP from its output: (grad - sum(grad * out, axis)) * out (float32 for
+    float16/bfloat16)."""
+    F = _F()
+    a = [_norm_axis(axis, out.ndim)] if out.ndim else []
+    g, o = _up(grad), _up(out)
+    return _to(F.multiply(F.subtract(g, F.sum(F.multiply(g, o), axis=a, keepdim=True)), o),
+               out.dtype)
+
+
+def _scaled_grad(grad: Tensor, weight: Tensor | None) -> Tensor:
+    """A normalization's output gradient through its weight (float32 for half types)."""
+    return _up(grad) if weight is None else _F().multiply(_up(grad), _up(weight))
+
+
+def layer_norm_grad(x: Tensor, grad: Tensor, weight: Tensor | None = None, *,
+                    normalized_ndim: int = 1, epsilon: float = 1e-5) -> Tensor:
+    """layer_norm's VJP for x: (gh - mean(gh) - xh * mean(gh * xh)) * rstd over the normalized
+    dims, xh = (x - mean) * rstd, gh = grad * weight."""
+    F = _F()
+    xc = _up(x)
+    a = _normalized_axes(x, normalized_ndim)
+    d = F.subtract(xc, F.mean(xc, axis=a, keepdim=True))
+    rstd = F.rsqrt(F.add(F.mean(F.multiply(d, d), axis=a, keepdim=True), float(epsilon)))
+    xh = F.multiply(d, rstd)
+    gh = _scaled_grad(grad, weight)
+    centered = F.subtract(F.subtract(gh, F.mean(gh, axis=a, keepdim=True)),
+                          F.multiply(xh, F.mean(F.multiply(gh, xh), axis=a, keepdim=True)))
+    return _to(F.multiply(centered, rstd), x.dtype)
+
+
+def rms_norm_grad(x: Tensor, grad: Tensor, weight: Tensor | None = None, *,
+                  normalized_ndim: int = 1, epsilon: float = 1e-5) -> Tensor:
+    """rms_norm's VJP for x: (gh - x * rstd^2 * mean(gh * x)) * rstd over the normalized dims,
+    rstd = 1 / sqrt(mean(x^2) + eps), gh = grad * weight."""
+    F = _F()
+    xc = _up(x)
+    a = _normalized_axes(x, normalized_ndim)
+    rstd = F.rsqrt(F.add(F.mean(F.multiply(xc, xc), axis=a, keepdim=True), float(epsilon)))
+    gh = _scaled_grad(grad, weight)
+    proj = F.multiply(F.multiply(F.multiply(xc, rstd), rstd),
+                      F.mean(F.multiply(gh, xc), axis=a, keepdim=True))
+    return _to(F.multiply(F.subtract(gh, proj), rstd), x.dtype)
+
+
 def embedding(index: Tensor, weight: Tensor) -> Tensor:
     """gather(weight, flattened index, axis=0), reshaped to index.shape + [D]."""
     F = _F()

@@ -378,8 +378,11 @@ def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any
     key dtype (a float32 weight next to float16 x keeps its precision in the decomposition)."""
     if not _core.has_kernel(op.name, target, key_dtype):
         return False
+    # linear's kernel takes every input in the key dtype (an int16 weight next to float64 x
+    # promotes in the decomposition instead)
+    every = op.infer_meta == "linear"
     return all(str(t.dtype) == key_dtype for v in inputs if v is not None
-               for t in (v if isinstance(v, list) else [v]) if t.dtype.is_floating_point)
+               for t in (v if isinstance(v, list) else [v]) if every or t.dtype.is_floating_point)
 
 
 def _check_labels(op: OpDef, label: Tensor, ignore_index: int, classes: int) -> None:

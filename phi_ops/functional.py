@@ -953,6 +953,33 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
         raise _api_args.renamed(exc, {'x': 'input', 'epsilon': 'eps'}) from exc.__cause__
 
 
+def softmax_grad(out: Any, grad: Any, axis: int | None=-1, name: str | None = None) -> Any:
+    """softmax's VJP from its output: (grad - sum(grad * out, axis, keepdim)) * out.
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.softmax_grad)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) gets out and grad of one float dtype and shape (axis normalized) and accumulates in float32 for float16/bfloat16 inputs."""
+    return _op_call(109, out, grad, axis)
+
+
+def layer_norm_grad(x: Any, grad: Any, weight: Any = None, normalized_ndim: int | None=1, epsilon: float | None=1e-05, name: str | None = None) -> Any:
+    """layer_norm's VJP for x: with xh = (x - mean) * rstd and gh = grad * weight, (gh - mean(gh) - xh * mean(gh * xh)) * rstd over the normalized dims.
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.layer_norm_grad)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) gets x and grad of one float dtype and shape, weight (attr has_weight) of the normalized shape, and accumulates in float32 for float16/bfloat16 inputs."""
+    return _op_call(110, x, grad, weight, normalized_ndim, epsilon)
+
+
+def rms_norm_grad(x: Any, grad: Any, weight: Any = None, normalized_ndim: int | None=1, epsilon: float | None=1e-05, name: str | None = None) -> Any:
+    """rms_norm's VJP for x: with rstd = 1 / sqrt(mean(x^2) + eps) and gh = grad * weight, (gh - x * rstd^2 * mean(gh * x)) * rstd over the normalized dims.
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.rms_norm_grad)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) gets x and grad of one float dtype and shape, weight (attr has_weight) of the normalized shape, and accumulates in float32 for float16/bfloat16 inputs."""
+    return _op_call(111, x, grad, weight, normalized_ndim, epsilon)
+
+
 def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None, norm_type: Any = 2.0, sparse: Any = False, scale_grad_by_freq: Any = False, name: str | None = None) -> Any:
     """Rows of weight [V, D] for integer index of any shape.
 
@@ -970,7 +997,7 @@ def embedding(x: Any, weight: Any, padding_idx: Any = None, max_norm: Any = None
         raise _api_args.unsupported('embedding', 'scale_grad_by_freq', False, scale_grad_by_freq)
     index = x
     try:
-        return _op_call(109, index, weight)
+        return _op_call(112, index, weight)
     except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'index': 'x'}) from exc.__cause__
 
@@ -986,7 +1013,7 @@ def dropout(x: Any, p: float | None=0.5, axis: Any = None, training: bool=True, 
         raise _api_args.unsupported('dropout', 'inplace', False, inplace)
     if _api_args.differs(mode, 'upscale_in_train'):
         raise _api_args.unsupported('dropout', 'mode', 'upscale_in_train', mode)
-    return _op_call(110, x, p, training, seed, offset)
+    return _op_call(113, x, p, training, seed, offset)
 
 
 def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> Any:
@@ -994,7 +1021,7 @@ def linear(x: Any, weight: Any, bias: Any = None, name: str | None = None) -> An
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: matmul
     decomposes into primitives (phi_ops.decompositions.linear)"""
-    return _op_call(111, x, weight, bias)
+    return _op_call(114, x, weight, bias)
 
 
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: Any = 0.0, is_causal: bool=False, scale: float | None=None, enable_gqa: Any = False, name: str | None = None) -> Any:
@@ -1006,7 +1033,7 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         raise _api_args.unsupported('scaled_dot_product_attention', 'dropout_p', 0.0, dropout_p)
     if enable_gqa:
         raise _api_args.unsupported('scaled_dot_product_attention', 'enable_gqa', False, enable_gqa)
-    return _op_call(112, query, key, value, attn_mask, is_causal, scale)
+    return _op_call(115, query, key, value, attn_mask, is_causal, scale)
 
 
 def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any:
@@ -1014,7 +1041,7 @@ def rotary_embedding(x: Any, cos: Any, sin: Any, name: str | None = None) -> Any
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.rotary_embedding)"""
-    return _op_call(113, x, cos, sin)
+    return _op_call(116, x, cos, sin)
 
 
 def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int | None=-100, reduction: str='mean', soft_label: Any = False, axis: Any = -1, use_softmax: Any = True, label_smoothing: Any = 0.0, name: str | None = None) -> Any:
@@ -1034,7 +1061,7 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise _api_args.unsupported('cross_entropy', 'label_smoothing', 0.0, label_smoothing)
     logits = input
     try:
-        return _op_call(114, logits, label, reduction, ignore_index)
+        return _op_call(117, logits, label, reduction, ignore_index)
     except (TypeError, ValueError, IndexError, MemoryError) as exc:
         raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 
@@ -1045,7 +1072,7 @@ def adam_update(param: Any, grad: Any, moment1: Any, moment2: Any, beta1: float 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.adam_update)
     kernel contract: A native kernel (optional: the op decomposes otherwise) gets four inputs of one float dtype and shape and computes each element in that dtype with the decomposition's operations in its order, without fused multiply-adds (attrs rounded to the dtype first, (1 - beta1) and (1 - beta2) computed in double then rounded), so its bytes match the decomposition's. Each output is either disjoint from every operand or, all three at once, its own input (param_out = param, moment1_out = moment1, moment2_out = moment2: the optimizers launch it in place, element i read before it is written); refuse anything else."""
-    return _op_call(115, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
+    return _op_call(118, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
 
 
 # Tensor methods: name -> function.
@@ -1334,6 +1361,9 @@ OP_NAMES = [
     'log_softmax',
     'layer_norm',
     'rms_norm',
+    'softmax_grad',
+    'layer_norm_grad',
+    'rms_norm_grad',
     'embedding',
     'dropout',
     'linear',

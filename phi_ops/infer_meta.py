@@ -114,24 +114,30 @@ def unary(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 
 def _check_norm(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
-    x = inputs[0]
+    _check_affine(op.name, inputs[0], [i.name for i in op.inputs[1:]], inputs[1:], attrs)
+
+
+def _check_affine(op: str, x: Meta, names: list[str], affine: Sequence[Meta | None],
+                  attrs: dict[str, Any]) -> None:
+    """A normalization's normalized_ndim and epsilon, and its optional affine inputs (of the
+    normalized shape, floating); sets has_<input> for the kernel."""
     n = attrs["normalized_ndim"]
     if not 1 <= n <= x.ndim:
-        raise ValueError(f"{op.name}: normalized_ndim={n} must be in [1, {x.ndim}] for x of "
+        raise ValueError(f"{op}: normalized_ndim={n} must be in [1, {x.ndim}] for x of "
                          f"shape {shape_str(x.shape)}")
     trailing = x.shape[x.ndim - n:]
-    for name, m in zip([i.name for i in op.inputs[1:]], inputs[1:], strict=False):
+    for name, m in zip(names, affine, strict=False):
         if m is not None and m.shape != trailing:
-            raise ValueError(f"{op.name}: {name} has shape {shape_str(m.shape)}, expected the "
+            raise ValueError(f"{op}: {name} has shape {shape_str(m.shape)}, expected the "
                              f"normalized shape {shape_str(trailing)} of x")
-    for name, m in zip([i.name for i in op.inputs[1:]], inputs[1:], strict=False):
+    for name, m in zip(names, affine, strict=False):
         if m is not None and m.dtype not in ("float16", "bfloat16", "float32", "float64"):
-            raise TypeError(f"{op.name}: {name} has dtype {m.dtype}; expected a floating "
+            raise TypeError(f"{op}: {name} has dtype {m.dtype}; expected a floating "
                             "dtype (float16, bfloat16, float32 or float64)")
     if attrs["epsilon"] < 0:
-        raise ValueError(f"{op.name}: epsilon must be >= 0, got {attrs['epsilon']}")
-    for i in range(1, len(op.inputs)):
-        attrs[f"has_{op.inputs[i].name}"] = inputs[i] is not None
+        raise ValueError(f"{op}: epsilon must be >= 0, got {attrs['epsilon']}")
+    for name, m in zip(names, affine, strict=False):
+        attrs[f"has_{name}"] = m is not None
 
 
 def _check_rotary(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> None:
@@ -644,6 +650,24 @@ def cross_entropy(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 
 
+def grad_like(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
+    """A backward op (softmax_grad, layer_norm_grad, rms_norm_grad): the gradient has the first
+    input's shape and dtype; a normalization's weight is checked as the forward op checks it."""
+    first, grad = inputs[0], inputs[1]
+    names = [i.name for i in op.inputs]
+    if grad.shape != first.shape:
+        raise ValueError(f"{op.name}: grad has shape {shape_str(grad.shape)}, expected "
+                         f"{names[0]}'s {shape_str(first.shape)}")
+    if grad.dtype != first.dtype:
+        raise TypeError(f"{op.name}: grad has dtype {grad.dtype}, expected {names[0]}'s "
+                        f"{first.dtype}")
+    if "normalized_ndim" not in attrs:
+        return unary(op, inputs, attrs)
+    attrs = dict(attrs)
+    _check_affine(op.name, first, [i.name for i in op.inputs[2:]], inputs[2:], attrs)
+    return Plan([Meta(first.shape, first.dtype)], attrs)
+
+
 def optimizer_update(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     """A fused optimizer step: every input has the first's (the parameter's) shape and dtype;
     one output per input but the gradient, each of that shape and dtype."""
@@ -728,7 +752,7 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
     "stack": stack, "split": split, "slice": slice_, "tile": tile, "pad": pad,
     "matrix_unary": matrix_unary, "gather": gather, "take_along_axis": take_along_axis,
     "scatter": scatter, "topk": topk, "embedding": embedding, "cross_entropy": cross_entropy,
-    "optimizer_update": optimizer_update,
+    "optimizer_update": optimizer_update, "grad_like": grad_like,
     "creation": creation, "like": like, "arange": arange, "linspace": linspace, "eye": eye,
 }
 

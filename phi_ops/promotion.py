@@ -194,6 +194,8 @@ _DTYPE_INPUTS: dict[str, tuple[str, ...]] = {
     # nn ops whose extra operands are used at their own precision; the output follows x
     "layer_norm": ("x",),
     "rms_norm": ("x",),
+    "layer_norm_grad": ("x", "grad"),
+    "rms_norm_grad": ("x", "grad"),
     "rotary_embedding": ("x",),
     "linear": ("x", "weight"),  # bias is added at its own precision
     "scaled_dot_product_attention": ("query", "key", "value"),  # the mask takes no part

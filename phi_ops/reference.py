@@ -792,6 +792,43 @@ def _r_rms_norm(a: _Call) -> np.ndarray:
     return y
 
 
+@_ref("softmax_grad")
+def _r_softmax_grad(a: _Call) -> np.ndarray:
+    out, grad = a["out"], a["grad"]
+    if out.shape != grad.shape:
+        raise a.err(f"grad has shape {list(grad.shape)}, expected out's {list(out.shape)}")
+    axis = _axis(a, a.attrs["axis"], out.ndim)
+    if out.ndim == 0:
+        return (grad - grad * out) * out
+    return (grad - np.sum(grad * out, axis=axis, keepdims=True)) * out
+
+
+def _norm_grad_inputs(a: _Call) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    x, grad = a["x"], a["grad"]
+    if x.shape != grad.shape:
+        raise a.err(f"grad has shape {list(grad.shape)}, expected x's {list(x.shape)}")
+    axes = _norm_axes(a, x)
+    gh = grad if a["weight"] is None else grad * a["weight"]
+    return x, gh, axes
+
+
+@_ref("layer_norm_grad")
+def _r_layer_norm_grad(a: _Call) -> np.ndarray:
+    x, gh, axes = _norm_grad_inputs(a)
+    d = x - np.mean(x, axis=axes, keepdims=True)
+    rstd = 1.0 / np.sqrt(np.mean(d * d, axis=axes, keepdims=True) + float(a.attrs["epsilon"]))
+    xh = d * rstd
+    return (gh - np.mean(gh, axis=axes, keepdims=True)
+            - xh * np.mean(gh * xh, axis=axes, keepdims=True)) * rstd
+
+
+@_ref("rms_norm_grad")
+def _r_rms_norm_grad(a: _Call) -> np.ndarray:
+    x, gh, axes = _norm_grad_inputs(a)
+    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + float(a.attrs["epsilon"]))
+    return (gh - x * rstd * rstd * np.mean(gh * x, axis=axes, keepdims=True)) * rstd
+
+
 @_ref("embedding")
 def _r_embedding(a: _Call) -> np.ndarray:
     index, weight = a["index"], a["weight"]

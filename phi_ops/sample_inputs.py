@@ -1248,6 +1248,55 @@ def _b_ce(op: str, d: str, rng: np.random.Generator) -> list[Case]:
 
 
 
+@builder("softmax_grad")
+def _b_softmax_grad(op: str, d: str, rng: np.random.Generator) -> list[Case]:
+    def pair(*shape: int, axis: int = -1) -> list[np.ndarray]:
+        x = rng.standard_normal(shape) * 2.0
+        if len(shape):
+            e = np.exp(x - x.max(axis=axis, keepdims=True))
+            out = e / e.sum(axis=axis, keepdims=True)
+        else:
+            out = np.ones(())
+        return [out.astype(np_dtype(d)), sample(d, shape, rng, "small")]
+
+    cs = [
+        C(op, d, "odd13x17", pair(13, 17), {}),
+        C(op, d, "axis0", pair(4, 5, axis=0), {"axis": 0}),
+        C(op, d, "3d-axis1", pair(2, 3, 4, axis=1), {"axis": 1}),
+        C(op, d, "0d", pair(), {}),
+        C(op, d, "empty", pair(0, 5), {}),
+        C(op, d, "T", pair(5, 6), {"axis": 1}, ["T"]),
+        C(op, d, "step", pair(4, 6), {"axis": -1}, ["step"]),
+        C(op, d, "long-row", pair(3, 1500), {}),
+    ]
+    if d == "float32":
+        cs.append(C(op, d, "large", pair(*LARGE), {"axis": -1}, large=True))
+    return cs
+
+
+@builder("layer_norm_grad", "rms_norm_grad")
+def _b_norm_grad(op: str, d: str, rng: np.random.Generator) -> list[Case]:
+    def s(*shape: int, dtype: str = d) -> np.ndarray:
+        return sample(dtype, shape, rng, "any")
+
+    cs = [
+        C(op, d, "weight", [s(4, 6), s(4, 6), s(6)], {}),
+        C(op, d, "plain", [s(3, 5), s(3, 5), None], {}),
+        C(op, d, "ndim2", [s(2, 3, 4), s(2, 3, 4), s(3, 4)], {"normalized_ndim": 2}),
+        C(op, d, "eps", [s(3, 8), s(3, 8), s(8)], {"epsilon": 1e-2}),
+        C(op, d, "T", [s(6, 4), s(6, 4), s(4)], {}, ["T", "flip"]),
+        C(op, d, "odd", [s(7, 13), s(7, 13), s(13)], {}),
+        C(op, d, "long-row", [s(2, 1500), s(2, 1500), s(1500)], {}),
+        C(op, d, "constant-row", [np.ones((2, 5), np_dtype(d)), s(2, 5), None], {}),
+        C(op, d, "empty", [s(0, 5), s(0, 5), s(5)], {}),
+    ]
+    if d in ("float16", "bfloat16"):  # the weight at its own precision
+        cs.append(C(op, d, "f32-weight", [s(3, 6), s(3, 6), s(6, dtype="float32")], {}))
+    if d == "float32":
+        cs.append(C(op, d, "large", [s(*LARGE), s(*LARGE), s(LARGE[-1])], {}, large=True))
+    return cs
+
+
 @builder("adam_update")
 def _b_adam_update(op: str, d: str, rng: np.random.Generator) -> list[Case]:
     def ins(*shape: int) -> list[np.ndarray]:

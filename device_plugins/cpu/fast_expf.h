@@ -13,10 +13,11 @@
  * exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN. */
 static inline float cpu_expf(float x) {
   /* Clamp to [-104, 89] (exp(-104) rounds to 0, exp(89) overflows) with bit masks: a float
-   * select here makes GCC thread jumps and give up if-conversion (trapping math). */
+   * select here makes GCC thread jumps and give up if-conversion (trapping math). Below -104
+   * the lane computes exp(0) and its result is masked to +0: computing the underflow itself
+   * would cost a microcode assist per element (masked softmax rows are full of -inf). */
   uint32_t lo = 0u - (uint32_t)(x < -104.0f), hi = 0u - (uint32_t)(x > 89.0f);
-  float xc = cpu_bits_f32((cpu_f32_bits(x) & ~(lo | hi)) | (cpu_f32_bits(-104.0f) & lo) |
-                          (cpu_f32_bits(89.0f) & hi));
+  float xc = cpu_bits_f32((cpu_f32_bits(x) & ~(lo | hi)) | (cpu_f32_bits(89.0f) & hi));
   const float magic = 12582912.0f;      /* 1.5 * 2^23: adding it rounds to an integer */
   float t = xc * 1.44269504088896341f + magic;
   float n = t - magic;
@@ -34,7 +35,7 @@ static inline float cpu_expf(float x) {
   uint32_t n2 = ni - (uint32_t)n1;
   float s1 = cpu_bits_f32(((uint32_t)n1 + 127u) << 23);
   float s2 = cpu_bits_f32((n2 + 127u) << 23);
-  return p * s1 * s2;
+  return cpu_bits_f32(cpu_f32_bits(p * s1 * s2) & ~lo);
 }
 
 #endif /* HWPORT_CPU_FAST_EXPF_H */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "convert.h"
+#include "dims.h"
 #include "index_nd.h"
 
 /* ---- shared checks --------------------------------------------------------------------------- */
@@ -348,6 +349,7 @@ typedef struct gather_payload {
   int axis;
   int bad;
   int64_t bad_value;
+  cpu_view given_index; /* embedding: the index as given, when it is not one strided run */
 } gather_payload;
 
 static void gather_block(void *c, const int64_t *idx, int64_t n) {
@@ -402,6 +404,97 @@ static HWP_Status cpu_kernel_gather(const HWP_KernelContext *ctx) {
     goto fail;
   }
   return cpu_submit_payload(ctx, op, gather_run_payload, p, work_of(&p->out));
+fail:
+  free(p);
+  return st;
+}
+
+/* ---- embedding: weight's rows for every index value (a gather along axis 0) ------------------ */
+
+static HWP_Status embedding_run(void *c) {
+  gather_payload *p = c;
+  if (p->given_index.ndim > 1) { /* an index that is not one strided run: flattened first */
+    const cpu_view *v = &p->given_index;
+    int64_t *flat = (int64_t *)p->index.base;
+    for (int64_t j = 0; j < v->numel; ++j)
+      flat[j] = cpu_load_index(
+          v->base + v->itemsize * cpu_unravel_offset(j, v->ndim, v->shape, v->strides),
+          v->dtype);
+  }
+  cpu_nd_for(p->out.ndim, p->out.shape, CPU_ND_BLOCK, CPU_ND_GRAIN, gather_block, p);
+  if (p->bad) return bad_index_error("embedding", p->bad_value, p->x.shape[0]);
+  return HWP_OK;
+}
+
+static void embedding_release(void *c) {
+  gather_payload *p = c;
+  if (p->given_index.ndim > 1) free(p->index.base);
+  free(p);
+}
+
+/* embedding(index, weight [V, D]) -> [index.shape..., D]: the output as [N, D], the index as
+ * N values (merged to one strided run, else copied to int64 when the work runs). */
+static HWP_Status cpu_kernel_embedding(const HWP_KernelContext *ctx) {
+  const char *op = "embedding";
+  HWP_Status st = cpu_check_context(ctx, op, 2, 1);
+  if (st != HWP_OK) return st;
+  gather_payload *p = calloc(1, sizeof *p);
+  if (p == NULL) return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
+  cpu_view *ix = &p->given_index;
+  if ((st = cpu_view_load(op, "index", &ctx->inputs[0], ix)) != HWP_OK ||
+      (st = index_view(op, ix)) != HWP_OK ||
+      (st = cpu_view_load(op, "weight", &ctx->inputs[1], &p->x)) != HWP_OK ||
+      (st = same_ndim(op, "weight", &p->x, 2)) != HWP_OK ||
+      (st = cpu_view_load(op, "output 0", &ctx->outputs[0], &p->out)) != HWP_OK ||
+      (st = same_dtype(op, "output 0", &p->out, p->x.dtype)) != HWP_OK ||
+      (st = same_ndim(op, "output 0", &p->out, ix->ndim + 1)) != HWP_OK)
+    goto fail;
+  for (int k = 0; k <= ix->ndim; ++k) {
+    const int64_t want = k < ix->ndim ? ix->shape[k] : p->x.shape[1];
+    if (p->out.shape[k] != want) {
+      st = cpu_error(HWP_ERROR_INVALID_ARGUMENT,
+                     "%s: output 0 has shape[%d] = %lld, expected %lld (index shape + [D])", op,
+                     k, (long long)p->out.shape[k], (long long)want);
+      goto fail;
+    }
+  }
+  int64_t expect = 1;
+  for (int k = p->out.ndim - 1; k >= 0; --k) {
+    if (p->out.numel > 0 && p->out.shape[k] != 1 && p->out.strides[k] != expect) {
+      st = cpu_error(HWP_ERROR_INVALID_ARGUMENT, "%s: the output must be contiguous", op);
+      goto fail;
+    }
+    expect *= p->out.shape[k];
+  }
+  const int64_t n = ix->numel, d = p->x.shape[1];
+  p->out.ndim = 2;
+  p->out.shape[0] = n;
+  p->out.shape[1] = d;
+  p->out.strides[0] = d;
+  p->out.strides[1] = 1;
+  p->index = *ix;
+  int merged = cpu_merge_dims(p->index.ndim, p->index.shape, p->index.strides);
+  p->index.ndim = 1;
+  p->index.shape[0] = n;
+  if (merged == 0) p->index.strides[0] = 1;
+  if (merged > 1) { /* flattened by embedding_run */
+    p->index.base = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    if (p->index.base == NULL) {
+      st = cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: out of host memory", op);
+      goto fail;
+    }
+    p->index.dtype = HWP_DTYPE_INT64;
+    p->index.itemsize = 8;
+    p->index.strides[0] = 1;
+  } else {
+    ix->ndim = 0; /* nothing to flatten */
+  }
+  p->axis = 0;
+  if (n == 0 || d == 0) {
+    embedding_release(p);
+    return HWP_OK;
+  }
+  return cpu_submit_call(ctx, op, embedding_run, embedding_release, p, work_of(&p->out));
 fail:
   free(p);
   return st;
@@ -988,4 +1081,9 @@ void cpu_register_index_kernels(const HWP_HostApi *host) {
     for (HWP_DType d = 0; d < HWP_DTYPE_COUNT; ++d)
       if (!(ops[o].numeric_only && d == HWP_DTYPE_BOOL))
         cpu_register_one(host, ops[o].op, d, ops[o].fn, HWP_KERNEL_ACCEPTS_STRIDED);
+  /* keyed by the index dtype (ops.yaml: the first input); the weight may have any dtype */
+  cpu_register_one(host, "embedding", HWP_DTYPE_INT32, cpu_kernel_embedding,
+                   HWP_KERNEL_ACCEPTS_STRIDED);
+  cpu_register_one(host, "embedding", HWP_DTYPE_INT64, cpu_kernel_embedding,
+                   HWP_KERNEL_ACCEPTS_STRIDED);
 }

@@ -118,21 +118,31 @@ static const nn_io *nn_io_of(HWP_DType dt) {
 
 /* ---- row math ------------------------------------------------------------------------------- */
 
-static inline float nn_rowmax_f(const void *x, int64_t n) {
-  return cpu_extreme_f32(x, n, -INFINITY, 0);
-}
-static inline double nn_rowmax_d(const void *x, int64_t n) {
-  return cpu_extreme_f64(x, n, -INFINITY, 0);
-}
 static inline double nn_exp_d(double x) { return exp(x); }
 
-/* y = softmax(x) or log_softmax(x) of a contiguous row; x and y do not overlap. The sum of the
- * exponentials goes in blocks: NN_LANES CT lanes per block, each block added into a double. */
-#define NN_DEFINE_SOFTMAX(NAME, CT, ROWMAX, EXP, ATTR)                                         \
+/* The NN_LANES partial sums l[] added pairwise (a tree, not a chain of dependent adds: short
+ * rows pay for the reduction once per row). */
+#define NN_LANE_TREE(l)                                                                        \
+  for (int w_ = NN_LANES / 2; w_ > 0; w_ /= 2)                                                 \
+    for (int j_ = 0; j_ < w_; ++j_) (l)[j_] += (l)[j_ + w_]
+
+/* y = softmax(x) or log_softmax(x) of a contiguous row; x and y do not overlap. The row max
+ * is a plain max over lanes (a NaN it drops still makes every output NaN through exp(x - m) and
+ * the sum); the sum of the exponentials goes in blocks: NN_LANES CT lanes per block, added
+ * pairwise, each block into a double. */
+#define NN_DEFINE_SOFTMAX(NAME, CT, EXP, ATTR)                                                 \
   ATTR static void NAME(const void *xp, void *yp, int64_t n, int log_sm) {                     \
     const CT *x = (const CT *)xp;                                                              \
     CT *y = (CT *)yp;                                                                          \
-    const CT m = ROWMAX(x, n);                                                                 \
+    CT ml[NN_LANES];                                                                           \
+    for (int j = 0; j < NN_LANES; ++j) ml[j] = (CT)-INFINITY;                                  \
+    int64_t i0 = 0;                                                                            \
+    for (; i0 + NN_LANES <= n; i0 += NN_LANES)                                                 \
+      for (int j = 0; j < NN_LANES; ++j) ml[j] = x[i0 + j] > ml[j] ? x[i0 + j] : ml[j];        \
+    for (; i0 < n; ++i0) ml[0] = x[i0] > ml[0] ? x[i0] : ml[0];                                \
+    for (int w = NN_LANES / 2; w > 0; w /= 2)                                                  \
+      for (int j = 0; j < w; ++j) ml[j] = ml[j + w] > ml[j] ? ml[j + w] : ml[j];               \
+    const CT m = ml[0];                                                                        \
     double sum = 0.0;                                                                          \
     for (int64_t b0 = 0; b0 < n; b0 += NN_BLOCK) {                                             \
       const int64_t b1 = n - b0 < NN_BLOCK ? n : b0 + NN_BLOCK;                                \
@@ -146,17 +156,24 @@ static inline double nn_exp_d(double x) { return exp(x); }
             y[i + j] = e;                                                                      \
             l[j] += e;                                                                         \
           }                                                                                    \
-        for (; i < b1; ++i) {                                                                  \
-          CT e = EXP(x[i] - m);                                                                \
-          y[i] = e;                                                                            \
-          l[0] += e;                                                                           \
-        }                                                                                      \
       } else {                                                                                 \
         for (; i + NN_LANES <= b1; i += NN_LANES)                                              \
           for (int j = 0; j < NN_LANES; ++j) l[j] += EXP(x[i + j] - m);                        \
-        for (; i < b1; ++i) l[0] += EXP(x[i] - m);                                             \
       }                                                                                        \
-      for (int j = 0; j < NN_LANES; ++j) sum += (double)l[j];                                  \
+      if (i < b1) { /* the tail as one padded vector (exp(-inf) = 0): short rows stay SIMD */  \
+        CT t[NN_LANES];                                                                        \
+        const int64_t r = b1 - i;                                                              \
+        for (int j = 0; j < NN_LANES; ++j) t[j] = (CT)-INFINITY;                               \
+        for (int64_t j = 0; j < r; ++j) t[j] = x[i + j] - m;                                   \
+        for (int j = 0; j < NN_LANES; ++j) {                                                   \
+          t[j] = EXP(t[j]);                                                                    \
+          l[j] += t[j];                                                                        \
+        }                                                                                      \
+        if (!log_sm)                                                                           \
+          for (int64_t j = 0; j < r; ++j) y[i + j] = t[j];                                     \
+      }                                                                                        \
+      NN_LANE_TREE(l);                                                                         \
+      sum += (double)l[0];                                                                     \
     }                                                                                          \
     if (!log_sm) {                                                                             \
       const CT r = (CT)(1.0 / sum);                                                            \
@@ -188,7 +205,8 @@ static inline double nn_exp_d(double x) { return exp(x); }
           for (int j = 0; j < NN_LANES; ++j) l[j] += x[i + j];                                 \
         for (; i < b1; ++i) l[0] += x[i];                                                      \
       }                                                                                        \
-      for (int j = 0; j < NN_LANES; ++j) sum += (double)l[j];                                  \
+      NN_LANE_TREE(l);                                                                         \
+      sum += (double)l[0];                                                                     \
     }                                                                                          \
     return sum;                                                                                \
   }
@@ -215,8 +233,8 @@ static inline double nn_exp_d(double x) { return exp(x); }
 
 NN_DEFINE_ROWSUM(nn_rowsum_f, cpu_ua_float, )
 NN_DEFINE_ROWSUM(nn_rowsum_d, cpu_ua_double, )
-NN_DEFINE_SOFTMAX(nn_softmax_f, cpu_ua_float, nn_rowmax_f, cpu_expf, )
-NN_DEFINE_SOFTMAX(nn_softmax_d, cpu_ua_double, nn_rowmax_d, nn_exp_d, )
+NN_DEFINE_SOFTMAX(nn_softmax_f, cpu_ua_float, cpu_expf, )
+NN_DEFINE_SOFTMAX(nn_softmax_d, cpu_ua_double, nn_exp_d, )
 NN_DEFINE_NORM(nn_norm_f, cpu_ua_float, nn_rowsum_f, )
 NN_DEFINE_NORM(nn_norm_d, cpu_ua_double, nn_rowsum_d, )
 
@@ -232,10 +250,10 @@ typedef void (*nn_norm_fn)(const void *x, void *y, int64_t n, const void *w, con
 #define NN_AVX2 __attribute__((target("avx2,fma")))
 #define NN_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 NN_DEFINE_ROWSUM(nn_rowsum_f_avx2, cpu_ua_float, NN_AVX2)
-NN_DEFINE_SOFTMAX(nn_softmax_f_avx2, cpu_ua_float, nn_rowmax_f, cpu_expf, NN_AVX2)
+NN_DEFINE_SOFTMAX(nn_softmax_f_avx2, cpu_ua_float, cpu_expf, NN_AVX2)
 NN_DEFINE_NORM(nn_norm_f_avx2, cpu_ua_float, nn_rowsum_f_avx2, NN_AVX2)
 NN_DEFINE_ROWSUM(nn_rowsum_f_avx512, cpu_ua_float, NN_AVX512)
-NN_DEFINE_SOFTMAX(nn_softmax_f_avx512, cpu_ua_float, nn_rowmax_f, cpu_expf, NN_AVX512)
+NN_DEFINE_SOFTMAX(nn_softmax_f_avx512, cpu_ua_float, cpu_expf, NN_AVX512)
 NN_DEFINE_NORM(nn_norm_f_avx512, cpu_ua_float, nn_rowsum_f_avx512, NN_AVX512)
 #endif
 

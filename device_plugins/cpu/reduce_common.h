@@ -9,12 +9,15 @@
 #include <string.h>
 
 #include "convert.h"
+#include "dims.h"
 #include "view_snapshot.h"
 #include "fast_expf.h"
 #include "parallel.h"
 
 /* kernels_nn.c: softmax, log_softmax, layer_norm, rms_norm (registered by kernels_linalg.c). */
 void cpu_register_nn_kernels(const HWP_HostApi *host);
+/* kernels_nn_grad.c: softmax_grad, layer_norm_grad, rms_norm_grad (registered likewise). */
+void cpu_register_nn_grad_kernels(const HWP_HostApi *host);
 
 /* Checks that an output view is contiguous (NULL strides or the C-order strides; size-1 dims
  * and empty views may have any). */
@@ -55,36 +58,6 @@ static inline HWP_Status cpu_attr_axis(const HWP_KernelContext *ctx, const char 
                      "a %d-d input", op, name, (long long)a, (int)ndim);
   *axis = a;
   return HWP_OK;
-}
-
-/* Element offset of flat index `i` of the dims (shape, stride)[0..n) in C order. */
-static inline int64_t cpu_unravel_offset(int64_t i, int n, const int64_t *shape,
-                                         const int64_t *stride) {
-  int64_t off = 0;
-  for (int k = n - 1; k >= 0; --k) {
-    int64_t q = i / shape[k];
-    off += (i - q * shape[k]) * stride[k];
-    i = q;
-  }
-  return off;
-}
-
-/* Drops size-1 dims and merges neighbours (k, k+1) with stride[k] == stride[k+1] * shape[k+1]
- * (in place; the C-order flat index is unchanged). Returns the new dim count. */
-static inline int cpu_merge_dims(int n, int64_t *shape, int64_t *stride) {
-  int m = 0;
-  for (int k = 0; k < n; ++k) {
-    if (shape[k] == 1) continue;
-    if (m > 0 && stride[m - 1] == stride[k] * shape[k]) {
-      shape[m - 1] *= shape[k];
-      stride[m - 1] = stride[k];
-    } else {
-      shape[m] = shape[k];
-      stride[m] = stride[k];
-      ++m;
-    }
-  }
-  return m;
 }
 
 /* Splits x's dims around `axis`: outer dims (before it, merged where contiguous) of total size

@@ -16,13 +16,15 @@ The formula language (a subset of Python's expression syntax, parsed with `ast`)
                | expr ("+"|"-"|"*"|"/") expr | "-" expr
                | expr "if" cond "else" expr | "(" expr ")"
     op        := an ops.yaml op: its inputs positionally (tensors; the binary and where
-                 families also take scalars), its attrs by keyword (scalars)
+                 families also take scalars; trailing optional ones may be left out: absent),
+                 its attrs by keyword (scalars)
                | up(t)       float16/bfloat16 -> float32, else t (decompositions.py _up)
                | down(t, like)  t cast to like's dtype where it differs (_to)
                | bound(v, like) a clip bound in like's dtype (_int_bound for integer dtypes)
                | axes(axis, t)  [axis % t.ndim], or [] for a 0-d t (softmax's reduction axes)
                | all_axes(axis, t)  the axes of an ints attr, every axis of t where empty/None
                | count(t, axes) the number of elements those axes of t hold
+               | last_axes(n, t)  t's last n axes (a normalization's)
     NAME      := an input (tensor), an attr (scalar; bool, int, float or ints), a let binding
     cond      := a bool attr | attr "is" ["not"] "None" | scalar ("=="|"!=") scalar
                | empty(t) (no elements) | cond "and"/"or" cond | "not" cond
@@ -52,7 +54,7 @@ OUT_NAME = "decomp_formulas.inc"
 BUILTINS = {"up": (("tensor",), "tensor"), "down": (("tensor", "tensor"), "tensor"),
             "bound": (("scalar", "tensor"), "scalar"), "axes": (("scalar", "tensor"), "scalar"),
             "all_axes": (("scalar", "tensor"), "scalar"), "count": (("tensor", "scalar"), "scalar"),
-            "empty": (("tensor",), "cond")}
+            "empty": (("tensor",), "cond"), "last_axes": (("scalar", "tensor"), "scalar")}
 NAMED_CONSTANTS = {"nan": "float('nan')", "inf": "float('inf')"}
 OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 # Ops whose C++ rule takes Python scalars as inputs (gen_cpp_ops.family: binary, where).
@@ -218,7 +220,12 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo], *,
         if fn == name and not allow_self:
             raise bad("calls its own op")
         sub = ops[fn]
-        if len(node.args) != len(sub.inputs):
+        # trailing optional inputs may be left out (absent: layer_norm(x) without its affine)
+        required = len(sub.inputs)
+        while required and sub.inputs[required - 1] in {
+                n.rstrip("?") for n in sub.optional_inputs}:
+            required -= 1
+        if not required <= len(node.args) <= len(sub.inputs):
             raise bad(f"{fn} takes {len(sub.inputs)} inputs ({', '.join(sub.inputs)}), got "
                       f"{len(node.args)}")
         for a in node.args:

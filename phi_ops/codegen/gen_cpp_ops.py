@@ -97,7 +97,12 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     linear, embedding
                their rules (x @ weight + bias?; rows of weight for an int index)
     stack, matrix_unary (tril, triu), like (full_like, zeros_like, ones_like)
-               their rules; composites, run in C++ with the device's own kernel only"""
+               their rules; composites, run in C++ with the device's own kernel only (like:
+               else the one fill kernel of its decomposition)
+    grad_like  backward ops (softmax_grad: out, grad, axis; layer_norm_grad, rms_norm_grad: x,
+               grad, weight?, normalized_ndim, epsilon): grad of the first input's shape and
+               dtype, a weight of the normalized shape; the device's own kernel, else the
+               C++ formula"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -189,6 +194,10 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "cross_entropy"
     if infer_meta == "optimizer_update" and all(t == "float" for t in attrs.values()):
         return "optimizer_update"
+    if infer_meta == "grad_like" and inputs[1:2] == ["grad"] and all(
+            i.endswith("?") for i in inputs[2:]) and attrs in (
+            {"axis": "int"}, {"normalized_ndim": "int", "epsilon": "float"}):
+        return "grad_like"
     if infer_meta == "eye" and not inputs and attrs == {"n": "int", "m": "int", "dtype": "dtype"}:
         return "eye"
     if infer_meta == "linspace" and not inputs and attrs == {

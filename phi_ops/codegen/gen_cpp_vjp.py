@@ -30,7 +30,6 @@ and these builtins more (runtime/src/formula_builtins.h):
     untile(g, x, repeats)   tile's gradient: the repeats of g summed, to x's shape
     neg_ints(v)             a list of ints negated (roll's shifts back)
     rotate_half(t), unrotate_half(t)   concat(-t2, t1) of t's last dim halves, its transpose
-    last_axes(n, t)         t's last n axes (a normalization's)
 
 and string literals and lists ([a, 0]) as scalars. An input a rule omits gets no gradient
 (where's condition, gather's index). The engine casts each gradient to its input's dtype.
@@ -74,7 +73,6 @@ VJP_BUILTINS = {
     "neg_ints": (("scalar",), "scalar"),
     "rotate_half": (("tensor",), "tensor"),
     "unrotate_half": (("tensor",), "tensor"),
-    "last_axes": (("scalar", "tensor"), "scalar"),
 }
 
 

@@ -331,6 +331,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Attention: return run_attention(op, a);
     case Family::Cross_entropy: return run_cross_entropy(op, a);
     case Family::Optimizer_update: return run_optimizer_update(op, a);
+    case Family::Grad_like: return run_grad_like(op, a);
     default: return nullptr;
   }
 }
@@ -500,6 +501,7 @@ const char* family_name(Family f) {
     case Family::Attention: return "attention";
     case Family::Cross_entropy: return "cross_entropy";
     case Family::Optimizer_update: return "optimizer_update";
+    case Family::Grad_like: return "grad_like";
     default: return "";
   }
 }
@@ -612,6 +614,7 @@ pybind11::object infer_py(const std::string& name, pybind11::list metas, pybind1
         return meta_tuple(shape, dtype, in[0].dtype);
       }
       case Family::Attention:  // an optional input: pipeline_families_nn.cpp
+      case Family::Grad_like:
         return py::reinterpret_steal<py::object>(infer_more_meta(*op, in, present, a));
       default: break;
     }

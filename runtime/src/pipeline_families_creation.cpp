@@ -264,7 +264,29 @@ PyObject* run_like(const OpSpec& op, const BoundArgs& a) {
   DType dtype;
   Attrs attrs;
   if (!x || !like_call(op, a, {&x->shape, x->dtype}, &dtype, &attrs)) return nullptr;
-  return run_one_input_composite(op, x, x->shape, dtype, attrs);
+  Device* device = x->device();
+  if (native_kernel(op, device, x->dtype))
+    return run_one_input_composite(op, x, x->shape, dtype, attrs);
+  // No kernel of its own: the decomposition is one fill(shape of x, value, dtype), launched
+  // here (zeros_like runs in every embedding and gather backward; the Python path costs ~10x).
+  if (SelectionProbe* p = probe_for(op)) {  // the decomposition's path, keyed by x as in Python
+    p->formula = true;
+    p->key = x->dtype;
+    p->device = device;
+    if (p->dry) Py_RETURN_NONE;
+  }
+  static const OpSpec* const fill = op_spec("fill");
+  AttrValue value = AttrValue::of_int(std::strcmp(op.name, "ones_like") == 0 ? 1 : 0);
+  for (const auto& [name, v] : attrs)
+    if (name == "fill_value") value = v;
+  AttrValue shape;
+  shape.type = HWP_ATTR_INT64_ARRAY;
+  shape.ints = x->shape;
+  Attrs fill_attrs;
+  fill_attrs.emplace_back("shape", std::move(shape));
+  fill_attrs.emplace_back("value", std::move(value));
+  add_dtype_name(dtype, &fill_attrs);
+  return launch_creation(*fill, x->shape, dtype, device, std::move(fill_attrs));
 }
 
 }  // namespace hwport::pipeline

@@ -28,7 +28,10 @@ PyObject* run_linear(const OpSpec& op, const BoundArgs& a) {
                     &shape, &dtype))
     return nullptr;
   const Tensor* in[] = {x, w, b};
-  if (!fused_kernel_fits(op, device, x->dtype, in, 3)) return nullptr;
+  // the kernel takes one dtype (an integer weight promotes in the Python decomposition)
+  if (w->dtype != x->dtype || (b && b->dtype != x->dtype) ||
+      !fused_kernel_fits(op, device, x->dtype, in, 3))
+    return nullptr;
   Tensor out = Tensor::empty(shape, dtype, device, op.name);
   Attrs attrs;
   attrs.emplace_back("has_bias", AttrValue::of_bool(b != nullptr));
@@ -157,6 +160,64 @@ PyObject* run_optimizer_update(const OpSpec& op, const BoundArgs& a) {
   return result;
 }
 
+// softmax_grad(out, grad, axis), layer_norm_grad / rms_norm_grad(x, grad, weight?,
+// normalized_ndim, epsilon): grad of the first input's shape and dtype (phi_ops/infer_meta.py
+// grad_like); the kernel's attributes (axis normalized, has_<input> per optional input).
+bool grad_like_call(const OpSpec& op, const BoundArgs& a, const MetaIn* const* in, int n,
+                    Attrs* attrs) {
+  const MetaIn& x = *in[0];
+  if (!in[1] || *in[1]->shape != *x.shape || in[1]->dtype != x.dtype ||
+      !op.has_kernel_dtype(x.dtype))
+    return false;
+  DType unused = x.dtype;
+  if (!kernel_attrs(op, a, static_cast<int64_t>(x.shape->size()), attrs, &unused)) return false;
+  double nd = 0, eps = 0;
+  if (!attr_number(*attrs, "normalized_ndim", &nd)) return true;  // softmax_grad: the axis
+  ElementwisePlan plan;
+  if (!attr_number(*attrs, "epsilon", &eps) ||
+      !infer_norm(op, x, in + 2, n - 2, static_cast<int64_t>(nd), eps, &plan))
+    return false;
+  for (int i = 2; i < n; ++i)
+    attrs->emplace_back(std::string("has_") + op.inputs[i].name,
+                        AttrValue::of_bool(in[i] != nullptr));
+  return true;
+}
+
+// The plugin's fused backward kernel, else the C++ formula (every sub-op through the pipeline).
+PyObject* run_grad_like(const OpSpec& op, const BoundArgs& a) {
+  constexpr int kMax = 4;
+  const int n = op.num_inputs;
+  if (n > kMax) return nullptr;
+  const Tensor* t[kMax] = {};
+  MetaIn m[kMax];
+  const MetaIn* mp[kMax] = {};
+  PyObject* given[kMax] = {};
+  Device* device = nullptr;
+  for (int i = 0; i < n; ++i) {
+    PyObject* v = a.slot[i];
+    given[i] = v ? v : Py_None;
+    if (!v || v == Py_None) {
+      if (!op.inputs[i].optional) return nullptr;
+      continue;
+    }
+    if (!(t[i] = as_tensor(v))) return nullptr;
+    if (device && t[i]->device() != device) return nullptr;
+    device = t[i]->device();
+    m[i] = {&t[i]->shape, t[i]->dtype};
+    mp[i] = &m[i];
+  }
+  Attrs attrs;
+  if (!t[0] || !grad_like_call(op, a, mp, n, &attrs)) return nullptr;
+  const DType key = t[0]->dtype;
+  if (!fused_kernel_fits(op, device, key, t, n)) return select_formula(op, given, a, key, device);
+  std::vector<const Tensor*> present;
+  for (int i = 0; i < n; ++i)
+    if (t[i]) present.push_back(t[i]);
+  Tensor out = Tensor::empty(t[0]->shape, key, device, op.name);
+  launch(op, key, device, present.data(), static_cast<int>(present.size()), &out, attrs);
+  return to_python(std::move(out));
+}
+
 namespace {
 
 PyObject* meta_tuple(const Shape& shape, DType out, DType key) {
@@ -193,6 +254,14 @@ PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
       DType unused = in[0].dtype;
       if (infer_optimizer_update(op, ptrs.data(), static_cast<int>(ptrs.size())) &&
           kernel_attrs(op, a, static_cast<int64_t>(in[0].shape->size()), &attrs, &unused))
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      break;
+    }
+    case Family::Grad_like: {
+      std::vector<const MetaIn*> ptrs;
+      for (size_t i = 0; i < in.size(); ++i) ptrs.push_back(present[i] ? &in[i] : nullptr);
+      if (ptrs.size() >= 2 && ptrs[0] &&
+          grad_like_call(op, a, ptrs.data(), static_cast<int>(ptrs.size()), &attrs))
         return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
       break;
     }

@@ -171,6 +171,9 @@ PyObject* run_rotary(const OpSpec& op, const BoundArgs& a);
 // adam_update (pipeline_families_nn.cpp): every input of the first's shape and dtype
 bool infer_optimizer_update(const OpSpec& op, const MetaIn* const* in, int n);
 PyObject* run_optimizer_update(const OpSpec& op, const BoundArgs& a);
+// softmax_grad, layer_norm_grad, rms_norm_grad: the plugin's fused backward kernel, else the
+// C++ formula.
+PyObject* run_grad_like(const OpSpec& op, const BoundArgs& a);
 // The test hook _pipeline_infer for the families above: a new reference to the meta tuple,
 // or to None where the call takes the Python path.
 PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,

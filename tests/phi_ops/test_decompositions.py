@@ -542,6 +542,64 @@ def _optimizer_cases() -> None:
                  id=f"{d}-{decay}")
 
 
+def _jacobian_vjp(jac: Callable[[np.ndarray], np.ndarray], x: np.ndarray, g: np.ndarray,
+                  n: int) -> np.ndarray:
+    """g times the per-row Jacobian jac(row of x) ([N, N]: d y_i / d x_j) over the last n
+    dims: the VJP from the Jacobian itself, not from a rearranged formula."""
+    a, gg = f64(x), f64(g)
+    rows = a.reshape(-1, int(np.prod(a.shape[a.ndim - n:])))
+    grows = gg.reshape(rows.shape)
+    return np.stack([gr @ jac(r) for r, gr in zip(rows, grows, strict=True)]).reshape(a.shape)
+
+
+def _norm_grad_cases() -> None:
+    def ln_jac(w: np.ndarray | None, eps: float) -> Callable[[np.ndarray], np.ndarray]:
+        def jac(r: np.ndarray) -> np.ndarray:
+            n = r.size
+            rstd = 1.0 / np.sqrt(r.var() + eps)
+            xh = (r - r.mean()) * rstd
+            j = rstd * (np.eye(n) - 1.0 / n - np.outer(xh, xh) / n)
+            return j * (f64(w).reshape(-1)[:, None] if w is not None else 1.0)
+        return jac
+
+    def rms_jac(w: np.ndarray | None, eps: float) -> Callable[[np.ndarray], np.ndarray]:
+        def jac(r: np.ndarray) -> np.ndarray:
+            rstd = 1.0 / np.sqrt(np.mean(r * r) + eps)
+            j = rstd * np.eye(r.size) - np.outer(r, r) * rstd ** 3 / r.size
+            return j * (f64(w).reshape(-1)[:, None] if w is not None else 1.0)
+        return jac
+
+    for d in ("float32", "float16", "bfloat16", "float64"):
+        x = sample(d, (2, 3, 4), 90, 2.0) + np.asarray(1, npdt(d))
+        g = sample(d, (2, 3, 4), 91)
+        w2, w1 = sample(d, (3, 4), 92), sample(d, (4,), 93)
+        for op, jac in (("layer_norm_grad", ln_jac), ("rms_norm_grad", rms_jac)):
+            case(op, [x, g, w2], {"normalized_ndim": 2, "epsilon": 1e-5},
+                 lambda x, g, w, j=jac: like(_jacobian_vjp(j(w, 1e-5), x, g, 2), x),
+                 id=f"{d}-w2")
+            case(op, [x, g, None], {"normalized_ndim": 1, "epsilon": 1e-3},
+                 lambda x, g, w, j=jac: like(_jacobian_vjp(j(None, 1e-3), x, g, 1), x),
+                 id=f"{d}-plain")
+            case(op, [x, g, w1], {"normalized_ndim": 1, "epsilon": 1e-5},
+                 lambda x, g, w, j=jac: like(_jacobian_vjp(j(w, 1e-5), x, g, 1), x),
+                 id=f"{d}-w1")
+        z = sample(d, (3, 5), 94, 3.0)
+        for axis in (0, 1):
+            out = like(_softmax_ref(z, axis), z)
+
+            def sm_vjp(o: np.ndarray, g: np.ndarray, a: int = axis) -> np.ndarray:
+                oo = np.moveaxis(f64(o), a, -1)
+                gg = np.moveaxis(f64(g), a, -1)
+                # d y_i / d z_j = y_i (delta_ij - y_j), from the softmax output itself
+                vjp = np.stack([gr @ (np.diag(r) - np.outer(r, r))
+                                for r, gr in zip(oo.reshape(-1, oo.shape[-1]),
+                                                 gg.reshape(-1, oo.shape[-1]), strict=True)])
+                return like(np.moveaxis(vjp.reshape(oo.shape), -1, a), o)
+
+            case("softmax_grad", [out, sample(d, (3, 5), 95)], {"axis": axis}, sm_vjp,
+                 id=f"{d}-{axis}")
+
+
 def _nn_cases() -> None:
     for d in ("float32", "float16", "bfloat16", "float64"):
         x = sample(d, (3, 5), 60, 10.0)
@@ -589,6 +647,8 @@ def _nn_cases() -> None:
              lambda x, w: rms(x, w, 1, 1e-6), id=f"{d}-w")
         case("rms_norm", [x, None], {"normalized_ndim": 3, "epsilon": 1e-2},
              lambda x, w: rms(x, None, 3, 1e-2), id=f"{d}-plain")
+
+    _norm_grad_cases()
 
     wt = sample("float32", (5, 4), 65)
     for idx, name in ((np.array([[0, 4, 2], [1, 1, 3]], np.int64), "2-d"),

@@ -32,8 +32,10 @@ COVERED = [name for name, (_, fam, _) in TABLE.items() if fam]
 # their decompositions do.
 VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "expand", "slice",
                  "split", "flip"}
-# Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order).
-CPP_DECOMPOSED = {"topk"}
+# Composites whose decomposition runs in C++ (its sub-ops' kernels, in its order; the like
+# ops: their one fill; the backward ops: their formulas, mixed float dtypes included).
+CPP_DECOMPOSED = {"topk", "full_like", "zeros_like", "ones_like", "softmax_grad",
+                  "layer_norm_grad", "rms_norm_grad"}
 
 
 def _fast_count() -> int:
@@ -61,7 +63,7 @@ def test_families_follow_ops_yaml_fields():
                     "arg_reduce", "scan", "gather", "take_along_axis", "creation", "arange",
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
                     "linspace", "tile", "roll", "topk", "random", "dropout", "rotary",
-                    "scatter", "attention", "cross_entropy", "optimizer_update",
+                    "scatter", "attention", "cross_entropy", "optimizer_update", "grad_like",
                     *VIEW_FAMILIES}
     assert set(COVERED) == set(OPS)  # every op parses and infers in C++
     # every op of category binary is covered; the comparisons among them
@@ -297,6 +299,21 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                 for attrs in (adam, dict(adam, decay=0.99), dict(adam, beta1="x"),
                               {k: v for k, v in adam.items() if k != "lr"}):
                     out.append(([Meta(s, d) for s, d in zip(shp, dts, strict=True)], attrs))
+        return out
+    if TABLE[op_name][1] == "grad_like":  # out/x, grad[, weight]
+        norm = len(op.inputs) == 3
+        for dts in [("float32",) * 3, ("float64",) * 3, ("float16",) * 3, ("int32",) * 3,
+                    ("float32", "float64", "float32"), ("float16", "float16", "float32")]:
+            for shp in [[(4, 5), (4, 5), (5,)], [(4, 5), (4, 5), None], [(4, 5), (5,), (5,)],
+                        [(2, 3, 4), (2, 3, 4), (3, 4)], [(4, 5), (4, 5), (4,)],
+                        [(), (), None], [(0, 3), (0, 3), (3,)]]:
+                attr_sets = ([{}, {"normalized_ndim": 2}, {"normalized_ndim": 0},
+                              {"epsilon": -1.0}, {"epsilon": 1e-3, "normalized_ndim": 1}]
+                             if norm else [{}, {"axis": 0}, {"axis": -2}, {"axis": 5}])
+                for attrs in attr_sets:
+                    metas = [None if s is None else Meta(s, d)
+                             for s, d in zip(shp, dts, strict=True)][:len(op.inputs)]
+                    out.append((metas, attrs))
         return out
     if op.inputs[0].variadic:  # concat: lists of one to three tensors
         for dts in itertools.product(ALL_DTYPES, repeat=2):

@@ -124,6 +124,9 @@ extern "C" {
 #define HWP_OP_LOG_SOFTMAX                   "log_softmax" /* composite; inputs x; attrs axis:int */
 #define HWP_OP_LAYER_NORM                    "layer_norm" /* composite; inputs x, weight?, bias?; attrs normalized_ndim:int, epsilon:float */
 #define HWP_OP_RMS_NORM                      "rms_norm" /* composite; inputs x, weight?; attrs normalized_ndim:int, epsilon:float */
+#define HWP_OP_SOFTMAX_GRAD                  "softmax_grad" /* composite; inputs out, grad; attrs axis:int */
+#define HWP_OP_LAYER_NORM_GRAD               "layer_norm_grad" /* composite; inputs x, grad, weight?; attrs normalized_ndim:int, epsilon:float */
+#define HWP_OP_RMS_NORM_GRAD                 "rms_norm_grad" /* composite; inputs x, grad, weight?; attrs normalized_ndim:int, epsilon:float */
 #define HWP_OP_EMBEDDING                     "embedding" /* composite; inputs index, weight; attrs none */
 #define HWP_OP_DROPOUT                       "dropout" /* composite; inputs x; attrs p:float, training:bool, seed:int, offset:int */
 #define HWP_OP_LINEAR                        "linear" /* composite; inputs x, weight, bias?; attrs none */
