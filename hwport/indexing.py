@@ -31,8 +31,10 @@ def getitem(t: Tensor, key: Any) -> Tensor:
     if _core.layers_active():
         return _by_ops(t, items)
     shape, strides, offset, dim = [], [], t._offset, 0
+    new = []  # the output dims None made
     for k in items:
         if k is None:
+            new.append(len(shape))
             shape.append(1)
             strides.append(0)
             continue
@@ -49,6 +51,14 @@ def getitem(t: Tensor, key: Any) -> Tensor:
         else:
             offset += _int_of(k, size, dim) * stride
         dim += 1
+    # a new dim's stride is unsqueeze's (as _by_ops has it): the next kept dim's stride times
+    # its size, 1 after the last
+    inner = 1
+    for j in range(len(shape) - 1, -1, -1):
+        if j in new:
+            strides[j] = inner
+        else:
+            inner = strides[j] * shape[j]
     return t._view(shape, strides, offset)
 
 
@@ -92,6 +102,10 @@ def _by_ops(t: Tensor, items: list[Any]) -> Tensor:
         size = t.shape[dim]
         if isinstance(k, slice):
             start, stop, step = _slice_of(k, size, dim)
+            if abs(step) > max(size, 1):  # one element at most: the direct view's small stride
+                step = max(size, 1) * (1 if step > 0 else -1)
+            if not len(range(start, stop, step)):  # empty: bounds the slice op reads as empty
+                start = stop = 0
             if (start, stop, step) != (0, size, 1):
                 if step < 0 and stop < 0:
                     stop = -size - 1  # through index 0: Python's slice end before the start

@@ -902,6 +902,23 @@ def cross_entropy(logits: Tensor, label: Tensor, *, reduction: str = "mean",
     return _to(F.divide(total, count), logits.dtype)
 
 
+def cross_entropy_grad(logits: Tensor, label: Tensor, grad: Tensor, *, reduction: str = "mean",
+                       ignore_index: int = -100) -> Tensor:
+    """cross_entropy's VJP: (softmax(logits) - onehot(label)) * the row's weight (grad, over the
+    rows not ignored for mean; 0 for an ignored row)."""
+    F = _F()
+    lc = _up(logits)
+    valid = F.not_equal(label, ignore_index)
+    g = _up(grad)
+    gl = g if reduction != "mean" else F.divide(g, F.sum(F.cast(valid, dtype=lc.dtype)))
+    w = F.where(valid, gl, 0.0)
+    safe = F.where(valid, label, 0)
+    i = F.subtract(F.cumsum(F.ones_like(lc, dtype=label.dtype), axis=1), 1)
+    hot = F.cast(F.equal(i, F.unsqueeze(safe, axis=[1])), dtype=lc.dtype)
+    return _to(F.multiply(F.subtract(F.softmax(lc, axis=1), hot), F.unsqueeze(w, axis=[1])),
+               logits.dtype)
+
+
 # ---- optimizer updates ----------------------------------------------------------------------
 
 def adam_update(param: Tensor, grad: Tensor, moment1: Tensor, moment2: Tensor, *,

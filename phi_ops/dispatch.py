@@ -378,6 +378,8 @@ def _fused_kernel_fits(op: OpDef, inputs: list[Any], key_dtype: str, target: Any
     key dtype (a float32 weight next to float16 x keeps its precision in the decomposition)."""
     if not _core.has_kernel(op.name, target, key_dtype):
         return False
+    if op.infer_meta == "embedding":  # keyed by the index: the weight may have any dtype
+        return True
     # linear's kernel takes every input in the key dtype (an int16 weight next to float64 x
     # promotes in the decomposition instead)
     every = op.infer_meta == "linear"

@@ -1066,13 +1066,22 @@ def cross_entropy(input: Any, label: Any, weight: Any = None, ignore_index: int 
         raise _api_args.renamed(exc, {'logits': 'input'}) from exc.__cause__
 
 
+def cross_entropy_grad(logits: Any, label: Any, grad: Any, reduction: str='mean', ignore_index: int | None=-100, name: str | None = None) -> Any:
+    """cross_entropy's VJP for logits [N, C]: (softmax(logits) - onehot(label)) times grad per row (divided by the rows not ignored for mean; 0 where label == ignore_index).
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.cross_entropy_grad)
+    kernel contract: A native kernel (optional: the op decomposes otherwise) gets float logits [N, C], int32/int64 label [N] (each in [0, C) or ignore_index; refuse others) and grad of cross_entropy's output shape and logits' dtype, and accumulates in float32 for float16/bfloat16 inputs."""
+    return _op_call(118, logits, label, grad, reduction, ignore_index)
+
+
 def adam_update(param: Any, grad: Any, moment1: Any, moment2: Any, beta1: float | None, beta2: float | None, epsilon: float | None, lr: float | None, decay: float | None=1.0, name: str | None = None) -> Any:
     """One Adam(W) step, elementwise: p = param * decay; m = moment1 * beta1 + grad * (1 - beta1); v = moment2 * beta2 + grad * grad * (1 - beta2); param_out = p - m / (sqrt(v) + epsilon) * lr (epsilon and lr already bias-corrected).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.adam_update)
     kernel contract: A native kernel (optional: the op decomposes otherwise) gets four inputs of one float dtype and shape and computes each element in that dtype with the decomposition's operations in its order, without fused multiply-adds (attrs rounded to the dtype first, (1 - beta1) and (1 - beta2) computed in double then rounded), so its bytes match the decomposition's. Each output is either disjoint from every operand or, all three at once, its own input (param_out = param, moment1_out = moment1, moment2_out = moment2: the optimizers launch it in place, element i read before it is written); refuse anything else."""
-    return _op_call(118, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
+    return _op_call(119, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
 
 
 # Tensor methods: name -> function.
@@ -1370,5 +1379,6 @@ OP_NAMES = [
     'scaled_dot_product_attention',
     'rotary_embedding',
     'cross_entropy',
+    'cross_entropy_grad',
     'adam_update',
 ]

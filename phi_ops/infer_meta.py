@@ -638,10 +638,10 @@ def cross_entropy(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     logits, label = inputs
     _require_int_index(op.name, "label", label)
     if logits.ndim != 2 or label.shape != logits.shape[:1]:
-        raise ValueError(f"cross_entropy: expected logits [N, C] and label [N], got "
+        raise ValueError(f"{op.name}: expected logits [N, C] and label [N], got "
                          f"{shape_str(logits.shape)} and {shape_str(label.shape)}")
     if attrs["reduction"] not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
+        raise ValueError(f"{op.name}: reduction must be 'mean', 'sum' or 'none', got "
                          f"{attrs['reduction']!r}")
     # ignore_index is compared with label values: it must be one of them (numpy 2's rule)
     check_scalar_fits(op.name, "ignore_index", attrs["ignore_index"], label.dtype)
@@ -650,17 +650,36 @@ def cross_entropy(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
 
 
 
+def _require_like(op: OpDef, name: str, m: Meta, first_name: str, first: Meta) -> None:
+    """Input `name` must have input `first_name`'s shape and dtype."""
+    if m.shape != first.shape:
+        raise ValueError(f"{op.name}: {name} has shape {shape_str(m.shape)}, expected "
+                         f"{first_name}'s {shape_str(first.shape)}")
+    if m.dtype != first.dtype:
+        raise TypeError(f"{op.name}: {name} has dtype {m.dtype}, expected {first_name}'s "
+                        f"{first.dtype}")
+
+
+def cross_entropy_grad(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
+    """cross_entropy's VJP: logits and label as cross_entropy checks them, grad of its output's
+    shape and logits' dtype; the result like logits."""
+    logits, label, grad = inputs
+    loss = cross_entropy(op, [logits, label], attrs).outputs[0]
+    if grad.shape != loss.shape:
+        raise ValueError(f"{op.name}: grad has shape {shape_str(grad.shape)}, expected "
+                         f"{shape_str(loss.shape)} (cross_entropy's output for reduction="
+                         f"{attrs['reduction']!r})")
+    if grad.dtype != logits.dtype:
+        raise TypeError(f"{op.name}: grad has dtype {grad.dtype}, expected logits' "
+                        f"{logits.dtype}")
+    return Plan([Meta(logits.shape, logits.dtype)], dict(attrs))
+
+
 def grad_like(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     """A backward op (softmax_grad, layer_norm_grad, rms_norm_grad): the gradient has the first
     input's shape and dtype; a normalization's weight is checked as the forward op checks it."""
     first, grad = inputs[0], inputs[1]
-    names = [i.name for i in op.inputs]
-    if grad.shape != first.shape:
-        raise ValueError(f"{op.name}: grad has shape {shape_str(grad.shape)}, expected "
-                         f"{names[0]}'s {shape_str(first.shape)}")
-    if grad.dtype != first.dtype:
-        raise TypeError(f"{op.name}: grad has dtype {grad.dtype}, expected {names[0]}'s "
-                        f"{first.dtype}")
+    _require_like(op, op.inputs[1].name, grad, op.inputs[0].name, first)
     if "normalized_ndim" not in attrs:
         return unary(op, inputs, attrs)
     attrs = dict(attrs)
@@ -674,12 +693,7 @@ def optimizer_update(op: OpDef, inputs: Inputs, attrs: dict[str, Any]) -> Plan:
     first = inputs[0]
     names = [i.name for i in op.inputs]
     for name, m in zip(names[1:], inputs[1:], strict=True):
-        if m.shape != first.shape:
-            raise ValueError(f"{op.name}: {name} has shape {shape_str(m.shape)}, expected "
-                             f"{names[0]}'s {shape_str(first.shape)}")
-        if m.dtype != first.dtype:
-            raise TypeError(f"{op.name}: {name} has dtype {m.dtype}, expected {names[0]}'s "
-                            f"{first.dtype}")
+        _require_like(op, name, m, names[0], first)
     return Plan([Meta(first.shape, first.dtype) for _ in op.outputs], dict(attrs))
 
 # ---- creation ---------------------------------------------------------------------------
@@ -753,6 +767,7 @@ RULES: dict[str, Callable[[OpDef, Inputs, dict[str, Any]], Plan]] = {
     "matrix_unary": matrix_unary, "gather": gather, "take_along_axis": take_along_axis,
     "scatter": scatter, "topk": topk, "embedding": embedding, "cross_entropy": cross_entropy,
     "optimizer_update": optimizer_update, "grad_like": grad_like,
+    "cross_entropy_grad": cross_entropy_grad,
     "creation": creation, "like": like, "arange": arange, "linspace": linspace, "eye": eye,
 }
 

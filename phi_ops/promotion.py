@@ -191,6 +191,7 @@ _DTYPE_INPUTS: dict[str, tuple[str, ...]] = {
     "scatter": ("x",),  # updates are cast to x's dtype (the kernel contract)
     "embedding": ("weight",),
     "cross_entropy": ("logits",),
+    "cross_entropy_grad": ("logits", "grad"),
     # nn ops whose extra operands are used at their own precision; the output follows x
     "layer_norm": ("x",),
     "rms_norm": ("x",),

@@ -897,19 +897,25 @@ def _r_rotary(a: _Call) -> np.ndarray:
     return out
 
 
-@_ref("cross_entropy")
-def _r_cross_entropy(a: _Call) -> np.ndarray:
+def _ce_labels(a: _Call) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """logits [N, C], the rows not ignored, and the labels (0 where ignored), checked."""
     logits, label = a["logits"], a["label"]
     if logits.ndim != 2 or label.ndim != 1 or label.shape[0] != logits.shape[0]:
         raise a.err(f"expected logits [N, C] and label [N], got {list(logits.shape)} and "
                     f"{list(label.shape)}")
     if label.dtype.kind not in "iu":
         raise a.err(f"label must have an integer dtype, got {dtype_name(label.dtype)}")
-    n, c = logits.shape
     valid = label != a.attrs["ignore_index"]
     lab = np.where(valid, label, 0).astype(np.int64)
-    if lab.size and (lab.min() < 0 or lab.max() >= c):
-        raise IndexError(f"cross_entropy: a label is out of range [0, {c})")
+    if lab.size and (lab.min() < 0 or lab.max() >= logits.shape[1]):
+        raise IndexError(f"{a.op.name}: a label is out of range [0, {logits.shape[1]})")
+    return logits, valid, lab
+
+
+@_ref("cross_entropy")
+def _r_cross_entropy(a: _Call) -> np.ndarray:
+    logits, valid, lab = _ce_labels(a)
+    n, c = logits.shape
     lse = _lse(logits, 1, False) if c else np.full(n, -np.inf)
     picked = logits[np.arange(n), lab] if c else np.zeros(n)
     loss = np.where(valid, lse - picked, 0.0)
@@ -933,6 +939,22 @@ def _r_adam_update(a: _Call) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     v = a["moment2"] * b2 + g * g * (1.0 - b2)
     p = a["param"] * float(a.attrs["decay"])
     return p - m / (np.sqrt(v) + float(a.attrs["epsilon"])) * float(a.attrs["lr"]), m, v
+
+@_ref("cross_entropy_grad")
+def _r_cross_entropy_grad(a: _Call) -> np.ndarray:
+    logits, valid, lab = _ce_labels(a)
+    grad = a["grad"]
+    n, c = logits.shape
+    reduction = a.attrs["reduction"]
+    g = np.broadcast_to(grad, (n,)).astype(np.float64)
+    if reduction == "mean":
+        g = g / np.count_nonzero(valid) if valid.any() else np.full(n, np.nan)
+    e = np.exp(logits - logits.max(axis=1, keepdims=True)) if c else logits
+    soft = e / e.sum(axis=1, keepdims=True) if c else logits
+    hot = np.zeros_like(soft)
+    hot[np.arange(n), lab] = 1.0
+    return (soft - hot) * np.where(valid, g, 0.0)[:, None]
+
 
 # ---- the entry point -------------------------------------------------------------------------
 

@@ -1248,6 +1248,28 @@ def _b_ce(op: str, d: str, rng: np.random.Generator) -> list[Case]:
 
 
 
+@builder("cross_entropy_grad")
+def _b_ce_grad(op: str, d: str, rng: np.random.Generator) -> list[Case]:
+    logits = sample(d, (6, 5), rng, "wide")
+    label = idx([0, 4, -100, 2, 2, 1])
+
+    def g(*shape: int) -> np.ndarray:
+        return sample(d, shape, rng, "small")
+
+    cs = [
+        C(op, d, "mean", [logits, label, g()], {}),
+        C(op, d, "sum", [logits, label, g()], {"reduction": "sum"}),
+        C(op, d, "none", [logits, label, g(6)], {"reduction": "none"}),
+        C(op, d, "int32-ignore2", [logits, idx([2, 2, 0, 1, 3, 4], "int32"), g()],
+          {"ignore_index": 2}),
+        C(op, d, "all-ignored", [logits, idx([-100] * 6), g()], {"reduction": "sum"}),
+        C(op, d, "empty-none", [sample(d, (0, 5), rng), idx([]), g(0)], {"reduction": "none"}),
+        C(op, d, "T", [sample(d, (6, 5), rng, "wide"), idx([4, 0, 1, 2, 3, 3]), g(6)],
+          {"reduction": "none"}, ["T", "flip"]),
+        C(op, d, "wide-row", [sample(d, (3, 1000), rng), idx([999, 0, 500]), g()], {}),
+    ]
+    return cs
+
 @builder("softmax_grad")
 def _b_softmax_grad(op: str, d: str, rng: np.random.Generator) -> list[Case]:
     def pair(*shape: int, axis: int = -1) -> list[np.ndarray]:

@@ -239,7 +239,11 @@ def _accumulate_case(op: Any, d: str, n: int, rng: np.random.Generator) -> Any:
         return si.C(op.name, d, "accumulate", [pos(2, n), pos(n, 3)])
     if op.category in ("reduction", "scan"):
         return si.C(op.name, d, "accumulate", [pos(n)])
-    inputs = [pos(2, n)] + [None] * (len(op.inputs) - 1)
+    if op.infer_meta == "cross_entropy_grad":  # n classes; the loss's gradient a 0-d one
+        return si.C(op.name, d, "accumulate",
+                    [pos(2, n), np.array([0, n - 1], np.int64), si.as_dtype(1.0, d)])
+    # a backward op's grad has the first input's shape; optional inputs are left out
+    inputs = [pos(2, n)] + [pos(2, n) if i.name == "grad" else None for i in op.inputs[1:]]
     return si.C(op.name, d, "accumulate", inputs)
 
 

@@ -726,4 +726,5 @@ void cpu_register_linalg_kernels(const HWP_HostApi *host) {
     cpu_register_one(host, "matmul", d, kernel_matmul, HWP_KERNEL_ACCEPTS_STRIDED);
   cpu_register_nn_kernels(host); /* the fused composite kernels of kernels_nn.c */
   cpu_register_nn_grad_kernels(host); /* their backward kernels (kernels_nn_grad.c) */
+  cpu_register_loss_kernels(host);    /* cross_entropy and its VJP (kernels_loss.c) */
 }

@@ -522,21 +522,13 @@ done:
   return st;
 }
 
-static int nn_attr_bool(const HWP_KernelContext *ctx, const char *name, int fallback) {
-  uint8_t v = 0;
-  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL &&
-      ctx->get_attr(ctx, name, HWP_ATTR_BOOL, &v, NULL) == HWP_OK)
-    return v != 0;
-  return fallback;
-}
-
 static HWP_Status ln_kernel(const HWP_KernelContext *ctx, int rms, const char *op) {
   if (ctx == NULL || !HWP_HAS_FIELD(ctx, HWP_KernelContext, outputs))
     return cpu_check_context(ctx, op, 1, 1); /* reports the bad context */
   /* Optional inputs: the attrs say which are present; without them, by count (in order). */
   int n_in = ctx->num_inputs;
-  int has_w = nn_attr_bool(ctx, "has_weight", n_in >= 2);
-  int has_b = rms ? 0 : nn_attr_bool(ctx, "has_bias", n_in >= 3 || (n_in == 2 && !has_w));
+  int has_w = cpu_attr_flag(ctx, "has_weight", n_in >= 2);
+  int has_b = rms ? 0 : cpu_attr_flag(ctx, "has_bias", n_in >= 3 || (n_in == 2 && !has_w));
   HWP_Status st = cpu_check_context(ctx, op, 1 + has_w + has_b, 1);
   if (st != HWP_OK) return st;
   cpu_view x, y;

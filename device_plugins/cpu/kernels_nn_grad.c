@@ -296,14 +296,6 @@ oom:
 
 /* ---- the kernels ------------------------------------------------------------------------------ */
 
-static int nng_attr_bool(const HWP_KernelContext *ctx, const char *name, int fallback) {
-  uint8_t v = 0;
-  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL &&
-      ctx->get_attr(ctx, name, HWP_ATTR_BOOL, &v, NULL) == HWP_OK)
-    return v != 0;
-  return fallback;
-}
-
 /* `t` (named what) must have `like`'s dtype and shape. */
 static HWP_Status nng_check_like(const char *op, const char *what, const cpu_view *t,
                                  const cpu_view *like, const char *like_name) {
@@ -321,7 +313,7 @@ static HWP_Status nng_kernel(const HWP_KernelContext *ctx, int kind, const char 
   const char *first = kind == 0 ? "out" : "x";
   if (ctx == NULL || !HWP_HAS_FIELD(ctx, HWP_KernelContext, outputs))
     return cpu_check_context(ctx, op, 2, 1); /* reports the bad context */
-  const int has_w = kind != 0 && nng_attr_bool(ctx, "has_weight", ctx->num_inputs >= 3);
+  const int has_w = kind != 0 && cpu_attr_flag(ctx, "has_weight", ctx->num_inputs >= 3);
   HWP_Status st = cpu_check_context(ctx, op, 2 + has_w, 1);
   if (st != HWP_OK) return st;
   cpu_view a, g, y;

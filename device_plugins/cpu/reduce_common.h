@@ -18,6 +18,8 @@
 void cpu_register_nn_kernels(const HWP_HostApi *host);
 /* kernels_nn_grad.c: softmax_grad, layer_norm_grad, rms_norm_grad (registered likewise). */
 void cpu_register_nn_grad_kernels(const HWP_HostApi *host);
+/* kernels_loss.c: cross_entropy, cross_entropy_grad (registered likewise). */
+void cpu_register_loss_kernels(const HWP_HostApi *host);
 
 /* Checks that an output view is contiguous (NULL strides or the C-order strides; size-1 dims
  * and empty views may have any). */
@@ -37,6 +39,15 @@ static inline HWP_Status cpu_rview_require_contiguous(const char *op, const cpu_
 static inline int cpu_is_float_dtype(HWP_DType d) {
   return d == HWP_DTYPE_FLOAT16 || d == HWP_DTYPE_BFLOAT16 || d == HWP_DTYPE_FLOAT32 ||
          d == HWP_DTYPE_FLOAT64;
+}
+
+/* A BOOL attribute, or `fallback` where the context has none of that name. */
+static inline int cpu_attr_flag(const HWP_KernelContext *ctx, const char *name, int fallback) {
+  uint8_t v = 0;
+  if (HWP_HAS_FIELD(ctx, HWP_KernelContext, get_attr) && ctx->get_attr != NULL &&
+      ctx->get_attr(ctx, name, HWP_ATTR_BOOL, &v, NULL) == HWP_OK)
+    return v != 0;
+  return fallback;
 }
 
 /* Reads an INT64 attribute that must be a dim of an ndim-dimensional input (non-negative as

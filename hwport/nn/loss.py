@@ -122,12 +122,13 @@ def cross_entropy(input: Tensor, label: Tensor, weight: Tensor | None = None,
     if weight is not None and list(weight.shape) != [classes]:
         raise ValueError(f"{fn}: weight must have shape [{classes}] (one per class), got "
                          f"{list(weight.shape)}")
-    rows = F.reshape(input, [-1, classes])
+    # the row count spelled out: [-1, 0] cannot be resolved for an input without classes
+    rows = F.reshape(input, [math.prod(input.shape[:-1]), classes])
     if soft_label:
         return _soft(fn, rows, input, label, reduction, use_softmax, smoothing)
     if str(label.dtype) not in ("int8", "uint8", "int16", "int32", "int64"):
-        raise TypeError(f"{fn}: hard labels must be an integer tensor, got dtype {label.dtype} "
-                        "(soft labels need soft_label=True)")
+        raise TypeError(f"{fn}: label must be an integer tensor for hard labels, got dtype "
+                        f"{label.dtype} (soft labels need soft_label=True)")
     batch = list(input.shape[:-1])
     out_shape = list(label.shape)
     if list(label.shape) == batch + [1]:

@@ -25,6 +25,7 @@ The formula language (a subset of Python's expression syntax, parsed with `ast`)
                | all_axes(axis, t)  the axes of an ints attr, every axis of t where empty/None
                | count(t, axes) the number of elements those axes of t hold
                | last_axes(n, t)  t's last n axes (a normalization's)
+               | dtype_of(t)    t's dtype (a dtype attr)
     NAME      := an input (tensor), an attr (scalar; bool, int, float or ints), a let binding
     cond      := a bool attr | attr "is" ["not"] "None" | scalar ("=="|"!=") scalar
                | empty(t) (no elements) | cond "and"/"or" cond | "not" cond
@@ -54,7 +55,8 @@ OUT_NAME = "decomp_formulas.inc"
 BUILTINS = {"up": (("tensor",), "tensor"), "down": (("tensor", "tensor"), "tensor"),
             "bound": (("scalar", "tensor"), "scalar"), "axes": (("scalar", "tensor"), "scalar"),
             "all_axes": (("scalar", "tensor"), "scalar"), "count": (("tensor", "scalar"), "scalar"),
-            "empty": (("tensor",), "cond"), "last_axes": (("scalar", "tensor"), "scalar")}
+            "empty": (("tensor",), "cond"), "last_axes": (("scalar", "tensor"), "scalar"),
+            "dtype_of": (("tensor",), "scalar")}
 NAMED_CONSTANTS = {"nan": "float('nan')", "inf": "float('inf')"}
 OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 # Ops whose C++ rule takes Python scalars as inputs (gen_cpp_ops.family: binary, where).
@@ -120,8 +122,8 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo], *,
     f = Formula(name, [], tree.body[-1].value)
     names: dict[str, str] = {i: "tensor" for i in me.inputs}
     for a, spec in me.attrs.items():
-        if spec["type"] not in ("bool", "int", "float", "ints") and what == "formula":
-            raise bad(f"attr {a!r} of type {spec['type']} cannot be used (bool, int, float, "
+        if spec["type"] not in ("bool", "int", "float", "ints", "str") and what == "formula":
+            raise bad(f"attr {a!r} of type {spec['type']} cannot be used (bool, int, float, str, "
                       "ints only)")
         names[a] = "scalar"
     names.update(extra_names or {})
@@ -442,6 +444,8 @@ def _default_obj(spec: dict) -> str:
         return "PyList_New(0)"
     if isinstance(v, bool):
         return "Py_True" if v else "Py_False"
+    if isinstance(v, str):
+        return f'PyUnicode_InternFromString("{v}")'
     if isinstance(v, int):
         return f"PyLong_FromLongLong({v}LL)"
     return f"PyFloat_FromDouble({float(v)!r})"

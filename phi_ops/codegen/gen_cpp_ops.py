@@ -102,7 +102,11 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
     grad_like  backward ops (softmax_grad: out, grad, axis; layer_norm_grad, rms_norm_grad: x,
                grad, weight?, normalized_ndim, epsilon): grad of the first input's shape and
                dtype, a weight of the normalized shape; the device's own kernel, else the
-               C++ formula"""
+               C++ formula
+    cross_entropy_grad
+               logits [N, C], an int label [N], grad of cross_entropy's output; the device's own
+               kernel where every label is in [0, C) (else the Python path checks them), the
+               C++ formula where the device has none"""
     out_attr = out_dtype[5:] if out_dtype.startswith("attr:") else None
     inputs = list(inputs)
     if infer_meta == "unary" and inputs == ["x"] and all(
@@ -194,6 +198,9 @@ def family(category: str, infer_meta: str, attrs: dict[str, str], out_dtype: str
         return "cross_entropy"
     if infer_meta == "optimizer_update" and all(t == "float" for t in attrs.values()):
         return "optimizer_update"
+    if infer_meta == "cross_entropy_grad" and inputs == ["logits", "label", "grad"] and \
+            attrs == {"reduction": "str", "ignore_index": "int"}:
+        return "cross_entropy_grad"
     if infer_meta == "grad_like" and inputs[1:2] == ["grad"] and all(
             i.endswith("?") for i in inputs[2:]) and attrs in (
             {"axis": "int"}, {"normalized_ndim": "int", "epsilon": "float"}):

@@ -24,7 +24,6 @@ and these builtins more (runtime/src/formula_builtins.h):
     sizes(xs, axis)         the lengths of the tensors xs along axis (concat -> split)
     slice_grad(g, x, axes, starts, ends, strides)   slice's gradient: g placed in zeros like x
     unpad(g, x, pad)        pad's gradient: the part of g that x filled
-    dtype_of(t)             t's dtype (a dtype attr)
     axis_in(axis, t)        an int axis of t, non-negative
     unstack(g, xs, axis)    stack's gradient: g split along axis into the shapes of xs
     untile(g, x, repeats)   tile's gradient: the repeats of g summed, to x's shape
@@ -66,7 +65,6 @@ VJP_BUILTINS = {
     "sizes": (("tensor", "scalar"), "scalar"),
     "slice_grad": (("tensor", "tensor", "scalar", "scalar", "scalar", "scalar"), "tensor"),
     "unpad": (("tensor", "tensor", "scalar"), "tensor"),
-    "dtype_of": (("tensor",), "scalar"),
     "axis_in": (("scalar", "tensor"), "scalar"),
     "unstack": (("tensor", "tensor", "scalar"), "tensor"),
     "untile": (("tensor", "tensor", "scalar"), "tensor"),
@@ -120,8 +118,6 @@ def _attr_default(spec: dict) -> str:
     """An attr's default as the rule reads it when a call leaves it out (nullptr: the engine
     asks the Python rules instead)."""
     v = spec.get("default")
-    if spec["type"] == "str" and isinstance(v, str):
-        return f'PyUnicode_InternFromString("{v}")'
     if spec["type"] in ("dtype", "floats") and v is not None:
         return "nullptr"
     if isinstance(v, list) and v:

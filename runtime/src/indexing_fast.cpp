@@ -35,6 +35,7 @@ bool basic_view(const Tensor& t, PyObject* key, Tensor* out) {
   const int64_t ndim = t.ndim();
   if (ellipses > 1 || consumed > ndim) return false;
   Shape shape, strides;
+  std::vector<bool> is_new;  // the output dims None made
   int64_t offset = t.offset, dim = 0;
   const auto whole = [&](int64_t count) {
     for (int64_t c = 0; c < count; ++c, ++dim) {
@@ -45,8 +46,10 @@ bool basic_view(const Tensor& t, PyObject* key, Tensor* out) {
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* k = items[i];
     if (k == Py_None) {
+      is_new.resize(shape.size() + 1, false);
+      is_new[shape.size()] = true;
       shape.push_back(1);
-      strides.push_back(0);
+      strides.push_back(0);  // set below, as unsqueeze sets it
     } else if (k == Py_Ellipsis) {
       whole(ndim - consumed);
     } else if (PySlice_Check(k)) {
@@ -77,6 +80,15 @@ bool basic_view(const Tensor& t, PyObject* key, Tensor* out) {
   }
   if (!ellipses) whole(ndim - dim);
   if (shape.size() > HWP_MAX_NDIM) return false;
+  // A new dim's stride is unsqueeze's (hwport/indexing.py builds the same view from op calls
+  // when layers are active): the next kept dim's stride times its size, 1 after the last.
+  int64_t inner = 1;
+  for (size_t j = strides.size(); j-- > 0;) {
+    if (j < is_new.size() && is_new[j])
+      strides[j] = inner;
+    else
+      inner = strides[j] * shape[j];
+  }
   *out = t;
   out->shape = std::move(shape);
   out->strides = std::move(strides);

@@ -332,6 +332,7 @@ PyObject* run_family(const OpSpec& op, const BoundArgs& a) {
     case Family::Cross_entropy: return run_cross_entropy(op, a);
     case Family::Optimizer_update: return run_optimizer_update(op, a);
     case Family::Grad_like: return run_grad_like(op, a);
+    case Family::Cross_entropy_grad: return run_cross_entropy_grad(op, a);
     default: return nullptr;
   }
 }
@@ -502,6 +503,7 @@ const char* family_name(Family f) {
     case Family::Cross_entropy: return "cross_entropy";
     case Family::Optimizer_update: return "optimizer_update";
     case Family::Grad_like: return "grad_like";
+    case Family::Cross_entropy_grad: return "cross_entropy_grad";
     default: return "";
   }
 }

@@ -51,7 +51,8 @@ PyObject* run_embedding(const OpSpec& op, const BoundArgs& a) {
     return nullptr;
   Device* device = index->device();
   const Tensor* in[] = {index, w};
-  if (!fused_kernel_fits(op, device, index->dtype, in, 2) || !index_in_bounds(*index, bound))
+  // keyed by the index: the weight may have any dtype
+  if (!fused_kernel_fits(op, device, index->dtype, in, 1) || !index_in_bounds(*index, bound))
     return nullptr;
   Tensor out = Tensor::empty(shape, w->dtype, device, op.name);
   launch(op, index->dtype, device, in, 2, &out, Attrs{});
@@ -218,6 +219,37 @@ PyObject* run_grad_like(const OpSpec& op, const BoundArgs& a) {
   return to_python(std::move(out));
 }
 
+// cross_entropy_grad(logits, label, grad, reduction, ignore_index): logits and label as
+// cross_entropy checks them, grad of its output's shape and logits' dtype.
+bool cross_entropy_grad_call(const OpSpec& op, const BoundArgs& a, const MetaIn& logits,
+                             const MetaIn& label, const MetaIn& grad, Attrs* attrs) {
+  Shape loss;
+  return cross_entropy_call(op, a, logits, label, &loss, attrs) && *grad.shape == loss &&
+         grad.dtype == logits.dtype;
+}
+
+// The plugin's kernel where every label is a class (an ignored or bad one: the Python path,
+// which checks the labels, then runs the same kernel), else the C++ formula.
+PyObject* run_cross_entropy_grad(const OpSpec& op, const BoundArgs& a) {
+  Tensor* t[3];
+  for (int i = 0; i < 3; ++i)
+    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
+  Device* device = t[0]->device();
+  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  Attrs attrs;
+  if (!cross_entropy_grad_call(op, a, {&t[0]->shape, t[0]->dtype}, {&t[1]->shape, t[1]->dtype},
+                               {&t[2]->shape, t[2]->dtype}, &attrs))
+    return nullptr;
+  const Tensor* in[] = {t[0], t[1], t[2]};
+  const DType key = t[0]->dtype;
+  if (!fused_kernel_fits(op, device, key, in, 3)) return select_formula(op, a.slot, a, key, device);
+  // an ignored or bad label: the Python path (its label check, then this kernel)
+  if (!index_in_bounds(*t[1], t[0]->shape[1])) return nullptr;
+  Tensor out = Tensor::empty(t[0]->shape, key, device, op.name);
+  launch(op, key, device, in, 3, &out, attrs);
+  return to_python(std::move(out));
+}
+
 namespace {
 
 PyObject* meta_tuple(const Shape& shape, DType out, DType key) {
@@ -293,6 +325,11 @@ PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,
         return meta_tuple(shape, in[0].dtype, in[0].dtype);
       break;
     }
+    case Family::Cross_entropy_grad:
+      if (in.size() == 3 && present[0] && present[1] && present[2] &&
+          cross_entropy_grad_call(op, a, in[0], in[1], in[2], &attrs))
+        return meta_tuple(*in[0].shape, in[0].dtype, in[0].dtype);
+      break;
     default: break;
   }
   Py_RETURN_NONE;
@@ -366,7 +403,11 @@ PyObject* run_cross_entropy(const OpSpec& op, const BoundArgs& a) {
   if (!cross_entropy_call(op, a, {&x->shape, x->dtype}, {&label->shape, label->dtype}, &shape,
                           &attrs))
     return nullptr;
-  if (!fused_kernel_fits(op, x->device(), x->dtype, ins, 2)) return nullptr;
+  // the kernel where every label is a class; ignored or bad labels: the Python path (its
+  // label check names the bad one)
+  if (!fused_kernel_fits(op, x->device(), x->dtype, ins, 1) ||
+      !index_in_bounds(*label, x->shape[1]))
+    return nullptr;
   Tensor out = Tensor::empty(shape, x->dtype, x->device(), op.name);
   launch(op, x->dtype, x->device(), ins, 2, &out, attrs);
   return to_python(std::move(out));

@@ -15,7 +15,8 @@ enum class Family : uint8_t {
   Unsqueeze, Flatten, Expand, Slice, Split, Arg_reduce, Scan, Gather, Take_along_axis,
   Creation, Arange, Flip, Pad, Linear, Embedding,
   Stack, Matrix_unary, Like, Eye, Linspace, Tile, Roll, Topk,
-  Random, Dropout, Rotary, Scatter, Attention, Cross_entropy, Optimizer_update, Grad_like
+  Random, Dropout, Rotary, Scatter, Attention, Cross_entropy, Optimizer_update, Grad_like,
+  Cross_entropy_grad
 };
 enum class AttrKind : uint8_t { Bool, Int, Float, Str, DType, Ints, Floats };
 // ops.yaml out_dtype; Attr (attr:<name>) is served by Python only for now.

@@ -174,6 +174,8 @@ PyObject* run_optimizer_update(const OpSpec& op, const BoundArgs& a);
 // softmax_grad, layer_norm_grad, rms_norm_grad: the plugin's fused backward kernel, else the
 // C++ formula.
 PyObject* run_grad_like(const OpSpec& op, const BoundArgs& a);
+// cross_entropy_grad: the plugin's kernel where every label is a class, else the C++ formula.
+PyObject* run_cross_entropy_grad(const OpSpec& op, const BoundArgs& a);
 // The test hook _pipeline_infer for the families above: a new reference to the meta tuple,
 // or to None where the call takes the Python path.
 PyObject* infer_more_meta(const OpSpec& op, const std::vector<MetaIn>& in,

@@ -50,7 +50,8 @@ def test_families_are_derived_from_ops_yaml():
                                                               if f == "elementwise"}
     assert fams["reshape"] is None and fams["topk"] is None  # no length threshold / k required
     assert set(thresholds.precision_ops(sample_inputs.OPS)) == {
-        "sum", "mean", "cumsum", "matmul", "softmax", "log_softmax", "layer_norm", "rms_norm"}
+        "sum", "mean", "cumsum", "matmul", "softmax", "log_softmax", "layer_norm", "rms_norm",
+        "softmax_grad", "layer_norm_grad", "rms_norm_grad", "cross_entropy_grad"}
 
 
 def test_collect_samples_boundaries_and_thorough_sweeps_the_ladder():

@@ -133,7 +133,7 @@ def test_loss_errors() -> None:
         nn.CrossEntropyLoss(reduction="avg")
     with pytest.raises(ValueError, match=r"cross_entropy: label must have shape \[4\]"):
         cross_entropy(x, _t(np.array([0, 1])))
-    with pytest.raises(TypeError, match="hard labels must be an integer tensor"):
+    with pytest.raises(TypeError, match="label must be an integer tensor for hard labels"):
         cross_entropy(x, _t(np.zeros(4, np.float32)))
     with pytest.raises(NotImplementedError, match="axis must be the last"):
         cross_entropy(x, lab, axis=0)

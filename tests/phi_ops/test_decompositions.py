@@ -600,6 +600,28 @@ def _norm_grad_cases() -> None:
                  id=f"{d}-{axis}")
 
 
+def _ce_grad_cases() -> None:
+    def ce_vjp(z: np.ndarray, label: np.ndarray, g: np.ndarray, reduction: str) -> np.ndarray:
+        # d loss_n / d z_nc = p_nc - [c == label_n]: the loss's Jacobian row by row
+        a = f64(z)
+        valid = label != -100
+        w = np.broadcast_to(f64(g), valid.shape) * valid
+        if reduction == "mean":
+            w = w / valid.sum()
+        p = np.exp(a - a.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        p[np.arange(len(label)), np.where(valid, label, 0)] -= 1.0
+        return like(p * w[:, None], z)
+
+    label = np.array([0, 4, -100, 2], np.int64)
+    for d in ("float32", "float16", "bfloat16", "float64"):
+        z = sample(d, (4, 5), 96, 3.0)
+        for reduction, gshape in (("mean", ()), ("sum", ()), ("none", (4,))):
+            case("cross_entropy_grad", [z, label, sample(d, gshape, 97)],
+                 {"reduction": reduction, "ignore_index": -100},
+                 lambda z, lab, g, r=reduction: ce_vjp(z, lab, g, r), id=f"{d}-{reduction}")
+
+
 def _nn_cases() -> None:
     for d in ("float32", "float16", "bfloat16", "float64"):
         x = sample(d, (3, 5), 60, 10.0)
@@ -649,6 +671,7 @@ def _nn_cases() -> None:
              lambda x, w: rms(x, None, 3, 1e-2), id=f"{d}-plain")
 
     _norm_grad_cases()
+    _ce_grad_cases()
 
     wt = sample("float32", (5, 4), 65)
     for idx, name in ((np.array([[0, 4, 2], [1, 1, 3]], np.int64), "2-d"),

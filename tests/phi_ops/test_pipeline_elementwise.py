@@ -64,6 +64,7 @@ def test_families_follow_ops_yaml_fields():
                     "pad", "linear", "embedding", "stack", "matrix_unary", "like", "eye",
                     "linspace", "tile", "roll", "topk", "random", "dropout", "rotary",
                     "scatter", "attention", "cross_entropy", "optimizer_update", "grad_like",
+                    "cross_entropy_grad",
                     *VIEW_FAMILIES}
     assert set(COVERED) == set(OPS)  # every op parses and infers in C++
     # every op of category binary is covered; the comparisons among them
@@ -332,6 +333,9 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
                            [(4, 3), (2, 1), (2, 3)], [(4,), (5,), (5,)], [(), (1,), ()]]
     if TABLE[op_name][1] == "cross_entropy":  # logits, label
         shapes = shapes + [[(3, 5), (3,)], [(3, 5), (4,)], [(0, 4), (0,)], [(3, 5), (3, 1)]]
+    if TABLE[op_name][1] == "cross_entropy_grad":  # logits, label, grad (of the loss's shape)
+        shapes = shapes + [[(3, 5), (3,), ()], [(3, 5), (3,), (3,)], [(3, 5), (4,), ()],
+                           [(0, 4), (0,), (0,)], [(3, 5), (3,), (1,)]]
     if TABLE[op_name][1] == "rotary":  # even last dims, cos and sin broadcasting or not
         shapes = shapes + [[(2, 4), (2, 4), (1, 4)], [(3, 2, 6), (2, 1), (6,)],
                            [(2, 4), (3, 4), (4,)], [(2, 4), (4,), (2, 1, 4)]]
@@ -376,6 +380,8 @@ def _meta_cases(op_name: str) -> list[tuple[list[Meta], dict]]:
              "cross_entropy": [{"reduction": r, "ignore_index": i}
                                for r in ("mean", "sum", "none", "avg", None)
                                for i in (-100, 0, 2**40, -2**31 - 1, True, 1.5)],
+             "cross_entropy_grad": [{"reduction": r, "ignore_index": i}
+                                    for r in ("mean", "none", "avg") for i in (-100, 2**40)],
              "matrix_unary": [{"diagonal": d} for d in (0, 1, -2, 2**62)],
              "dropout": [{"p": p, **a} for p in (0.0, 0.5, 1, 1.5, -0.1, float("nan"), True,
                                                   None, 2**70)
@@ -453,15 +459,22 @@ def test_results_equal_the_python_path(op_name):
             assert all(_same_tensor(g, w, inputs) for g, w in zip(got, want, strict=True))
         else:
             assert _same_tensor(got, want, inputs), case.id
+        # embedding's kernels are keyed by its index (the first input), not the weight
+        registry_key = (dname(case.inputs[0]) if op.infer_meta == "embedding"
+                        else case.key_dtype())
         # A primitive, or a composite with a native kernel or a C++ formula (ops.yaml
         # `formula`), runs in C++; any other composite decomposes in Python (whose
         # primitives then take the C++ path); the view families (reshape, transpose) are
         # their decompositions, in C++.
         native = (op.is_primitive or TABLE[op_name][1] in VIEW_FAMILIES
                   or op_name in CPP_DECOMPOSED or op.formula is not None
-                  or _core.has_kernel(op_name, PLACE, case.key_dtype()))
+                  or _core.has_kernel(op_name, PLACE, registry_key))
         metas = [_meta(v) for v in case.inputs]
         native = native and not _python_only_form(op_name, metas, case.attrs)
+        if op_name in ("cross_entropy", "cross_entropy_grad"):  # an ignored (or bad) label:
+            # the Python path's label check (before the same kernel)
+            lab, classes = np.asarray(case.inputs[1]), np.shape(case.inputs[0])[-1]
+            native = native and bool(np.all((lab >= 0) & (lab < classes)))
         assert (op_name not in deferred) == native, case.id
         ran_fast += native
     assert ran_fast > 0 or not op.is_primitive
@@ -827,9 +840,10 @@ def test_rotary_embedding_equals_the_python_path():
 
 
 def test_cross_entropy_equals_the_python_path():
-    """cross_entropy (checked in C++, decomposed on the Python path): the Python path's
-    bytes for every float dtype, int32/int64 labels, every reduction, ignored rows (all of
-    them: NaN), zero rows."""
+    """cross_entropy (checked in C++; the plugin's kernel where every label is a class, else
+    the Python path, whose label check tells an ignored label from a bad one): the Python
+    path's bytes for every float dtype, int32/int64 labels, every reduction, ignored rows
+    (all of them: NaN), zero rows."""
     rng = np.random.default_rng(3)
     checked = 0
     for dt, lt in itertools.product(("float16", "bfloat16", "float32", "float64"),
@@ -851,7 +865,8 @@ def test_cross_entropy_equals_the_python_path():
                 with python_path():
                     want = dispatch.call("cross_entropy", [logits, label],
                                          {"reduction": reduction, "ignore_index": ignore})
-                assert deferred[:1] == ["cross_entropy"], (dt, n)
+                classes_only = all(0 <= b < 3 for b in labels)
+                assert deferred[:1] == ([] if classes_only else ["cross_entropy"]), (dt, n)
                 assert _same_tensor(got, want, [logits, label]), (dt, n)
                 checked += 1
     assert checked > 100

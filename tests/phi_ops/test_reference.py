@@ -426,6 +426,8 @@ def _case(name: str, d: str) -> tuple[list[Any], dict[str, Any]]:
         v = np.abs(sample(d, (3, 4), 20))
         return [x, sample(d, (3, 4), 19), sample(d, (3, 4), 21), v], {
             "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lr": 0.01, "decay": 0.99}
+    if name == "cross_entropy_grad":
+        return [x, _idx([0, 3, -100]), sample(d, (), 25)], {}
     if name == "softmax_grad":
         return [x, sample(d, (3, 4), 22)], {"axis": -1}
     if name in ("layer_norm_grad", "rms_norm_grad"):

@@ -129,6 +129,9 @@ def dropout(x: Tensor, p: float = 0.5, axis: Any = None, training: bool = True,
         raise TypeError(f"dropout: x must be a hwport.Tensor, got {type(x).__name__}")
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
         raise ValueError(f"dropout: p must be a number in [0, 1], got {p!r}")
+    if not isinstance(training, bool):  # a truthy 1.0 would pick the mask path by accident
+        raise TypeError(f"dropout: training expected a bool, got {type(training).__name__} "
+                        f"{training!r}")
     if inplace:
         return F.dropout(x, p, axis=axis, training=training, inplace=True, mode=mode)  # raises
     if seed is not None or offset is not None:

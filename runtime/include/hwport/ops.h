@@ -133,6 +133,7 @@ extern "C" {
 #define HWP_OP_SCALED_DOT_PRODUCT_ATTENTION  "scaled_dot_product_attention" /* composite; inputs query, key, value, attn_mask?; attrs is_causal:bool, scale:float */
 #define HWP_OP_ROTARY_EMBEDDING              "rotary_embedding" /* composite; inputs x, cos, sin; attrs none */
 #define HWP_OP_CROSS_ENTROPY                 "cross_entropy" /* composite; inputs logits, label; attrs reduction:str, ignore_index:int */
+#define HWP_OP_CROSS_ENTROPY_GRAD            "cross_entropy_grad" /* composite; inputs logits, label, grad; attrs reduction:str, ignore_index:int */
 #define HWP_OP_ADAM_UPDATE                   "adam_update" /* composite; inputs param, grad, moment1, moment2; attrs beta1:float, beta2:float, epsilon:float, lr:float, decay:float */
 
 /* Attribute names (has_<input> flags tell which optional inputs a kernel got). */
