@@ -248,14 +248,17 @@ def _accumulate_case(op: Any, d: str, n: int, rng: np.random.Generator) -> Any:
 
 
 def precision_tolerance(op_name: str, d: str, want: Any) -> dict[str, float]:
-    """The op's tolerance with atol at most rtol x the smallest nonzero |output|."""
+    """The op's tolerance with atol at most rtol x the smallest nonzero |output| (a backward
+    op's outputs cancel to ~0 by construction, as layer_norm_grad's rows sum to 0: rtol x the
+    median |output| there, which a stagnating float16 sum still exceeds by far)."""
     from hwport.phi_ops.tolerance import tolerance_for
 
     tol = dict(tolerance_for(op_name, d))
     mags = np.abs(np.asarray(want, np.float64))
     mags = mags[mags > 0]
     if "rtol" in tol and mags.size:
-        tol["atol"] = min(tol.get("atol", 0.0), tol["rtol"] * float(mags.min()))
+        scale = float(np.median(mags)) if op_name.endswith("_grad") else float(mags.min())
+        tol["atol"] = min(tol.get("atol", 0.0), tol["rtol"] * scale)
     return tol
 
 
