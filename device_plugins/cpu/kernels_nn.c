@@ -120,12 +120,6 @@ static const nn_io *nn_io_of(HWP_DType dt) {
 
 static inline double nn_exp_d(double x) { return exp(x); }
 
-/* The NN_LANES partial sums l[] added pairwise (a tree, not a chain of dependent adds: short
- * rows pay for the reduction once per row). */
-#define NN_LANE_TREE(l)                                                                        \
-  for (int w_ = NN_LANES / 2; w_ > 0; w_ /= 2)                                                 \
-    for (int j_ = 0; j_ < w_; ++j_) (l)[j_] += (l)[j_ + w_]
-
 /* y = softmax(x) or log_softmax(x) of a contiguous row; x and y do not overlap. The row max
  * is a plain max over lanes (a NaN it drops still makes every output NaN through exp(x - m) and
  * the sum); the sum of the exponentials goes in blocks: NN_LANES CT lanes per block, added
@@ -172,7 +166,7 @@ static inline double nn_exp_d(double x) { return exp(x); }
         if (!log_sm)                                                                           \
           for (int64_t j = 0; j < r; ++j) y[i + j] = t[j];                                     \
       }                                                                                        \
-      NN_LANE_TREE(l);                                                                         \
+      CPU_LANE_TREE(l, NN_LANES);                                                              \
       sum += (double)l[0];                                                                     \
     }                                                                                          \
     if (!log_sm) {                                                                             \
@@ -205,7 +199,7 @@ static inline double nn_exp_d(double x) { return exp(x); }
           for (int j = 0; j < NN_LANES; ++j) l[j] += x[i + j];                                 \
         for (; i < b1; ++i) l[0] += x[i];                                                      \
       }                                                                                        \
-      NN_LANE_TREE(l);                                                                         \
+      CPU_LANE_TREE(l, NN_LANES);                                                              \
       sum += (double)l[0];                                                                     \
     }                                                                                          \
     return sum;                                                                                \
@@ -263,15 +257,35 @@ static struct {
 } g_nn_f32 = {nn_softmax_f, nn_norm_f};
 static pthread_once_t g_nn_once = PTHREAD_ONCE_INIT;
 
-static void nn_pick_isa(void) {
+/* 0 baseline, 1 AVX2+FMA, 2 AVX-512 (F, DQ, BW, VL) + FMA: what the float32 row functions of
+ * this file and kernels_nn_grad.c are cloned for, detected once. */
+static int g_nn_level = 0;
+static pthread_once_t g_nn_level_once = PTHREAD_ONCE_INIT;
+
+static void nn_detect_isa(void) {
 #ifdef NN_X86_DISPATCH
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("fma")) {
+      __builtin_cpu_supports("fma"))
+    g_nn_level = 2;
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    g_nn_level = 1;
+#endif
+}
+
+int cpu_nn_isa_level(void) {
+  pthread_once(&g_nn_level_once, nn_detect_isa);
+  return g_nn_level;
+}
+
+static void nn_pick_isa(void) {
+#ifdef NN_X86_DISPATCH
+  const int level = cpu_nn_isa_level();
+  if (level == 2) {
     g_nn_f32.softmax_f = nn_softmax_f_avx512;
     g_nn_f32.norm_f = nn_norm_f_avx512;
-  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  } else if (level == 1) {
     g_nn_f32.softmax_f = nn_softmax_f_avx2;
     g_nn_f32.norm_f = nn_norm_f_avx2;
   }

@@ -49,7 +49,7 @@ static int64_t nng_run_stride(const nng_lines *l) {
   return l->ln == 0 ? 1 : l->ln == 1 ? l->lstride[0] : 0;
 }
 
-/* ---- loads and stores of one line in the compute type ----------------------------------------- */
+/* ---- loads and stores of one line in the compute type --------------------------------- */
 
 /* dst[j] = line element j of the line at p (stride s, or the offsets off when s == 0). */
 static void nng_load_f(HWP_DType dt, const char *p, int64_t n, int64_t s, const int64_t *off,
@@ -95,8 +95,7 @@ static void nng_store_d(char *p, int64_t n, int64_t s, const int64_t *off, const
       for (; i_ + NNG_LANES <= b1_; i_ += NNG_LANES)                                           \
         for (int j_ = 0; j_ < NNG_LANES; ++j_) l_[j_] += EXPR(i_ + j_);                        \
       for (; i_ < b1_; ++i_) l_[0] += EXPR(i_);                                                \
-      for (int w_ = NNG_LANES / 2; w_ > 0; w_ /= 2)                                            \
-        for (int j_ = 0; j_ < w_; ++j_) l_[j_] += l_[j_ + w_];                                 \
+      CPU_LANE_TREE(l_, NNG_LANES);                                                            \
       s_ += (double)l_[0];                                                                     \
     }                                                                                          \
     (result) = s_;                                                                             \
@@ -167,16 +166,14 @@ static struct {
 } g_nng_f32 = {nng_softmax_row_f, nng_norm_row_f};
 static pthread_once_t g_nng_once = PTHREAD_ONCE_INIT;
 
-/* The widest float32 row functions the CPU runs (the plugin is built for the baseline ISA). */
+/* The widest float32 row functions the CPU runs (kernels_nn.c detects the ISA). */
 static void nng_pick_isa(void) {
 #ifdef NNG_X86_DISPATCH
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("fma")) {
+  const int level = cpu_nn_isa_level();
+  if (level == 2) {
     g_nng_f32.softmax = nng_softmax_row_f_avx512;
     g_nng_f32.norm = nng_norm_row_f_avx512;
-  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  } else if (level == 1) {
     g_nng_f32.softmax = nng_softmax_row_f_avx2;
     g_nng_f32.norm = nng_norm_row_f_avx2;
   }
@@ -294,7 +291,7 @@ oom:
   return cpu_error(HWP_ERROR_OUT_OF_MEMORY, "%s: no memory for line buffers", P->op);
 }
 
-/* ---- the kernels ------------------------------------------------------------------------------ */
+/* ---- the kernels --------------------------------------------------------------------------- */
 
 /* `t` (named what) must have `like`'s dtype and shape. */
 static HWP_Status nng_check_like(const char *op, const char *what, const cpu_view *t,

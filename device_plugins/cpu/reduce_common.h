@@ -16,6 +16,14 @@
 
 /* kernels_nn.c: softmax, log_softmax, layer_norm, rms_norm (registered by kernels_linalg.c). */
 void cpu_register_nn_kernels(const HWP_HostApi *host);
+/* kernels_nn.c: the ISA its float32 row functions and kernels_nn_grad.c's are cloned for (0
+ * baseline, 1 AVX2+FMA, 2 AVX-512), detected once. */
+int cpu_nn_isa_level(void);
+/* The `lanes` partial sums l[] added pairwise into l[0] (a tree, not a chain of dependent
+ * adds: short rows pay for the reduction once per row). */
+#define CPU_LANE_TREE(l, lanes)                                                                \
+  for (int w_ = (lanes) / 2; w_ > 0; w_ /= 2)                                                  \
+    for (int j_ = 0; j_ < w_; ++j_) (l)[j_] += (l)[j_ + w_]
 /* kernels_nn_grad.c: softmax_grad, layer_norm_grad, rms_norm_grad (registered likewise). */
 void cpu_register_nn_grad_kernels(const HWP_HostApi *host);
 /* kernels_loss.c: cross_entropy, cross_entropy_grad (registered likewise). */
