@@ -7,6 +7,13 @@ targets, ratios hwport / torch):
 - the GPT step of examples/train_gpt.py (2 blocks, d=64, 4 heads, batch 8 x 32 tokens,
   forward + backward + clipping + AdamW) against the same model in PyTorch
   (examples/train_gpt_torch.py): target <= 1.0;
+- the GPT step's peak memory: the most bytes of tensors live at once during one step
+  (parameters, optimizer state, gradients, activations, saved tensors, temporaries), after
+  warm-up steps, hwport's caching allocator (bytes as asked, `peak_requested_bytes`) against
+  PyTorch's parameters + optimizer state + the peak its CPU allocator reports during the
+  step (profiler, `profile_memory=True`): target <= 1.1. Also printed: the peak beyond what
+  was live before the step (hwport keeps zeroed gradients between steps, as Paddle's
+  clear_grad(set_to_zero=True) does; PyTorch's zero_grad() frees them);
 - the backward engine's overhead per node on tiny tensors (a chain of N 1-element multiplies,
   backward only): target <= 1.0.
 
@@ -88,7 +95,38 @@ def mlp_step(b: int, d: int, h: int, place: str, repeat: int) -> tuple[float, fl
     return (best_of(ours, place, repeat), best_of(theirs, None, repeat), ours_opt is not None)
 
 
-def gpt_step(place: str, repeat: int) -> tuple[float, float]:
+def _torch_peak_extra_bytes(fn) -> int:
+    """The most bytes PyTorch's CPU allocator held at once during fn() beyond what it held
+    before: the running sum of the profiler's allocation events ([memory], signed sizes)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    held = peak = 0
+    for _, nbytes in events:
+        held += nbytes
+        peak = max(peak, held)
+    return peak
+
+
+def _hwport_peak_bytes(fn, place: str) -> tuple[int, int]:
+    """(the most bytes hwport's caching allocator of `place` held at once during fn(), the
+    bytes it held before), as asked, not rounded."""
+    import gc
+
+    gc.collect()
+    hwport.device.synchronize(place)
+    before = hwport.device.memory_stats(place)["requested_bytes"]
+    hwport.device.reset_peak_memory_stats(place)
+    fn()
+    hwport.device.synchronize(place)
+    return hwport.device.memory_stats(place)["peak_requested_bytes"], before
+
+
+def gpt_step(place: str, repeat: int) -> tuple[float, float, tuple[int, int],
+                                                tuple[int, int]]:
     import importlib.util
 
     def example(name: str):
@@ -114,8 +152,20 @@ def gpt_step(place: str, repeat: int) -> tuple[float, float]:
         opt.step()
         opt.clear_grad()
 
-    step, _ = gpt_torch.trainer(gpt_torch.TorchGPT(weights), len(chars))
-    return best_of(ours, place, repeat), best_of(lambda: step(x, y, 1e-3), None, repeat)
+    torch_model = gpt_torch.TorchGPT(weights)
+    step, torch_opt = gpt_torch.trainer(torch_model, len(chars))
+
+    def theirs() -> None:
+        step(x, y, 1e-3)
+
+    times = best_of(ours, place, repeat), best_of(theirs, None, repeat)
+    # after the timed steps: both optimizers hold their state
+    our_peak, our_before = _hwport_peak_bytes(ours, place)
+    torch_state = sum(p.nbytes for p in torch_model.parameters()) + sum(
+        v.nbytes for st in torch_opt.state.values() for v in st.values() if torch.is_tensor(v))
+    their_extra = _torch_peak_extra_bytes(theirs)
+    return (*times, (our_peak, our_peak - our_before),
+            (torch_state + their_extra, their_extra))
 
 
 def backward_per_node(n: int, place: str, repeat: int) -> tuple[float, float]:
@@ -162,9 +212,12 @@ def main() -> int:
         ours, theirs, with_opt = mlp_step(b, d, h, args.place, repeat)
         name = f"B={b} D={d} H={h}{' +AdamW' if with_opt else ''}"
         print(f"{name:<34}{ours * 1e3:>11.3f}{theirs * 1e3:>11.3f}{ours / theirs:>8.2f}")
-    ours, theirs = gpt_step(args.place, max(3, repeat // 3))
+    ours, theirs, our_bytes, their_bytes = gpt_step(args.place, max(3, repeat // 3))
     print(f"{'GPT step (train_gpt.py)':<34}{ours * 1e3:>11.3f}{theirs * 1e3:>11.3f}"
           f"{ours / theirs:>8.2f}")
+    for name, o, t in (("GPT step peak memory", our_bytes[0], their_bytes[0]),
+                       ("  beyond what lived before it", our_bytes[1], their_bytes[1])):
+        print(f"{name:<34}{o / 2**20:>10.2f}M{t / 2**20:>10.2f}M{o / t:>8.2f}")
     n = 64
     ours, theirs = backward_per_node(n, args.place, repeat)
     print(f"{'backward per node (chain of 64)':<34}{ours * 1e6:>10.2f}u{theirs * 1e6:>10.2f}u"

@@ -42,6 +42,7 @@ Standalone on purpose: it runs at build time with only Python 3.11 and PyYAML
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -431,7 +432,39 @@ class _Emitter:
         head = [f"// {self.f.op}: {' '.join(text.split())}",
                 f"PyObject* {self.fn_name}(PyObject* const* in, PyObject* const* at) {{",
                 "  (void)in;", "  (void)at;"]
-        return head + self.consts + body + [f"  return borrow({r}).release().ptr();", "}", ""]
+        body = _release_after_last_use(body + [f"  return borrow({r}).release().ptr();"])
+        return head + self.consts + body + ["}", ""]
+
+
+_DECLARED = re.compile(r"^\s*Obj (\w+)\b")
+
+
+def _release_after_last_use(lines: list[str]) -> list[str]:
+    """Drops each local tensor right after the last line that reads it: a rule like gelu's
+    makes ten temporaries of its input's size, and C++ would keep every one alive to the end
+    of the function (the peak memory of backward). A release inside a branch (the last read
+    was there) is only an earlier drop on that path."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        m = _DECLARED.match(line)
+        if m:
+            last[m.group(1)] = i
+        for name in set(re.findall(r"\b[vl]_?\w*\b", line)) & last.keys():
+            last[name] = i
+    after: dict[int, list[str]] = {}
+    for name, i in last.items():
+        line = lines[i]
+        if "return borrow(" in line and "nullptr" not in line:
+            continue  # the result: released by the return itself
+        indent = line[:len(line) - len(line.lstrip())]
+        if line.rstrip().endswith("{"):
+            indent += "  "  # the read is the condition of a block: drop inside it
+        after.setdefault(i, []).append(f"{indent}{name} = Obj();")
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        out.extend(after.get(i, ()))
+    return out
 
 
 def _default_obj(spec: dict) -> str:

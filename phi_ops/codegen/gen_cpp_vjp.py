@@ -189,19 +189,25 @@ def render(raw: dict) -> str:
             lines += _Emitter(formulas[inp], ops, fn_name=fn, extra_vars=extra,
                               builtins=VJP_BUILTINS).render(rule[inp])
             fns.append(fn)
-        used, data = _names_read(formulas.values())
-        # What the node keeps for backward: the inputs and outputs the rule reads, and of an
-        # input read only for its shape/dtype/place (saves_meta) not the data.
-        saves_in = sum(1 << k for k, i in enumerate(me.inputs) if i in data)
-        saves_meta = sum(1 << k for k, i in enumerate(me.inputs) if i in used and i not in data)
-        saves_out = any(n in used for n in rule_names(entry) if not n.startswith("grad"))
+        # What the node keeps for backward, per input's formula (the recorder keeps the union
+        # over the inputs that need a gradient, as PyTorch's saved variables): the inputs and
+        # outputs it reads, and of an input read only for its shape/dtype/place (meta) not
+        # the data. multiply(x, c) with c a constant keeps neither x nor its storage.
+        data_reads, meta_reads, out_reads = [], [], 0
+        for k, inp in enumerate(me.inputs):
+            used, data = _names_read([formulas[inp]]) if inp in formulas else (set(), set())
+            data_reads.append(sum(1 << j for j, i in enumerate(me.inputs) if i in data))
+            meta_reads.append(sum(1 << j for j, i in enumerate(me.inputs)
+                                  if i in used and i not in data))
+            if any(n in used for n in rule_names(entry) if not n.startswith("grad")):
+                out_reads |= 1 << k
         defaults = ", ".join(_attr_default(a) for a in me.attrs.values())
-        table.append((me.id, name, fns, saves_in, saves_meta, saves_out, defaults))
+        table.append((me.id, name, fns, data_reads, meta_reads, out_reads, defaults))
     lines.append("const VjpEntry* vjp_table(int op_id) {")
-    for _, name, fns, saves_in, saves_meta, saves_out, defaults in table:
-        lines.append(f"  static const VjpEntry e_{name}{{{{{', '.join(fns)}}}, {saves_in}u, "
-                     f"{saves_meta}u, {{{defaults}}}, "
-                     f"{'true' if saves_out else 'false'}}};")
+    for _, name, fns, data_reads, meta_reads, out_reads, defaults in table:
+        masks = [", ".join(f"{m}u" for m in ms) for ms in (data_reads, meta_reads)]
+        lines.append(f"  static const VjpEntry e_{name}{{{{{', '.join(fns)}}}, {{{masks[0]}}}, "
+                     f"{{{masks[1]}}}, {out_reads}u, {{{defaults}}}}};")
     lines.append("  switch (op_id) {")
     for op_id, name, *_ in table:
         lines.append(f"    case {op_id}: return &e_{name};")

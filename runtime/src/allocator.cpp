@@ -158,6 +158,8 @@ Block* CachingAllocator::allocate(uint64_t nbytes, HWP_Stream stream, bool segme
   stats_.requested_bytes += nbytes;
   if (stats_.allocated_bytes > stats_.peak_allocated_bytes)
     stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  if (stats_.requested_bytes > stats_.peak_requested_bytes)
+    stats_.peak_requested_bytes = stats_.requested_bytes;
   return block;
 }
 
@@ -318,6 +320,7 @@ AllocatorStats CachingAllocator::stats() {
 void CachingAllocator::reset_peak() {
   AllocatorLock lock(mutex_);
   stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_requested_bytes = stats_.requested_bytes;
   stats_.peak_reserved_bytes = stats_.reserved_bytes;
 }
 

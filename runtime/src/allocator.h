@@ -44,6 +44,7 @@ struct AllocatorStats {
   uint64_t requested_bytes = 0;       // live blocks (as asked)
   uint64_t reserved_bytes = 0;        // segments held from the plugin
   uint64_t peak_allocated_bytes = 0;
+  uint64_t peak_requested_bytes = 0;  // as asked: what a framework without rounding would hold
   uint64_t peak_reserved_bytes = 0;
   uint64_t num_allocs = 0;            // allocate() calls served
   uint64_t num_frees = 0;

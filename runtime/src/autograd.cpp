@@ -81,7 +81,7 @@ py::object unpack(const Saved& s, const std::shared_ptr<Node>& node, int output_
     case Saved::kMetaOnly: {
       // A stand-in of the right shape, dtype and place over one element (the rule reads
       // only those: unbroadcast's target, zeros_like ...).
-      Tensor t = Tensor::empty({}, s.data.dtype, s.data.device(), "autograd");
+      Tensor t = Tensor::empty({}, s.data.dtype, s.device, "autograd");
       t.shape = s.data.shape;
       t.strides.assign(t.shape.size(), 0);
       return py::cast(std::move(t));

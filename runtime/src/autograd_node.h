@@ -19,11 +19,14 @@ using VjpFn = PyObject* (*)(PyObject* const* in, PyObject* const* at);
 
 struct VjpEntry {
   VjpFn fns[pipeline::kMaxParams];  // per input; nullptr: that input gets no gradient
-  uint32_t saves_inputs;            // bit k: the rule reads input k's data
-  uint32_t saves_meta;              // bit k: only input k's shape, dtype and place
+  // Per input j's formula: bit k of data_reads[j], it reads input k's data; of meta_reads[j],
+  // only input k's shape, dtype and place; bit j of out_reads, it reads the outputs. A node
+  // keeps what the formulas of its inputs that need a gradient read (saved_for).
+  uint32_t data_reads[pipeline::kMaxParams];
+  uint32_t meta_reads[pipeline::kMaxParams];
+  uint32_t out_reads;
   PyObject* defaults[pipeline::kMaxParams];  // per attr (nullptr: ask the Python rules);
                                              // immortal, leaked on purpose
-  bool saves_outputs;
 };
 
 const VjpEntry* vjp_entry(int op_id);
@@ -34,7 +37,8 @@ bool rule_missing(int op_id);           // a primitive with a `backward` name bu
 // after recording is an error at backward, as in PyTorch).
 struct Saved {
   enum Kind { kAbsent, kData, kMetaOnly, kList } kind = kAbsent;
-  Tensor data;                 // kData: the view; kMetaOnly: shape/dtype/device only
+  Tensor data;                 // kData: the view; kMetaOnly: shape and dtype, no storage
+  Device* device = nullptr;    // kMetaOnly: the place (without holding the input's memory)
   std::shared_ptr<Meta> meta;  // an input's identity (so create_graph differentiates it)
   uint64_t version = 0;
   std::vector<Saved> items;  // kList

@@ -29,14 +29,18 @@ Saved save(PyObject* v, bool data, bool meta_only, bool identity = true) {
   }
   const Tensor* t = pipeline::as_tensor(v);
   if (!t) return s;
-  s.data = *t;  // a copy: the view, without the tensor's autograd identity
   if (data) {
+    s.data = *t;  // a copy: the view, without the tensor's autograd identity
     s.kind = Saved::kData;
     s.version = t->storage->version();
     if (identity && t->autograd.meta && t->autograd.meta->requires_grad())
       s.meta = t->autograd.meta;
   } else {
+    // shape, dtype and place only: keeping the view would keep its storage alive
     s.kind = Saved::kMetaOnly;
+    s.data.shape = t->shape;
+    s.data.dtype = t->dtype;
+    s.device = t->device();
   }
   return s;
 }
@@ -150,8 +154,22 @@ py::object link(const pipeline::OpSpec* op, const VjpEntry* rule, const py::list
     } else {
       node->edges[k].push_back(edge_for(v, has_fn));
     }
-    if (rule)
-      node->inputs[k] = save(v, (rule->saves_inputs >> k) & 1u, (rule->saves_meta >> k) & 1u);
+  }
+  // Keep only what the formulas of the inputs that need a gradient read: `scores * scale`
+  // keeps nothing, `x * mask` (mask without gradient) keeps mask but not x.
+  uint32_t data = 0, meta = 0;
+  bool outs = false;
+  if (rule) {
+    for (size_t j = 0; j < n_in; ++j) {
+      bool needed = false;
+      for (const Edge& e : node->edges[j]) needed = needed || e.needed;
+      if (!needed) continue;
+      data |= rule->data_reads[j];
+      meta |= rule->meta_reads[j];
+      outs = outs || ((rule->out_reads >> j) & 1u);
+    }
+    for (size_t k = 0; k < n_in && k < inputs.size(); ++k)
+      node->inputs[k] = save(inputs[k].ptr(), (data >> k) & 1u, ((meta & ~data) >> k) & 1u);
   }
   node->attrs = std::move(attrs);
   int kind = 0;
@@ -174,8 +192,7 @@ py::object link(const pipeline::OpSpec* op, const VjpEntry* rule, const py::list
       }
     }
     node->out_info.push_back(std::move(info));
-    node->outputs.push_back(rule && rule->saves_outputs ? save(items[j], true, false, false)
-                                                        : Saved());
+    node->outputs.push_back(outs ? save(items[j], true, false, false) : Saved());
   }
   return out;
 }

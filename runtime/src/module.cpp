@@ -21,6 +21,7 @@ py::dict memory_stats(py::handle place) {
   out["requested_bytes"] = s.requested_bytes;
   out["reserved_bytes"] = s.reserved_bytes;
   out["peak_allocated_bytes"] = s.peak_allocated_bytes;
+  out["peak_requested_bytes"] = s.peak_requested_bytes;
   out["peak_reserved_bytes"] = s.peak_reserved_bytes;
   out["num_allocs"] = s.num_allocs;
   out["num_frees"] = s.num_frees;

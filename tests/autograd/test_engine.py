@@ -194,6 +194,61 @@ def test_graph_is_released_with_its_outputs():
     assert _core._grad_tensors_alive() == 0
 
 
+def _held_bytes() -> int:
+    return hwport.device.memory_stats("custom:cpu")["requested_bytes"]
+
+
+def test_a_node_keeps_only_what_the_needed_gradients_read():
+    """As PyTorch's saved variables: multiply(h, mask) with mask needing no gradient keeps mask,
+    not h; add(h, b) reads h only for its shape (unbroadcast), so h's memory is not kept."""
+    n = 1 << 18  # 1 MiB of float32
+    x = leaf(RNG.standard_normal(n))
+    mask = hwport.to_tensor((RNG.random(n) < 0.5).astype(np.float32))
+    b = leaf(RNG.standard_normal(1))
+    for combine, grad_x, grad_b in (
+            (lambda h: h * mask, mask.numpy(), None),
+            (lambda h: h + b, np.ones(n, np.float32), np.float32(n))):
+        x.clear_grad()
+        b.clear_grad()
+        h = x + 1.0  # add keeps nothing of its own
+        y = combine(h)
+        held = _held_bytes()
+        del h  # only the node could keep it now
+        assert _held_bytes() == held - 4 * n
+        y.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), grad_x, rtol=1e-6)
+        if grad_b is not None:
+            np.testing.assert_allclose(b.grad.numpy(), [grad_b], rtol=1e-4)
+    # where both need a gradient, both are kept: x * w's gradient for w reads x
+    w = leaf(RNG.standard_normal(n))
+    h = x + 1.0
+    y = h * w
+    held = _held_bytes()
+    del h
+    assert _held_bytes() == held
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy() + 1.0, rtol=1e-6)
+
+
+def test_a_rule_drops_its_intermediates_after_their_last_use():
+    """gelu's rule makes ten elementwise intermediates of x's size; kept to the end of the rule
+    they would all be live at once (11 MiB here), dropped after their last use a few are."""
+    n = 1 << 18  # 1 MiB of float32
+    x = leaf(RNG.standard_normal(n))
+    y = hwport.nn.functional.gelu(x)
+    g = hwport.ones_like(y)
+    stats = lambda: hwport.device.memory_stats("custom:cpu")  # noqa: E731
+    before = stats()["requested_bytes"]
+    hwport.device.reset_peak_memory_stats("custom:cpu")
+    y.backward(g)
+    peak = stats()["peak_requested_bytes"] - before
+    assert peak <= 5 * 4 * n, f"backward of gelu held {peak / 4 / n:.1f} x its input at once"
+    xs = x.numpy().astype(np.float64)
+    from math import erf, exp, pi, sqrt
+    want = [0.5 * (1 + erf(v / sqrt(2))) + v * exp(-v * v / 2) / sqrt(2 * pi) for v in xs[:64]]
+    np.testing.assert_allclose(x.grad.numpy()[:64], want, rtol=1e-5, atol=1e-6)
+
+
 def test_detach_shares_data_without_history():
     x = leaf([1.0, 2.0])
     d = (x * 2.0).detach()

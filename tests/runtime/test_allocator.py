@@ -88,8 +88,14 @@ def test_workload_returns_allocated_to_baseline_and_tracks_peak():
     c = (a + a) * a
     d = b * 2.0
     peak = stats()["peak_allocated_bytes"]
+    peak_requested = stats()["peak_requested_bytes"]
     # live at the peak: a, b, c and d (the temporary a + a is gone by then)
     assert peak >= baseline["allocated_bytes"] + (1 << 20) * 2 + (3 << 20) * 2
+    # the bytes as asked: exactly those four at most (plus what lived before), never rounded up
+    four = (1 << 20) * 2 + (3 << 20) * 2
+    assert baseline["requested_bytes"] + four <= peak_requested
+    assert peak_requested <= baseline["requested_bytes"] + four + (1 << 20)  # + the a + a temporary
+    assert peak_requested <= peak
     del a, b, c, d
     after = stats()
     assert after["allocated_bytes"] == baseline["allocated_bytes"]
