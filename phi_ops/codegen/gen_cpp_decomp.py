@@ -449,7 +449,7 @@ def _release_after_last_use(lines: list[str]) -> list[str]:
         m = _DECLARED.match(line)
         if m:
             last[m.group(1)] = i
-        for name in set(re.findall(r"\b[vl]_?\w*\b", line)) & last.keys():
+        for name in set(re.findall(r"\w+", line)) & last.keys():
             last[name] = i
     after: dict[int, list[str]] = {}
     for name, i in last.items():

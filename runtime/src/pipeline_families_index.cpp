@@ -102,10 +102,8 @@ bool str_attr(const BoundArgs& a, int slot, const char* def, std::string* out) {
 // values checked on the device, then the kernel (phi_ops/dispatch.py _launch).
 PyObject* run_scatter(const OpSpec& op, const BoundArgs& a) {
   Tensor* t[3];
-  for (int i = 0; i < 3; ++i)
-    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
-  Device* device = t[0]->device();
-  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  Device* device = tensors_on_one_device(a, 3, t);
+  if (!device) return nullptr;
   int64_t axis = op.attrs[0].default_value.i, norm = 0, bound = 0;
   std::string reduce;
   PyObject* axis_obj = a.slot[3];

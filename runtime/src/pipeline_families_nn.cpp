@@ -93,10 +93,8 @@ bool infer_rotary(const OpSpec& op, const MetaIn& x, const MetaIn& cos, const Me
 
 PyObject* run_rotary(const OpSpec& op, const BoundArgs& a) {
   Tensor* t[3];
-  for (int i = 0; i < 3; ++i)
-    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
-  Device* device = t[0]->device();
-  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  Device* device = tensors_on_one_device(a, 3, t);
+  if (!device) return nullptr;
   ElementwisePlan plan;
   if (!infer_rotary(op, {&t[0]->shape, t[0]->dtype}, {&t[1]->shape, t[1]->dtype},
                     {&t[2]->shape, t[2]->dtype}, &plan) || plan.cast[0])
@@ -232,10 +230,8 @@ bool cross_entropy_grad_call(const OpSpec& op, const BoundArgs& a, const MetaIn&
 // which checks the labels, then runs the same kernel), else the C++ formula.
 PyObject* run_cross_entropy_grad(const OpSpec& op, const BoundArgs& a) {
   Tensor* t[3];
-  for (int i = 0; i < 3; ++i)
-    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
-  Device* device = t[0]->device();
-  if (t[1]->device() != device || t[2]->device() != device) return nullptr;
+  Device* device = tensors_on_one_device(a, 3, t);
+  if (!device) return nullptr;
   Attrs attrs;
   if (!cross_entropy_grad_call(op, a, {&t[0]->shape, t[0]->dtype}, {&t[1]->shape, t[1]->dtype},
                                {&t[2]->shape, t[2]->dtype}, &attrs))

@@ -17,6 +17,17 @@
 
 namespace hwport::pipeline {
 
+// The device of the first n slots when each is a tensor and all are on it (filling t), else
+// nullptr: the call goes to the Python path (a scalar to convert, or a device mismatch to
+// report).
+inline Device* tensors_on_one_device(const BoundArgs& a, int n, Tensor** t) {
+  for (int i = 0; i < n; ++i)
+    if (!a.slot[i] || !(t[i] = as_tensor(a.slot[i]))) return nullptr;
+  for (int i = 1; i < n; ++i)
+    if (t[i]->device() != t[0]->device()) return nullptr;
+  return t[0]->device();
+}
+
 // What kernel selection chose for one call of `op` on this thread. With layers active the
 // pipeline runs the op's family twice (pipeline_layered.cpp): first `dry` -- argument checks,
 // infer-meta, outputs made, but neither the op's own kernel launched nor its formula run -- so
