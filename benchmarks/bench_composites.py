@@ -31,6 +31,8 @@ def _ops() -> dict[str, tuple[Callable, dict]]:
         "clip": (lambda x, y: hwport.clip(x, -0.5, 0.5), {"min": -0.5, "max": 0.5}),
         "mean": (lambda x, y: hwport.mean(x), {"axis": [], "keepdim": False}),
         "greater_than": (lambda x, y: x > y, {}),
+        "gelu_grad": (lambda x, y: hwport.gelu_grad(x, y), {}),
+        "gelu_tanh_grad": (lambda x, y: hwport.gelu_tanh_grad(x, y), {}),
     }
 
 
@@ -39,7 +41,9 @@ def _torch_ops(torch) -> dict[str, Callable]:
     return {"sigmoid": lambda x, y: torch.sigmoid(x), "gelu": lambda x, y: T.gelu(x),
             "silu": lambda x, y: T.silu(x), "relu": lambda x, y: torch.relu(x),
             "clip": lambda x, y: torch.clamp(x, -0.5, 0.5), "mean": lambda x, y: torch.mean(x),
-            "greater_than": torch.gt}
+            "greater_than": torch.gt,
+            "gelu_grad": lambda x, y: torch.ops.aten.gelu_backward(y, x),
+            "gelu_tanh_grad": lambda x, y: torch.ops.aten.gelu_backward(y, x, approximate="tanh")}
 
 
 def per_op_s(fn: Callable[[], object], number: int, repeat: int, sync: bool) -> float:
@@ -60,7 +64,7 @@ def per_op_s(fn: Callable[[], object], number: int, repeat: int, sync: bool) -> 
 
 def decomposed(op: str, x, y, attrs: dict) -> Callable[[], object]:
     """The dispatcher's call with the native kernel ignored: the decomposition runs."""
-    args = (x,) if op not in ("greater_than",) else (x, y)
+    args = (x, y) if op in ("greater_than", "gelu_grad", "gelu_tanh_grad") else (x,)
 
     def run():
         real = dispatch._fused_kernel_fits

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 _LN2 = math.log(2.0)
 _SQRT1_2 = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TWO_PI = 2.0 * math.pi  # philox.TWO_PI
 _INT_RANGE = {"int8": (-(2**7), 2**7 - 1), "uint8": (0, 2**8 - 1), "int16": (-(2**15), 2**15 - 1),
               "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -199,6 +200,37 @@ def gelu(x: Tensor, *, approximate: bool = False) -> Tensor:
     else:
         y = xc * (F.erf(xc * _SQRT1_2) + 1.0) * 0.5
     return _to(y, x.dtype)
+
+
+def _promoted(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """x and y cast to the dtype a binary op gives them (promotion)."""
+    from .promotion import result_type
+
+    dt = _as_dtype(result_type(str(x.dtype), str(y.dtype)))
+    return _to(x, dt), _to(y, dt)
+
+
+def gelu_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """gelu's VJP (erf form): grad * (Phi(x) + x phi(x)) (float32 for float16/bfloat16)."""
+    F = _F()
+    x, grad = _promoted(x, grad)
+    xc, g = _up(x), _up(grad)
+    cdf = (F.erf(xc * _SQRT1_2) + 1.0) * 0.5
+    # x phi(x) as ((x e) c), the order of the C++ formula (the two agree bit for bit)
+    return _to(F.multiply(g, cdf + xc * F.exp(xc * xc * -0.5) * _INV_SQRT_2PI), x.dtype)
+
+
+def gelu_tanh_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """gelu's VJP (tanh form): with s = sigmoid(2u) = (1 + tanh(u)) / 2, u = sqrt(2/pi)
+    (x + 0.044715 x^3): grad * (s + 2 x s (1 - s) du/dx), 1 - s = sigmoid(-2u) (no
+    cancellation where tanh(u) is near -1; float32 for float16/bfloat16)."""
+    F = _F()
+    x, grad = _promoted(x, grad)
+    xc, g = _up(x), _up(grad)
+    u2 = (xc + xc * xc * xc * 0.044715) * (2.0 * _SQRT_2_OVER_PI)
+    s = F.sigmoid(u2)
+    d = s + xc * s * F.sigmoid(F.neg(u2)) * (xc * xc * 0.134145 + 1.0) * (2.0 * _SQRT_2_OVER_PI)
+    return _to(F.multiply(g, d), x.dtype)
 
 
 def silu(x: Tensor) -> Tensor:

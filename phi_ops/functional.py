@@ -1075,13 +1075,29 @@ def cross_entropy_grad(logits: Any, label: Any, grad: Any, reduction: str='mean'
     return _op_call(118, logits, label, grad, reduction, ignore_index)
 
 
+def gelu_grad(x: Any, grad: Any, name: str | None = None) -> Any:
+    """gelu's VJP (the erf form) from its input: grad * (Phi(x) + x * phi(x)), Phi and phi the normal CDF and density; one elementwise kernel where the plugin has the native form.
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.gelu_grad)"""
+    return _op_call(119, x, grad)
+
+
+def gelu_tanh_grad(x: Any, grad: Any, name: str | None = None) -> Any:
+    """gelu's VJP (approximate=True, the tanh form) from its input: with s = sigmoid(2u) = (1 + tanh(u)) / 2, u = sqrt(2/pi) (x + 0.044715 x^3), grad * (s + 2 x s (1 - s) du/dx), 1 - s as sigmoid(-2u) (no cancellation where tanh(u) is near -1).
+
+    composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
+    decomposes into primitives (phi_ops.decompositions.gelu_tanh_grad)"""
+    return _op_call(120, x, grad)
+
+
 def adam_update(param: Any, grad: Any, moment1: Any, moment2: Any, beta1: float | None, beta2: float | None, epsilon: float | None, lr: float | None, decay: float | None=1.0, name: str | None = None) -> Any:
     """One Adam(W) step, elementwise: p = param * decay; m = moment1 * beta1 + grad * (1 - beta1); v = moment2 * beta2 + grad * grad * (1 - beta2); param_out = p - m / (sqrt(v) + epsilon) * lr (epsilon and lr already bias-corrected).
 
     composite; dtypes: float16, bfloat16, float32, float64; tolerance: composite
     decomposes into primitives (phi_ops.decompositions.adam_update)
     kernel contract: A native kernel (optional: the op decomposes otherwise) gets four inputs of one float dtype and shape and computes each element in that dtype with the decomposition's operations in its order, without fused multiply-adds (attrs rounded to the dtype first, (1 - beta1) and (1 - beta2) computed in double then rounded), so its bytes match the decomposition's. Each output is either disjoint from every operand or, all three at once, its own input (param_out = param, moment1_out = moment1, moment2_out = moment2: the optimizers launch it in place, element i read before it is written); refuse anything else."""
-    return _op_call(119, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
+    return _op_call(121, param, grad, moment1, moment2, beta1, beta2, epsilon, lr, decay)
 
 
 # Tensor methods: name -> function.
@@ -1380,5 +1396,7 @@ OP_NAMES = [
     'rotary_embedding',
     'cross_entropy',
     'cross_entropy_grad',
+    'gelu_grad',
+    'gelu_tanh_grad',
     'adam_update',
 ]

@@ -368,6 +368,26 @@ def _r_gelu(a: _Call) -> np.ndarray:
     return 0.5 * x * _pyfunc(math.erfc, -x * math.sqrt(0.5))
 
 
+@_ref("gelu_grad")
+def _r_gelu_grad(a: _Call) -> np.ndarray:
+    """grad * (Phi(x) + x phi(x)), Phi(x) = 0.5 erfc(-x / sqrt 2) (no cancellation for x < 0)."""
+    x = a["x"]
+    cdf = 0.5 * _pyfunc(math.erfc, -x * math.sqrt(0.5))
+    return a["grad"] * (cdf + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi))
+
+
+@_ref("gelu_tanh_grad")
+def _r_gelu_tanh_grad(a: _Call) -> np.ndarray:
+    """d/dx of x / (1 + exp(-2u)), u = k (x + 0.044715 x^3): s + 2 x s (1 - s) u', s the
+    logistic of 2u (the tanh form's derivative without tanh's cancellation)."""
+    x = a["x"]
+    k = math.sqrt(2.0 / math.pi)
+    u = k * (x + 0.044715 * (x * x * x))
+    s = 1.0 / (1.0 + np.exp(-2.0 * u))
+    du = k * (1.0 + 3.0 * 0.044715 * (x * x))
+    return a["grad"] * (s + 2.0 * x * s * (1.0 - s) * du)
+
+
 @_ref("softplus")
 def _r_softplus(a: _Call) -> np.ndarray:
     x = a["x"]

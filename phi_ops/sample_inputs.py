@@ -366,7 +366,7 @@ def _int_binary_edges(op: str, d: str) -> tuple[np.ndarray, np.ndarray] | None:
 @builder("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow",
          "maximum", "minimum", "equal", "not_equal", "less_than", "less_equal",
          "greater_than", "greater_equal", "logical_and", "logical_or", "logical_xor",
-         "bitwise_and", "bitwise_or", "bitwise_xor")
+         "bitwise_and", "bitwise_or", "bitwise_xor", "gelu_grad", "gelu_tanh_grad")
 def _b_binary(op: str, d: str, rng: np.random.Generator) -> list[Case]:
     dx, dy = BINARY_DOMAIN.get(op, ("any", "any"))
     if op == "pow" and d in INTEGER:

@@ -24,7 +24,7 @@
  * vector operations per lane group: 1.6x faster than the former 1 - cpu_expf(...) form. Loops
  * inline it (constants stay in registers); gelu's loop too, now that its `approximate` flag
  * is hoisted out of the loop (CPU_EW_HOIST_gelu), which is what once needed a simd-clone call. */
-static inline float cpu_erff(float x) {
+static inline __attribute__((always_inline)) float cpu_erff(float x) { /* as cpu_expf */
   uint32_t sign = cpu_f32_bits(x) & 0x80000000u;
   float a = cpu_bits_f32(cpu_f32_bits(x) & 0x7fffffffu);
   /* masks, not float selects: GCC keeps these if-converted under trapping math (fast_expf.h);

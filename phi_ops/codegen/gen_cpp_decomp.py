@@ -26,6 +26,7 @@ The formula language (a subset of Python's expression syntax, parsed with `ast`)
                | count(t, axes) the number of elements those axes of t hold
                | last_axes(n, t)  t's last n axes (a normalization's)
                | dtype_of(t)    t's dtype (a dtype attr)
+               | result_dtype(a, b)  the dtype of a binary op on a and b (promotion)
     NAME      := an input (tensor), an attr (scalar; bool, int, float or ints), a let binding
     cond      := a bool attr | attr "is" ["not"] "None" | scalar ("=="|"!=") scalar
                | empty(t) (no elements) | cond "and"/"or" cond | "not" cond
@@ -57,7 +58,8 @@ BUILTINS = {"up": (("tensor",), "tensor"), "down": (("tensor", "tensor"), "tenso
             "bound": (("scalar", "tensor"), "scalar"), "axes": (("scalar", "tensor"), "scalar"),
             "all_axes": (("scalar", "tensor"), "scalar"), "count": (("tensor", "scalar"), "scalar"),
             "empty": (("tensor",), "cond"), "last_axes": (("scalar", "tensor"), "scalar"),
-            "dtype_of": (("tensor",), "scalar")}
+            "dtype_of": (("tensor",), "scalar"),
+            "result_dtype": (("tensor", "tensor"), "scalar")}
 NAMED_CONSTANTS = {"nan": "float('nan')", "inf": "float('inf')"}
 OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 # Ops whose C++ rule takes Python scalars as inputs (gen_cpp_ops.family: binary, where).

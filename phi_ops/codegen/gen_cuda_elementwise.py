@@ -46,7 +46,7 @@ def code_of(dtype: str) -> int:
 
 
 def functor(op: dict) -> str:
-    params = "T x" if op["kind"] == "unary" else "T x, T y"
+    params = ", ".join(f"T {name}" for name in op["inputs"])  # the expression's names
     decls = attr_decls(op, "at[{i}]")
     body = f"typedef T ew_ct; {decls + ' ' if decls else ''}(void)at; return {op['expr']};"
     return (f"struct cu_ew_f_{op['name']} {{\n"

@@ -84,7 +84,7 @@ def collect(doc: dict) -> list[dict]:
         expr = OVERRIDES.get(op["name"], op["expr"].replace("cpu_ew_", "ew_"))
         ops.append({"name": op["name"], "kind": op["category"], "dtypes": op["dtypes"],
                     "expr": expr, "out_bool": op["out"] == "OUT_BOOL",
-                    "attrs": op["attrs"]})
+                    "attrs": op["attrs"], "inputs": op["inputs"]})
     groups = doc.get("dtype_groups", {})
     by_name = {op.get("name"): op for op in doc.get("ops", [])}
     for name in SPECIAL:
@@ -102,7 +102,9 @@ def kernel_source(op: dict, dtype: str) -> str:
     if kind in ("unary", "binary"):
         osz = 1 if op["out_bool"] else size
         store = "ST_BOOL" if op["out_bool"] else "ST"
-        load = "  CT x = LD(px, al);\n" + ("  CT y = LD(py, al);\n" if kind == "binary" else "")
+        names = op["inputs"]  # the expression reads the op's input names (x, y; x, grad)
+        load = f"  CT {names[0]} = LD(px, al);\n" + (
+            f"  CT {names[1]} = LD(py, al);\n" if kind == "binary" else "")
         decls = attr_decls(op, "at.s{i}")
         load += f"  {decls}\n" if decls else ""
         return (head + f"  EW_PROLOGUE({osz})\n" + load +

@@ -383,6 +383,13 @@ Obj dtype_of(PyObject* t) {
   return pybind11::cast(x->dtype);
 }
 
+Obj result_dtype(PyObject* a, PyObject* b) {
+  const Tensor* x = tensor_arg(a, "result_dtype()");
+  const Tensor* y = x ? tensor_arg(b, "result_dtype()") : nullptr;
+  if (!y) return Obj();
+  return pybind11::cast(promote_types(x->dtype, y->dtype));
+}
+
 Obj axis_in(PyObject* axis, PyObject* like) {
   const Tensor* x = tensor_arg(like, "axis_in()");
   if (!x) return Obj();

@@ -50,6 +50,7 @@ Obj slice_grad(PyObject* g, PyObject* like, PyObject* axes, PyObject* starts, Py
                PyObject* strides);
 Obj unpad(PyObject* g, PyObject* like, PyObject* pad);
 Obj dtype_of(PyObject* t);
+Obj result_dtype(PyObject* a, PyObject* b);  // a binary op's dtype on tensors a and b
 Obj axis_in(PyObject* axis, PyObject* like);
 Obj unstack(PyObject* g, PyObject* xs, PyObject* axis);
 Obj untile(PyObject* g, PyObject* like, PyObject* repeats);

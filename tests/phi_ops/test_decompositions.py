@@ -217,6 +217,15 @@ def _unary_float_cases() -> None:
             math.sqrt(2 / math.pi) * (f64(x) + 0.044715 * f64(x) ** 3))), x)
         case("gelu", [x], {"approximate": False}, exact, id=f"{d}-exact")
         case("gelu", [x], {"approximate": True}, tanh, id=f"{d}-tanh")
+        # the VJPs against central differences of the forms above, in float64
+        g = sample(d, (3, 7), 61)
+        for vjp, form in (("gelu_grad", exact), ("gelu_tanh_grad", tanh)):
+            def by_differences(x, g, form=form, h=1e-3):
+                # the five-point stencil: error O(h^4), below float64's tolerance
+                f = lambda t: form(f64(x) + t * h).astype(np.float64)  # noqa: E731
+                slope = (8 * (f(1) - f(-1)) - (f(2) - f(-2))) / (12 * h)
+                return like(f64(g) * slope, x)
+            case(vjp, [x, g], {}, by_differences, id=d)
 
     def softplus_ref(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
         z = f64(x) * beta

@@ -134,6 +134,8 @@ extern "C" {
 #define HWP_OP_ROTARY_EMBEDDING              "rotary_embedding" /* composite; inputs x, cos, sin; attrs none */
 #define HWP_OP_CROSS_ENTROPY                 "cross_entropy" /* composite; inputs logits, label; attrs reduction:str, ignore_index:int */
 #define HWP_OP_CROSS_ENTROPY_GRAD            "cross_entropy_grad" /* composite; inputs logits, label, grad; attrs reduction:str, ignore_index:int */
+#define HWP_OP_GELU_GRAD                     "gelu_grad" /* composite; inputs x, grad; attrs none */
+#define HWP_OP_GELU_TANH_GRAD                "gelu_tanh_grad" /* composite; inputs x, grad; attrs none */
 #define HWP_OP_ADAM_UPDATE                   "adam_update" /* composite; inputs param, grad, moment1, moment2; attrs beta1:float, beta2:float, epsilon:float, lr:float, decay:float */
 
 /* Attribute names (has_<input> flags tell which optional inputs a kernel got). */
