@@ -3,6 +3,7 @@
 
 #include "autograd_node.h"
 #include "errors.h"
+#include "ops.h"
 #include "pipeline_run.h"
 #include "py_convert.h"
 
@@ -29,6 +30,30 @@ Meta* meta_of(const Tensor& t) { return t.autograd.meta.get(); }
 Meta& meta_for(Tensor& t) {
   if (!t.autograd.meta) t.autograd.meta = std::make_shared<Meta>();
   return *t.autograd.meta;
+}
+
+py::object read_grad(Meta& m) {
+  if (m.pending_zeros) {
+    const Meta::Zeros z = *m.pending_zeros;
+    m.grad = py::cast(full(z.shape, AttrValue::of_float(0.0), z.dtype, z.device));
+    m.pending_zeros.reset();
+  }
+  return m.grad ? m.grad : py::none();
+}
+
+void write_grad(Meta& m, py::object g) {
+  m.pending_zeros.reset();
+  m.grad = std::move(g);
+}
+
+void clear_grad(Meta& m, bool set_to_zero) {
+  if (set_to_zero && !m.pending_zeros && m.grad && !m.grad.is_none()) {
+    const Tensor* g = pipeline::as_tensor(m.grad.ptr());
+    m.pending_zeros = Meta::Zeros{g->shape, g->dtype, g->device()};
+  } else if (!set_to_zero) {
+    m.pending_zeros.reset();
+  }
+  m.grad = py::none();
 }
 
 bool grad_enabled() { return layers::grad_enabled; }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct Meta {
   std::shared_ptr<Node> grad_fn;  // the node that made it; null for a leaf
   uint32_t output_nr = 0;         // which output of grad_fn
   py::object grad;                // the accumulated gradient (a leaf, or retain_grads)
+  // clear_grad(set_to_zero=True) leaves the gradient as zeros of this shape, dtype and device
+  // without holding them (Paddle's zeros at the memory cost of torch's set_to_none): reading
+  // .grad makes them; backward's first gradient takes their place instead of being added.
+  struct Zeros {
+    Shape shape;
+    DType dtype;
+    Device* device;
+  };
+  std::optional<Zeros> pending_zeros;
   bool retain_grads = false;
   std::vector<std::pair<int64_t, py::object>> hooks;  // (handle id, fn(grad) -> grad | None)
 
@@ -51,6 +61,15 @@ struct Meta {
 // The meta of a tensor, made when absent (create) or nullptr.
 Meta* meta_of(const Tensor& t);
 Meta& meta_for(Tensor& t);
+
+// .grad as users see it (pending zeros made and kept now); None when there is none.
+py::object read_grad(Meta& m);
+// .grad = g (None: no gradient).
+void write_grad(Meta& m, py::object g);
+// clear_grad / clear_gradient: pending zeros (set_to_zero) or None.
+void clear_grad(Meta& m, bool set_to_zero);
+// backward: g added to the gradient, or in its place where there is none or it is zeros.
+void accumulate_grad(Meta& m, py::object g);
 
 // Grad mode (no_grad): thread-local, on by default.
 bool grad_enabled();

@@ -100,8 +100,7 @@ struct Run {
       if (it != leaf_targets.end()) captured[it->second] = sum_of(captured[it->second], g);
       return;
     }
-    leaf->grad = leaf->grad && !leaf->grad.is_none() ? op1("add", {leaf->grad.ptr(), g.ptr()})
-                                                    : owned(std::move(g));
+    accumulate_grad(*leaf, std::move(g));
   }
 
   void to_node(const Edge& e, Obj g) {
@@ -210,6 +209,12 @@ void run_node(const std::shared_ptr<Node>& n, std::vector<Obj>& grads, Run& run)
 
 }  // namespace
 
+void accumulate_grad(Meta& m, py::object g) {
+  const bool has = m.grad && !m.grad.is_none();
+  m.pending_zeros.reset();  // zeros + g is g: no add, and the zeros are never made
+  m.grad = has ? op1("add", {m.grad.ptr(), g.ptr()}) : owned(std::move(g));
+}
+
 std::vector<py::object> backward(const std::vector<py::object>& outputs,
                                  const std::vector<py::object>& grad_outputs,
                                  const std::vector<py::object>& inputs, bool retain_graph,
@@ -297,9 +302,7 @@ std::vector<py::object> backward(const std::vector<py::object>& outputs,
       std::shared_ptr<Meta> m = n->out_info[j].meta.lock();
       if (!m) continue;
       grads[j] = run_hooks(*m, grads[j]);
-      if (m->retain_grads && !grads[j].is_none() && !run.capturing)
-        m->grad = m->grad && !m->grad.is_none() ? op1("add", {m->grad.ptr(), grads[j].ptr()})
-                                                : owned(grads[j]);
+      if (m->retain_grads && !grads[j].is_none() && !run.capturing) accumulate_grad(*m, grads[j]);
     }
     auto t = run.node_targets.find(n.get());
     if (t != run.node_targets.end())

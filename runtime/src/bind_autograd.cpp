@@ -40,8 +40,8 @@ bool stop_gradient(const Tensor& t) {
 }
 
 py::object grad_of(const Tensor& t) {
-  const Meta* m = autograd::meta_of(t);
-  return m && m->grad ? m->grad : py::none();
+  Meta* m = autograd::meta_of(t);
+  return m ? autograd::read_grad(*m) : py::none();
 }
 
 void set_grad(Tensor& t, py::object g) {
@@ -53,7 +53,7 @@ void set_grad(Tensor& t, py::object g) {
       raise(ErrorKind::Value, "Tensor.grad: a gradient of shape " + shape_str(gt->shape) +
                                   " for a tensor of shape " + shape_str(t.shape));
   }
-  autograd::meta_for(t).grad = std::move(g);
+  autograd::write_grad(autograd::meta_for(t), std::move(g));
 }
 
 // Tensor.set_value: `value`'s data written into this tensor's memory (cast to its dtype, moved
@@ -144,14 +144,7 @@ void bind_autograd(py::module_& m) {
       "Computes the gradients of this tensor with respect to the leaves that need them "
       "(accumulated into their .grad)."));
   auto clear = [](Tensor& t, bool set_to_zero) {
-    Meta* mt = autograd::meta_of(t);
-    if (!mt || !mt->grad || mt->grad.is_none()) return;
-    if (!set_to_zero) {
-      mt->grad = py::none();
-      return;
-    }
-    Tensor* g = pipeline::as_tensor(mt->grad.ptr());
-    mt->grad = py::cast(full(g->shape, AttrValue::of_float(0.0), g->dtype, g->device()));
+    if (Meta* mt = autograd::meta_of(t)) autograd::clear_grad(*mt, set_to_zero);
   };
   method("clear_gradient", py::cpp_function(clear, py::is_method(cls),
                                             py::arg("set_to_zero") = true,

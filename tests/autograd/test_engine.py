@@ -47,6 +47,38 @@ def test_backward_accumulates_and_broadcasts():
     assert x.grad is None
 
 
+def test_zeroed_grads_hold_no_memory_until_read():
+    """clear_grad() (set_to_zero) gives zeros as Paddle does, but holds no memory for them until
+    .grad is read, and the next backward's gradient takes their place instead of being added."""
+    place = "custom:cpu"
+    x = leaf(RNG.standard_normal((64, 64)))
+    w = leaf(RNG.standard_normal((64, 64)))
+    (x * w).sum().backward()
+    gc.collect()
+    with_grads = hwport.device.memory_stats(place)["requested_bytes"]
+    x.clear_grad()
+    w.clear_gradient(set_to_zero=True)
+    gc.collect()
+    freed = with_grads - hwport.device.memory_stats(place)["requested_bytes"]
+    assert freed >= 2 * 64 * 64 * 4  # both gradients' storage went back
+    (x * w).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), w.numpy())  # w's value, not w + stale
+    np.testing.assert_array_equal(w.grad.numpy(), x.numpy())
+    x.clear_grad()
+    zeros = x.grad  # read: made now, and kept
+    assert zeros.shape == [64, 64] and zeros.dtype == hwport.float32
+    np.testing.assert_array_equal(zeros.numpy(), np.zeros((64, 64), np.float32))
+    assert x.grad is zeros
+    (x * w).sum().backward()  # accumulates onto the zeros it made
+    (x * w).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * w.numpy(), rtol=1e-6)
+    x.clear_grad()
+    x.clear_gradient(set_to_zero=False)  # zeros pending, then none at all
+    assert x.grad is None
+    x.clear_grad()  # no gradient: stays None (Paddle's clear_grad needs one to zero)
+    assert x.grad is None
+
+
 def test_backward_twice_needs_retain_graph():
     x = leaf([1.0, 2.0])
     y = (hwport.exp(x) * x).sum()
