@@ -26,7 +26,10 @@ The formula language (a subset of Python's expression syntax, parsed with `ast`)
                | count(t, axes) the number of elements those axes of t hold
                | last_axes(n, t)  t's last n axes (a normalization's)
                | dtype_of(t)    t's dtype (a dtype attr)
-               | result_dtype(a, b)  the dtype of a binary op on a and b (promotion)
+               | result_dtype(a, b[, c])  the dtype of a binary (ternary) op on them
+               | dtype_name(t)  t's dtype as a string ("bool", "float32", ...)
+               | attention_scale(scale, q)  scale, or 1/sqrt(q's last dim) where None
+               | causal_mask(q, k)  [L, S] bool, j <= i (is_causal attention)
     NAME      := an input (tensor), an attr (scalar; bool, int, float or ints), a let binding
     cond      := a bool attr | attr "is" ["not"] "None" | scalar ("=="|"!=") scalar
                | empty(t) (no elements) | cond "and"/"or" cond | "not" cond
@@ -58,8 +61,10 @@ BUILTINS = {"up": (("tensor",), "tensor"), "down": (("tensor", "tensor"), "tenso
             "bound": (("scalar", "tensor"), "scalar"), "axes": (("scalar", "tensor"), "scalar"),
             "all_axes": (("scalar", "tensor"), "scalar"), "count": (("tensor", "scalar"), "scalar"),
             "empty": (("tensor",), "cond"), "last_axes": (("scalar", "tensor"), "scalar"),
-            "dtype_of": (("tensor",), "scalar"),
-            "result_dtype": (("tensor", "tensor"), "scalar")}
+            "dtype_of": (("tensor",), "scalar"), "dtype_name": (("tensor",), "scalar"),
+            "result_dtype": (("tensor", "tensor", "tensor?"), "scalar"),
+            "attention_scale": (("scalar", "tensor"), "scalar"),
+            "causal_mask": (("tensor", "tensor"), "tensor")}
 NAMED_CONSTANTS = {"nan": "float('nan')", "inf": "float('inf')"}
 OPERATORS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 # Ops whose C++ rule takes Python scalars as inputs (gen_cpp_ops.family: binary, where).
@@ -214,11 +219,13 @@ def check_formula(name: str, text: str, ops: dict[str, OpInfo], *,
         fn = node.func.id
         if fn in builtins:
             sig, result = builtins[fn]
-            if len(node.args) != len(sig) or node.keywords:
-                raise bad(f"{fn}() takes {len(sig)} positional arguments, got "
+            required = sum(not k.endswith("?") for k in sig)  # "kind?": may be left out
+            if not required <= len(node.args) <= len(sig) or node.keywords:
+                n = str(len(sig)) if required == len(sig) else f"{required} to {len(sig)}"
+                raise bad(f"{fn}() takes {n} positional arguments, got "
                           f"{len(node.args)}{' and keywords' if node.keywords else ''}")
-            for a, k in zip(node.args, sig, strict=True):
-                want(a, k, f"{fn}()")
+            for a, k in zip(node.args, sig[:len(node.args)], strict=True):
+                want(a, k.rstrip("?"), f"{fn}()")
             return result
         if fn not in ops:
             raise bad(f"unknown op {fn!r}")

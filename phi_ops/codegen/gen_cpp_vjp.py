@@ -109,9 +109,11 @@ def check_rule(name: str, entry: dict, rule: dict, ops: dict[str, OpInfo]) -> di
 
 # Builtin/op arguments that read only a tensor's shape, dtype and place (by position).
 META_ARGS = {"unbroadcast": {1}, "expand_reduced": {1}, "shape": {0}, "ndim": {0}, "rows": {0},
-             "inv_perm": {1}, "sizes": {0}, "slice_grad": {1}, "unpad": {1}, "dtype_of": {0}, "result_dtype": {0, 1},
-             "zeros_like": {0}, "ones_like": {0}, "down": {1}, "axes": {1}, "all_axes": {1},
-             "count": {0}, "axis_in": {1}, "unstack": {1}, "untile": {1}, "last_axes": {1}}
+             "inv_perm": {1}, "sizes": {0}, "slice_grad": {1}, "unpad": {1}, "dtype_of": {0},
+             "dtype_name": {0}, "result_dtype": {0, 1, 2}, "attention_scale": {1},
+             "causal_mask": {0, 1}, "zeros_like": {0}, "ones_like": {0}, "down": {1}, "axes": {1},
+             "all_axes": {1}, "count": {0}, "axis_in": {1}, "unstack": {1}, "untile": {1},
+             "last_axes": {1}}
 
 
 def _attr_default(spec: dict) -> str:

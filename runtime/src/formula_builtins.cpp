@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "pipeline_ops.h"
 #include "pipeline_run.h"
+#include "py_convert.h"
 
 namespace hwport::pipeline::formula {
 
@@ -383,11 +384,62 @@ Obj dtype_of(PyObject* t) {
   return pybind11::cast(x->dtype);
 }
 
-Obj result_dtype(PyObject* a, PyObject* b) {
+Obj result_dtype(PyObject* a, PyObject* b, PyObject* c) {
   const Tensor* x = tensor_arg(a, "result_dtype()");
   const Tensor* y = x ? tensor_arg(b, "result_dtype()") : nullptr;
-  if (!y) return Obj();
-  return pybind11::cast(promote_types(x->dtype, y->dtype));
+  const Tensor* z = y && c ? tensor_arg(c, "result_dtype()") : nullptr;
+  if (!y || (c && !z)) return Obj();
+  const DType xy = promote_types(x->dtype, y->dtype);
+  return pybind11::cast(z ? promote_types(xy, z->dtype) : xy);
+}
+
+Obj dtype_name(PyObject* t) {
+  const Tensor* x = tensor_arg(t, "dtype_name()");
+  if (!x) return Obj();
+  return steal(PyUnicode_FromString(hwport::dtype_name(x->dtype)));
+}
+
+// decompositions.scaled_dot_product_attention: scale, or 1/sqrt(E) where it is None.
+Obj attention_scale(PyObject* scale, PyObject* query) {
+  const Tensor* q = tensor_arg(query, "attention_scale()");
+  if (!q) return Obj();
+  if (scale != Py_None) return steal(PyNumber_Float(scale));
+  const int64_t e = q->ndim() ? q->shape.back() : 1;
+  return steal(PyFloat_FromDouble(1.0 / std::sqrt(static_cast<double>(e))));
+}
+
+// decompositions._tri_mask(L, S, 0, lower=True): [L, S] bool, j <= i, for query [..., L, E]
+// and key [..., S, E], on query's device.
+Obj causal_mask(PyObject* query, PyObject* key) {
+  const Tensor* q = tensor_arg(query, "causal_mask()");
+  const Tensor* k = q ? tensor_arg(key, "causal_mask()") : nullptr;
+  if (!k) return Obj();
+  if (q->ndim() < 2 || k->ndim() < 2) {
+    PyErr_SetString(PyExc_ValueError, "causal_mask(): query and key need [..., L, E] shapes");
+    return Obj();
+  }
+  Obj place = steal(PyUnicode_FromString(place_of(q->device()).str().c_str()));
+  Obj int64 = pybind11::cast(DType::Int64);
+  auto range = [&](int64_t n, bool column) -> Obj {
+    const OpSpec& op = *op_spec("arange");
+    Obj end = steal(PyLong_FromLongLong(n)), zero = steal(PyLong_FromLong(0)),
+        one = steal(PyLong_FromLong(1));
+    BoundArgs a;
+    a.count = op.num_attrs + 1;  // start, end, step, dtype, then the place
+    a.slot[0] = zero.ptr();
+    a.slot[1] = end.ptr();
+    a.slot[2] = one.ptr();
+    a.slot[3] = int64.ptr();
+    a.slot[4] = place.ptr();
+    Obj r = steal(call_op_entry(op, a));
+    if (!r) return r;
+    Obj shape = column ? int_list({n, 1}) : int_list({1, n});
+    return op_call("reshape", {r.ptr()}, {{"shape", shape.ptr()}});
+  };
+  Obj i = range(q->shape[q->ndim() - 2], true);
+  Obj j = i ? range(k->shape[k->ndim() - 2], false) : Obj();
+  if (!j) return Obj();
+  return op_call("less_equal", {j.ptr(), i.ptr()});
 }
 
 Obj axis_in(PyObject* axis, PyObject* like) {

@@ -50,7 +50,11 @@ Obj slice_grad(PyObject* g, PyObject* like, PyObject* axes, PyObject* starts, Py
                PyObject* strides);
 Obj unpad(PyObject* g, PyObject* like, PyObject* pad);
 Obj dtype_of(PyObject* t);
-Obj result_dtype(PyObject* a, PyObject* b);  // a binary op's dtype on tensors a and b
+// the dtype a binary op gives tensors a and b (and c: then a ternary op's)
+Obj result_dtype(PyObject* a, PyObject* b, PyObject* c = nullptr);
+Obj dtype_name(PyObject* t);                        // "float32", "bool", ...
+Obj attention_scale(PyObject* scale, PyObject* query);  // scale, None: 1/sqrt(query's E)
+Obj causal_mask(PyObject* query, PyObject* key);        // [L, S] bool, j <= i
 Obj axis_in(PyObject* axis, PyObject* like);
 Obj unstack(PyObject* g, PyObject* xs, PyObject* axis);
 Obj untile(PyObject* g, PyObject* like, PyObject* repeats);

@@ -3,8 +3,8 @@
 // op's own kernel and every floating input has the key dtype (else the Python path decomposes
 // them), launched as phi_ops/dispatch.py _launch does (inputs as given); dropout,
 // rotary_embedding, scaled_dot_product_attention and cross_entropy run their kernel, else
-// (after these checks) their decompositions on the Python path, phi_ops/decompositions.py
-// being the one source of them until ops.yaml's formula grammar can say them.
+// (after these checks) their C++ formula where ops.yaml has one (attention, cross_entropy_grad)
+// or their decompositions on the Python path.
 #include "infer_meta.h"
 #include "kernel_cache.h"
 #include "ops.h"
@@ -366,7 +366,10 @@ PyObject* run_attention(const OpSpec& op, const BoundArgs& a) {
   Attrs attrs;
   const Tensor* ins[] = {t[0], t[1], t[2], t[3]};
   if (!attention_call(op, a, in, &shape, &dtype, &attrs)) return nullptr;
-  if (!fused_kernel_fits(op, device, t[0]->dtype, ins, 4)) return nullptr;
+  if (!fused_kernel_fits(op, device, t[0]->dtype, ins, 4)) {
+    PyObject* given[4] = {a.slot[0], a.slot[1], a.slot[2], t[3] ? a.slot[3] : Py_None};
+    return select_formula(op, given, a, t[0]->dtype, device);
+  }
   Tensor out = Tensor::empty(shape, dtype, device, op.name);
   launch(op, t[0]->dtype, device, ins, t[3] ? 4 : 3, &out, attrs);
   return to_python(std::move(out));

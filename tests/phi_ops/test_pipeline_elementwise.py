@@ -36,6 +36,8 @@ VIEW_FAMILIES = {"reshape", "flatten", "transpose", "squeeze", "unsqueeze", "exp
 # ops: their one fill; the backward ops: their formulas, mixed float dtypes included).
 CPP_DECOMPOSED = {"topk", "full_like", "zeros_like", "ones_like", "softmax_grad",
                   "layer_norm_grad", "rms_norm_grad"}
+# Composites whose C++ formula promotes mixed float inputs itself (as their decomposition does)
+FORMULA_PROMOTES = {"scaled_dot_product_attention"}
 
 
 def _fast_count() -> int:
@@ -184,14 +186,12 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     """The forms the C++ rules leave to Python on purpose: a reduction of a 0-d x (returned
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
-    decomposition keeps their precision); arange with a bool bound; linspace with an int bound
+    decomposition keeps their precision) unless its formula promotes them; arange with a bool bound; linspace with an int bound
     beyond int64; uniform, normal, dropout with a bool or an int beyond int64 for a float
-    attribute (Python keeps it as it is); topk of a 0-d x; a causal attention."""
+    attribute (Python keeps it as it is); topk of a 0-d x."""
     op = OPS[op_name]
     if op_name == "topk":  # a 0-d x (a copy and a zero index)
         return metas[0].ndim == 0
-    if op_name == "scaled_dot_product_attention" and attrs.get("is_causal"):
-        return True  # the causal mask: the Python decomposition
     if op.category == "random" or op_name == "dropout":  # a bool or huge int for a float
         return any(isinstance(v := attrs.get(a.name), bool) or
                    (isinstance(v, int) and not -2**63 <= v < 2**63)
@@ -205,7 +205,8 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
         x = metas[0]
         k = x.shape[-2] if attrs.get("transpose_x") and x.ndim >= 2 else x.shape[-1]
         return k == 0
-    if not op.is_primitive and len(metas) > 1 and op_name not in CPP_DECOMPOSED:
+    if (not op.is_primitive and len(metas) > 1 and op_name not in CPP_DECOMPOSED
+            and op_name not in FORMULA_PROMOTES):
         floats = [m.dtype for m in metas if m is not None and not isinstance(m, list)
                   and m.dtype.startswith(("float", "bfloat"))]
         return len(set(floats)) > 1
@@ -873,8 +874,9 @@ def test_cross_entropy_equals_the_python_path():
 
 
 def test_attention_equals_the_python_path():
-    """scaled_dot_product_attention (checked in C++, decomposed on the Python path): the
-    Python path's bytes for float dtypes (mixed ones promote), bool and float masks, scales."""
+    """scaled_dot_product_attention (checked and run in C++ by its ops.yaml formula where the
+    device has no kernel): the Python decomposition's bytes for float dtypes (mixed ones
+    promote), bool and float masks, scales, is_causal."""
     rng = np.random.default_rng(4)
 
     def t(shape, dtype):
@@ -894,7 +896,7 @@ def test_attention_equals_the_python_path():
                 got = hwport.nn.functional.scaled_dot_product_attention(q, k, v, mask, **attrs)
             with python_path():
                 want = dispatch.call("scaled_dot_product_attention", [q, k, v, mask], attrs)
-            assert deferred[:1] == ["scaled_dot_product_attention"], (dq, dv, attrs)
+            assert "scaled_dot_product_attention" not in deferred, (dq, dv, attrs)
             assert _same_tensor(got, want, [q, k, v, mask]), (dq, dv, attrs)
             checked += 1
     assert checked == 16 * 13
