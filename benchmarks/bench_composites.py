@@ -31,8 +31,8 @@ def _ops() -> dict[str, tuple[Callable, dict]]:
         "clip": (lambda x, y: hwport.clip(x, -0.5, 0.5), {"min": -0.5, "max": 0.5}),
         "mean": (lambda x, y: hwport.mean(x), {"axis": [], "keepdim": False}),
         "greater_than": (lambda x, y: x > y, {}),
-        "gelu_grad": (lambda x, y: hwport.gelu_grad(x, y), {}),
-        "gelu_tanh_grad": (lambda x, y: hwport.gelu_tanh_grad(x, y), {}),
+        "gelu_grad": (hwport.gelu_grad, {}),
+        "gelu_tanh_grad": (hwport.gelu_tanh_grad, {}),
     }
 
 

@@ -186,9 +186,9 @@ def _python_only_form(op_name: str, metas: list[Meta], attrs: dict) -> bool:
     """The forms the C++ rules leave to Python on purpose: a reduction of a 0-d x (returned
     cast, no kernel) or over a zero-size dim (max/min refuse, the rest fill); a matmul with
     K = 0 (zeros); a composite whose floating inputs do not all have the key dtype (its
-    decomposition keeps their precision) unless its formula promotes them; arange with a bool bound; linspace with an int bound
-    beyond int64; uniform, normal, dropout with a bool or an int beyond int64 for a float
-    attribute (Python keeps it as it is); topk of a 0-d x."""
+    decomposition keeps their precision) unless its formula promotes them; arange with a bool
+    bound; linspace with an int bound beyond int64; uniform, normal, dropout with a bool or an
+    int beyond int64 for a float attribute (Python keeps it as it is); topk of a 0-d x."""
     op = OPS[op_name]
     if op_name == "topk":  # a 0-d x (a copy and a zero index)
         return metas[0].ndim == 0
