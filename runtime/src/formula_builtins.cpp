@@ -37,12 +37,24 @@ Obj call(int op_id, std::initializer_list<PyObject*> in,
 }
 
 
+namespace {
+
+// The cast op through the pipeline, not the runtime's cast(): under autograd the cast is
+// recorded, so a gradient flows through up()/down() (a mixed-precision input of a composite
+// differentiated through its formula).
+Obj cast_op(PyObject* x, DType dtype) {
+  Obj d = pybind11::cast(dtype);
+  return op_call("cast", {x}, {{"dtype", d.ptr()}});
+}
+
+}  // namespace
+
 // decompositions.py _up: float16/bfloat16 -> float32 (the compute dtype of compound float math).
 Obj up(PyObject* x) {
   const Tensor* t = tensor_arg(x, "up()");
   if (!t) return Obj();
   if (t->dtype != DType::Float16 && t->dtype != DType::BFloat16) return borrow(x);
-  return steal(to_python(cast(*t, DType::Float32)));
+  return cast_op(x, DType::Float32);
 }
 
 // decompositions.py _to: t in like's dtype (no-op when it already is).
@@ -51,7 +63,7 @@ Obj down(PyObject* x, PyObject* like) {
   const Tensor* l = t ? tensor_arg(like, "down()") : nullptr;
   if (!l) return Obj();
   if (t->dtype == l->dtype) return borrow(x);
-  return steal(to_python(cast(*t, l->dtype)));
+  return cast_op(x, l->dtype);
 }
 
 // decompositions.py _int_bound: a clip bound in like's integer dtype (a float truncates toward
