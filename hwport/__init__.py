@@ -72,10 +72,11 @@ _PADDLE_COMPAT = ["Size", "broadcast_to", "chunk", "clone", "get_default_dtype",
 
 
 # ---- nn, random, save/load (issue 15: layers, initializers, losses) -------------------------
+# hwport.random's uniform / normal (Paddle's seed=0: the global generator) replace the raw ops'
 from hwport import random  # noqa: E402, F401
 from hwport.framework_io import load, save  # noqa: E402, F401
 from hwport.nn.parameter import ParamAttr, create_parameter  # noqa: E402, F401
-from hwport.random import get_rng_state, seed, set_rng_state  # noqa: E402, F401
+from hwport.random import get_rng_state, normal, seed, set_rng_state, uniform  # noqa: E402, F401
 
 _NN_EXPORTS = ["ParamAttr", "create_parameter", "get_rng_state", "load", "random", "save",
                "seed", "set_rng_state"]

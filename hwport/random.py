@@ -9,11 +9,13 @@ same dropout masks on custom:cpu, custom:opencl or any other plugin."""
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from typing import Any
 
-__all__ = ["Generator", "default_generator", "get_rng_state", "seed", "set_rng_state"]
+__all__ = ["Generator", "default_generator", "get_rng_state", "normal", "seed", "set_rng_state",
+           "uniform"]
 
 _MASK64 = (1 << 64) - 1
 _INT64_MAX = (1 << 63) - 1
@@ -80,6 +82,18 @@ class Generator:
             self._offset = offset + n
         return (seed_value - (1 << 64) if seed_value > _INT64_MAX else seed_value), offset
 
+    def draw_for(self, counters: int, fn: Any) -> Any:
+        """fn(seed, offset) on the stretch draw(counters) would reserve; the offset advances
+        only when fn returns (a call its op refuses leaves the stream where it was)."""
+        with self._lock:
+            seed_value, offset = self._seed, self._offset
+            if offset + counters > _INT64_MAX:
+                raise OverflowError("the random generator's offset passed 2**63 - 1 (the "
+                                    "random ops' int64 offset); reseed with hwport.seed(n)")
+            out = fn(seed_value - (1 << 64) if seed_value > _INT64_MAX else seed_value, offset)
+            self._offset = offset + counters
+            return out
+
     def __repr__(self) -> str:
         return f"hwport.random.Generator(seed={self._seed}, offset={self._offset})"
 
@@ -101,3 +115,51 @@ def get_rng_state() -> tuple[int, int]:
 def set_rng_state(state: Any) -> None:
     """Restores a state from get_rng_state()."""
     default_generator.set_state(state)
+
+
+# ---- the random ops with Paddle's seed=0: draw from the global generator ----------------
+
+def _numel(shape: Any) -> int | None:
+    """The element count of a shape argument, None where it is not plainly one (the op then
+    reports what is wrong with it)."""
+    try:
+        dims = [shape] if isinstance(shape, int) else [int(d) for d in shape]
+    except (TypeError, ValueError):
+        return None
+    return math.prod(dims) if all(d >= 0 for d in dims) else None
+
+
+def _seeded(op: Any, seed_value: Any, offset: Any, counters: int | None) -> Any:
+    """op(seed, offset): Paddle's seed=0 ("the global generator") as hwport.seed's stream,
+    `counters` counters of it; any other seed (or an offset with seed 0) is the op's own
+    Philox stream, as given."""
+    if (isinstance(seed_value, int) and not isinstance(seed_value, bool) and seed_value == 0
+            and offset == 0 and counters is not None):
+        return default_generator.draw_for(counters, op)
+    return op(seed_value, offset)
+
+
+def uniform(shape: int | list[int] | None, dtype: Any = None, min: float | None = 0.0,
+            max: float | None = 1.0, seed: int | None = 0, offset: int | None = 0,
+            place: Any = None, name: str | None = None) -> Any:
+    """Uniform [min, max) (Paddle's paddle.uniform): seed=0 draws from the global generator
+    (hwport.seed), so successive calls differ and a seeded run repeats on every device; a
+    nonzero seed (and hwport's offset) picks the Philox stream itself."""
+    from hwport.phi_ops import functional
+
+    return _seeded(lambda s, o: functional.uniform(shape, dtype=dtype, min=min, max=max,
+                                                   seed=s, offset=o, place=place),
+                   seed, offset, _numel(shape))
+
+
+def normal(mean: float | None = 0.0, std: float | None = 1.0,
+           shape: int | list[int] | None = None, seed: int | None = 0, offset: int | None = 0,
+           dtype: Any = None, place: Any = None, name: str | None = None) -> Any:
+    """Normal(mean, std) (Paddle's paddle.normal): seed=0 draws from the global generator, as
+    uniform does (two counters per element: Box-Muller's two uniforms)."""
+    from hwport.phi_ops import functional
+
+    n = _numel(shape)
+    return _seeded(lambda s, o: functional.normal(mean=mean, std=std, shape=shape, seed=s,
+                                                  offset=o, dtype=dtype, place=place),
+                   seed, offset, None if n is None else 2 * n)

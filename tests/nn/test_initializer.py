@@ -119,6 +119,29 @@ def test_seed_determinism_and_state() -> None:
     np.testing.assert_array_equal(_make(I.Uniform(), [5]), neg)
 
 
+def test_uniform_and_normal_with_seed_0_draw_from_the_global_generator() -> None:
+    """Paddle's seed=0: hwport.uniform / normal take hwport.seed's stream (successive calls
+    differ, a seeded run repeats); a nonzero seed is its own Philox stream, as the raw op's."""
+    hwport.seed(5)
+    u1 = hwport.uniform([6], min=-1.0, max=2.0).numpy()
+    n1 = hwport.normal(1.0, 0.5, [4]).numpy()
+    assert hwport.get_rng_state() == (5, 6 + 2 * 4)
+    u2 = hwport.uniform([6], min=-1.0, max=2.0).numpy()
+    assert not np.array_equal(u1, u2)
+    np.testing.assert_array_equal(u1, philox.uniform([6], -1.0, 2.0, 5, 0, "float32"))
+    np.testing.assert_array_equal(n1, philox.normal([4], 1.0, 0.5, 5, 6, "float32"))
+    hwport.seed(5)
+    np.testing.assert_array_equal(hwport.uniform([6], min=-1.0, max=2.0).numpy(), u1)
+    state = hwport.get_rng_state()
+    np.testing.assert_array_equal(hwport.uniform([3], seed=11).numpy(),
+                                  philox.uniform([3], 0.0, 1.0, 11, 0, "float32"))
+    np.testing.assert_array_equal(hwport.ops.uniform([3], seed=0).numpy(),  # the raw op
+                                  philox.uniform([3], 0.0, 1.0, 0, 0, "float32"))
+    with pytest.raises(TypeError, match="uniform"):
+        hwport.uniform([2], dtype="int64")
+    assert hwport.get_rng_state() == state  # explicit seeds and refused calls draw nothing
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_same_numbers_on_cpu_and_opencl(dtype: str) -> None:
     place = opencl_place()
