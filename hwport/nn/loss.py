@@ -9,7 +9,14 @@ sums. Supported: class axis last (axis=-1), labels shaped like input without the
 (optionally with a trailing 1, kept in the 'none' output), soft_label=True, weight (hard
 labels), ignore_index (hard labels), label_smoothing (without weight), use_softmax=False.
 Not supported (NotImplementedError): axis other than the last, weight with soft_label or with
-label_smoothing. A mean over rows that are all ignored is NaN (Paddle gives 0)."""
+label_smoothing.
+
+The mean of hard labels is Paddle 3.x's (not torch's): with a negative ignore_index (the
+default -100) and no weight it divides by every row, ignored ones included (their loss is 0);
+with ignore_index >= 0 by the rows not ignored, with a weight by their summed weights; a zero
+denominator counts as 1 (all rows ignored: 0, not NaN). label_smoothing follows the smoothed
+one-hot formula (Paddle 3.3.1's smoothing path divides by N * C instead, and refuses ignored
+labels)."""
 
 from __future__ import annotations
 
@@ -138,8 +145,14 @@ def cross_entropy(input: Tensor, label: Tensor, weight: Tensor | None = None,
                          f"shape {list(input.shape)}, got {list(label.shape)}")
     flat = F.reshape(label, [-1])
     if weight is None and smoothing == 0 and use_softmax:
-        loss = F.cross_entropy(rows, flat, ignore_index=ignore_index, reduction=reduction)
-        return F.reshape(loss, out_shape) if reduction == "none" else loss
+        if reduction != "mean":
+            loss = F.cross_entropy(rows, flat, ignore_index=ignore_index, reduction=reduction)
+            return F.reshape(loss, out_shape) if reduction == "none" else loss
+        total = F.cross_entropy(rows, flat, ignore_index=ignore_index, reduction="sum")
+        if ignore_index < 0:
+            return _paddle_mean(total, rows.shape[0])
+        return _paddle_mean(total, F.sum(F.cast(F.not_equal(flat, ignore_index),
+                                                dtype=total.dtype)))
     logp = F.log_softmax(rows, axis=-1) if use_softmax else F.log(rows)
     valid = F.not_equal(flat, ignore_index)
     safe = F.where(valid, flat, F.zeros_like(flat))
@@ -153,13 +166,23 @@ def cross_entropy(input: Tensor, label: Tensor, weight: Tensor | None = None,
         w = F.gather(F.cast(weight, dtype=loss.dtype), safe, axis=0)
         loss = F.multiply(loss, w)
         denom = F.sum(F.where(valid, w, zero))
+    elif ignore_index < 0:
+        denom = rows.shape[0]
     else:
         denom = F.sum(F.cast(valid, dtype=loss.dtype))
     loss = F.where(valid, loss, zero)
     if reduction == "none":
         return F.reshape(loss, out_shape)
     total = F.sum(loss)
-    return total if reduction == "sum" else F.divide(total, denom)
+    return total if reduction == "sum" else _paddle_mean(total, denom)
+
+
+def _paddle_mean(total: Tensor, denom: Tensor | int) -> Tensor:
+    """total / denom with Paddle's guard: a zero denominator counts as 1 (0 rows: NaN, as
+    Paddle's mean of nothing)."""
+    if isinstance(denom, int):
+        return F.divide(total, float(denom))
+    return F.divide(total, F.where(F.equal(denom, 0.0), 1.0, denom))
 
 
 def _soft(fn: str, rows: Tensor, input: Tensor, label: Tensor, reduction: str,

@@ -72,6 +72,9 @@ def test_cross_entropy_hard_labels_against_torch() -> None:
                 lab_s = np.where(lab < 0, 0, lab)
                 got = cross_entropy(_t(x), _t(lab_s), reduction=reduction, **kwargs)
                 want = tce(tx, torch.from_numpy(lab_s), reduction=reduction, **tkw)
+            elif reduction == "mean" and not kwargs:  # Paddle's: over every row (-100 < 0)
+                got = cross_entropy(_t(x), _t(lab), reduction=reduction)
+                want = tce(tx, tl, reduction="sum") / len(lab)
             else:
                 got = cross_entropy(_t(x), _t(lab), reduction=reduction, **kwargs)
                 want = tce(tx, tl, reduction=reduction, **tkw)
@@ -122,6 +125,45 @@ def test_cross_entropy_paddle_recorded_value() -> None:
     want = sum(a for a, _ in rows) / sum(b for _, b in rows)
     got = cross_entropy(_t(x), _t(lab), weight=_t(w))
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+
+
+# Paddle 3.3.1's F.cross_entropy on these logits (recorded there): the loss and the first row
+# of d loss / d logits, per (ignore_index, labels, extra argument)
+_Z = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0], [0.0, 0.1, 0.2], [1.5, 0.5, -0.5]],
+              np.float32)
+PADDLE_MEANS = [
+    (-100, [0, -100, 2, 1], {}, 0.9684793949127197, [-0.19219, 0.15713, 0.03506]),
+    (-100, [-100] * 4, {}, 0.0, [0.0, 0.0, 0.0]),
+    (1, [0, 1, 2, 1], {}, 1.2331558465957642, [-0.38439, 0.31427, 0.07012]),
+    (1, [1] * 4, {}, 0.0, [0.0, 0.0, 0.0]),
+    (-1, [0, -1, 2, -1], {}, 0.6165779232978821, [-0.19219, 0.15713, 0.03506]),
+    (-100, [0, -100, 2, 1], {"weight": [0.5, 2.0, 1.5]}, 1.262578, None),
+    (-100, [-100] * 4, {"weight": [0.5, 2.0, 1.5]}, 0.0, None),
+    (1, [0, 1, 2, 1], {"weight": [0.5, 2.0, 1.5]}, 1.117549, None),
+    (1, [1] * 4, {"weight": [0.5, 2.0, 1.5]}, 0.0, None),
+    (-100, [0, -100, 2, 1], {"use_softmax": False}, 1.194881, None),
+    (-100, [-100] * 4, {"use_softmax": False}, 0.0, None),
+    (1, [0, 1, 2, 1], {"use_softmax": False}, 1.585043, None),
+]
+
+
+@pytest.mark.parametrize("ignore_index,labels,extra,loss,grad_row0", PADDLE_MEANS)
+def test_cross_entropy_mean_is_paddles(ignore_index, labels, extra, loss, grad_row0) -> None:
+    """The mean of hard labels as Paddle 3.x takes it: a negative ignore_index divides by every
+    row, ignore_index >= 0 by the rows not ignored (weights: their summed weights), and a
+    zero denominator counts as 1, so all-ignored rows give 0 (torch: NaN)."""
+    kw = dict(extra)
+    z = np.abs(_Z) / 5 + 0.1 if kw.get("use_softmax", True) is False else _Z
+    if "weight" in kw:
+        kw["weight"] = _t(np.array(kw["weight"], np.float32))
+    x = _t(z)
+    x.stop_gradient = False
+    out = cross_entropy(x, _t(np.array(labels, np.int64)), ignore_index=ignore_index, **kw)
+    np.testing.assert_allclose(out.numpy(), loss, rtol=1e-5, atol=1e-7)
+    out.backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    if grad_row0 is not None:
+        np.testing.assert_allclose(x.grad.numpy()[0], grad_row0, atol=2e-5)
 
 
 def test_loss_errors() -> None:
