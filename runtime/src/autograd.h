@@ -97,6 +97,9 @@ py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Nex
 // the op runs with grad mode off, then its node is linked from the bound arguments. A new
 // reference, or nullptr with a Python error set.
 PyObject* record_bound(const pipeline::OpSpec& op, const pipeline::BoundArgs& a);
+// Tensor.to(place): `moved` (src's data on another device) linked to src through the `copy`
+// op's rule, so a gradient flows back (the engine moves it to src's device). Returns moved.
+py::object record_device_copy(const py::object& src, py::object moved);
 
 // loss.backward() / hwport.grad(): the gradients of `outputs` (seeded with grad_outputs, None:
 // ones for a one-element output) flow back through the graph. `inputs` empty: accumulated into

@@ -59,12 +59,15 @@ Obj run_hooks(Meta& m, Obj g) {
   return g;
 }
 
-// A gradient as its input holds it: the input's dtype (rules may compute wider), checked shape.
+// A gradient as its input holds it: the input's dtype (rules may compute wider) and device
+// (Tensor.to's node), checked shape.
 Obj fit(Obj g, const Edge& e, const Node& node, size_t input) {
   const Tensor& t = tensor_of(g, "autograd: a VJP rule's result");
   if (t.dtype != e.dtype) {
     g = op1("cast", {g.ptr()}, "dtype", py::cast(e.dtype).ptr());
   }
+  if (e.device && pipeline::as_tensor(g.ptr())->device() != e.device)
+    g = py::cast(to_device(*pipeline::as_tensor(g.ptr()), e.device));
   if (pipeline::as_tensor(g.ptr())->shape != e.shape)
     raise(ErrorKind::Runtime,
           "autograd: the VJP rule of '" + node.name() + "' gave its input " +

@@ -52,6 +52,7 @@ struct Edge {
   bool needed = false;  // the input needs a gradient
   Shape shape;
   DType dtype = DType::Float32;
+  Device* device = nullptr;  // the input's (Tensor.to: the gradient is moved there)
 };
 
 struct OutputInfo {

@@ -51,6 +51,7 @@ Edge edge_for(PyObject* v, bool differentiable) {
   if (!t) return e;
   e.shape = t->shape;
   e.dtype = t->dtype;
+  e.device = t->device();
   const std::shared_ptr<Meta>& m = t->autograd.meta;
   // Integer and bool inputs get no gradient (Paddle, PyTorch).
   if (!differentiable || !m || !m->requires_grad() || !is_floating(t->dtype)) return e;
@@ -255,6 +256,15 @@ py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Nex
     if (!raw) attrs = dict_attrs(*op, call->attrs());
   }
   return link(op, rule, now, std::move(attrs), std::move(out));
+}
+
+py::object record_device_copy(const py::object& src, py::object moved) {
+  const Tensor* t = pipeline::as_tensor(src.ptr());
+  if (!t || !grad_enabled() || !needs_grad(*t) || !is_floating(t->dtype)) return moved;
+  const pipeline::OpSpec* op = pipeline::op_spec("copy");
+  py::list inputs(1);
+  inputs[0] = src;
+  return link(op, vjp_entry(op->id), inputs, {}, std::move(moved));
 }
 
 PyObject* record_bound(const pipeline::OpSpec& op, const pipeline::BoundArgs& a) {

@@ -227,8 +227,11 @@ void bind_tensor(py::module_& m) {
       .def("astype", [](const Tensor& t, py::handle dtype) {
              return cast(t, dtype_from_py(dtype, "astype", "dtype"));
            }, py::arg("dtype"))
-      .def("to", [](const Tensor& t, py::handle place) {
-             return to_device(t, device_from_py(place));
+      .def("to", [](py::object self, py::handle place) -> py::object {
+             const Tensor& t = self.cast<const Tensor&>();
+             Device* device = device_from_py(place);
+             if (device == t.device()) return self;  // as torch: the tensor itself
+             return autograd::record_device_copy(self, py::cast(to_device(t, device)));
            }, py::arg("place"))
       .def("__add__", [](const Tensor& a, py::handle b) { return binary_py(core_ops().add, a, b, false); })
       .def("__radd__", [](const Tensor& a, py::handle b) { return binary_py(core_ops().add, a, b, true); })

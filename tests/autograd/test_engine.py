@@ -300,6 +300,25 @@ def test_indexing_and_views_carry_gradients():
     np.testing.assert_array_equal(x2.grad.numpy(), np.full((2, 3), 3.0))
 
 
+def test_gradients_flow_through_tensor_to_across_devices() -> None:
+    """Tensor.to(place) is recorded (as torch's .to): the gradient comes back to the leaf's
+    device; .to() of the tensor's own device is the tensor itself."""
+    if "opencl" not in hwport.device.get_all_custom_device_type():
+        pytest.skip("custom:opencl is not available")
+    x = leaf(RNG.standard_normal((3, 4)))
+    w = leaf(RNG.standard_normal((3, 4)), place="custom:opencl")
+    assert x.to("custom:cpu") is x
+    y = (x.to("custom:opencl") * w).to("custom:cpu")
+    assert not y.stop_gradient and str(y.place) == "custom:cpu:0"
+    (y * y).sum().backward()
+    xv, wv = x.numpy().astype(np.float64), w.numpy().astype(np.float64)
+    assert str(x.grad.place) == str(x.place) and str(w.grad.place) == str(w.place)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * xv * wv * wv, rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * wv * xv * xv, rtol=1e-5)
+    with hwport.no_grad():
+        assert x.to("custom:opencl").stop_gradient
+
+
 @pytest.mark.parametrize("place", ["custom:cpu", "custom:opencl"])
 def test_mlp_gradients_match_torch(place: str) -> None:
     torch = pytest.importorskip("torch")
