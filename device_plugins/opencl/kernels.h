@@ -134,6 +134,8 @@ HWP_Status ocl_register_nn_kernels(const HWP_HostApi *host);
 HWP_Status ocl_register_index_kernels(const HWP_HostApi *host);
 /* kernels_random.c: uniform, bit-exact with phi_ops/philox.py (slots 90..99). */
 HWP_Status ocl_register_random_kernels(const HWP_HostApi *host);
+/* kernels_optim.c: the fused adam_update (slots 100..109). */
+HWP_Status ocl_register_optim_kernels(const HWP_HostApi *host);
 
 /* ---- kernel_cache.c ------------------------------------------------------------------------ */
 

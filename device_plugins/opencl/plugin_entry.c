@@ -52,6 +52,7 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
   if ((st = ocl_register_nn_kernels(host)) != HWP_OK) return st;
   if ((st = ocl_register_index_kernels(host)) != HWP_OK) return st;
   if ((st = ocl_register_random_kernels(host)) != HWP_OK) return st;
+  if ((st = ocl_register_optim_kernels(host)) != HWP_OK) return st;
   *out = &g_api;
   return HWP_OK;
 }

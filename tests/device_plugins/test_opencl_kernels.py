@@ -102,6 +102,8 @@ RANDOM_OP_DTYPES = [("uniform", d) for d in _YAML["dtype_groups"][_YOPS["uniform
 NATIVE_OP_DTYPES = [(o["name"], d) for o in _YAML["ops"]
                     if o["kind"] == "composite" and o.get("native") and o["name"] != "log_softmax"
                     for d in _YAML["dtype_groups"][o["dtypes"]] if FP64 or d != "float64"]
+# The fused optimizer update (kernels_optim.c; tested in tests/optimizer/test_fused_update.py)
+OPTIM_OP_DTYPES = [("adam_update", d) for d in ("float32", "float64") if FP64 or d != "float64"]
 ARITY = {op: (1 if op in ("cast", "copy") else 3 if op == "where" else 0 if op == "fill"
               else None) for op in KERNELS}
 
@@ -110,6 +112,7 @@ def test_registered_kernels_are_exactly_the_intended_set():
     entry = next(p for p in rt.plugins() if p["device_type"] == "opencl")
     want = len(OP_DTYPES) + len(REDUCTION_OP_DTYPES)
     want += len(INDEX_OP_DTYPES) + len(RANDOM_OP_DTYPES) + len(NATIVE_OP_DTYPES)
+    want += len(OPTIM_OP_DTYPES)
     assert entry["num_kernels"] == want, (entry["num_kernels"], want)
     assert {"abs", "add", "divide", "pow", "maximum", "where", "cast", "copy",
             "fill"} <= set(KERNELS)

@@ -1,5 +1,5 @@
-"""The fused Adam(W) update (ops.yaml's adam_update): the CPU plugin's kernel, out of place and
-in place, gives the decomposition's bytes; the optimizers' in-place path gives what the
+"""The fused Adam(W) update (ops.yaml's adam_update): the CPU and OpenCL plugins' kernels, out of
+place and in place, give the decomposition's bytes on their device; the optimizers' in-place path gives what the
 functional op and the decomposition give, and leaves state_dict() snapshots and the tensors
 given to set_state_dict() alone; overlapping operands are refused by name."""
 
@@ -30,17 +30,28 @@ def _bytes(t) -> bytes:
     return t.numpy().tobytes()
 
 
+def _place(place: str) -> str:
+    if place.split(":")[1] not in hwport.device.get_all_custom_device_type():
+        pytest.skip(f"{place} is not available")
+    return place
+
+
+PLACES = ["custom:cpu", "custom:opencl"]
+
+
+@pytest.mark.parametrize("place", PLACES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [1, 37, 70001])
 @pytest.mark.parametrize("decay", [1.0, 0.995])
-def test_kernel_gives_the_decompositions_bytes(dtype, n, decay):
+def test_kernel_gives_the_decompositions_bytes(place, dtype, n, decay):
+    place = _place(place)
     arrays = _operands(dtype, n)
     attrs = dict(ATTRS, decay=decay)
-    ts = [hwport.to_tensor(a) for a in arrays]
+    ts = [hwport.to_tensor(a, place=place) for a in arrays]
     assert _core.has_kernel("adam_update", ts[0].place, ts[0].dtype)
     fresh = hwport.adam_update(*ts, **attrs)
     reference = decompositions.adam_update(*ts, **attrs)
-    own = [hwport.to_tensor(a.copy()) for a in arrays]
+    own = [hwport.to_tensor(a.copy(), place=place) for a in arrays]
     _core.launch("adam_update", str(own[0].dtype), own, [own[0], own[2], own[3]], attrs)
     for f, r, i in zip(fresh, reference, (own[0], own[2], own[3]), strict=True):
         assert _bytes(f) == _bytes(r)
@@ -55,15 +66,17 @@ def test_kernel_gives_the_decompositions_bytes(dtype, n, decay):
     np.testing.assert_allclose(fresh[0].numpy(), want, rtol=1e-5, atol=1e-7)
 
 
-def test_kernel_refuses_overlapping_outputs():
-    ts = [hwport.to_tensor(a) for a in _operands(np.float32, 64)]
+@pytest.mark.parametrize("place", PLACES)
+def test_kernel_refuses_overlapping_outputs(place):
+    place = _place(place)
+    ts = [hwport.to_tensor(a, place=place) for a in _operands(np.float32, 64)]
     with pytest.raises(RuntimeError, match="adam_update: moment1_out overlaps moment2_out"):
         _core.launch("adam_update", "float32", ts, [ts[0], ts[2], ts[2]], ATTRS)
-    half = hwport.zeros([128], dtype="float32")
-    outs = [hwport.zeros([64], dtype="float32"), half[0:64], half[32:96]]
+    half = hwport.zeros([128], dtype="float32", place=place)
+    outs = [hwport.zeros([64], dtype="float32", place=place), half[0:64], half[32:96]]
     with pytest.raises(RuntimeError, match="adam_update: moment1_out overlaps moment2_out"):
         _core.launch("adam_update", "float32", ts, outs, ATTRS)
-    fresh = [hwport.zeros([64], dtype="float32") for _ in range(2)]
+    fresh = [hwport.zeros([64], dtype="float32", place=place) for _ in range(2)]
     with pytest.raises(RuntimeError, match="adam_update: 1 of the 3 outputs are their own"):
         _core.launch("adam_update", "float32", ts, [ts[0], *fresh], ATTRS)
     assert _bytes(ts[0]) == _operands(np.float32, 64)[0].tobytes()  # refused: nothing written
