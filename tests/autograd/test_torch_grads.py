@@ -1,5 +1,6 @@
 """Every differentiable op x the oracle suite's float32/float64 cases: the engine's gradients
-against PyTorch's autograd on the same inputs and cotangents (test_gradcheck.py checks them
+(and, in float64, its second derivatives through create_graph=True) against PyTorch's autograd
+on the same inputs and cotangents (test_gradcheck.py checks them
 against finite differences of the numpy oracle; this is the second, independent oracle).
 
 Each op has a torch spelling of its semantics below (the kernel-level attrs of the case, as
@@ -102,6 +103,14 @@ def _scatter(x, index, updates, a):
 def _layer_norm(x, w, b, a):
     shape = list(x.shape[x.ndim - a["normalized_ndim"]:])
     return TF.layer_norm(x, shape, w, b, eps=a["epsilon"])
+
+
+def _layer_norm_math(x, w, a):
+    dims = list(range(x.ndim - a["normalized_ndim"], x.ndim))
+    mean = x.mean(dim=dims, keepdim=True)
+    var = ((x - mean) * (x - mean)).mean(dim=dims, keepdim=True)
+    y = (x - mean) * torch.rsqrt(var + a["epsilon"])
+    return y if w is None else y * w
 
 
 def _rms_norm(x, w, a):
@@ -246,7 +255,9 @@ TORCH = {
                                                        keepdim=True)) * out,
     "layer_norm": _layer_norm,
     "rms_norm": _rms_norm,
-    "layer_norm_grad": _vjp_of(lambda x, w, a: _layer_norm(x, w, None, a)),
+    # spelled in plain ops: torch's own layer_norm is wrong at third order (its double
+    # backward is not differentiated correctly), which the second-order check reaches here
+    "layer_norm_grad": _vjp_of(lambda x, w, a: _layer_norm_math(x, w, a)),
     "rms_norm_grad": _vjp_of(_rms_norm),
     "rotary_embedding": lambda x, c, s, a: x * c + _rotate_half(x) * s,
     "scaled_dot_product_attention": _attention,
@@ -300,7 +311,9 @@ def _torch_inputs(case, wheres):
 TOL = {"float32": (2e-4, 2e-5), "float64": (1e-9, 1e-11)}
 
 
-def _check(case: sample_inputs.Case) -> None:
+def _check(case: sample_inputs.Case, order: int = 1) -> None:
+    """The case's gradients (order 1), or the gradients of <grads, w> for a random w (order 2:
+    double backward through create_graph), against torch's."""
     if case.dtype == "float32" and case.op in ("cast", "scatter", "rotary_embedding"):
         pytest.skip("mixed precision by design (covered in float64)")
     wheres = _float_inputs(case)
@@ -333,19 +346,40 @@ def _check(case: sample_inputs.Case) -> None:
             t_cot.append(torch.from_numpy(np.asarray(v, dtype=np.float64)).to(to.dtype))
     if not used:
         pytest.skip("no differentiable output")
-    grads = hwport.grad(used, leaves, grad_outputs=cot, allow_unused=True)
-    t_grads = (torch.autograd.grad(t_used, [t_leaves[w] for w in wheres], t_cot,
-                                   allow_unused=True) if t_used else [None] * len(wheres))
+    t_targets = [t_leaves[w] for w in wheres]
+    second = order == 2
+    grads = hwport.grad(used, leaves, grad_outputs=cot, allow_unused=True, create_graph=second)
+    t_grads = (torch.autograd.grad(t_used, t_targets, t_cot, allow_unused=True,
+                                   create_graph=second) if t_used else [None] * len(wheres))
+    if second:
+        grads, t_grads = _second(leaves, grads, t_targets, t_grads, rng)
     rtol, atol = TOL[case.dtype]
     for where, g, tg in zip(wheres, grads, t_grads, strict=True):
         a = get_input(case.inputs, where)
         got = np.zeros(a.shape) if g is None else g.numpy().astype(np.float64)
-        want = np.zeros(a.shape) if tg is None else tg.numpy().astype(np.float64)
+        want = (np.zeros(a.shape) if tg is None or tg._is_zerotensor()
+                else tg.detach().numpy().astype(np.float64))
         scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
         name = OPS[case.op].inputs[where[0]].name
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol * scale * math.sqrt(
-            max(a.size, 1)), err_msg=f"{case.id}: d/d{name} vs torch "
+            max(a.size, 1)), err_msg=f"{case.id}: d{'2' if second else ''}/d{name} vs torch "
                                      f"({sample_inputs.describe(case)})")
+
+
+def _second(leaves, grads, t_leaves, t_grads, rng):
+    """d <grads, w> / d leaves on both sides (w random; None where nothing depends)."""
+    if any(g is not None and not np.isfinite(g.numpy()).all() for g in grads):
+        pytest.skip("a first derivative is not finite (var of one element): no second")
+    ws = [None if g is None else rng.standard_normal(g.shape) for g in grads]
+    terms = [(g * hwport.to_tensor(w.astype(g.numpy().dtype), place=PLACE)).sum()
+             for g, w in zip(grads, ws, strict=True) if g is not None and not g.stop_gradient]
+    t_terms = [(tg * torch.from_numpy(w).to(tg.dtype)).sum()
+               for tg, w in zip(t_grads, ws, strict=True) if tg is not None and tg.requires_grad]
+    got = (hwport.grad([sum(terms[1:], terms[0])], leaves, allow_unused=True) if terms
+           else [None] * len(leaves))
+    want = (torch.autograd.grad([sum(t_terms[1:], t_terms[0])], t_leaves, allow_unused=True)
+            if t_terms else [None] * len(leaves))
+    return got, want
 
 
 @pytest.mark.parametrize("case", _cases("float64"), ids=lambda c: c.id)
@@ -356,3 +390,9 @@ def test_float64_gradients_match_torch(case: sample_inputs.Case) -> None:
 @pytest.mark.parametrize("case", _cases("float32"), ids=lambda c: c.id)
 def test_float32_gradients_match_torch(case: sample_inputs.Case) -> None:
     _check(case)
+
+
+@pytest.mark.parametrize("case", _cases("float64"), ids=lambda c: c.id)
+def test_float64_double_backward_matches_torch(case: sample_inputs.Case) -> None:
+    """create_graph=True works for every rule: second derivatives against torch's."""
+    _check(case, order=2)
