@@ -257,7 +257,7 @@ TORCH = {
     "rms_norm": _rms_norm,
     # spelled in plain ops: torch's own layer_norm is wrong at third order (its double
     # backward is not differentiated correctly), which the second-order check reaches here
-    "layer_norm_grad": _vjp_of(lambda x, w, a: _layer_norm_math(x, w, a)),
+    "layer_norm_grad": _vjp_of(_layer_norm_math),
     "rms_norm_grad": _vjp_of(_rms_norm),
     "rotary_embedding": lambda x, c, s, a: x * c + _rotate_half(x) * s,
     "scaled_dot_product_attention": _attention,

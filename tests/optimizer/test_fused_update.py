@@ -1,7 +1,8 @@
 """The fused Adam(W) update (ops.yaml's adam_update): the CPU and OpenCL plugins' kernels, out of
-place and in place, give the decomposition's bytes on their device; the optimizers' in-place path gives what the
-functional op and the decomposition give, and leaves state_dict() snapshots and the tensors
-given to set_state_dict() alone; overlapping operands are refused by name."""
+place and in place, give the decomposition's bytes on their device; the optimizers' in-place
+path gives what the functional op and the decomposition give, and leaves state_dict()
+snapshots and the tensors given to set_state_dict() alone; overlapping operands are refused by
+name."""
 
 from __future__ import annotations
 
