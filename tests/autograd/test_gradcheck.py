@@ -90,7 +90,10 @@ def _fd(case, where, index, cotangents, eps) -> tuple[float, bool]:
     return (fp - fm) / (2 * eps), bool(np.isclose(right, left, rtol=1e-3, atol=1e-5))
 
 
-def _check(case: sample_inputs.Case, rtol: float, atol: float) -> None:
+def run_case(case: sample_inputs.Case) -> tuple[list, list, list]:
+    """The case's op called on PLACE with its floating inputs as leaves that need gradients:
+    (where each leaf is among the inputs, the leaves, the flat outputs); skips the cases
+    without a floating input, and float32 cases of the ops mixed-precision by design."""
     if case.dtype == "float32" and case.op in ("cast", "scatter", "rotary_embedding"):
         pytest.skip("mixed precision by design (covered in float64)")
     wheres = _float_inputs(case)
@@ -103,8 +106,11 @@ def _check(case: sample_inputs.Case, rtol: float, atol: float) -> None:
         t.stop_gradient = False
         leaves.append(t)
     args, kwargs = public_call(OPS[case.op], dev, dict(case.attrs))
-    out = getattr(hwport, case.op)(*args, **kwargs)
-    outs = _flat_outputs(out)
+    return wheres, leaves, _flat_outputs(getattr(hwport, case.op)(*args, **kwargs))
+
+
+def _check(case: sample_inputs.Case, rtol: float, atol: float) -> None:
+    wheres, leaves, outs = run_case(case)
     rng = np.random.default_rng(7)
     cot, grads_out, used = [], [], []
     for o in outs:

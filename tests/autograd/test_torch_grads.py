@@ -17,9 +17,8 @@ import pytest
 
 import hwport
 from hwport.phi_ops import sample_inputs
-from hwport.phi_ops.api_args import public_call
 
-from .test_gradcheck import DIFFERENTIABLE, OPS, PLACE, SKIP_NAMES, _flat_outputs, _float_inputs
+from .test_gradcheck import DIFFERENTIABLE, OPS, PLACE, SKIP_NAMES, _flat_outputs, run_case
 from .test_gradcheck import _get as get_input
 
 torch = pytest.importorskip("torch")
@@ -314,19 +313,7 @@ TOL = {"float32": (2e-4, 2e-5), "float64": (1e-9, 1e-11)}
 def _check(case: sample_inputs.Case, order: int = 1) -> None:
     """The case's gradients (order 1), or the gradients of <grads, w> for a random w (order 2:
     double backward through create_graph), against torch's."""
-    if case.dtype == "float32" and case.op in ("cast", "scatter", "rotary_embedding"):
-        pytest.skip("mixed precision by design (covered in float64)")
-    wheres = _float_inputs(case)
-    if not wheres:
-        pytest.skip("no floating input with elements")
-    dev = sample_inputs.device_inputs(case, PLACE)
-    leaves = []
-    for where in wheres:
-        t = get_input(dev, where)
-        t.stop_gradient = False
-        leaves.append(t)
-    args, kwargs = public_call(OPS[case.op], dev, dict(case.attrs))
-    outs = _flat_outputs(getattr(hwport, case.op)(*args, **kwargs))
+    wheres, leaves, outs = run_case(case)
     t_in, t_leaves = _torch_inputs(case, wheres)
     attrs = {a.name: a.default for a in OPS[case.op].attrs if not a.required}
     attrs.update(case.attrs)
