@@ -1401,13 +1401,15 @@ def device_inputs(case: Case, place: Any) -> list[Any]:
 
 
 def run_op(case: Case, place: Any) -> Any:
-    """Calls `hwport.<op>` on the case's inputs on `place` (creation ops get place=), in the
-    public function's form (Paddle's parameter names and order, ops.yaml `api`)."""
-    import hwport
+    """Calls `hwport.ops.<op>` (the op library's function) on the case's inputs on `place`
+    (creation ops get place=), in the public function's form (Paddle's parameter names and
+    order, ops.yaml `api`). Not `hwport.<op>`: hwport.uniform / normal take seed=0 from the
+    global generator, where the op's seed 0 is Philox key 0, as its reference computes."""
+    import hwport.ops
 
     from .api_args import public_call
 
-    fn = getattr(hwport, case.op)
+    fn = getattr(hwport.ops, case.op)
     args, kwargs = public_call(OPS[case.op], device_inputs(case, place), dict(case.attrs))
     if not OPS[case.op].inputs:
         kwargs["place"] = place

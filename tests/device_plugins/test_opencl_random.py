@@ -25,9 +25,10 @@ FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
 def uniform(place: str, shape, **attrs) -> np.ndarray:
-    """hwport.uniform with the op's attrs (the public function names low/high min/max)."""
+    """The uniform op (hwport.ops.uniform: seed 0 is Philox key 0) with the op's attrs (the
+    public function names low/high min/max)."""
     public = {{"low": "min", "high": "max"}.get(k, k): v for k, v in attrs.items()}
-    t = hwport.uniform(list(shape), place=place, **public)
+    t = hwport.ops.uniform(list(shape), place=place, **public)
     assert place.split(":")[-1] in str(t.place), t.place
     return t.numpy()
 
