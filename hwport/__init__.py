@@ -112,3 +112,14 @@ __all__ = [*ops.__all__, *_PADDLE_COMPAT, *_NN_EXPORTS,
     "to_tensor",
     "uint8",
 ]
+
+# Dynamic to static and inference load the IR (hwport.pir) on first use, not with hwport.
+_LAZY_SUBMODULES = ("inference", "jit", "static")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"hwport.{name}")
+    raise AttributeError(f"module 'hwport' has no attribute {name!r}")

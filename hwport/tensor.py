@@ -139,9 +139,32 @@ def _import_host(capsule: Any, place: Any) -> Tensor:
     return _core.from_dlpack_capsule(capsule, "cpu").to(device_place)
 
 
+# Called with (tensor, what) before a tensor's values are read on the host: to_static's
+# capture (hwport/jit/capture.py) turns a read of a traced tensor into a clear error or a graph
+# break, since the program it records cannot see values. Empty outside a capture.
+value_read_hooks: list[Any] = []
+_to_numpy = Tensor.numpy  # the C++ method
+
+
+def _reading(t: Tensor, what: str) -> None:
+    for hook in value_read_hooks:
+        hook(t, what)
+
+
+def _numpy(self: Tensor) -> np.ndarray:
+    if value_read_hooks:
+        _reading(self, "Tensor.numpy()")
+    return _to_numpy(self)
+
+
+_numpy.__doc__ = _to_numpy.__doc__
+
+
 def _repr(self: Tensor) -> str:
+    if value_read_hooks:
+        _reading(self, "print/repr")
     prefix = "       "
-    body = np.array2string(self.numpy(), separator=", ", prefix=prefix, threshold=200)
+    body = np.array2string(_to_numpy(self), separator=", ", prefix=prefix, threshold=200)
     return (
         f"Tensor(shape={list(self.shape)}, dtype={self.dtype!r}, place={self.place},\n"
         f"{prefix}{body})"
@@ -149,21 +172,25 @@ def _repr(self: Tensor) -> str:
 
 
 def _array(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
-    arr = self.numpy()
+    if value_read_hooks:
+        _reading(self, "np.asarray")
+    arr = _to_numpy(self)
     return arr if dtype is None else arr.astype(dtype, copy=False)
 
 
 def _item(self: Tensor, *args: int) -> Any:
     """The element as a Python scalar: of a 1-element tensor, or (Paddle) at a flat index
     item(i) or at coordinates item(i, j, ...)."""
+    if value_read_hooks:
+        _reading(self, "Tensor.item()")
     if not args:
         if _numel_int(self) != 1:
             raise ValueError(f"item(): tensor of shape {list(self.shape)} has {self.size} "
                              "elements, expected exactly 1 (or give an index)")
-        return self.numpy().reshape(()).item()
+        return _to_numpy(self).reshape(()).item()
     if not all(isinstance(i, int | np.integer) and not isinstance(i, bool) for i in args):
         raise TypeError(f"item(): indices must be ints, got {args!r}")
-    arr = self.numpy()
+    arr = _to_numpy(self)
     try:
         return arr.item(*args)
     except IndexError:
@@ -204,14 +231,25 @@ def _reflected(fn: Any) -> Any:
     return method
 
 
+Tensor.numpy = _numpy
 Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
 Tensor.__array__ = _array
 Tensor.__array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
 Tensor.item = _item
-Tensor.__bool__ = lambda self: bool(_item(self))
-Tensor.__float__ = lambda self: float(_item(self))
-Tensor.__int__ = lambda self: int(_item(self))
+
+
+def _read_as(what: str, convert: Any) -> Any:
+    def method(self: Tensor) -> Any:
+        if value_read_hooks:
+            _reading(self, what)
+        return convert(_item(self))
+    return method
+
+
+Tensor.__bool__ = _read_as("bool() (a Python if/while/and/or on a tensor)", bool)
+Tensor.__float__ = _read_as("float()", float)
+Tensor.__int__ = _read_as("int()", int)
 Tensor.tolist = lambda self: self.numpy().tolist()
 _bind_ops()
 
@@ -347,7 +385,9 @@ def _index(self: Tensor) -> int:
                                                   "int64"):
         raise TypeError(f"only 0-d integer tensors can be used as an index, got dtype "
                         f"{self.dtype.name} shape {list(self.shape)}")
-    return int(self.numpy().item())
+    if value_read_hooks:
+        _reading(self, "operator.index (a tensor used as a Python int)")
+    return int(_to_numpy(self).item())
 
 
 _ELEMENT_SIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bfloat16": 2,

@@ -56,3 +56,14 @@ def builder_kwargs(op: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     out = dict(kwargs)
     out[count] = out.pop(ints)
     return out
+
+
+def recorded_kwargs(op: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """The attributes a pipeline layer sees for an eager call of `op` (dispatch's normalized
+    form: `_`-prefixed keys, a count as a one-element list with `_sizes` False) as the pd_op
+    builder's keyword arguments."""
+    out = dict(attrs)
+    pair = COUNT_ATTRS.get(op)
+    if pair is not None and out.get("_sizes") is False:
+        out[pair[0]] = out[pair[0]][0]
+    return {k: v for k, v in out.items() if not k.startswith("_")}

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from ..attributes import ArrayAttr, Attribute, DTypeAttr, StrAttr, attr
 from ..core import Block, Operation, OpResult, Value
-from ..eager_attrs import given_attrs
+from ..eager_attrs import given_attrs, recorded_kwargs
 from ..types import TensorType, VectorType
 from .manager import Pass, register_pass
 
@@ -322,12 +322,8 @@ def trace_decomposition(op: Any, inputs: list[Any], plan: Any,
     finally:
         _core.layer_leave("trace")
         _core.register_layer("trace", None)
-    calls = []
-    for name, args, recorded, out in recorder.calls:
-        if recorded.get("_sizes") is False:  # split: a count of equal parts, not sizes
-            recorded["sections"] = recorded["sections"][0]
-        calls.append((name, args, {k: v for k, v in recorded.items()
-                                   if not k.startswith("_")}, out))
+    calls = [(name, args, recorded_kwargs(name, recorded), out)
+             for name, args, recorded, out in recorder.calls]
     return calls, result
 
 

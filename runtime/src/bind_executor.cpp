@@ -103,6 +103,9 @@ void bind_executor(py::module_& m) {
   // The lowering pass traces decompositions and tells views from fresh tensors by this.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage.get()); },
         py::arg("tensor"), "An id of the storage under a tensor (shared by its views).");
+  // to_static's capture tells an in-place write (Tensor.set_value) into a traced tensor by this.
+  m.def("_storage_version", [](const Tensor& t) { return t.storage->version(); },
+        py::arg("tensor"), "How many in-place writes the storage under a tensor has had.");
 }
 
 }  // namespace hwport

@@ -1,0 +1,434 @@
+"""to_static's capture: the pipeline's trace layer records one run of a Python function.
+
+The function runs once, eagerly, while a `Recorder` sits in the pipeline's `trace` slot
+(runtime/src/layers.h). Every op call the function makes (operators, the op functions,
+nn.functional, indexing, the ops of the autograd engine) reaches the recorder after its
+arguments are checked and its meta inferred; it notes the op, its attributes and which traced
+values its inputs are, lets the call run, and names the outputs. Calls made inside another
+call (a decomposition's sub-ops) pass through unrecorded: the program holds the op itself.
+
+A tensor input of a call is one of: a program input (`data`), an output of an earlier
+recorded call, a parameter (a layer's parameter or buffer by its name; any other tensor made
+before the capture, by reference), or a constant (a 0-d tensor the call made of a Python
+scalar). After the run, `build` turns the record into a PIR program (builtin.data /
+builtin.parameter / builtin.constant, pd_op ops, builtin.shadow_output), with symbolic dims
+where the caller asks for them.
+
+What a program cannot hold is caught, not recorded wrongly:
+- a host read of a traced tensor's values (Python `if` on a tensor, .numpy(), .item(),
+  print) is data-dependent: `CaptureBreak` (the caller raises it as an error naming the file
+  and line, or runs the call eagerly: a graph break);
+- an in-place write (Tensor.set_value) into a traced tensor or a parameter: the same;
+- a random op (dropout in training, uniform, normal): its Philox offsets are fixed at capture,
+  so a program would draw the same numbers on every run; refused the same way."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwport.pir import Builder, Program
+from hwport.pir.eager_attrs import recorded_kwargs
+
+
+class CaptureBreak(Exception):
+    """Something in the function a program cannot express; `reason` says what and where."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---- where the user's code is -------------------------------------------------------------
+
+@functools.cache
+def _package_dirs() -> tuple[str, ...]:
+    import hwport
+    from hwport import phi_ops, pir, runtime
+
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                 for m in (hwport, phi_ops, pir, runtime))
+
+
+def user_frame() -> str:
+    """'file:line: code' of the innermost caller outside hwport itself."""
+    package_dirs = _package_dirs()
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not name.startswith(package_dirs) and not name.startswith("<frozen"):
+            import linecache
+
+            code = linecache.getline(name, frame.f_lineno).strip()
+            return f"{name}:{frame.f_lineno}" + (f" (`{code}`)" if code else "")
+        frame = frame.f_back
+    return "<unknown>"
+
+
+# ---- the record ---------------------------------------------------------------------------
+
+RANDOM_OPS = frozenset({"uniform", "normal", "dropout"})
+
+
+@dataclass
+class Call:
+    op: str  # a pd_op name, or "cf.if" / "cf.while"
+    inputs: list[Any]  # per input slot: a value id, a list of them, or None
+    attrs: dict[str, Any]
+    outputs: list[int]  # value ids
+    # cf.if: (then calls, then yields), (else calls, else yields); cf.while: one region whose
+    # yields are the next condition and carried values, its block arguments in `args`
+    regions: list[tuple[list[Call], list[int]]] = field(default_factory=list)
+    args: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Record:
+    """One run of the function, as value ids: what each id is and the calls in order."""
+
+    data: list[tuple[int, str]] = field(default_factory=list)  # (id, feed name)
+    params: dict[int, str] = field(default_factory=dict)  # id -> parameter name
+    consts: dict[int, tuple[Any, tuple[int, ...], str]] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    metas: dict[int, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+
+    def signature(self) -> tuple[Any, ...]:
+        """What must agree between two runs of the same code path at different sizes for one
+        program to serve both: the ops, how they connect, their attributes, the constants."""
+        return (_calls_signature(self.calls),
+                tuple(sorted((k, repr(v)) for k, v in self.consts.items())),
+                tuple(sorted(self.params.items())))
+
+
+def _calls_signature(calls: list[Call]) -> tuple[Any, ...]:
+    return tuple((c.op, repr(c.inputs), repr(sorted(c.attrs.items())), tuple(c.outputs),
+                  tuple((_calls_signature(cs), tuple(ys)) for cs, ys in c.regions),
+                  tuple(c.args)) for c in calls)
+
+
+class Recorder:
+    """The trace layer during a capture (registered in the "trace" slot)."""
+
+    def __init__(self, param_names: dict[int, str], full_graph: bool = True) -> None:
+        from hwport.runtime import _core
+
+        self.full_graph = full_graph
+        self._core = _core
+        self.record = Record()
+        self.param_names = param_names  # id(tensor) -> name (the layer's parameters, buffers)
+        self.depth = 0
+        self._ids: dict[int, int] = {}  # id(tensor) -> value id
+        self._layouts: dict[tuple[Any, ...], int] = {}  # another wrapper of a known view
+        self._versions: dict[int, tuple[Any, int]] = {}  # value id -> (tensor, storage version)
+        self._keep: list[Any] = []  # every tensor seen, alive so ids stay unique
+        self._captured = 0
+        self._calls = [self.record.calls]  # where calls go: a region's list inside cond/while
+        self._paused = 0  # while_loop's later iterations run unrecorded
+        self.error: CaptureBreak | None = None
+
+    # -- value ids --
+    def _layout(self, t: Any) -> tuple[Any, ...]:
+        return (self._core._storage_id(t), tuple(t.shape), tuple(t.strides), int(t._offset),
+                str(t.dtype))
+
+    def _name(self, t: Any, vid: int) -> None:
+        self._keep.append(t)
+        self._ids[id(t)] = vid  # (a later name of the same object wins)
+        self._layouts.setdefault(self._layout(t), vid)
+        self._versions[vid] = (t, self._core._storage_version(t))
+        self.record.metas[vid] = (tuple(t.shape), str(t.dtype))
+
+    def _new_id(self) -> int:
+        return len(self.record.metas)
+
+    def add_data(self, t: Any, name: str) -> None:
+        vid = self._new_id()
+        self._name(t, vid)
+        self.record.data.append((vid, name))
+
+    def lookup(self, t: Any) -> int | None:
+        vid = self._ids.get(id(t))
+        if vid is None:
+            vid = self._layouts.get(self._layout(t))
+        return vid
+
+    def value_id(self, t: Any) -> int:
+        vid = self.lookup(t)
+        if vid is not None:
+            return vid
+        vid = self._new_id()
+        name = self.param_names.get(id(t))
+        if name is None and t.ndim == 0 and t.size == 1 and t.stop_gradient:
+            # a Python scalar the call made a 0-d tensor of (or a 0-d tensor from outside)
+            from hwport.tensor import _to_numpy
+
+            self._name(t, vid)
+            self.record.consts[vid] = (_to_numpy(t).item(), (), str(t.dtype))
+            return vid
+        if name is None:  # a tensor from outside the function: bound by reference
+            name = f"_captured_{self._captured}"
+            self._captured += 1
+        self._name(t, vid)
+        self.record.params[vid] = name
+        return vid
+
+    def traced(self, t: Any) -> bool:
+        """Whether t's values depend on the program's inputs (data or a recorded call)."""
+        vid = self.lookup(t)
+        return vid is not None and vid not in self.record.params and \
+            vid not in self.record.consts
+
+    # -- the layer --
+    def traced_value(self, v: Any) -> bool:
+        from hwport.runtime import Tensor
+
+        return isinstance(v, Tensor) and self.error is None and not self._paused and \
+            self.traced(v)
+
+    def on_call(self, call: Any, next: Any) -> Any:
+        if self.depth or self.error is not None or self._paused:
+            self.depth += 1
+            try:
+                return next(call)
+            finally:
+                self.depth -= 1
+        op = call.op
+        attrs = recorded_kwargs(op, dict(call.attrs))
+        if op in RANDOM_OPS and (op != "dropout" or (attrs.get("training") and
+                                                     attrs.get("p", 0) > 0)):
+            self.fail(f"the random op {op} at {user_frame()}: a program would draw the same "
+                      "numbers on every run (its Philox offset is fixed at capture); call it "
+                      "outside the function, or use layer.eval() for dropout")
+        raw = list(call.inputs)
+        inputs = [None if v is None else [self.value_id(t) for t in v]
+                  if isinstance(v, list | tuple) else self.value_id(v) for v in raw]
+        self.depth += 1
+        try:
+            out = next(call)
+        finally:
+            self.depth -= 1
+        variadic = isinstance(out, list | tuple)
+        outs = list(out) if variadic else [out]
+        ids = []
+        for t in outs:
+            vid = self._new_id()
+            self._name(t, vid)
+            ids.append(vid)
+        self._calls[-1].append(Call(op, inputs, attrs, ids))
+        return out
+
+    def fail(self, reason: str) -> None:
+        """Stops recording; raises under full_graph, else the run goes on eagerly (a graph
+        break: the caller serves this guard eagerly)."""
+        self.error = CaptureBreak(reason)
+        if self.full_graph:
+            raise self.error
+
+    def tensor_of(self, vid: int) -> Any:
+        return self._versions[vid][0]
+
+    # -- control flow (hwport.static.nn) --
+    def _alias(self, t: Any) -> Any:
+        """A new tensor object over t's memory, to be named apart from t."""
+        alias = t._view(list(t.shape), list(t.strides), int(t._offset))
+        vid = self._new_id()
+        self._keep.append(alias)
+        self._ids[id(alias)] = vid
+        self._versions[vid] = (alias, self._core._storage_version(alias))
+        self.record.metas[vid] = (tuple(t.shape), str(t.dtype))
+        return alias
+
+    def _region(self, fn: Any, *args: Any) -> tuple[list[Call], Any]:
+        calls: list[Call] = []
+        self._calls.append(calls)
+        try:
+            return calls, fn(*args)
+        finally:
+            self._calls.pop()
+
+    def _tensor_leaves(self, fn: str, what: str, out: Any) -> tuple[Any, list[Any]]:
+        from hwport.runtime import Tensor
+
+        from .pytree import flatten
+
+        leaves: list[Any] = []
+        tree = flatten(out, leaves)
+        if not all(isinstance(v, Tensor) for v in leaves):
+            bad = next(type(v).__name__ for v in leaves if not isinstance(v, Tensor))
+            self.fail(f"{fn}: {what} returned a {bad} inside a capture; a program's "
+                      f"branches and loop variables are tensors (at {user_frame()})")
+        return tree, leaves
+
+    def record_cond(self, pred: Any, true_fn: Any, false_fn: Any) -> Any:
+        from hwport.static.nn import _truth
+
+        from .pytree import unflatten
+
+        pred_id = self.value_id(pred)
+        regions, outs = [], []
+        for what, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
+            calls, out = self._region(fn if fn is not None else (lambda: None))
+            tree, leaves = self._tensor_leaves("cond", what, out)
+            regions.append((calls, [self.value_id(t) for t in leaves]))
+            outs.append((tree, leaves))
+        (tree_t, then), (tree_f, other) = outs
+        metas = [[(tuple(t.shape), str(t.dtype)) for t in ls] for ls in (then, other)]
+        if tree_t != tree_f or metas[0] != metas[1]:
+            self.fail(f"cond: true_fn and false_fn must return the same structure of tensors "
+                      f"with the same shapes and dtypes inside a capture; got {metas[0]} and "
+                      f"{metas[1]} (at {user_frame()})")
+        tree, taken = outs[0] if _truth(pred, "cond") else outs[1]
+        results = [self._alias(t) for t in taken]
+        self._calls[-1].append(Call("cf.if", [pred_id], {},
+                                    [self._ids[id(r)] for r in results], regions))
+        return unflatten(tree, results)
+
+    def record_while(self, cond: Any, body: Any, values: list[Any]) -> list[Any]:
+        from hwport.static.nn import _truth
+
+        _, leaves = self._tensor_leaves("while_loop", "loop_vars", values)
+        inits = [self.value_id(t) for t in leaves]
+        first = cond(*values)
+        first_id = self.value_id(first)
+        args = [self._alias(t) for t in leaves]
+
+        def iteration(*carried: Any) -> tuple[Any, list[Any]]:
+            out = body(*carried)
+            out = list(out) if isinstance(out, list | tuple) else [out]
+            return cond(*out), out
+
+        calls, (nxt, out) = self._region(iteration, *args)
+        _, out_leaves = self._tensor_leaves("while_loop", "body", out)
+        before = [(tuple(t.shape), str(t.dtype)) for t in leaves]
+        after = [(tuple(t.shape), str(t.dtype)) for t in out_leaves]
+        if before != after:
+            self.fail(f"while_loop: body must keep each loop variable's shape and dtype "
+                      f"inside a capture; {before} became {after} (at {user_frame()})")
+        yields = [self.value_id(nxt), *(self.value_id(t) for t in out_leaves)]
+        final = list(values)
+        if _truth(first, "while_loop"):  # the recorded iteration was the first one
+            final, c = out, nxt
+            self._paused += 1
+            try:
+                while _truth(c, "while_loop"):
+                    c, final = iteration(*final)
+            finally:
+                self._paused -= 1
+        results = [self._alias(t) for t in final]
+        self._calls[-1].append(Call("cf.while", [first_id, *inits], {},
+                                    [self._ids[id(r)] for r in results], [(calls, yields)],
+                                    [self._ids[id(a)] for a in args]))
+        return results
+
+    def on_read(self, t: Any, what: str) -> None:
+        # reads inside an op call (a decomposition's checks) are the op's, not control flow
+        if self.error is None and not self.depth and not self._paused and self.traced(t):
+            self.fail(f"{what} of a tensor computed from the inputs at {user_frame()}: its "
+                      "value depends on the data, which the program does not see when it is "
+                      "captured. Use hwport.static.nn.cond / while_loop for control flow on "
+                      "tensors, move the read out of the function, or pass full_graph=False "
+                      "to run such calls eagerly")
+
+    def check_writes(self) -> None:
+        """An in-place write (set_value) into a tensor the record holds: the record no longer
+        says what the function computed."""
+        for vid, (t, version) in self._versions.items():
+            if self._core._storage_version(t) != version:
+                kind = ("parameter " + self.record.params[vid] if vid in self.record.params
+                        else "input" if any(vid == d for d, _ in self.record.data)
+                        else "traced tensor")
+                self.fail(f"an in-place write (Tensor.set_value) into a {kind} of shape "
+                          f"{list(t.shape)} during the capture: a program holds no in-place "
+                          "writes; write a new tensor instead, or pass full_graph=False to "
+                          "run such calls eagerly")
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[Recorder]:
+    """Puts `recorder` in the pipeline's trace slot and on the tensors' value reads."""
+    from hwport import tensor as tensor_mod
+    from hwport.runtime import _core
+
+    if _core.registered_layer("trace") is not None:
+        raise RuntimeError("to_static: the pipeline's trace layer is in use (a capture or a "
+                           "kernel lowering is running on this thread)")
+    _core.register_layer("trace", recorder)
+    _core.layer_enter("trace")
+    tensor_mod.value_read_hooks.append(recorder.on_read)
+    try:
+        yield recorder
+    finally:
+        tensor_mod.value_read_hooks.remove(recorder.on_read)
+        _core.layer_leave("trace")
+        _core.register_layer("trace", None)
+
+
+def capturing() -> bool:
+    """Whether a capture is recording on this thread."""
+    return active_recorder() is not None
+
+
+# ---- the program --------------------------------------------------------------------------
+
+def build(record: Record, outputs: list[int],
+          dims: dict[int, list[Any]] | None = None) -> Program:
+    """The record as a PIR program: outputs named output_0.. in order; `dims` gives a data
+    value's dims (symbol names for the symbolic ones) where they are not its traced shape."""
+    program = Program()
+    env: dict[int, Any] = {}
+    with Builder(program) as b:
+        for vid, name in record.data:
+            shape, dtype = record.metas[vid]
+            env[vid] = b.data(name, (dims or {}).get(vid, list(shape)), dtype)
+        # parameters and constants first: a region may be the first to use one
+        for vid in sorted(record.params):
+            shape, dtype = record.metas[vid]
+            env[vid] = b.parameter(record.params[vid], list(shape), dtype)
+        for vid in sorted(record.consts):
+            scalar, cshape, cdtype = record.consts[vid]
+            env[vid] = b.constant(scalar, list(cshape), cdtype)
+
+        def value(i: Any) -> Any:
+            if i is None:
+                return None
+            return [env[j] for j in i] if isinstance(i, list) else env[i]
+
+        def emit(calls: list[Call]) -> None:
+            for c in calls:
+                if c.op == "cf.if":
+                    (then, y_then), (other, y_other) = c.regions
+                    res = b.cf.if_(value(c.inputs[0]),
+                                   lambda then=then, ys=y_then: (emit(then), value(ys))[1],
+                                   lambda other=other, ys=y_other: (emit(other), value(ys))[1])
+                elif c.op == "cf.while":
+                    body, ys = c.regions[0]
+
+                    def body_fn(*block_args: Any, c: Call = c, body: list[Call] = body,
+                                ys: list[int] = ys) -> tuple[Any, list[Any]]:
+                        env.update(zip(c.args, block_args, strict=True))
+                        emit(body)
+                        return env[ys[0]], value(ys[1:])
+
+                    res = b.cf.while_(value(c.inputs[0]), value(c.inputs[1:]), body_fn)
+                else:
+                    res = getattr(b.pd_op, c.op)(*(value(i) for i in c.inputs), **c.attrs)
+                res = list(res) if isinstance(res, list | tuple) else [res]
+                env.update(zip(c.outputs, res, strict=True))
+
+        emit(record.calls)
+        for k, vid in enumerate(outputs):
+            b.output(env[vid], f"output_{k}")
+    return program
+
+
+def active_recorder() -> Recorder | None:
+    """The capture recording on this thread, if any."""
+    from hwport.runtime import _core
+
+    layer = _core.registered_layer("trace")
+    return layer if isinstance(layer, Recorder) else None
