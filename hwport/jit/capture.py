@@ -19,8 +19,10 @@ What a program cannot hold is caught, not recorded wrongly:
   print) is data-dependent: `CaptureBreak` (the caller raises it as an error naming the file
   and line, or runs the call eagerly: a graph break);
 - an in-place write (Tensor.set_value) into a traced tensor or a parameter: the same;
-- a random op (dropout in training, uniform, normal): its Philox offsets are fixed at capture,
-  so a program would draw the same numbers on every run; refused the same way."""
+- a random op drawing from the global generator (dropout in training, hwport.uniform /
+  normal with seed 0): its Philox offset is fixed at capture, so a program would draw the
+  same numbers on every run; refused the same way (an explicit seed is a fixed stream and is
+  recorded)."""
 
 from __future__ import annotations
 
@@ -68,6 +70,17 @@ def user_frame() -> str:
             return f"{name}:{frame.f_lineno}" + (f" (`{code}`)" if code else "")
         frame = frame.f_back
     return "<unknown>"
+
+
+def _read_by_hwport() -> bool:
+    """Whether the code reading a tensor's values (past Tensor's own read methods) is
+    hwport's."""
+    frame = sys._getframe(2)
+    tensor_py = os.path.join(_package_dirs()[0], "tensor.py")
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) == tensor_py:
+        frame = frame.f_back
+    return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _package_dirs())
 
 
 # ---- the record ---------------------------------------------------------------------------
@@ -129,6 +142,7 @@ class Recorder:
         self._captured = 0
         self._calls = [self.record.calls]  # where calls go: a region's list inside cond/while
         self._paused = 0  # while_loop's later iterations run unrecorded
+        self.drawn: set[tuple[int, int]] = set()  # (seed, offset)s the global generator gave
         self.error: CaptureBreak | None = None
 
     # -- value ids --
@@ -199,8 +213,8 @@ class Recorder:
                 self.depth -= 1
         op = call.op
         attrs = recorded_kwargs(op, dict(call.attrs))
-        if op in RANDOM_OPS and (op != "dropout" or (attrs.get("training") and
-                                                     attrs.get("p", 0) > 0)):
+        if op in RANDOM_OPS and (attrs.get("seed"), attrs.get("offset", 0)) in self.drawn and (
+                op != "dropout" or (attrs.get("training") and attrs.get("p", 0) > 0)):
             self.fail(f"the random op {op} at {user_frame()}: a program would draw the same "
                       "numbers on every run (its Philox offset is fixed at capture); call it "
                       "outside the function, or use layer.eval() for dropout")
@@ -326,8 +340,11 @@ class Recorder:
         return results
 
     def on_read(self, t: Any, what: str) -> None:
-        # reads inside an op call (a decomposition's checks) are the op's, not control flow
-        if self.error is None and not self.depth and not self._paused and self.traced(t):
+        # reads inside an op call, or by hwport's own functions (an index or label check
+        # before the call) are the op's checks of this data, not control flow: the program
+        # does not repeat them, as kernel lowering does not
+        if self.error is None and not self.depth and not self._paused and self.traced(t) \
+                and not _read_by_hwport():
             self.fail(f"{what} of a tensor computed from the inputs at {user_frame()}: its "
                       "value depends on the data, which the program does not see when it is "
                       "captured. Use hwport.static.nn.cond / while_loop for control flow on "
@@ -352,6 +369,7 @@ class Recorder:
 def recording(recorder: Recorder) -> Iterator[Recorder]:
     """Puts `recorder` in the pipeline's trace slot and on the tensors' value reads."""
     from hwport import tensor as tensor_mod
+    from hwport.random import default_generator
     from hwport.runtime import _core
 
     if _core.registered_layer("trace") is not None:
@@ -360,9 +378,25 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
     _core.register_layer("trace", recorder)
     _core.layer_enter("trace")
     tensor_mod.value_read_hooks.append(recorder.on_read)
+    gen = default_generator
+    draw, draw_for = gen.draw, gen.draw_for
+
+    def noted_draw(counters: int) -> tuple[int, int]:
+        seed, offset = draw(counters)
+        recorder.drawn.add((seed, offset))
+        return seed, offset
+
+    def noted_draw_for(counters: int, fn: Any) -> Any:
+        def noted(seed: int, offset: int) -> Any:
+            recorder.drawn.add((seed, offset))
+            return fn(seed, offset)
+        return draw_for(counters, noted)
+
+    gen.draw, gen.draw_for = noted_draw, noted_draw_for  # this generator's, while recording
     try:
         yield recorder
     finally:
+        del gen.draw, gen.draw_for
         tensor_mod.value_read_hooks.remove(recorder.on_read)
         _core.layer_leave("trace")
         _core.register_layer("trace", None)

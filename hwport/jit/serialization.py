@@ -88,18 +88,21 @@ def save(layer: Any, path: str, input_spec: Any = None, **configs: Any) -> None:
 
 def read_artifact(path: str) -> tuple[Any, dict[str, Any]]:
     """(the program, its parameters as numpy arrays by name) of a jit.save artifact."""
+    prefix = os.fspath(path)
+    return read_files(prefix + PROGRAM_SUFFIX, prefix + PARAMS_SUFFIX)
+
+
+def read_files(prog_file: str, params_file: str) -> tuple[Any, dict[str, Any]]:
     from hwport import load as load_tensors
     from hwport.pir import parse
 
-    prefix = os.fspath(path)
-    for suffix in (PROGRAM_SUFFIX, PARAMS_SUFFIX):
-        if not os.path.isfile(prefix + suffix):
-            raise FileNotFoundError(f"jit.load: no such file {prefix + suffix!r} (jit.save "
-                                    f"writes {PROGRAM_SUFFIX} and {PARAMS_SUFFIX} next to "
-                                    "each other)")
-    with open(prefix + PROGRAM_SUFFIX, encoding="utf-8") as f:
+    for f in (prog_file, params_file):
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"no such file {f!r} (jit.save writes {PROGRAM_SUFFIX} "
+                                    f"and {PARAMS_SUFFIX} next to each other)")
+    with open(prog_file, encoding="utf-8") as f:
         program = parse(f.read())
-    return program, load_tensors(prefix + PARAMS_SUFFIX, return_numpy=True)
+    return program, load_tensors(params_file, return_numpy=True)
 
 
 class ProgramRunner:
