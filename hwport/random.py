@@ -107,14 +107,33 @@ def seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
-def get_rng_state() -> tuple[int, int]:
-    """The global generator's (seed, offset)."""
+def _check_device(fn: str, device: Any) -> None:
+    """Paddle's `device=` of the rng-state functions: None (the current device) or a place.
+    One generator serves every device (the numbers do not depend on it), so a valid place
+    selects that same generator; an unknown one is refused as everywhere else."""
+    if device is None:
+        return
+    from hwport.runtime import _core
+
+    try:
+        _core.resolve_place(device)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{fn}: device: {e}") from None
+
+
+def get_rng_state(device: Any = None) -> tuple[int, int]:
+    """The global generator's (seed, offset). Paddle's signature; `device` (None or a place
+    such as 'custom:opencl') is checked, and the one generator every device shares answers
+    (Paddle returns a list of per-device generator states: pass the result back to
+    set_rng_state either way)."""
+    _check_device("get_rng_state", device)
     return default_generator.get_state()
 
 
-def set_rng_state(state: Any) -> None:
-    """Restores a state from get_rng_state()."""
-    default_generator.set_state(state)
+def set_rng_state(state_list: Any, device: Any = None) -> None:
+    """Restores a state from get_rng_state() (Paddle's signature; `device` as there)."""
+    _check_device("set_rng_state", device)
+    default_generator.set_state(state_list)
 
 
 # ---- the random ops with Paddle's seed=0: draw from the global generator ----------------

@@ -444,8 +444,11 @@ class Layer:
         self._replace(updates)
         return self
 
-    def _moves(self, place: Any, target: Any, updates: dict[int, tuple[Tensor, Tensor]]) -> None:
+    def _moves(self, place: Any, target: Any, updates: dict[int, tuple[Tensor, Tensor]],
+               excluded: tuple[type, ...] = ()) -> None:
         for layer in self.sublayers(include_self=True):
+            if type(layer) in excluded:
+                continue
             for table in ("_parameters", "_buffers"):
                 for value in getattr(layer, table).values():
                     if value is None or id(value) in updates:
@@ -460,10 +463,57 @@ class Layer:
             if target is not None:
                 layer.__dict__["_dtype"] = str(target)
 
-    def float(self) -> Layer:
-        return self.to(dtype="float32")
+    def _cast_floats(self, fn: str, dtype: str, excluded_layers: Any) -> Layer:
+        """The floating parameters and buffers of every sublayer (and self) whose type is not
+        in excluded_layers (a Layer subclass or a list/tuple of them, as Paddle matches
+        `type(layer) in excluded_layers`) cast to dtype; as to(), the parameters are rebuilt."""
+        self._layer_state(fn)
+        if excluded_layers is None:
+            excluded: tuple[type, ...] = ()
+        elif isinstance(excluded_layers, type):
+            excluded = (excluded_layers,)
+        elif isinstance(excluded_layers, (list, tuple)):
+            excluded = tuple(excluded_layers)
+        else:
+            raise TypeError(f"Layer.{fn}: excluded_layers must be a Layer class or a list of "
+                            f"them, got {type(excluded_layers).__name__}")
+        for cls in excluded:
+            if not (isinstance(cls, type) and issubclass(cls, Layer)):
+                raise TypeError(f"Layer.{fn}: excluded_layers must hold Layer classes (such as "
+                                f"nn.LayerNorm), got {cls!r}")
+        target = _core.parse_dtype(dtype, f"Layer.{fn}", "dtype")
+        updates: dict[int, tuple[Tensor, Tensor]] = {}
+        with _param.no_grad():
+            self._moves(None, target, updates, excluded)
+        self._replace(updates)
+        return self
 
-    def astype(self, dtype: Any) -> Layer:
+    def float(self, excluded_layers: Any = None) -> Layer:
+        """Floating parameters and buffers to float32, except in layers of excluded_layers."""
+        return self._cast_floats("float", "float32", excluded_layers)
+
+    def float16(self, excluded_layers: Any = None) -> Layer:
+        """Floating parameters and buffers to float16, except in layers of excluded_layers."""
+        return self._cast_floats("float16", "float16", excluded_layers)
+
+    def bfloat16(self, excluded_layers: Any = None) -> Layer:
+        """Floating parameters and buffers to bfloat16, except in layers of excluded_layers."""
+        return self._cast_floats("bfloat16", "bfloat16", excluded_layers)
+
+    def double(self) -> Layer:
+        """Floating parameters and buffers to float64."""
+        return self._cast_floats("double", "float64", None)
+
+    def half(self) -> Layer:
+        """Floating parameters and buffers to float16."""
+        return self._cast_floats("half", "float16", None)
+
+    def astype(self, dtype: Any = None) -> Layer:
+        """Casts the floating parameters and buffers to dtype (Paddle's signature: dtype has a
+        default of None, which Paddle refuses too)."""
+        if dtype is None:
+            raise ValueError("Layer.astype: dtype must be a float dtype such as 'float32' or "
+                             "hwport.float16, got None")
         return self.to(dtype=dtype)
 
     # ---- repr --------------------------------------------------------------------------------

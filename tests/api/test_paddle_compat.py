@@ -690,6 +690,68 @@ def test_the_issues_rms_norm_snippet_runs_as_paddle_code():
     np.testing.assert_array_equal(m.numpy(), np.maximum(a, 0))
 
 
+def _places_with_devices() -> list[str]:
+    return [f"custom:{p['device_type']}" for p in hwport.runtime.plugins()
+            if p["device_type"] in ("cpu", "opencl") and p["device_count"] > 0]
+
+
+def test_the_issues_rms_norm_layer_trains_on_every_place():
+    """The issue's proof, as a Paddle user writes it: an RMSNorm Layer whose weight comes from
+    the module-level paddle.create_parameter (shape [768], the default dtype, Constant(1.0)),
+    forward x.pow(2).mean(-1, keepdim=True) / paddle.rsqrt / broadcasting multiplies; forward
+    and backward on custom:cpu and custom:opencl (the device chosen by set_device only),
+    against the closed-form float64 gradients in numpy."""
+    import hwport.nn as nn
+
+    class RMSNorm(nn.Layer):
+        def __init__(self, hidden_size=768, eps=1e-6):
+            super().__init__()
+            self.weight = paddle.create_parameter(
+                shape=[hidden_size], dtype=paddle.get_default_dtype(),
+                default_initializer=nn.initializer.Constant(1.0))
+            self.variance_epsilon = eps
+
+        def forward(self, hidden_states):
+            variance = hidden_states.pow(2).mean(-1, keepdim=True)
+            hidden_states = paddle.rsqrt(variance + self.variance_epsilon) * hidden_states
+            return hidden_states * self.weight
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 3, 768)).astype(np.float32)
+    g = rng.standard_normal((2, 3, 768)).astype(np.float32)
+    w = 1.0 + 0.1 * rng.standard_normal(768)
+    x64, g64 = a.astype(np.float64), g.astype(np.float64)
+    r = 1.0 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6)
+    want_out = x64 * r * w
+    want_dw = (g64 * x64 * r).sum((0, 1))
+    gw = g64 * w
+    want_dx = r * gw - x64 * r ** 3 * (gw * x64).mean(-1, keepdims=True)
+    places = _places_with_devices()
+    assert "custom:cpu" in places
+    before = paddle.get_device()
+    try:
+        for place in places:
+            paddle.set_device(place)
+            layer = RMSNorm()
+            assert [k for k, _ in layer.named_parameters()] == ["weight"]
+            assert layer.weight.dtype == paddle.float32 and not layer.weight.stop_gradient
+            assert str(layer.weight.place).startswith(place)
+            np.testing.assert_array_equal(layer.weight.numpy(), np.ones(768, np.float32))
+            layer.weight.set_value(w.astype(np.float32))
+            x = paddle.to_tensor(a, stop_gradient=False)
+            out = layer(x)
+            assert str(out.place).startswith(place) and out.shape == [2, 3, 768]
+            out.backward(paddle.to_tensor(g))
+            np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-5, atol=1e-5,
+                                       err_msg=place)
+            np.testing.assert_allclose(x.grad.numpy(), want_dx, rtol=1e-4, atol=1e-5,
+                                       err_msg=place)
+            np.testing.assert_allclose(layer.weight.grad.numpy(), want_dw, rtol=1e-4,
+                                       atol=1e-4, err_msg=place)
+    finally:
+        paddle.set_device(before)
+
+
 # ---- the ops.yaml `api` keys this surface needs (phi_ops/schema.py checks them) -------------
 
 @pytest.mark.parametrize(("op", "api", "says"), [

@@ -210,6 +210,17 @@ def test_integer_inputs_get_no_gradient():
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])
     assert i.grad is None
+    # asked for explicitly, an integer tensor still gets none: it is no leaf of the graph,
+    # and integer results need no gradient
+    j = hwport.to_tensor(np.array([1, 2, 3], np.int64))
+    j.stop_gradient = False
+    x.clear_gradient(False)
+    (x * j.astype("float32")).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
+    assert j.grad is None
+    assert (j * j).stop_gradient and hwport.gather(x, i).stop_gradient is False
+    (gj,) = hwport.grad((x * j.astype("float32")).sum(), [j], allow_unused=True)
+    assert gj is None
 
 
 def test_graph_is_released_with_its_outputs():

@@ -119,6 +119,26 @@ def test_seed_determinism_and_state() -> None:
     np.testing.assert_array_equal(_make(I.Uniform(), [5]), neg)
 
 
+def test_rng_state_takes_paddles_device_and_state_list() -> None:
+    """get_rng_state(device=None) / set_rng_state(state_list, device=None) as Paddle spells
+    them: one generator serves every device, so every valid place answers the same state and
+    restoring it (for any place) replays the same draws; an unknown place is refused."""
+    hwport.seed(3)
+    _make(I.Uniform(), [4])
+    places = [None, "custom:cpu", "cpu", *([opencl_place()] if opencl_place() else [])]
+    states = [hwport.get_rng_state(device=p) for p in places]
+    assert states == [(3, 4)] * len(places)
+    first = _make(I.Normal(), [6])
+    for p in places:
+        hwport.set_rng_state(state_list=states[0], device=p)
+        np.testing.assert_array_equal(_make(I.Normal(), [6]), first)
+    with pytest.raises(ValueError, match=r"get_rng_state: device: invalid place 'gpu:0'"):
+        hwport.get_rng_state("gpu:0")
+    with pytest.raises(TypeError, match=r"set_rng_state: device: place must be a str"):
+        hwport.set_rng_state(states[0], device=0)
+    assert hwport.get_rng_state() == (3, 4 + 2 * 6)  # a refused call changed nothing
+
+
 def test_uniform_and_normal_with_seed_0_draw_from_the_global_generator() -> None:
     """Paddle's seed=0: hwport.uniform / normal take hwport.seed's stream (successive calls
     differ, a seeded run repeats); a nonzero seed is its own Philox stream, as the raw op's."""

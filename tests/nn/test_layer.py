@@ -255,6 +255,50 @@ def test_to_place_and_dtype() -> None:
         net.to(dtype="int32")
 
 
+def test_float_half_double_and_excluded_layers() -> None:
+    """Paddle's dtype shorthands: float/float16/bfloat16(excluded_layers=None), double(),
+    half(), astype(dtype); excluded layer types (matched as type(layer) in the list) keep
+    their dtype; values are the cast of the old ones; integer buffers stay integers."""
+    net = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    net.register_buffer("steps", hwport.to_tensor(np.array([3], np.int64)))
+    before = {k: v.numpy().astype(np.float64) for k, v in net.state_dict().items()}
+
+    def dtypes() -> dict[str, str]:
+        return {k: str(v.dtype) for k, v in net.state_dict().items()}
+
+    def values_kept(tol: float = 1e-2) -> None:  # 1e-2: a float16/bfloat16 rounding
+        for k, v in net.state_dict().items():
+            np.testing.assert_allclose(v.numpy().astype(np.float64), before[k], rtol=tol,
+                                       atol=tol)
+
+    assert net.double() is net
+    assert set(dtypes().values()) == {"float64", "int64"} and dtypes()["steps"] == "int64"
+    values_kept(0.0)
+    net.float16(excluded_layers=nn.LayerNorm)
+    assert dtypes() == {"0.weight": "float16", "0.bias": "float16", "1.weight": "float64",
+                        "1.bias": "float64", "steps": "int64"}
+    values_kept()
+    net.float(excluded_layers=[nn.Linear])
+    assert dtypes()["0.weight"] == "float16" and dtypes()["1.weight"] == "float32"
+    net.bfloat16()
+    assert {d for k, d in dtypes().items() if k != "steps"} == {"bfloat16"}
+    values_kept()
+    net.half()
+    assert {d for k, d in dtypes().items() if k != "steps"} == {"float16"}
+    net.astype("float32")
+    assert {d for k, d in dtypes().items() if k != "steps"} == {"float32"}
+    values_kept()
+    assert all(isinstance(p, nn.Parameter) and not p.stop_gradient for p in net.parameters())
+    x = hwport.to_tensor(np.ones((2, 3), np.float32))
+    assert net(x).dtype == hwport.float32
+    with pytest.raises(TypeError, match=r"excluded_layers must be a Layer class or a list"):
+        net.float(excluded_layers="LayerNorm")
+    with pytest.raises(TypeError, match=r"excluded_layers must hold Layer classes"):
+        net.float(excluded_layers=[net[1]])  # an instance, not its class
+    with pytest.raises(ValueError, match=r"astype: dtype must be a float dtype"):
+        net.astype()
+
+
 def test_tied_and_shared_like_paddle() -> None:
     # Paddle 3.3.1 for this class: named_parameters ['emb.weight'], state_dict ['emb.weight',
     # 'head.weight', 'shared.weight'], named_sublayers ['emb', 'head'], set_state_dict of
