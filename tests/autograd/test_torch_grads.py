@@ -196,6 +196,7 @@ TORCH = {
     "add": _binary(torch.add), "subtract": _binary(torch.sub), "multiply": _binary(torch.mul),
     "divide": _binary(torch.div), "maximum": _binary(torch.maximum),
     "minimum": _binary(torch.minimum), "pow": _binary(torch.pow),
+    "remainder": _binary(torch.remainder),
     "gelu_grad": lambda x, g, a: _gelu_grad(x, g, False),
     "gelu_tanh_grad": lambda x, g, a: _gelu_grad(x, g, True),
     "clip": lambda x, a: (x.clone() if a["min"] is None and a["max"] is None
