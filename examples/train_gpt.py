@@ -99,7 +99,9 @@ def vocabulary() -> tuple[list[str], np.ndarray]:
 
 
 def train(place: str, steps: int, batch: int = 8, block: int = 32, seed: int = 0,
-          log_every: int = 20, on_step=None) -> list[float]:
+          log_every: int = 20, on_step=None, static: bool = False) -> list[float]:
+    """The training loop; static=True runs each step (forward, backward, clipping, AdamW)
+    as one captured program (paddle.jit.to_static)."""
     paddle.set_device(place)
     paddle.seed(seed)
     chars, ids = vocabulary()
@@ -109,12 +111,19 @@ def train(place: str, steps: int, batch: int = 8, block: int = 32, seed: int = 0
     schedule = make_schedule(steps)
     opt = make_optimizer(model, schedule)
     losses = []
-    for step, (x, y) in enumerate(batches(ids, steps, batch, block, seed)):
-        logits = model(paddle.to_tensor(x))
-        loss = F.cross_entropy(logits.reshape([-1, len(chars)]), paddle.to_tensor(y.reshape(-1)))
+
+    def train_step(x, y):
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape([-1, len(chars)]), y)
         loss.backward()
         opt.step()
         opt.clear_grad()
+        return loss
+
+    if static:
+        train_step = paddle.jit.to_static(train_step)
+    for step, (x, y) in enumerate(batches(ids, steps, batch, block, seed)):
+        loss = train_step(paddle.to_tensor(x), paddle.to_tensor(y.reshape(-1)))
         schedule.step()
         losses.append(float(loss.item()))
         if log_every and (step % log_every == 0 or step == steps - 1):
@@ -126,8 +135,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--place", default="custom:cpu")
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--static", action="store_true",
+                    help="run each training step as one captured program (jit.to_static)")
     args = ap.parse_args()
-    losses = train(args.place, args.steps)
+    losses = train(args.place, args.steps, static=args.static)
     first, last = np.mean(losses[:10]), np.mean(losses[-10:])
     print(f"loss {first:.3f} -> {last:.3f} (ln vocab = {math.log(len(vocabulary()[0])):.3f})")
     return 0 if last < first - 0.5 else 1

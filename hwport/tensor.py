@@ -144,11 +144,23 @@ def _import_host(capsule: Any, place: Any) -> Tensor:
 # break, since the program it records cannot see values. Empty outside a capture.
 value_read_hooks: list[Any] = []
 _to_numpy = Tensor.numpy  # the C++ method
+_set_value_impl = Tensor.set_value  # the C++ method (bound by the autograd module)
 
 
 def _reading(t: Tensor, what: str) -> None:
     for hook in value_read_hooks:
         hook(t, what)
+
+
+# Called with (tensor, value) after Tensor.set_value wrote into a tensor: the capture records
+# the write as a program output copied back after each run (or refuses it).
+value_write_hooks: list[Any] = []
+
+
+def _set_value(self: Tensor, value: Any) -> None:
+    _set_value_impl(self, value)
+    for hook in value_write_hooks:
+        hook(self, value)
 
 
 def _numpy(self: Tensor) -> np.ndarray:
@@ -232,6 +244,8 @@ def _reflected(fn: Any) -> Any:
 
 
 Tensor.numpy = _numpy
+_set_value.__doc__ = _set_value_impl.__doc__
+Tensor.set_value = _set_value
 Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
 Tensor.__array__ = _array

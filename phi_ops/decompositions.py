@@ -128,7 +128,7 @@ def _reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     strides = _view_strides(list(x.shape), list(x.strides), shape)
     if strides is not None:
         return x._view(shape, strides, x._offset)
-    c = x.contiguous()
+    c = _F().copy(x)  # the op, not Tensor.contiguous: a trace (kernel lowering) sees it
     return c._view(shape, _contiguous_strides(shape), c._offset)
 
 

@@ -109,6 +109,8 @@ class Record:
     consts: dict[int, tuple[Any, tuple[int, ...], str]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     metas: dict[int, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+    # Tensor.set_value into a parameter: its id -> the id of the value it holds at the end
+    writes: dict[int, int] = field(default_factory=dict)
 
     def signature(self) -> tuple[Any, ...]:
         """What must agree between two runs of the same code path at different sizes for one
@@ -139,10 +141,15 @@ class Recorder:
         self._layouts: dict[tuple[Any, ...], int] = {}  # another wrapper of a known view
         self._versions: dict[int, tuple[Any, int]] = {}  # value id -> (tensor, storage version)
         self._keep: list[Any] = []  # every tensor seen, alive so ids stay unique
+        self._written: dict[int, int] = {}  # id(parameter written) -> its parameter id
+        self._written_storages: set[int] = set()
         self._captured = 0
         self._calls = [self.record.calls]  # where calls go: a region's list inside cond/while
         self._paused = 0  # while_loop's later iterations run unrecorded
+        self._decomposed: dict[str, bool] = {}
         self.drawn: set[tuple[int, int]] = set()  # (seed, offset)s the global generator gave
+        # host work a program run must repeat first (an optimizer's per-step scalars)
+        self.before_run: list[Any] = []
         self.error: CaptureBreak | None = None
 
     # -- value ids --
@@ -174,6 +181,8 @@ class Recorder:
     def value_id(self, t: Any) -> int:
         vid = self.lookup(t)
         if vid is not None:
+            if self._written_storages:
+                self._check_fresh(t, vid)
             return vid
         vid = self._new_id()
         name = self.param_names.get(id(t))
@@ -184,12 +193,71 @@ class Recorder:
             self._name(t, vid)
             self.record.consts[vid] = (_to_numpy(t).item(), (), str(t.dtype))
             return vid
+        if name is None and not t.is_leaf:
+            self.fail(f"an op at {user_frame()} reads a tensor of shape {list(t.shape)} that "
+                      "an unrecorded computation made (a result of ops inside another op's "
+                      "call); the program could not recompute it")
         if name is None:  # a tensor from outside the function: bound by reference
             name = f"_captured_{self._captured}"
             self._captured += 1
         self._name(t, vid)
         self.record.params[vid] = name
         return vid
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Ops run eagerly and unrecorded (an optimizer making its buckets and states: tensors
+        that outlive the program and that it binds as parameters)."""
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+
+    def on_write(self, target: Any, value: Any) -> None:
+        """After Tensor.set_value(target, value): a write into a parameter (a tensor from
+        outside the function) becomes a program output copied into it after each run."""
+        from hwport.runtime import Tensor
+
+        if self.error is not None or self.depth:
+            return
+        vid = self.lookup(target)
+        if self._paused:
+            if vid is not None:
+                self._versions[vid] = (self._versions[vid][0],
+                                       self._core._storage_version(target))
+            return
+        if vid is None:
+            vid = self.value_id(target)
+        param = self._written.get(id(target), vid)
+        if param not in self.record.params:
+            kind = "an input" if any(param == d for d, _ in self.record.data) else \
+                "a tensor computed in the function"
+            self.fail(f"an in-place write (Tensor.set_value) into {kind} of shape "
+                      f"{list(target.shape)} at {user_frame()}: a program writes only "
+                      "parameters and tensors from outside the function; write a new tensor "
+                      "instead, or pass full_graph=False to run such calls eagerly")
+            return
+        if not isinstance(value, Tensor):
+            self.fail(f"Tensor.set_value of a {type(value).__name__} into parameter "
+                      f"{self.record.params[param]} at {user_frame()}: inside a capture the "
+                      "value must be a tensor")
+            return
+        self.record.writes[param] = self.value_id(value)
+        self._written[id(target)] = param
+        self._ids[id(target)] = self.record.writes[param]  # later reads see the new value
+        self._layouts[self._layout(target)] = self.record.writes[param]
+        self._versions[param] = (target, self._core._storage_version(target))
+        self._written_storages.add(self._core._storage_id(target))
+
+    def _check_fresh(self, t: Any, vid: int) -> None:
+        """A view recorded before a write into its storage (set_value into a parameter) and
+        read after it: eager sees the new values, the record the old ones."""
+        kept, version = self._versions[vid]
+        if kept is t and self._core._storage_version(t) != version:
+            self.fail(f"a tensor of shape {list(t.shape)} read at {user_frame()} shares memory "
+                      "with a parameter written in place (set_value) after the tensor was "
+                      "made; read the parameter itself, or pass full_graph=False")
 
     def traced(self, t: Any) -> bool:
         """Whether t's values depend on the program's inputs (data or a recorded call)."""
@@ -219,6 +287,8 @@ class Recorder:
                       "numbers on every run (its Philox offset is fixed at capture); call it "
                       "outside the function, or use layer.eval() for dropout")
         raw = list(call.inputs)
+        if self._through_decomposition(op, raw):
+            return next(call)  # its sub-ops come back through this layer and are recorded
         inputs = [None if v is None else [self.value_id(t) for t in v]
                   if isinstance(v, list | tuple) else self.value_id(v) for v in raw]
         self.depth += 1
@@ -235,6 +305,20 @@ class Recorder:
             ids.append(vid)
         self._calls[-1].append(Call(op, inputs, attrs, ids))
         return out
+
+    def _through_decomposition(self, op: str, inputs: list[Any]) -> bool:
+        """Whether autograd records this call as its decomposition's sub-ops: the backward
+        then reads their results, so the record holds the sub-ops, not the op."""
+        from hwport import autograd
+
+        if not autograd.is_grad_enabled() or not any(
+                not t.stop_gradient for v in inputs if v is not None
+                for t in (v if isinstance(v, list | tuple) else [v])):
+            return False
+        known = self._decomposed.get(op)
+        if known is None:
+            known = self._decomposed[op] = self._core._grad_through_decomposition(op)
+        return known
 
     def fail(self, reason: str) -> None:
         """Stops recording; raises under full_graph, else the run goes on eagerly (a graph
@@ -355,7 +439,8 @@ class Recorder:
         """An in-place write (set_value) into a tensor the record holds: the record no longer
         says what the function computed."""
         for vid, (t, version) in self._versions.items():
-            if self._core._storage_version(t) != version:
+            if self._core._storage_version(t) != version and \
+                    self._core._storage_id(t) not in self._written_storages:
                 kind = ("parameter " + self.record.params[vid] if vid in self.record.params
                         else "input" if any(vid == d for d, _ in self.record.data)
                         else "traced tensor")
@@ -378,6 +463,7 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
     _core.register_layer("trace", recorder)
     _core.layer_enter("trace")
     tensor_mod.value_read_hooks.append(recorder.on_read)
+    tensor_mod.value_write_hooks.append(recorder.on_write)
     gen = default_generator
     draw, draw_for = gen.draw, gen.draw_for
 
@@ -397,6 +483,7 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
         yield recorder
     finally:
         del gen.draw, gen.draw_for
+        tensor_mod.value_write_hooks.remove(recorder.on_write)
         tensor_mod.value_read_hooks.remove(recorder.on_read)
         _core.layer_leave("trace")
         _core.register_layer("trace", None)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hwport.runtime import Tensor
+from hwport.runtime import Tensor, _core
 
 from .capture import CaptureBreak, Recorder, build, capturing, recording
 from .pytree import flatten, unflatten
@@ -71,10 +71,22 @@ class _Entry:
     out_tree: Any = None
     out_leaves: list[Any] | None = None  # None where the program gives the output
     specialized: dict[Any, _Entry] | None = None  # symbolic dims that did not generalize
+    before_run: list[Callable[[], None]] | None = None  # host work first (optimizer scalars)
+    written: list[Tensor] | None = None  # parameters the program writes (outputs after ours)
+    grads: list[Tensor] | None = None  # parameters whose .grad the program sets (then those)
 
     def run(self, tensors: list[Tensor]) -> Any:
-        outs = iter(self.executor.run(dict(zip(self.feed_names, tensors, strict=True))))
-        leaves = [next(outs) if v is None else v for v in self.out_leaves]
+        for hook in self.before_run or ():
+            hook()
+        outs = self.executor.run(dict(zip(self.feed_names, tensors, strict=True)))
+        n = sum(v is None for v in self.out_leaves)
+        for target, value in zip(self.written or (), outs[n:], strict=False):
+            target.set_value(value)
+        k = n + len(self.written or ())
+        for param, g in zip(self.grads or (), outs[k:], strict=True):
+            param.grad = g.clone()  # (an output of the arena: the next run reuses it)
+        it = iter(outs[:n])
+        leaves = [next(it) if v is None else v for v in self.out_leaves]
         return unflatten(self.out_tree, leaves)
 
 
@@ -184,18 +196,8 @@ class StaticFunction:
             if entry.eager_reason is not None:
                 return self._eager(args, kwargs)
             return entry.run(tensors)
-        if grad_mode and self._needs_grad(tensors):
-            _log.debug("to_static(%s): served eagerly: the call needs gradients",
-                       self.__name__)
-            self._cache[key] = _Entry(eager_reason="gradients")
-            self._evict()
-            return self._eager(args, kwargs)
         return self._capture(self._cache, key, args, kwargs, leaves, tree, tensors, grad_mode,
                              symbolic=True)
-
-    def _needs_grad(self, tensors: list[Tensor]) -> bool:
-        return any(not t.stop_gradient for t in tensors) or any(
-            not t.stop_gradient for t in self._layer_tensors().values())
 
     def _specs(self, tensors: list[Tensor]) -> list[Any]:
         """The InputSpec of each tensor argument (None: all dims static), checked."""
@@ -300,13 +302,25 @@ class StaticFunction:
         outputs = [recorder.value_id(v) for v in out_leaves if isinstance(v, Tensor)]
         kept = [None if isinstance(v, Tensor) else v for v in out_leaves]
         params = {name: recorder.tensor_of(vid) for vid, name in record.params.items()}
-        if grad_mode and any(not t.stop_gradient for t in params.values()):
+        written = [(recorder.tensor_of(pid), vid) for pid, vid in record.writes.items()]
+        grads = [(t, recorder.value_id(g)) for t in params.values()
+                 if isinstance(g := _core._held_grad(t), Tensor) and recorder.traced(g)]
+        if grad_mode and not written and not grads and any(
+                isinstance(v, Tensor) and not v.stop_gradient for v in out_leaves):
+            # the caller may differentiate the result: the program has no backward for it
             return _Entry(eager_reason="gradients")
+        outputs += [vid for _, vid in written] + [vid for _, vid in grads]
         specs = self._specs(tensors) if symbolic else [None] * len(tensors)
         dims = _symbolic_dims(record, specs)
         program = None
         specialized = None
-        if dims:
+        if dims and (written or recorder.before_run):
+            # a step that writes state cannot be run again on zeros to check the symbolic
+            # program (the probe would apply it): one program per size
+            _log.debug("to_static(%s): a step writing state: one program per size",
+                       self.__name__)
+            specialized = {}
+        elif dims:
             try:
                 program = build(record, outputs, dims)
                 if not self._generalizes(record, call, tensors, specs):
@@ -323,11 +337,11 @@ class StaticFunction:
             program = build(record, outputs)
         optimize(program, f"to_static({self.__name__})")
         from hwport import pir
-        from hwport.runtime import _core
 
         place = tensors[0].place if tensors else _core.get_device()
         entry = _Entry(program=program, executor=pir.Executor(program, place, params),
-                       feed_names=tuple(names),
+                       feed_names=tuple(names), before_run=list(recorder.before_run),
+                       written=[t for t, _ in written], grads=[t for t, _ in grads],
                        params=params, out_tree=out_tree, out_leaves=kept)
         if specialized is not None:
             specialized[tuple(tuple(t.shape) for t in tensors)] = entry

@@ -22,7 +22,7 @@ from hwport.optimizer import _fused
 from hwport.optimizer._buckets import Bucket
 from hwport.optimizer.lr import LRScheduler
 from hwport.optimizer.momentum import _float
-from hwport.optimizer.optimizer import Optimizer
+from hwport.optimizer.optimizer import Optimizer, StepScalars
 from hwport.runtime import DType, Tensor
 
 __all__ = ["Adam"]
@@ -70,13 +70,10 @@ class Adam(Optimizer):
         b1, b2, _ = self._betas(group)
         return {"beta1_pow_acc": b1, "beta2_pow_acc": b2}
 
-    def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
-               lr: float) -> Tensor:
-        return self._adam(b, p, g, group, lr)
-
-    def _adam(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any], lr: float,
-              decay: float = 1.0) -> Tensor:
-        """The Adam step of `p` (times `decay` first: AdamW's decoupled decay)."""
+    def _host_scalars(self, b: Bucket, group: dict[str, Any], lr: float,
+                      decay: float = 1.0) -> dict[str, float]:
+        """This step's scalars (decay: AdamW's decoupled p *= decay first); advances the
+        bucket's beta pows."""
         b1, b2, eps = self._betas(group)
         b1p, b2p = b.pows["beta1_pow_acc"], b.pows["beta2_pow_acc"]
         if b.compute != DType.float64:  # Paddle's pow accumulators are float32 tensors here
@@ -86,12 +83,19 @@ class Adam(Optimizer):
         if b.compute != DType.float64:
             b.pows["beta1_pow_acc"] = float(np.float32(b1p) * np.float32(b1))
             b.pows["beta2_pow_acc"] = float(np.float32(b2p) * np.float32(b2))
+        return {"beta1": b1, "one_minus_beta1": 1.0 - b1, "beta2": b2,
+                "one_minus_beta2": 1.0 - b2, "epsilon": eps * c2,
+                "lr": lr * c2 / (1.0 - b1p), "decay": decay}
+
+    def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
+               values: dict[str, float], scalars: StepScalars) -> Tensor:
+        """The Adam step of `p` (times `decay` first: AdamW's decoupled decay), in
+        adam_update's order of operations (ops.yaml)."""
         m0, v0 = self._load(b, "moment1"), self._load(b, "moment2")
-        if not self._amsgrad:
+        if not self._amsgrad and scalars.recorder is None:
             # one fused launch where the plugin has adam_update's kernel (in place into the
             # bucket's tensors), else the functional op (which decomposes without a kernel)
-            attrs = {"beta1": b1, "beta2": b2, "epsilon": eps * c2,
-                     "lr": lr * c2 / (1.0 - b1p), "decay": decay}
+            attrs = {k: values[k] for k in ("beta1", "beta2", "epsilon", "lr", "decay")}
             if _fused.in_place("adam_update", (p, g, m0, v0), (p, m0, v0), attrs):
                 m, v, out = m0, v0, p
             else:
@@ -99,15 +103,16 @@ class Adam(Optimizer):
             self._save(b, "moment1", m)
             self._save(b, "moment2", v)
             return out
-        s_b1, s_1b1, s_b2, s_1b2, s_eps, s_lr = b.scalars(
-            [b1, 1.0 - b1, b2, 1.0 - b2, eps * c2, lr * c2 / (1.0 - b1p)])
-        if decay != 1.0:
-            (s_keep,) = b.scalars([decay])
-            p = p * s_keep
-        m = m0 * s_b1 + g * s_1b1
-        v = v0 * s_b2 + (g * g) * s_1b2
+        # inside a capture (the scalars change every step: tensors read at run time), and
+        # amsgrad: adam_update's operations on 0-d scalars
+        s = scalars()
+        if values["decay"] != 1.0 or scalars.recorder is not None:
+            p = p * s["decay"]
+        m = m0 * s["beta1"] + g * s["one_minus_beta1"]
+        v = v0 * s["beta2"] + (g * g) * s["one_minus_beta2"]
         self._save(b, "moment1", m)
         self._save(b, "moment2", v)
-        v = ops.maximum(self._load(b, "moment2_max"), v)
-        self._save(b, "moment2_max", v)
-        return p - (m / (ops.sqrt(v) + s_eps)) * s_lr
+        if self._amsgrad:
+            v = ops.maximum(self._load(b, "moment2_max"), v)
+            self._save(b, "moment2_max", v)
+        return p - (m / (ops.sqrt(v) + s["epsilon"])) * s["lr"]

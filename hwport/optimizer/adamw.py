@@ -16,7 +16,6 @@ from hwport.optimizer.adam import Adam
 from hwport.optimizer.lr import LRScheduler
 from hwport.optimizer.momentum import _attr32, _float
 from hwport.optimizer.optimizer import Optimizer
-from hwport.runtime import Tensor
 
 __all__ = ["AdamW"]
 
@@ -56,10 +55,10 @@ class AdamW(Adam):
         ratio = 1.0 if self._lr_ratio is None else float(self._lr_ratio(p))
         return (decay, ratio)
 
-    def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
-               lr: float) -> Tensor:
-        decay, ratio = b.key[5]
+    def _host_scalars(self, b: Bucket, group: dict[str, Any], lr: float,
+                      decay: float = 1.0) -> dict[str, float]:
+        decays, ratio = b.key[5]
         lr = lr * ratio
         coeff = _attr32(_float(self._option(group, "weight_decay"), "AdamW", "weight_decay"))
-        keep = 1.0 - lr * coeff if decay and coeff else 1.0
-        return self._adam(b, p, g, group, lr, keep)
+        keep = 1.0 - lr * coeff if decays and coeff else 1.0
+        return super()._host_scalars(b, group, lr, keep)

@@ -17,7 +17,7 @@ import numpy as np
 
 from hwport.optimizer._buckets import Bucket
 from hwport.optimizer.lr import LRScheduler
-from hwport.optimizer.optimizer import Optimizer, _coeff
+from hwport.optimizer.optimizer import Optimizer, StepScalars, _coeff
 from hwport.runtime import Tensor
 
 __all__ = ["Momentum"]
@@ -54,18 +54,22 @@ class Momentum(Optimizer):
                               use_nesterov=bool(use_nesterov),
                               rescale_grad=_float(rescale_grad, "Momentum", "rescale_grad"))
 
-    def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
-               lr: float) -> Tensor:
+    def _host_scalars(self, b: Bucket, group: dict[str, Any], lr: float) -> dict[str, float]:
         mu = _float(self._option(group, "momentum"), "Momentum", "momentum")
         rescale = _float(self._option(group, "rescale_grad"), "Momentum", "rescale_grad")
         coeff = b.reg if b.reg is not None else (
             _coeff(self._option(group, "weight_decay"), "Momentum") or 0.0)
-        s_mu, s_lr, s_rescale, s_coeff = b.scalars(
-            [_attr32(mu), lr, _attr32(rescale), _attr32(coeff)])
-        if rescale != 1.0:
-            g = g * s_rescale
-        if coeff:
-            g = g + p * s_coeff
+        return {"mu": _attr32(mu), "lr": lr, "rescale": _attr32(rescale),
+                "coeff": _attr32(coeff)}
+
+    def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
+               values: dict[str, float], scalars: StepScalars) -> Tensor:
+        s = scalars()
+        s_mu, s_lr = s["mu"], s["lr"]
+        if values["rescale"] != 1.0:
+            g = g * s["rescale"]
+        if values["coeff"]:
+            g = g + p * s["coeff"]
         v = self._load(b, "velocity") * s_mu + g
         self._save(b, "velocity", v)
         if self._option(group, "use_nesterov"):

@@ -12,7 +12,8 @@ subclass's update on the flat tensors, and the write-back; under hwport.no_grad(
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,54 @@ from hwport.runtime import DType, Tensor
 from hwport.tensor import to_tensor
 
 __all__ = ["Optimizer"]
+
+
+def capture_recorder() -> Any:
+    """The jit.to_static capture recording on this thread (hwport/jit/capture.py), if any;
+    without importing the IR when to_static was never used."""
+    capture = sys.modules.get("hwport.jit.capture")
+    return None if capture is None else capture.active_recorder()
+
+
+def _outside(recorder: Any) -> contextlib.AbstractContextManager[Any]:
+    return contextlib.nullcontext() if recorder is None else recorder.paused()
+
+
+class StepScalars:
+    """A bucket's per-step scalars as 0-d device tensors, made when first asked for.
+
+    Eagerly: one host-to-device transfer of the values. Inside a jit.to_static capture the
+    update must read scalars that change every step (the learning rate, Adam's bias
+    corrections) at run time: the values go into a tensor that outlives the program (a
+    program parameter), and the capture's before-run hooks recompute them on the host
+    (`replay`, which advances the host state as a step does) before every program run."""
+
+    def __init__(self, b: Bucket, values: dict[str, float],
+                 replay: Callable[[], dict[str, float]]) -> None:
+        self._b, self._values, self._replay = b, values, replay
+        self._made: dict[str, Tensor] | None = None
+        self.recorder = capture_recorder()
+        if self.recorder is not None:
+            self()  # made now: the program reads them
+
+    def __call__(self) -> dict[str, Tensor]:
+        if self._made is None:
+            b, names = self._b, list(self._values)
+            if self.recorder is None:
+                self._made = dict(zip(names, b.scalars(list(self._values.values())),
+                                      strict=True))
+            else:
+                dtype = b.compute.to_numpy()
+                with self.recorder.paused():
+                    held = to_tensor(np.asarray(list(self._values.values()), dtype=dtype),
+                                     place=b.place)
+                replay = self._replay
+
+                def refresh() -> None:
+                    held.set_value(np.asarray(list(replay().values()), dtype=dtype))
+                self.recorder.before_run.append(refresh)
+                self._made = {n: held[i] for i, n in enumerate(names)}
+        return self._made
 
 
 def _no_grad() -> contextlib.AbstractContextManager[Any]:
@@ -216,12 +265,14 @@ class Optimizer:
         """One update of every parameter that has a gradient (others are left alone)."""
         with _no_grad():
             lr = self.get_lr()
+            recorder = capture_recorder()
             for gi, group in enumerate(self._param_groups):
                 live = [p for p in group["params"] if not getattr(p, "stop_gradient", False)
                         and getattr(p, "grad", None) is not None]
                 if not live:
                     continue
-                buckets = self._live_buckets(gi, group, live)
+                with _outside(recorder):  # buckets and states outlive a captured program
+                    buckets = self._live_buckets(gi, group, live)
                 grads = [gather([p.grad for p in b.params], b.compute) for b in buckets]
                 clip = self._option(group, "grad_clip")
                 if clip is not None:
@@ -241,15 +292,28 @@ class Optimizer:
         if wd:
             (c,) = b.scalars([wd])
             g = g + p * c
-        new = self._apply(b, p, g, group, lr)
+        values = self._host_scalars(b, group, lr)
+        scalars = StepScalars(b, values, lambda: self._host_scalars(
+            b, group, self.get_lr() * b.lr_scale))
+        new = self._apply(b, p, g, group, values, scalars)
         if b.master is not None:
-            b.master = new
+            if scalars.recorder is not None:
+                b.master.set_value(new)  # written in place: the program's output
+            else:
+                b.master = new
         out = new if new.dtype == b.dtype else new.astype(b.dtype)
         for param, view in zip(b.params, b.views(out), strict=True):
             param.set_value(view)
 
+    def _host_scalars(self, b: Bucket, group: dict[str, Any], lr: float) -> dict[str, float]:
+        """The step's scalars for bucket b, computed on the host (advancing host state such
+        as Adam's beta pows): everything of the update that is not a tensor."""
+        raise NotImplementedError
+
     def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
-               lr: float) -> Tensor:
+               values: dict[str, float], scalars: StepScalars) -> Tensor:
+        """The updated flat parameter from the step's scalars (`values` on the host,
+        `scalars()` the same as 0-d tensors of the compute dtype)."""
         raise NotImplementedError
 
     def _pow_init(self, group: dict[str, Any]) -> dict[str, float]:
@@ -263,6 +327,9 @@ class Optimizer:
 
     @staticmethod
     def _save(b: Bucket, acc: str, t: Tensor) -> None:
+        if capture_recorder() is not None:  # written in place: the program's output
+            b.states[acc].set_value(t)
+            return
         b.states[acc] = t if t.dtype == b.store else t.astype(b.store)
 
     # ---- buckets -----------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 from hwport.optimizer._buckets import Bucket
 from hwport.optimizer.lr import LRScheduler
-from hwport.optimizer.optimizer import Optimizer
+from hwport.optimizer.optimizer import Optimizer, StepScalars
 from hwport.runtime import Tensor
 
 __all__ = ["SGD"]
@@ -24,7 +24,9 @@ class SGD(Optimizer):
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
         self._multi_precision = bool(multi_precision)
 
+    def _host_scalars(self, b: Bucket, group: dict[str, Any], lr: float) -> dict[str, float]:
+        return {"lr": lr}
+
     def _apply(self, b: Bucket, p: Tensor, g: Tensor, group: dict[str, Any],
-               lr: float) -> Tensor:
-        (s_lr,) = b.scalars([lr])
-        return p - g * s_lr
+               values: dict[str, float], scalars: StepScalars) -> Tensor:
+        return p - g * scalars()["lr"]

@@ -117,6 +117,19 @@ void bind_autograd(py::module_& m) {
       py::cpp_function([](const Tensor& t) { return grad_of(t); }),
       py::cpp_function([](Tensor& t, py::object g) { set_grad(t, std::move(g)); }), py::none(),
       "The gradient accumulated by backward() (None before).");
+  // to_static's capture records the sub-ops of an op autograd differentiates through its
+  // decomposition (its backward reads their results), not the op.
+  m.def("_grad_through_decomposition", [](const std::string& name) {
+    const pipeline::OpSpec* op = pipeline::op_spec(name.c_str());
+    return op != nullptr && autograd::vjp_entry(op->id) == nullptr &&
+           autograd::through_decomposition(op->id);
+  }, py::arg("op"), "Whether autograd records op's decomposition's sub-ops instead of it.");
+  // to_static's capture: the gradient a tensor holds, without making pending zeros.
+  m.def("_held_grad", [](const Tensor& t) -> py::object {
+    const Meta* mt = autograd::meta_of(t);
+    return mt && mt->grad ? mt->grad : py::none();
+  }, py::arg("tensor"), "The gradient tensor held (None where there is none or it is "
+     "pending zeros).");
   cls.attr("is_leaf") = property(
       py::cpp_function([](const Tensor& t) {
         const Meta* mt = autograd::meta_of(t);

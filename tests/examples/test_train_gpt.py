@@ -75,3 +75,12 @@ def test_200_steps_make_the_loss_fall(place: str) -> None:
         pytest.skip(f"{place} is not available")
     losses = gpt.train(place, 200, log_every=0)
     assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.5
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_static_training_matches_eager_over_20_steps(place: str) -> None:
+    """--static: each step (forward, backward, clipping, AdamW) as one captured program gives
+    eager's losses (issue 16: to 1e-5 relative)."""
+    eager = gpt.train(place, 20, log_every=0)
+    static = gpt.train(place, 20, log_every=0, static=True)
+    np.testing.assert_allclose(static, eager, rtol=1e-5)
