@@ -2,7 +2,8 @@
 4 heads, causal attention, tied embeddings, AdamW with linear warmup + cosine decay and
 global-norm gradient clipping, on a bundled tiny text (character level).
 
-    .venv/bin/python examples/train_gpt.py [--place custom:cpu] [--steps 200]
+    .venv/bin/python examples/train_gpt.py [--place custom:cpu] [--steps 200] [--static]
+                                           [--save PATH]
 
 prints the loss every 20 steps; it falls clearly (from ln(vocab) ~ 3.5 to below 2.5).
 tests/examples/test_train_gpt.py runs the same model in PyTorch from the same initial weights
@@ -131,14 +132,57 @@ def train(place: str, steps: int, batch: int = 8, block: int = 32, seed: int = 0
     return losses
 
 
+def generate(model: GPT, prompt: np.ndarray, n: int, block: int = 32) -> list[int]:
+    """n tokens by greedy decoding, each from the last `block` tokens (the model's context)."""
+    ids = [int(i) for i in prompt]
+    model.eval()
+    with paddle.no_grad():
+        for _ in range(n):
+            logits = model(paddle.to_tensor(np.array([ids[-block:]], dtype=np.int64)))
+            ids.append(int(np.argmax(logits.numpy()[0, -1])))
+    return ids[len(prompt):]
+
+
+def save(model: GPT, path: str, block: int = 32) -> None:
+    """The model's forward for one context of `block` tokens as the inference artifact
+    (path.pir + path.safetensors: paddle.jit.save)."""
+    model.eval()
+    paddle.jit.save(model, path, input_spec=[paddle.static.InputSpec([1, block], "int64", "idx")])
+
+
+def generate_with_predictor(path: str, prompt: np.ndarray, n: int, place: str,
+                            block: int = 32) -> list[int]:
+    """generate()'s tokens from a saved model through paddle.inference on `place`."""
+    config = paddle.inference.Config(path)
+    config.set_place(place)
+    predictor = paddle.inference.create_predictor(config)
+    ids = [int(i) for i in prompt]
+    for _ in range(n):
+        (logits,) = predictor.run([np.array([ids[-block:]], dtype=np.int64)])
+        ids.append(int(np.argmax(logits.numpy()[0, -1])))
+    return ids[len(prompt):]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--place", default="custom:cpu")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--static", action="store_true",
                     help="run each training step as one captured program (jit.to_static)")
+    ap.add_argument("--save", metavar="PATH",
+                    help="after training, save the model (PATH.pir + PATH.safetensors) and "
+                         "print greedy samples from it and from hwport.inference")
     args = ap.parse_args()
-    losses = train(args.place, args.steps, static=args.static)
+    models: list[GPT] = []
+    losses = train(args.place, args.steps, static=args.static,
+                   on_step=lambda _, m: models.append(m))
+    if args.save:
+        chars, ids = vocabulary()
+        save(models[0], args.save)
+        eager = generate(models[0], ids[:32], 40)
+        served = generate_with_predictor(args.save, ids[:32], 40, args.place)
+        print("eager:    ", "".join(chars[i] for i in eager))
+        print("inference:", "".join(chars[i] for i in served))
     first, last = np.mean(losses[:10]), np.mean(losses[-10:])
     print(f"loss {first:.3f} -> {last:.3f} (ln vocab = {math.log(len(vocabulary()[0])):.3f})")
     return 0 if last < first - 0.5 else 1
