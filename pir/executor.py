@@ -51,6 +51,7 @@ class Executor:
         self.program = program
         self._parameters = dict(parameters or {})
         self._impl: Any = None
+        self._static: _Plan | None = None
         self._plans: OrderedDict[tuple[tuple[int, ...], ...], _Plan] = OrderedDict()
         self._feed_names = [n for n, _ in self._data]
         self.output_names: list[str] = []
@@ -79,6 +80,7 @@ class Executor:
         feeds: list[tuple[str, int]] = []
         bound: list[tuple[int, Any]] = []
         instrs: list[tuple[Any, ...]] = []
+        served: dict[int, str] = {}  # kernel instruction -> the pd_op it serves
         outputs: list[int] = []
         output_names: list[str] = []
         def emit(ops: list[Any]) -> None:
@@ -116,6 +118,7 @@ class Executor:
                     raise ValueError(f"Executor: the program was lowered for "
                                      f"{op.attr('device_type')!r} ({op.attr('op_name')}), it "
                                      f"cannot run on {self.place}")
+                served[len(instrs)] = op.attr("op_name")
                 instrs.append(("kernel", op.attr("kernel_name"), op.attr("dtype"),
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
                                kernel_attrs(op), _elementwise(op.attr("kernel_name"))))
@@ -145,7 +148,11 @@ class Executor:
         self.output_names = output_names
         impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
         self.num_plans_built += 1
-        return _Plan(program, impl, [n for n, _ in feeds])
+        kernels: dict[str, list[tuple[int, str]]] = {}
+        for i, ins in enumerate(instrs):
+            if ins and ins[0] == "kernel":
+                kernels.setdefault(served[i], []).append((i, ins[1]))
+        return _Plan(program, impl, [n for n, _ in feeds], kernels)
 
     def _constant(self, op: Any) -> Any:
         t = op.result().type
@@ -174,11 +181,31 @@ class Executor:
         self._impl = plan.impl
         return plan
 
+    def set_kernel_attrs(self, op_name: str, ordinal: int, attrs: dict[str, Any]) -> None:
+        """Replaces the attributes of the kernel that serves the `ordinal`-th pd_op `op_name`
+        (in program order) before the next run: a static-shaped program's only plan."""
+        plan = self._static_plan()
+        at = plan.kernels.get(op_name, [])
+        if ordinal >= len(at):
+            raise ValueError(f"Executor.set_kernel_attrs: the lowered program has "
+                             f"{len(at)} kernel(s) serving {op_name}, not {ordinal + 1}")
+        index, kernel = at[ordinal]
+        plan.impl.set_kernel_attrs(index, kernel, attrs)
+
+    def _static_plan(self) -> _Plan:
+        if self._symbolic:
+            raise RuntimeError("Executor: a program with symbolic shapes has a plan per "
+                               "feed-shape signature")
+        if self._static is None:
+            self._static = self._build(self.program)
+            self._impl = self._static.impl
+        return self._static
+
     def run(self, feeds: dict[str, Any] | None = None) -> list[Any]:
         """The program's outputs for `feeds` (name -> Tensor of the data's shape and dtype;
         a symbolic dim takes the feed's size, the same symbol the same size everywhere)."""
         if not self._symbolic and self._impl is None:
-            self._impl = self._build(self.program).impl
+            self._static_plan()
         feeds = feeds or {}
         unknown = set(feeds) - set(self._feed_names)
         if unknown:
@@ -197,7 +224,7 @@ class Executor:
             if self._symbolic:
                 raise RuntimeError("Executor: a program with symbolic shapes is planned per "
                                    "feed-shape signature; run it first")
-            self._impl = self._build(self.program).impl
+            self._static_plan()
         return self._impl
 
     @property
@@ -222,8 +249,11 @@ class Executor:
 
 
 class _Plan:
-    def __init__(self, program: Program, impl: Any, feed_names: list[str]) -> None:
+    def __init__(self, program: Program, impl: Any, feed_names: list[str],
+                 kernels: dict[str, list[tuple[int, str]]]) -> None:
         self.program, self.impl, self.feed_names = program, impl, feed_names
+        # the pd_op a kernel serves -> (instruction index, kernel name) in program order
+        self.kernels = kernels
 
 
 def bind_shapes(data: list[tuple[str, TensorType]],

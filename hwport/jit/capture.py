@@ -150,6 +150,9 @@ class Recorder:
         self.drawn: set[tuple[int, int]] = set()  # (seed, offset)s the global generator gave
         # host work a program run must repeat first (an optimizer's per-step scalars)
         self.before_run: list[Any] = []
+        # (op, ordinal among that op's calls, fn): the call's attributes, recomputed on the
+        # host before each run (fn() -> attrs) and patched into its kernel instruction
+        self.run_attrs: list[tuple[str, int, Any]] = []
         self.error: CaptureBreak | None = None
 
     # -- value ids --
@@ -326,6 +329,16 @@ class Recorder:
         self.error = CaptureBreak(reason)
         if self.full_graph:
             raise self.error
+
+    def attrs_at_each_run(self, fn: Any) -> None:
+        """The call just recorded takes fn()'s attributes at every run of the program (its
+        kernel's attributes are replaced; the op must lower to its kernel)."""
+        calls = self.record.calls
+        if not calls or self._calls[-1] is not calls:
+            raise RuntimeError("attrs_at_each_run: no top-level call was just recorded")
+        op = calls[-1].op
+        ordinal = sum(c.op == op for c in calls) - 1
+        self.run_attrs.append((op, ordinal, fn))
 
     def tensor_of(self, vid: int) -> Any:
         return self._versions[vid][0]

@@ -74,10 +74,13 @@ class _Entry:
     before_run: list[Callable[[], None]] | None = None  # host work first (optimizer scalars)
     written: list[Tensor] | None = None  # parameters the program writes (outputs after ours)
     grads: list[Tensor] | None = None  # parameters whose .grad the program sets (then those)
+    run_attrs: list[tuple[str, int, Callable[[], dict[str, Any]]]] | None = None
 
     def run(self, tensors: list[Tensor]) -> Any:
         for hook in self.before_run or ():
             hook()
+        for op, ordinal, attrs in self.run_attrs or ():
+            self.executor.set_kernel_attrs(op, ordinal, attrs())
         outs = self.executor.run(dict(zip(self.feed_names, tensors, strict=True)))
         n = sum(v is None for v in self.out_leaves)
         for target, value in zip(self.written or (), outs[n:], strict=False):
@@ -314,7 +317,7 @@ class StaticFunction:
         dims = _symbolic_dims(record, specs)
         program = None
         specialized = None
-        if dims and (written or recorder.before_run):
+        if dims and (written or recorder.before_run or recorder.run_attrs):
             # a step that writes state cannot be run again on zeros to check the symbolic
             # program (the probe would apply it): one program per size
             _log.debug("to_static(%s): a step writing state: one program per size",
@@ -342,7 +345,10 @@ class StaticFunction:
         entry = _Entry(program=program, executor=pir.Executor(program, place, params),
                        feed_names=tuple(names), before_run=list(recorder.before_run),
                        written=[t for t, _ in written], grads=[t for t, _ in grads],
+                       run_attrs=list(recorder.run_attrs),
                        params=params, out_tree=out_tree, out_leaves=kept)
+        for op, ordinal, _ in entry.run_attrs:  # planned now: each must find its kernel
+            entry.executor.set_kernel_attrs(op, ordinal, {})
         if specialized is not None:
             specialized[tuple(tuple(t.shape) for t in tensors)] = entry
             return _Entry(specialized=specialized)

@@ -23,7 +23,7 @@ from hwport.optimizer._buckets import Bucket
 from hwport.optimizer.lr import LRScheduler
 from hwport.optimizer.momentum import _float
 from hwport.optimizer.optimizer import Optimizer, StepScalars
-from hwport.runtime import DType, Tensor
+from hwport.runtime import DType, Tensor, _core
 
 __all__ = ["Adam"]
 
@@ -92,14 +92,24 @@ class Adam(Optimizer):
         """The Adam step of `p` (times `decay` first: AdamW's decoupled decay), in
         adam_update's order of operations (ops.yaml)."""
         m0, v0 = self._load(b, "moment1"), self._load(b, "moment2")
+        keys = ("beta1", "beta2", "epsilon", "lr", "decay")
+        attrs = {k: values[k] for k in keys}
         if not self._amsgrad and scalars.recorder is None:
             # one fused launch where the plugin has adam_update's kernel (in place into the
             # bucket's tensors), else the functional op (which decomposes without a kernel)
-            attrs = {k: values[k] for k in ("beta1", "beta2", "epsilon", "lr", "decay")}
             if _fused.in_place("adam_update", (p, g, m0, v0), (p, m0, v0), attrs):
                 m, v, out = m0, v0, p
             else:
                 out, m, v = ops.adam_update(p, g, m0, v0, **attrs)
+            self._save(b, "moment1", m)
+            self._save(b, "moment2", v)
+            return out
+        if not self._amsgrad and _core.has_kernel("adam_update", p.place, p.dtype) and \
+                p.dtype == g.dtype == m0.dtype == v0.dtype:
+            # inside a capture, the fused kernel whose attributes the program patches before
+            # each run with the replayed step's scalars
+            out, m, v = ops.adam_update(p, g, m0, v0, **attrs)
+            scalars.as_attrs_of_last_call(keys)
             self._save(b, "moment1", m)
             self._save(b, "moment2", v)
             return out

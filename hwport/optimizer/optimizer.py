@@ -58,8 +58,14 @@ class StepScalars:
         self._b, self._values, self._replay = b, values, replay
         self._made: dict[str, Tensor] | None = None
         self.recorder = capture_recorder()
-        if self.recorder is not None:
-            self()  # made now: the program reads them
+
+    def as_attrs_of_last_call(self, keys: Sequence[str]) -> None:
+        """Inside a capture: the op call just recorded takes `keys` of the replayed scalars as
+        its attributes at every run (its kernel's attributes are patched), instead of
+        reading them from a tensor (a fused kernel takes them as attributes)."""
+        replay = self._replay
+        self.recorder.attrs_at_each_run(lambda: {k: v for k, v in replay().items()
+                                                  if k in keys})
 
     def __call__(self) -> dict[str, Tensor]:
         if self._made is None:

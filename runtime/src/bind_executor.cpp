@@ -86,6 +86,17 @@ void bind_executor(py::module_& m) {
            }), py::arg("place"), py::arg("slots"), py::arg("feeds"), py::arg("bound"),
            py::arg("instructions"), py::arg("outputs"))
       .def("run", &Executor::run, py::arg("feeds"), "Feeds in the constructor's order.")
+      .def("set_kernel_attrs", [](Executor& e, size_t index, const std::string& kernel,
+                                  const py::dict& attrs) {
+             Attrs packed;
+             for (auto item : attrs) {
+               if (item.second.is_none()) continue;
+               const std::string name = py::str(item.first);
+               packed.emplace_back(name, attr_value_from_py(kernel, name, item.second));
+             }
+             e.set_kernel_attrs(index, std::move(packed));
+           }, py::arg("index"), py::arg("kernel"), py::arg("attrs"),
+           "Replaces kernel instruction `index`'s attributes before the next run.")
       .def_property_readonly("num_instructions", &Executor::num_instructions)
       .def_property_readonly("arena_bytes", &Executor::arena_bytes)
       .def_property_readonly("num_in_place", &Executor::num_in_place)

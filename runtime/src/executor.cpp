@@ -528,4 +528,11 @@ std::string Executor::describe() const {
   return os.str();
 }
 
+void Executor::set_kernel_attrs(size_t index, Attrs attrs) {
+  if (index >= instrs_.size() || instrs_[index].kind != Kind::Kernel)
+    raise(ErrorKind::Value, "Executor.set_kernel_attrs: instruction " + std::to_string(index) +
+                                " is not a kernel");
+  instrs_[index].attrs = std::move(attrs);
+}
+
 }  // namespace hwport

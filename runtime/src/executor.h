@@ -65,6 +65,9 @@ class Executor {
 
   const std::vector<std::pair<std::string, int>>& feeds() const { return feeds_; }
   size_t num_instructions() const { return instrs_.size(); }
+  // A kernel instruction's attributes replaced between runs (to_static: an optimizer's
+  // per-step scalars); the index is the instruction's, as given to the constructor.
+  void set_kernel_attrs(size_t index, Attrs attrs);
   uint64_t arena_bytes() const { return arena_bytes_; }
   size_t num_in_place() const { return num_in_place_; }  // results written over an input
   std::string describe() const;  // the instruction list, one line each
