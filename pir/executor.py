@@ -148,10 +148,10 @@ class Executor:
         self.output_names = output_names
         impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
         self.num_plans_built += 1
-        kernels: dict[str, list[tuple[int, str]]] = {}
+        kernels: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
         for i, ins in enumerate(instrs):
             if ins and ins[0] == "kernel":
-                kernels.setdefault(served[i], []).append((i, ins[1]))
+                kernels.setdefault(served[i], []).append((i, ins[1], ins[5]))
         return _Plan(program, impl, [n for n, _ in feeds], kernels)
 
     def _constant(self, op: Any) -> Any:
@@ -181,6 +181,24 @@ class Executor:
         self._impl = plan.impl
         return plan
 
+    def kernel_ordinal(self, op_name: str, match: dict[str, Any], nth: int = 0) -> int:
+        """The ordinal, among the kernels serving pd_op `op_name`, of the nth whose
+        attributes include `match` (a static-shaped program's only plan)."""
+        found = [k for k, (_, _, attrs) in enumerate(self._static_plan().kernels.get(op_name, []))
+                 if all(attrs.get(a) == v for a, v in match.items())]
+        if nth >= len(found):
+            raise ValueError(f"Executor: the lowered program has {len(found)} kernel(s) "
+                             f"serving {op_name} with {match}, not {nth + 1}")
+        return found[nth]
+
+    def kernel_attrs(self, op_name: str, ordinal: int) -> dict[str, Any]:
+        """The attributes the kernel serving the `ordinal`-th pd_op `op_name` was built with."""
+        at = self._static_plan().kernels.get(op_name, [])
+        if ordinal >= len(at):
+            raise ValueError(f"Executor: the lowered program has {len(at)} kernel(s) serving "
+                             f"{op_name}, not {ordinal + 1}")
+        return dict(at[ordinal][2])
+
     def set_kernel_attrs(self, op_name: str, ordinal: int, attrs: dict[str, Any]) -> None:
         """Replaces the attributes of the kernel that serves the `ordinal`-th pd_op `op_name`
         (in program order) before the next run: a static-shaped program's only plan."""
@@ -189,7 +207,7 @@ class Executor:
         if ordinal >= len(at):
             raise ValueError(f"Executor.set_kernel_attrs: the lowered program has "
                              f"{len(at)} kernel(s) serving {op_name}, not {ordinal + 1}")
-        index, kernel = at[ordinal]
+        index, kernel, _ = at[ordinal]
         plan.impl.set_kernel_attrs(index, kernel, attrs)
 
     def _static_plan(self) -> _Plan:
@@ -250,9 +268,10 @@ class Executor:
 
 class _Plan:
     def __init__(self, program: Program, impl: Any, feed_names: list[str],
-                 kernels: dict[str, list[tuple[int, str]]]) -> None:
+                 kernels: dict[str, list[tuple[int, str, dict[str, Any]]]]) -> None:
         self.program, self.impl, self.feed_names = program, impl, feed_names
-        # the pd_op a kernel serves -> (instruction index, kernel name) in program order
+        # the pd_op a kernel serves -> (instruction index, kernel name, attributes) in
+        # program order
         self.kernels = kernels
 
 

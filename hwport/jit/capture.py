@@ -19,10 +19,10 @@ What a program cannot hold is caught, not recorded wrongly:
   print) is data-dependent: `CaptureBreak` (the caller raises it as an error naming the file
   and line, or runs the call eagerly: a graph break);
 - an in-place write (Tensor.set_value) into a traced tensor or a parameter: the same;
-- a random op drawing from the global generator (dropout in training, hwport.uniform /
-  normal with seed 0): its Philox offset is fixed at capture, so a program would draw the
-  same numbers on every run; refused the same way (an explicit seed is a fixed stream and is
-  recorded)."""
+- a random op drawing from the global generator other than uniform and dropout (normal with
+  seed 0): refused the same way. Dropout (recorded as its sub-ops) and uniform draw afresh on
+  every run: each run draws the same stretch of the generator as eager would and patches it
+  into the uniform kernel (an explicit seed is a fixed stream and is recorded as it is)."""
 
 from __future__ import annotations
 
@@ -147,12 +147,15 @@ class Recorder:
         self._calls = [self.record.calls]  # where calls go: a region's list inside cond/while
         self._paused = 0  # while_loop's later iterations run unrecorded
         self._decomposed: dict[str, bool] = {}
-        self.drawn: set[tuple[int, int]] = set()  # (seed, offset)s the global generator gave
+        # (seed, offset) the global generator gave -> how many counters it reserved
+        self.drawn: dict[tuple[int, int], int] = {}
         # host work a program run must repeat first (an optimizer's per-step scalars)
         self.before_run: list[Any] = []
-        # (op, ordinal among that op's calls, fn): the call's attributes, recomputed on the
-        # host before each run (fn() -> attrs) and patched into its kernel instruction
-        self.run_attrs: list[tuple[str, int, Any]] = []
+        # (op, match, n, fn): a call whose attributes are recomputed on the host before each
+        # run (fn() -> attrs) and patched into its kernel: the nth kernel serving op whose
+        # attributes include `match` (None: the nth serving op)
+        self.run_attrs: list[tuple[str, dict[str, Any] | None, int, Any]] = []
+        self._draw_slots: dict[tuple[int, int], dict[str, Any]] = {}
         self.error: CaptureBreak | None = None
 
     # -- value ids --
@@ -284,11 +287,14 @@ class Recorder:
                 self.depth -= 1
         op = call.op
         attrs = recorded_kwargs(op, dict(call.attrs))
-        if op in RANDOM_OPS and (attrs.get("seed"), attrs.get("offset", 0)) in self.drawn and (
-                op != "dropout" or (attrs.get("training") and attrs.get("p", 0) > 0)):
-            self.fail(f"the random op {op} at {user_frame()}: a program would draw the same "
-                      "numbers on every run (its Philox offset is fixed at capture); call it "
-                      "outside the function, or use layer.eval() for dropout")
+        draw = (attrs.get("seed"), attrs.get("offset", 0))
+        if op in RANDOM_OPS and draw in self.drawn:
+            if op == "dropout":
+                return next(call)  # recorded as its sub-ops: its uniform draws per run
+            if op != "uniform":
+                self.fail(f"the random op {op} at {user_frame()} draws from the global "
+                          "generator; inside a program only uniform and dropout draw afresh "
+                          "each run: call it outside the function, or give it a seed")
         raw = list(call.inputs)
         if self._through_decomposition(op, raw):
             return next(call)  # its sub-ops come back through this layer and are recorded
@@ -307,6 +313,8 @@ class Recorder:
             self._name(t, vid)
             ids.append(vid)
         self._calls[-1].append(Call(op, inputs, attrs, ids))
+        if op == "uniform" and draw in self.drawn:
+            self._draw_each_run(draw)
         return out
 
     def _through_decomposition(self, op: str, inputs: list[Any]) -> bool:
@@ -330,15 +338,37 @@ class Recorder:
         if self.full_graph:
             raise self.error
 
+    def _draw_each_run(self, draw: tuple[int, int]) -> None:
+        """A uniform whose (seed, offset) the global generator gave: every run draws the same
+        stretch of the generator again (as many counters, in capture order, as eager would)
+        and patches it into the uniform's kernel; a second call with the same draw (dropout's
+        backward regenerates its mask) reads the same run's draw."""
+        from hwport.random import default_generator
+
+        slot = self._draw_slots.get(draw)
+        if slot is None:
+            slot = self._draw_slots[draw] = {"counters": self.drawn[draw], "now": draw}
+
+            def redraw(slot: dict[str, Any] = slot) -> None:
+                slot["now"] = default_generator.draw(slot["counters"])
+            self.before_run.append(redraw)
+        nth = sum(1 for op, match, *_ in self.run_attrs
+                  if op == "uniform" and match == {"seed": draw[0], "offset": draw[1]})
+        def drawn_attrs(slot: dict[str, Any] = slot) -> dict[str, Any]:
+            seed, offset = slot["now"]
+            return {"seed": seed, "offset": offset}
+        self.run_attrs.append(("uniform", {"seed": draw[0], "offset": draw[1]}, nth,
+                               drawn_attrs))
+
     def attrs_at_each_run(self, fn: Any) -> None:
-        """The call just recorded takes fn()'s attributes at every run of the program (its
-        kernel's attributes are replaced; the op must lower to its kernel)."""
+        """The call just recorded takes fn()'s attributes (over the ones it was built with) at
+        every run of the program (its kernel's attributes are patched; the op must lower to
+        its kernel)."""
         calls = self.record.calls
         if not calls or self._calls[-1] is not calls:
             raise RuntimeError("attrs_at_each_run: no top-level call was just recorded")
         op = calls[-1].op
-        ordinal = sum(c.op == op for c in calls) - 1
-        self.run_attrs.append((op, ordinal, fn))
+        self.run_attrs.append((op, None, sum(c.op == op for c in calls) - 1, fn))
 
     def tensor_of(self, vid: int) -> Any:
         return self._versions[vid][0]
@@ -482,12 +512,12 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
 
     def noted_draw(counters: int) -> tuple[int, int]:
         seed, offset = draw(counters)
-        recorder.drawn.add((seed, offset))
+        recorder.drawn[(seed, offset)] = counters
         return seed, offset
 
     def noted_draw_for(counters: int, fn: Any) -> Any:
         def noted(seed: int, offset: int) -> Any:
-            recorder.drawn.add((seed, offset))
+            recorder.drawn[(seed, offset)] = counters
             return fn(seed, offset)
         return draw_for(counters, noted)
 

@@ -74,7 +74,7 @@ class _Entry:
     before_run: list[Callable[[], None]] | None = None  # host work first (optimizer scalars)
     written: list[Tensor] | None = None  # parameters the program writes (outputs after ours)
     grads: list[Tensor] | None = None  # parameters whose .grad the program sets (then those)
-    run_attrs: list[tuple[str, int, Callable[[], dict[str, Any]]]] | None = None
+    run_attrs: list[tuple[str, int, Callable[[], dict[str, Any]]]] | None = None  # resolved
 
     def run(self, tensors: list[Tensor]) -> Any:
         for hook in self.before_run or ():
@@ -345,10 +345,12 @@ class StaticFunction:
         entry = _Entry(program=program, executor=pir.Executor(program, place, params),
                        feed_names=tuple(names), before_run=list(recorder.before_run),
                        written=[t for t, _ in written], grads=[t for t, _ in grads],
-                       run_attrs=list(recorder.run_attrs),
+                       run_attrs=[],
                        params=params, out_tree=out_tree, out_leaves=kept)
-        for op, ordinal, _ in entry.run_attrs:  # planned now: each must find its kernel
-            entry.executor.set_kernel_attrs(op, ordinal, {})
+        for op, match, nth, fn in recorder.run_attrs:  # planned now: each finds its kernel
+            ordinal = nth if match is None else entry.executor.kernel_ordinal(op, match, nth)
+            base = entry.executor.kernel_attrs(op, ordinal)
+            entry.run_attrs.append((op, ordinal, lambda fn=fn, base=base: {**base, **fn()}))
         if specialized is not None:
             specialized[tuple(tuple(t.shape) for t in tensors)] = entry
             return _Entry(specialized=specialized)

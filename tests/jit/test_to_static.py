@@ -110,9 +110,29 @@ def test_python_constants_and_training_flag_are_guarded():
     layer = to_static(layer)
     layer.eval()
     np.testing.assert_array_equal(layer(x).numpy(), x.numpy())
-    layer.train()  # a new guard; dropout draws from the global generator: refused clearly
-    with pytest.raises(StaticCaptureError, match="random op dropout"):
-        layer(x)
+    layer.train()  # a new guard: a program whose dropout draws afresh each run
+    hwport.seed(5)
+    got = [layer(x).numpy() for _ in range(3)]
+    hwport.seed(5)
+    want = [layer.forward.dygraph_function(layer, x).numpy() for _ in range(3)]
+    assert layer.forward.num_captures == 2
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    assert not np.array_equal(got[1], got[2])  # a new mask every run
+
+
+def test_random_ops_drawing_from_the_generator_draw_per_run_or_are_refused():
+    u = to_static(lambda x: hwport.uniform([4]) + x)
+    zero = hwport.zeros([4])
+    hwport.seed(1)
+    got = [u(zero).numpy() for _ in range(3)]
+    hwport.seed(1)
+    want = [hwport.uniform([4]).numpy() for _ in range(3)]
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    assert u.num_captures == 1
+    fixed = to_static(lambda x: hwport.ops.uniform([4], seed=3, offset=2) + x)
+    assert np.array_equal(fixed(zero).numpy(), fixed(zero).numpy())  # an explicit stream
+    with pytest.raises(StaticCaptureError, match="random op normal"):
+        to_static(lambda x: hwport.normal(shape=[4]) + x)(zero)
 
 
 def test_symbolic_dim_serves_every_size_without_recapture():
