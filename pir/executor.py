@@ -32,7 +32,7 @@ MAX_PLANS = 8  # plans kept per Executor (feed-shape signatures), least recently
 class Executor:
     def __init__(self, program: Program, place: Any = None,
                  parameters: dict[str, Any] | None = None, *,
-                 max_plans: int = MAX_PLANS) -> None:
+                 max_plans: int = MAX_PLANS, writes: dict[str, str] | None = None) -> None:
         from hwport.runtime import _core
 
         if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
@@ -50,6 +50,9 @@ class Executor:
             program = _lowered(program, self.place, {})
         self.program = program
         self._parameters = dict(parameters or {})
+        # output name -> parameter name: after a run the parameter holds that output (not
+        # returned by run(); computed in the parameter's memory where the plan allows)
+        self._writes = dict(writes or {})
         self._impl: Any = None
         self._static: _Plan | None = None
         self._plans: OrderedDict[tuple[tuple[int, ...], ...], _Plan] = OrderedDict()
@@ -81,6 +84,8 @@ class Executor:
         bound: list[tuple[int, Any]] = []
         instrs: list[tuple[Any, ...]] = []
         served: dict[int, str] = {}  # kernel instruction -> the pd_op it serves
+        param_slots: dict[str, int] = {}
+        writes: list[tuple[int, int]] = []
         outputs: list[int] = []
         output_names: list[str] = []
         def emit(ops: list[Any]) -> None:
@@ -108,8 +113,19 @@ class Executor:
                     raise KeyError(f"Executor: parameter {pname!r} is not bound (pass "
                                    f"parameters={{{pname!r}: tensor}})")
                 bound.append((slot(op.result()), self._parameters[pname]))
+                param_slots[pname] = slot(op.result())
             elif name == "builtin.constant":
                 bound.append((slot(op.result()), self._constant(op)))
+            elif name == "builtin.shadow_output" and op.attr("output_name") in self._writes:
+                target = self._writes[op.attr("output_name")]
+                if target not in param_slots:  # written, never read: bound here
+                    if target not in self._parameters:
+                        raise KeyError(f"Executor: written parameter {target!r} is not bound")
+                    t = self._parameters[target]
+                    param_slots[target] = len(metas)
+                    metas.append((list(t.shape), str(t.dtype)))
+                    bound.append((param_slots[target], t))
+                writes.append((slot(op.operand(0)), param_slots[target]))
             elif name == "builtin.shadow_output":
                 outputs.append(slot(op.operand(0)))
                 output_names.append(op.attr("output_name"))
@@ -146,7 +162,7 @@ class Executor:
 
         emit(list(program.block.ops))
         self.output_names = output_names
-        impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs)
+        impl = self._core.Executor(self.place, metas, feeds, bound, instrs, outputs, writes)
         self.num_plans_built += 1
         kernels: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
         for i, ins in enumerate(instrs):
@@ -324,7 +340,10 @@ def _lowered(program: Program, place: Any, shapes: dict[str, tuple[int, ...]]) -
 
 def _elementwise(kernel_name: str) -> bool:
     """Whether the kernel's result element i depends on its inputs' element i only (the
-    Elementwise trait pd_op takes from ops.yaml's category): its result may be written over an
-    input of its shape and dtype (the executor's in-place plan)."""
+    Elementwise trait pd_op takes from ops.yaml's category, and the optimizer updates): its
+    result may be written over an input of its shape and dtype (the executor's in-place plan,
+    and its writes into bound tensors)."""
     info = lookup_op(f"pd_op.{kernel_name}")
-    return info is not None and ELEMENTWISE in info.traits
+    # an optimizer update (adam_update) is elementwise over all its operands too
+    return info is not None and (ELEMENTWISE in info.traits or
+                                 info.op_def.category == "optimizer")

@@ -82,11 +82,8 @@ class _Entry:
         for op, ordinal, attrs in self.run_attrs or ():
             self.executor.set_kernel_attrs(op, ordinal, attrs())
         outs = self.executor.run(dict(zip(self.feed_names, tensors, strict=True)))
-        n = sum(v is None for v in self.out_leaves)
-        for target, value in zip(self.written or (), outs[n:], strict=False):
-            target.set_value(value)
-        k = n + len(self.written or ())
-        for param, g in zip(self.grads or (), outs[k:], strict=True):
+        n = sum(v is None for v in self.out_leaves)  # (the writes are the executor's)
+        for param, g in zip(self.grads or (), outs[n:], strict=True):
             param.grad = g.clone()  # (an output of the arena: the next run reuses it)
         it = iter(outs[:n])
         leaves = [next(it) if v is None else v for v in self.out_leaves]
@@ -312,7 +309,10 @@ class StaticFunction:
                 isinstance(v, Tensor) and not v.stop_gradient for v in out_leaves):
             # the caller may differentiate the result: the program has no backward for it
             return _Entry(eager_reason="gradients")
-        outputs += [vid for _, vid in written] + [vid for _, vid in grads]
+        n_user = len(outputs)
+        outputs += [vid for _, vid in grads] + [vid for _, vid in written]
+        written_names = {f"output_{n_user + len(grads) + k}": record.params[pid]
+                         for k, pid in enumerate(record.writes)}
         specs = self._specs(tensors) if symbolic else [None] * len(tensors)
         dims = _symbolic_dims(record, specs)
         program = None
@@ -342,7 +342,8 @@ class StaticFunction:
         from hwport import pir
 
         place = tensors[0].place if tensors else _core.get_device()
-        entry = _Entry(program=program, executor=pir.Executor(program, place, params),
+        entry = _Entry(program=program, executor=pir.Executor(program, place, params,
+                                                              writes=written_names),
                        feed_names=tuple(names), before_run=list(recorder.before_run),
                        written=[t for t, _ in written], grads=[t for t, _ in grads],
                        run_attrs=[],

@@ -67,7 +67,8 @@ void bind_executor(py::module_& m) {
   py::class_<Executor>(m, "Executor",
       "A lowered program as a flat instruction list with planned memory (runtime/src/executor.h).")
       .def(py::init([](py::handle place, const py::list& slots, const py::list& feeds,
-                       const py::list& bound, const py::list& instrs, std::vector<int> outputs) {
+                       const py::list& bound, const py::list& instrs, std::vector<int> outputs,
+                       std::vector<std::pair<int, int>> writes) {
              std::vector<Executor::SlotMeta> metas;
              for (py::handle s : slots) {
                auto t = s.cast<py::tuple>();
@@ -82,9 +83,10 @@ void bind_executor(py::module_& m) {
                is.push_back(instr_from_py(i.cast<py::tuple>(), is.size()));
              return std::make_unique<Executor>(device_from_py(place), std::move(metas),
                                                std::move(fs), std::move(bs), std::move(is),
-                                               std::move(outputs));
+                                               std::move(outputs), std::move(writes));
            }), py::arg("place"), py::arg("slots"), py::arg("feeds"), py::arg("bound"),
-           py::arg("instructions"), py::arg("outputs"))
+           py::arg("instructions"), py::arg("outputs"),
+           py::arg("writes") = std::vector<std::pair<int, int>>{})
       .def("run", &Executor::run, py::arg("feeds"), "Feeds in the constructor's order.")
       .def("set_kernel_attrs", [](Executor& e, size_t index, const std::string& kernel,
                                   const py::dict& attrs) {
@@ -100,6 +102,7 @@ void bind_executor(py::module_& m) {
       .def_property_readonly("num_instructions", &Executor::num_instructions)
       .def_property_readonly("arena_bytes", &Executor::arena_bytes)
       .def_property_readonly("num_in_place", &Executor::num_in_place)
+      .def_property_readonly("num_written_in_place", &Executor::num_written_in_place)
       .def("describe", &Executor::describe);
   // benchmarks/bench_executor.py: the time spent inside the plugins' kernel functions (the
   // launch cost eager and the executor share) between start and stop, on this thread.

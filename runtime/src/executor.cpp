@@ -59,9 +59,10 @@ uint64_t place_greedy(std::vector<Placement>& items) {
 Executor::Executor(Device* device, std::vector<SlotMeta> slots,
                    std::vector<std::pair<std::string, int>> feeds,
                    std::vector<std::pair<int, Tensor>> bound, std::vector<Instr> instrs,
-                   std::vector<int> outputs)
+                   std::vector<int> outputs, std::vector<std::pair<int, int>> writes)
     : device_(device), meta_(std::move(slots)), feeds_(std::move(feeds)),
-      outputs_(std::move(outputs)), instrs_(std::move(instrs)), workspaces_(device) {
+      outputs_(std::move(outputs)), instrs_(std::move(instrs)), workspaces_(device),
+      writes_(std::move(writes)) {
   const size_t n = meta_.size();
   auto check_slot = [n](int s) {
     if (s < 0 || static_cast<size_t>(s) >= n)
@@ -122,6 +123,14 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     ins.fallback = ins.kind == Kind::Kernel && !ins.skip && cpu && device_ != cpu &&
                    !device_->plugin->kernels.find(ins.op, ins.dtype);
   for (int s : outputs_) check_slot(s);
+  for (const auto& [v, b] : writes_) {
+    check_slot(v);
+    check_slot(b);
+    if (!is_bound_[b] || meta_[v].shape != meta_[b].shape || meta_[v].dtype != meta_[b].dtype)
+      raise(ErrorKind::Value, "Executor: write of slot " + std::to_string(v) + " into slot " +
+                                  std::to_string(b) + ": the target must be a bound tensor of "
+                                  "the value's shape and dtype");
+  }
   add_contiguous_copies();
   plan_memory();
   for (const Instr& ins : instrs_) {
@@ -191,6 +200,8 @@ void Executor::add_contiguous_copies() {
     out.push_back(std::move(ins));
   }
   start[instrs_.size()] = out.size();
+  moved_.resize(instrs_.size());
+  for (size_t k = 0; k < instrs_.size(); ++k) moved_[k] = start[k + 1] - 1;  // after its copies
   for (Instr& ins : out)
     if (ins.kind == Kind::If || ins.kind == Kind::While) {
       ins.mid = start[ins.mid];
@@ -234,9 +245,35 @@ void Executor::plan_memory() {
   // Program outputs live to the end of the run (they are in the arena too: the next run takes a
   // fresh arena while the caller holds one of them).
   for (int s : outputs_) last[root_[s]] = instrs_.size();
+  std::vector<bool> donated(n, false);
   auto planned = [&](int s) {
-    return first[s] != none && !is_view_[s] && !is_fed_[s] && !is_bound_[s];
+    return first[s] != none && !is_view_[s] && !is_fed_[s] && !is_bound_[s] && !donated[s];
   };
+  // Writes (see the constructor): held to the end of the run; computed in the bound tensor's
+  // memory where no later instruction reads the old value (and the one making it reads it, if
+  // at all, as an elementwise kernel reads its own operand). Not inside a region.
+  const bool regions = std::any_of(instrs_.begin(), instrs_.end(), [](const Instr& ins) {
+    return ins.kind == Kind::If || ins.kind == Kind::While;
+  });
+  donated_.assign(writes_.size(), false);
+  for (size_t w = 0; w < writes_.size(); ++w) {
+    const auto [v, b] = writes_[w];
+    last[root_[v]] = instrs_.size();
+    if (regions || !planned(v) || donated[v] ||
+        std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end())
+      continue;
+    const size_t k = first[v];
+    const Instr& made = instrs_[k];
+    if (made.kind != Kind::Kernel || made.skip || made.fallback) continue;
+    bool ok = true;
+    for (size_t i = k; i < instrs_.size() && ok; ++i)
+      for (int s : instrs_[i].in)
+        if (root_[s] == b && (i > k || !made.elementwise || s != b)) ok = false;
+    for (const auto& [v2, b2] : writes_) ok = ok && (b2 != b || v2 == v);
+    if (!ok) continue;
+    donated_[w] = true;
+    donated[v] = true;
+  }
   // In place: an elementwise kernel's result shares the bytes of an input that is an arena
   // value (not a view: the same layout, contiguous) of its shape and dtype and whose last use
   // is this kernel. `group[s]`: the slot whose placement holds s; its lifetime grows to cover
@@ -279,6 +316,12 @@ void Executor::plan_memory() {
   if (arena_bytes_ > 0) arena_ = Storage::allocate(device_, arena_bytes_);
   std::vector<uint64_t> offset(n, 0);
   for (const Placement& p : items) offset[p.slot] = p.offset;
+  for (size_t w = 0; w < writes_.size(); ++w) {
+    if (!donated_[w]) continue;
+    const auto [v, b] = writes_[w];
+    slots_[v].storage = slots_[b].storage;
+    slots_[v].offset = slots_[b].offset;
+  }
   for (size_t s = 0; s < n; ++s) {
     if (!planned(static_cast<int>(s))) continue;
     slots_[s].storage = arena_;
@@ -477,6 +520,16 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& feeds) {
     for (int s : arena_slots_) slots_[s].storage = arena_;
   }
   run_range(0, instrs_.size());
+  for (size_t w = 0; w < writes_.size(); ++w) {
+    const auto [v, b] = writes_[w];
+    Tensor& target = slots_[b];
+    if (!donated_[w] && numel(target.shape) > 0) {
+      const Tensor* in[] = {&slots_[v]};
+      Tensor* outs[] = {&target};
+      run_kernel(core_ops().copy, target.dtype, device_, in, 1, outs, 1, Attrs{});
+    }
+    target.storage->bump_version();  // as Tensor.set_value: saved tensors see the write
+  }
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
   for (int s : outputs_) out.push_back(slots_[s]);
@@ -529,10 +582,10 @@ std::string Executor::describe() const {
 }
 
 void Executor::set_kernel_attrs(size_t index, Attrs attrs) {
-  if (index >= instrs_.size() || instrs_[index].kind != Kind::Kernel)
+  if (index >= moved_.size() || instrs_[moved_[index]].kind != Kind::Kernel)
     raise(ErrorKind::Value, "Executor.set_kernel_attrs: instruction " + std::to_string(index) +
                                 " is not a kernel");
-  instrs_[index].attrs = std::move(attrs);
+  instrs_[moved_[index]].attrs = std::move(attrs);
 }
 
 }  // namespace hwport

@@ -17,6 +17,8 @@
 // defined before it alive for the whole loop.
 #pragma once
 
+#include <algorithm>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,10 +57,15 @@ class Executor {
 
   // `feeds`: (name, slot) of the program's data inputs; `bound`: (slot, tensor) for parameters
   // and constants (made contiguous once); `outputs`: the slots returned by run().
+  // `writes`: (value slot, bound slot) pairs: after a run the bound tensor holds the value
+  // (to_static: a parameter or an optimizer state a training step updates). The value is
+  // computed straight into the bound tensor's memory where the kernel making it is the last
+  // reader of the old value (or reads it as an elementwise kernel reads its own input);
+  // otherwise it is copied there after the run.
   Executor(Device* device, std::vector<SlotMeta> slots,
            std::vector<std::pair<std::string, int>> feeds,
            std::vector<std::pair<int, Tensor>> bound, std::vector<Instr> instrs,
-           std::vector<int> outputs);
+           std::vector<int> outputs, std::vector<std::pair<int, int>> writes = {});
 
   // Feeds in `feeds` order (checked against the program's shapes and dtypes).
   std::vector<Tensor> run(const std::vector<Tensor>& feeds);
@@ -70,6 +77,9 @@ class Executor {
   void set_kernel_attrs(size_t index, Attrs attrs);
   uint64_t arena_bytes() const { return arena_bytes_; }
   size_t num_in_place() const { return num_in_place_; }  // results written over an input
+  size_t num_written_in_place() const {  // writes computed straight into their tensor
+    return static_cast<size_t>(std::count(donated_.begin(), donated_.end(), true));
+  }
   std::string describe() const;  // the instruction list, one line each
 
  private:
@@ -119,6 +129,9 @@ class Executor {
   long arena_uses_ = 0;            // the arena's use count when no caller holds an output
   size_t num_in_place_ = 0;
   std::vector<int> group_;  // the slot whose planned bytes a slot shares (itself if none)
+  std::vector<size_t> moved_;  // a given instruction's index after add_contiguous_copies
+  std::vector<std::pair<int, int>> writes_;  // (value slot, bound slot)
+  std::vector<bool> donated_;                // per write: computed in the bound memory
   KeptWorkspaces workspaces_;
   Device* cpu_ = nullptr;  // where fallbacks run
   std::unique_ptr<KeptWorkspaces> cpu_workspaces_;

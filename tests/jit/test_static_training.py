@@ -71,6 +71,21 @@ def test_a_training_step_as_a_program_equals_eager_bit_for_bit(place, optimizer)
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("place", PLACES)
+def test_adams_moments_are_updated_in_place_with_no_allocation(place):
+    *_, step = _setup(place, "AdamW")
+    static = to_static(step)
+    data = _data(place, 4)
+    static(*data[0])
+    static(*data[1])
+    exe = next(iter(static._cache.values())).executor
+    assert exe._static.impl.num_written_in_place == 2  # moment1, moment2: no copy back
+    before = hwport.device.memory_stats(place)["num_allocs"]
+    for x, y in data[2:]:
+        static(x, y)
+    assert hwport.device.memory_stats(place)["num_allocs"] == before
+
+
 def test_gradients_left_by_the_step_are_written_back():
     hwport.seed(0)
     layer = nn.Linear(4, 3)

@@ -658,3 +658,52 @@ def _chain() -> pir.Program:
     with pir.Builder(p) as b:
         b.output(b.pd_op.neg(b.pd_op.exp(b.data("x", [3], "float32"))), "y")
     return p
+
+
+# ---- writes into bound tensors (to_static's training steps) -------------------------------
+
+def _write_program(read_after: bool) -> pir.Program:
+    """w_new = w * 2 + x, written into parameter w; with read_after, an output also reads the
+    old w after the write's value is made (so it cannot be made in w's memory)."""
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [4], "float32")
+        w = b.parameter("w", [4], "float32")
+        new = b.pd_op.add(b.pd_op.multiply(w, b.constant(2.0, [], "float32")), x)
+        b.output(b.pd_op.sum(new), "total")
+        if read_after:
+            b.output(b.pd_op.sum(b.pd_op.multiply(w, x)), "old")
+        b.output(new, "w_new")
+    return p
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("read_after", [False, True])
+def test_a_write_lands_in_the_parameter_in_place_or_copied(place, read_after):
+    w = hwport.to_tensor(np.array([1, 2, 3, 4], np.float32), place=place)
+    version = _core._storage_version(w)
+    exe = pir.Executor(_write_program(read_after), place, {"w": w}, writes={"w_new": "w"})
+    x = hwport.to_tensor(np.array([0.5, 0.5, 0.5, 0.5], np.float32), place=place)
+    want = np.array([1, 2, 3, 4], np.float32)
+    for _ in range(3):
+        outs = exe.run({"x": x})
+        assert len(outs) == 1 + read_after  # the write is not returned
+        if read_after:
+            assert outs[1].numpy() == pytest.approx(float((want * 0.5).sum()))
+        want = want * 2 + 0.5
+        np.testing.assert_array_equal(w.numpy(), want)
+        assert outs[0].numpy() == pytest.approx(float(want.sum()))
+    assert exe._static.impl.num_written_in_place == (0 if read_after else 1)
+    assert _core._storage_version(w) == version + 3  # as set_value: saved tensors see it
+
+
+def test_a_write_target_must_be_a_bound_tensor_of_the_values_type():
+    p = _write_program(False)
+    w = hwport.to_tensor(np.zeros(4, np.float32))
+    v = hwport.to_tensor(np.zeros(3, np.float32))  # written, never read, the wrong shape
+    with pytest.raises(ValueError, match="bound tensor of the value's shape and dtype"):
+        pir.Executor(p, "custom:cpu", {"w": w, "v": v}, writes={"w_new": "v"}).run(
+            {"x": hwport.to_tensor(np.zeros(4, np.float32))})
+    with pytest.raises(KeyError, match="'u' is not bound"):
+        pir.Executor(p, "custom:cpu", {"w": w}, writes={"w_new": "u"}).run(
+            {"x": hwport.to_tensor(np.zeros(4, np.float32))})
