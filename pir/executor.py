@@ -137,7 +137,8 @@ class Executor:
                 served[len(instrs)] = op.attr("op_name")
                 instrs.append(("kernel", op.attr("kernel_name"), op.attr("dtype"),
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
-                               kernel_attrs(op), _elementwise(op.attr("kernel_name"))))
+                               kernel_attrs(op), _elementwise(op.attr("kernel_name")),
+                               _own_inputs(op.attr("kernel_name"))))
             elif name == "kernel.view":
                 instrs.append(("view", slot(op.operand(0)), slot(op.result()),
                                op.attr("shape"), op.attr("strides"), op.attr("offset")))
@@ -340,10 +341,21 @@ def _lowered(program: Program, place: Any, shapes: dict[str, tuple[int, ...]]) -
 
 def _elementwise(kernel_name: str) -> bool:
     """Whether the kernel's result element i depends on its inputs' element i only (the
-    Elementwise trait pd_op takes from ops.yaml's category, and the optimizer updates): its
-    result may be written over an input of its shape and dtype (the executor's in-place plan,
-    and its writes into bound tensors)."""
+    Elementwise trait pd_op takes from ops.yaml's category): its result may be written over an
+    input of its shape and dtype (the executor's in-place plan)."""
     info = lookup_op(f"pd_op.{kernel_name}")
-    # an optimizer update (adam_update) is elementwise over all its operands too
-    return info is not None and (ELEMENTWISE in info.traits or
-                                 info.op_def.category == "optimizer")
+    return info is not None and ELEMENTWISE in info.traits
+
+
+def _own_inputs(kernel_name: str) -> list[int]:
+    """An optimizer update's outputs `X_out` as the positions of their inputs `X`: its kernel
+    writes them over those inputs, all of them at once or none (ops.yaml's kernel contract),
+    which the executor may plan (empty: no such op)."""
+    info = lookup_op(f"pd_op.{kernel_name}")
+    if info is None or info.op_def.category != "optimizer":
+        return []
+    names = [i.name for i in info.op_def.inputs]
+    outs = [o.name for o in info.op_def.outputs]
+    if not all(o.endswith("_out") and o[:-4] in names for o in outs):
+        return []
+    return [names.index(o[:-4]) for o in outs]

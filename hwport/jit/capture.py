@@ -249,6 +249,8 @@ class Recorder:
                       f"{self.record.params[param]} at {user_frame()}: inside a capture the "
                       "value must be a tensor")
             return
+        if value.dtype != target.dtype:  # set_value casts: the program's write is the cast
+            value = value.astype(target.dtype)
         self.record.writes[param] = self.value_id(value)
         self._written[id(target)] = param
         self._ids[id(target)] = self.record.writes[param]  # later reads see the new value

@@ -53,6 +53,11 @@ Executor::Instr instr_from_py(const py::tuple& t, size_t at) {
   ins.in = t[3].cast<std::vector<int>>();
   ins.out = t[4].cast<std::vector<int>>();
   ins.elementwise = t.size() > 6 && t[6].cast<bool>();
+  if (t.size() > 7) ins.own_inputs = t[7].cast<std::vector<int>>();
+  for (int k : ins.own_inputs)
+    if (k < 0 || static_cast<size_t>(k) >= ins.in.size() ||
+        ins.own_inputs.size() != ins.out.size())
+      raise(ErrorKind::Value, "Executor: bad own inputs of instruction " + std::to_string(at));
   for (auto item : t[5].cast<py::dict>()) {
     if (item.second.is_none()) continue;  // as _core.launch: an absent attribute
     const std::string name = py::str(item.first);

@@ -256,15 +256,63 @@ void Executor::plan_memory() {
     return ins.kind == Kind::If || ins.kind == Kind::While;
   });
   donated_.assign(writes_.size(), false);
+  std::vector<int>& group = group_;
+  group.resize(n);
+  for (size_t s = 0; s < n; ++s) group[s] = static_cast<int>(s);
+  num_in_place_ = 0;
+  for (const auto& wr : writes_) last[root_[wr.first]] = instrs_.size();
+  auto is_output = [&](int s) {
+    return std::find(outputs_.begin(), outputs_.end(), s) != outputs_.end();
+  };
+  auto read_after = [&](int b, size_t k) {  // the bound slot b (or a view of it) read past k
+    for (size_t i = k + 1; i < instrs_.size(); ++i)
+      for (int s : instrs_[i].in)
+        if (root_[s] == b) return true;
+    return false;
+  };
+  auto sole_operand = [&](const Instr& ins, int s) {  // s is ins's only operand over its bytes
+    int seen = 0;
+    for (int t : ins.in) seen += root_[t] == root_[s];
+    return seen == 1 && root_[s] == s;
+  };
+  // An optimizer update's outputs over their own inputs, all or none (its kernel contract):
+  // each is a write into the bound input it replaces, or takes the bytes of an arena input
+  // that dies there.
+  for (size_t i = 0; i < instrs_.size() && !regions; ++i) {
+    const Instr& ins = instrs_[i];
+    if (ins.kind != Kind::Kernel || ins.own_inputs.empty() || ins.skip || ins.fallback) continue;
+    std::vector<int> via(ins.out.size(), -1);  // the write each output is, or -1: in place
+    bool all = true;
+    for (size_t j = 0; j < ins.out.size() && all; ++j) {
+      const int o = ins.out[j], s = ins.in[ins.own_inputs[j]];
+      all = planned(o) && !is_output(o) && meta_[o].shape == meta_[s].shape &&
+            meta_[o].dtype == meta_[s].dtype && sole_operand(ins, s);
+      if (!all) break;
+      for (size_t w = 0; w < writes_.size(); ++w)
+        if (writes_[w].first == o && writes_[w].second == s && !read_after(s, i))
+          via[j] = static_cast<int>(w);
+      if (via[j] < 0) all = planned(s) && last[s] == i && !is_output(s);
+    }
+    if (!all) continue;
+    for (size_t j = 0; j < ins.out.size(); ++j) {
+      const int o = ins.out[j], s = ins.in[ins.own_inputs[j]];
+      if (via[j] >= 0) {
+        donated_[via[j]] = true;
+        donated[o] = true;
+      } else {
+        group[o] = group[s];
+        last[group[o]] = std::max(last[group[o]], last[o]);
+      }
+      ++num_in_place_;
+    }
+  }
   for (size_t w = 0; w < writes_.size(); ++w) {
     const auto [v, b] = writes_[w];
-    last[root_[v]] = instrs_.size();
-    if (regions || !planned(v) || donated[v] ||
-        std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end())
-      continue;
+    if (regions || !planned(v) || donated[v] || is_output(v)) continue;
     const size_t k = first[v];
     const Instr& made = instrs_[k];
-    if (made.kind != Kind::Kernel || made.skip || made.fallback) continue;
+    if (made.kind != Kind::Kernel || made.skip || made.fallback || !made.own_inputs.empty())
+      continue;
     bool ok = true;
     for (size_t i = k; i < instrs_.size() && ok; ++i)
       for (int s : instrs_[i].in)
@@ -278,10 +326,6 @@ void Executor::plan_memory() {
   // value (not a view: the same layout, contiguous) of its shape and dtype and whose last use
   // is this kernel. `group[s]`: the slot whose placement holds s; its lifetime grows to cover
   // every member (each one is born where the one before it dies).
-  std::vector<int>& group = group_;
-  group.resize(n);
-  for (size_t s = 0; s < n; ++s) group[s] = static_cast<int>(s);
-  num_in_place_ = 0;
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const Instr& ins = instrs_[i];
     if (ins.kind != Kind::Kernel || !ins.elementwise || ins.skip) continue;

@@ -40,6 +40,9 @@ class Executor {
     Attrs attrs;
     bool skip = false;  // an empty output: eager launches nothing either
     bool elementwise = false;  // out[i] depends on in[i] only: a result may overwrite an input
+    // An optimizer update: out[j] may be written over in[own_inputs[j]], all at once or none
+    // (its kernel contract); empty for other kernels.
+    std::vector<int> own_inputs;
     bool fallback = false;     // no kernel on the device: the counted CPU fallback, staged
     Shape shape, strides;  // View: the view's layout over its input's storage
     int64_t offset = 0;
