@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hwport.nn.layer import structure_epoch as layer_structure_epoch
 from hwport.runtime import Tensor, _core
 
 from .capture import CaptureBreak, Recorder, build, capturing, recording
@@ -75,6 +76,7 @@ class _Entry:
     written: list[Tensor] | None = None  # parameters the program writes (outputs after ours)
     grads: list[Tensor] | None = None  # parameters whose .grad the program sets (then those)
     run_attrs: list[tuple[str, int, Callable[[], dict[str, Any]]]] | None = None  # resolved
+    epoch: int = -1  # layers' structure epoch (hwport/nn/layer.py) the parameters were bound at
 
     def run(self, tensors: list[Tensor]) -> Any:
         for hook in self.before_run or ():
@@ -195,9 +197,23 @@ class StaticFunction:
                 entry = sub
             if entry.eager_reason is not None:
                 return self._eager(args, kwargs)
+            if self._layer is not None and entry.epoch != layer_structure_epoch[0] and \
+                    not self._same_parameters(entry):
+                self._cache.pop(key, None)  # the layer holds other parameter objects now
+                return self._capture(self._cache, key, args, kwargs, leaves, tree, tensors,
+                                     grad_mode, symbolic=True)
             return entry.run(tensors)
         return self._capture(self._cache, key, args, kwargs, leaves, tree, tensors, grad_mode,
                              symbolic=True)
+
+    def _same_parameters(self, entry: _Entry) -> bool:
+        """Whether the layer still holds the parameter and buffer objects the program binds
+        (checked when some layer's structure changed since the capture)."""
+        now = self._layer_tensors()
+        if any(now.get(name, t) is not t for name, t in (entry.params or {}).items()):
+            return False
+        entry.epoch = layer_structure_epoch[0]
+        return True
 
     def _specs(self, tensors: list[Tensor]) -> list[Any]:
         """The InputSpec of each tensor argument (None: all dims static), checked."""
@@ -342,7 +358,8 @@ class StaticFunction:
         from hwport import pir
 
         place = tensors[0].place if tensors else _core.get_device()
-        entry = _Entry(program=program, executor=pir.Executor(program, place, params,
+        entry = _Entry(epoch=layer_structure_epoch[0],
+                       program=program, executor=pir.Executor(program, place, params,
                                                               writes=written_names),
                        feed_names=tuple(names), before_run=list(recorder.before_run),
                        written=[t for t, _ in written], grads=[t for t, _ in grads],

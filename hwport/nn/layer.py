@@ -31,6 +31,11 @@ class HookRemoveHelper:
         self._hooks.pop(self._hook_id, None)
 
 
+# Bumped whenever any layer's set of parameters, buffers or sublayers changes (an object put
+# in or taken out): jit.to_static's programs bind parameter objects and check them again then.
+structure_epoch = [0]
+
+
 def _check_name(fn: str, name: Any) -> str:
     if not isinstance(name, str):
         raise TypeError(f"{fn}: name must be a str, got {type(name).__name__}")
@@ -96,6 +101,7 @@ class Layer:
         self._sub_layers.pop(name, None)
         self._buffers.pop(name, None)
         self._parameters[name] = parameter
+        structure_epoch[0] += 1
         return parameter
 
     def add_sublayer(self, name: str, sublayer: Layer | None) -> Layer | None:
@@ -108,6 +114,7 @@ class Layer:
         self._parameters.pop(name, None)
         self._buffers.pop(name, None)
         self._sub_layers[name] = sublayer
+        structure_epoch[0] += 1
         return sublayer
 
     def register_buffer(self, name: str, tensor: Tensor | None,
@@ -122,6 +129,7 @@ class Layer:
             raise KeyError(f"register_buffer: {name!r} is already an attribute, parameter or "
                            f"sublayer of {type(self).__name__}")
         self._buffers[name] = tensor
+        structure_epoch[0] += 1
         if persistable:
             self._non_persistable_buffer_names_set.discard(name)
         else:
@@ -130,6 +138,9 @@ class Layer:
     # ---- attribute registration ----------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
+        if isinstance(value, Parameter | Layer | Tensor) or name in d.get("_parameters", ()) \
+                or name in d.get("_sub_layers", ()) or name in d.get("_buffers", ()):
+            structure_epoch[0] += 1
         if isinstance(value, Parameter):
             if "_parameters" not in d:
                 raise RuntimeError(f"{type(self).__name__}: call super().__init__() before "
@@ -178,6 +189,7 @@ class Layer:
             if entries is not None and name in entries:
                 del entries[name]
                 self._non_persistable_buffer_names_set.discard(name)
+                structure_epoch[0] += 1
                 return
         object.__delattr__(self, name)
 
@@ -402,6 +414,7 @@ class Layer:
         parameter stays a Parameter with its name and attributes."""
         if not updates:
             return
+        structure_epoch[0] += 1
         made: dict[int, Tensor] = {}
         for layer in self.sublayers(include_self=True):
             for table in ("_parameters", "_buffers"):

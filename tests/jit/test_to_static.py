@@ -328,3 +328,19 @@ def test_print_ir_prints_each_stage(monkeypatch, capsys):
     s(_x(2, 2))
     out = capsys.readouterr().out
     assert "captured" in out and "pd_op.matmul" in out and "dce" in out
+
+
+def test_a_layer_whose_parameters_are_replaced_is_captured_again():
+    layer = to_static(_Block())
+    layer.eval()
+    x = _x(2, 8)
+    with hwport.no_grad():
+        layer(x)
+        layer(x)
+        layer.fc = nn.Linear(8, 16)  # new parameter objects: the program's are stale
+        want = layer.forward.dygraph_function(layer, x).numpy()
+        np.testing.assert_allclose(layer(x).numpy(), want, rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(layer(x).numpy(), want, rtol=2e-6, atol=1e-6)
+        layer.extra = nn.Linear(2, 2)  # a structure change that keeps fc: no new capture
+        layer(x)
+    assert layer.forward.num_captures == 2
