@@ -266,8 +266,7 @@ class StaticFunction:
                           f"{reason}", stacklevel=3)
 
     # -- capture --
-    def _feed_names(self, tensors: list[Tensor], leaves: list[Any],
-                    tree: Any) -> list[str]:
+    def _feed_names(self, tensors: list[Tensor]) -> list[str]:
         names: list[str] = []
         specs = self._input_spec or []
         for i in range(len(tensors)):
@@ -286,7 +285,7 @@ class StaticFunction:
         layer_tensors = self._layer_tensors()
         recorder = Recorder({id(t): n for n, t in layer_tensors.items()},
                             full_graph=self._full_graph)
-        names = self._feed_names(tensors, leaves, tree)
+        names = self._feed_names(tensors)
         for t, name in zip(tensors, names, strict=True):
             recorder.add_data(t, name)
         try:
