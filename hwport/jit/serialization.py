@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from hwport.runtime import Tensor, _core
 
 PROGRAM_SUFFIX = ".pir"
@@ -123,7 +125,11 @@ class ProgramRunner:
         place = _core.resolve_place(place)
         exe = self._executors.get(str(place))
         if exe is None:
-            bound = {n: _core.from_numpy(a, place) for n, a in self.params.items()}
+            # a tensor already on the place is bound as it is (its updates are seen); others
+            # are copied there once
+            bound = {n: a if isinstance(a, Tensor) and a.place == place else
+                     _core.from_numpy(a if isinstance(a, np.ndarray) else a.numpy(), place)
+                     for n, a in self.params.items()}
             exe = self._executors[str(place)] = Executor(self.program, place, bound)
         return exe
 
@@ -146,10 +152,19 @@ def _layer_base() -> type:
 
 class TranslatedLayer(_layer_base()):  # type: ignore[misc]
     """What jit.load returns: a layer whose forward runs the saved program on its inputs'
-    place (one tensor out, or a list)."""
+    place (one tensor out, or a list). Its parameters are the program's, by their saved names
+    (`named_parameters`, `state_dict`), on the current device; the program is for inference,
+    so they are not trainable (stop_gradient=True)."""
 
     def __init__(self, runner: ProgramRunner) -> None:
+        from hwport.nn.parameter import Parameter
+
         super().__init__()
+        device = _core.resolve_place(None)
+        for name, value in list(runner.params.items()):
+            param = Parameter(_core.from_numpy(value, device), name=name, trainable=False)
+            self._parameters[name] = param
+            runner.params[name] = param
         self._runner = runner
         self.eval()
 

@@ -60,6 +60,10 @@ def test_save_load_round_trip_on_every_place(tmp_path, place):
     text = open(path + ".pir").read()
     assert str(hwport.pir.parse(text)) == text.rstrip("\n") or hwport.pir.parse(text)
     loaded = hwport.jit.load(path)
+    names = dict(loaded.named_parameters())
+    assert set(names) == {n for n, _ in net.named_parameters()}
+    np.testing.assert_array_equal(names["head.bias"].numpy(), net.head.bias.numpy())
+    assert all(p.stop_gradient for p in names.values())  # an inference program
     for n in (1, 5):
         x = _x(n, n)
         got = loaded(hwport.to_tensor(x, place=place)).numpy()
