@@ -11,6 +11,7 @@ from typing import Any
 
 from . import _core
 from ._core import (
+    CodegenCompileError,
     DType,
     Event,
     FallbackError,
@@ -23,9 +24,9 @@ from ._core import (
 from .discovery import builtin_plugin_dir, builtin_plugin_paths, discover
 
 __all__ = [
-    "DType", "Event", "FallbackError", "NotSupportedError", "OutOfMemoryError", "Place",
-    "Stream", "Tensor", "builtin_plugin_dir", "fallback_stats", "include_dir", "plugin_errors",
-    "plugins", "reset_fallback_stats", "set_fallback_mode",
+    "CodegenCompileError", "DType", "Event", "FallbackError", "NotSupportedError",
+    "OutOfMemoryError", "Place", "Stream", "Tensor", "builtin_plugin_dir", "fallback_stats",
+    "include_dir", "plugin_errors", "plugins", "reset_fallback_stats", "set_fallback_mode",
 ]
 
 # pybind11's enum keeps its own __repr__ over one defined in C++; set the public spelling here.

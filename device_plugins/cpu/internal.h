@@ -172,6 +172,13 @@ HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
                            HWP_Status (*run)(void *payload), void (*release)(void *payload),
                            void *payload, uint64_t work);
 
+/* cpu_submit_call for work that no kernel context describes (a codegen launch): on `stream`
+ * of `device` (NULL: synchronously, after the device's streams drained); `name` names the
+ * task in errors and profiles. The same ownership of `payload`. */
+HWP_Status cpu_submit_callback(int32_t device, HWP_Stream stream, const char *name,
+                               HWP_Status (*run)(void *payload), void (*release)(void *payload),
+                               void *payload, uint64_t work);
+
 /* cpu_submit for the work of a kernel launch: also carries ctx's correlation id, so that a
  * profiled launch's work is timed (profiler.c). */
 HWP_Status cpu_submit_launch(const HWP_KernelContext *ctx, const cpu_task *task, uint64_t work,
@@ -188,6 +195,10 @@ HWP_Status cpu_submit(int32_t device, HWP_Stream stream, const cpu_task *task, u
 HWP_Status cpu_synchronize_device(int32_t device);
 
 extern const HWP_StreamTable cpu_stream_table;
+
+/* ---- codegen.c: the "c99" codegen target (ABI 1.2) ---------------------------------------- */
+
+extern const HWP_CodegenTable cpu_codegen_table;
 
 /* ---- profiler.c: device time (ABI 1.2) ---------------------------------------------------- */
 

@@ -19,7 +19,7 @@ static const HWP_PluginApi g_api = {
     .get_last_error = cpu_get_last_error,
     .stream = &cpu_stream_table,
     .ccl = NULL,
-    .codegen = NULL,
+    .codegen = &cpu_codegen_table,
     .profiler = &cpu_profiler_table,
     .shutdown = cpu_shutdown,
 };

@@ -295,6 +295,21 @@ HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
   return st;
 }
 
+HWP_Status cpu_submit_callback(int32_t device, HWP_Stream stream, const char *name,
+                               HWP_Status (*run)(void *payload), void (*release)(void *payload),
+                               void *payload, uint64_t work) {
+  cpu_task task;
+  memset(&task, 0, sizeof task);
+  task.kind = CPU_TASK_CALLBACK;
+  task.u.call.run = run;
+  task.u.call.release = release;
+  task.u.call.payload = payload;
+  int taken;
+  HWP_Status st = submit(device, stream, &task, work, name, 0, &taken);
+  if (!taken && release != NULL) release(payload); /* never ran: release it here, once */
+  return st;
+}
+
 /* ---- stream table ----------------------------------------------------------------------- */
 
 static HWP_Status cpu_create_stream(int32_t device, HWP_Stream *out) {

@@ -300,6 +300,7 @@ PYBIND11_MODULE(_core, m) {
   bind_layers(m);
   bind_executor(m);
   bind_autograd(m);
+  bind_codegen(m);
 
   m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
                            const std::string& probe_exe, double probe_timeout_s) {

@@ -27,6 +27,10 @@ struct Plugin {
   bool has_ccl = false;
   bool has_codegen = false;
   bool has_profiler = false;
+  // The codegen table at the host's size (fields beyond the plugin's struct_size are NULL);
+  // has_codegen_target: it covers and fills every required function (compile .. unload).
+  HWP_CodegenTable codegen{};
+  bool has_codegen_target = false;
   HWP_ProfilerTable profiler{};
   bool has_device_timing = false;  // profiler.start and profiler.stop (ABI 1.2)
   const char* (*get_last_error_fn)(void) = nullptr;

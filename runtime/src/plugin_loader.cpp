@@ -363,6 +363,8 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   HWP_MemoryTable memory{};
   HWP_StreamTable stream{};
   HWP_ProfilerTable profiler{};
+  HWP_CodegenTable codegen{};
+  const bool has_codegen_table = HWP_HAS_FIELD(api, HWP_PluginApi, codegen) && api->codegen;
   const bool has_stream_table = HWP_HAS_FIELD(api, HWP_PluginApi, stream) && api->stream;
   const bool has_profiler_table = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) && api->profiler;
   if (!read_struct(api->device, "HWP_PluginApi.device (the HWP_DeviceTable)", &device, reason) ||
@@ -372,7 +374,10 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
                     reason)) ||
       (has_profiler_table && !read_struct(api->profiler,
                                           "HWP_PluginApi.profiler (the HWP_ProfilerTable)",
-                                          &profiler, reason)))
+                                          &profiler, reason)) ||
+      (has_codegen_table && !read_struct(api->codegen,
+                                         "HWP_PluginApi.codegen (the HWP_CodegenTable)",
+                                         &codegen, reason)))
     return nullptr;
   const size_t device_required = END_OF(HWP_DeviceTable, synchronize_device);
   if (device.struct_size < device_required) {
@@ -415,7 +420,15 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   plugin->memory = memory;
   if (HWP_HAS_FIELD(api, HWP_PluginApi, shutdown)) plugin->shutdown = api->shutdown;
   plugin->has_ccl = HWP_HAS_FIELD(api, HWP_PluginApi, ccl) && api->ccl;
-  plugin->has_codegen = HWP_HAS_FIELD(api, HWP_PluginApi, codegen) && api->codegen;
+  plugin->has_codegen = has_codegen_table;
+  if (has_codegen_table) {
+    // A 1.0/1.1 table (struct_size only), or one missing a required function: no target.
+    plugin->has_codegen_target = codegen.struct_size >= END_OF(HWP_CodegenTable, unload) &&
+                                 codegen.get_target_info && codegen.compile &&
+                                 codegen.get_function && codegen.launch && codegen.unload;
+    codegen.struct_size = sizeof(codegen);
+    plugin->codegen = codegen;
+  }
   plugin->has_profiler = has_profiler_table;
   if (has_profiler_table) {
     profiler.struct_size = sizeof(profiler);

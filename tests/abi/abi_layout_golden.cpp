@@ -40,6 +40,8 @@ static_assert(std::is_same<HWP_DType, int32_t>::value, "typedef HWP_DType change
 static_assert(std::is_same<HWP_KernelFn, HWP_Status (*)(const HWP_KernelContext *)>::value,
     "typedef HWP_KernelFn changed");
 static_assert(std::is_same<HWP_AttrType, int32_t>::value, "typedef HWP_AttrType changed");
+static_assert(std::is_same<HWP_CodegenArgKind, int32_t>::value,
+    "typedef HWP_CodegenArgKind changed");
 static_assert(std::is_same<HWP_DeviceSpanSink, void (*)(void *, const HWP_DeviceSpan *)>::value,
     "typedef HWP_DeviceSpanSink changed");
 static_assert(std::is_same<HWP_PluginInitFn, HWP_Status (*)(const HWP_HostApi *,
@@ -96,6 +98,16 @@ HWP_GOLDEN_VALUE(HWP_ATTR_FLOAT64_ARRAY, 5);
 HWP_GOLDEN_VALUE(HWP_ATTR_DTYPE, 6);
 // HWP_KernelFlag
 HWP_GOLDEN_VALUE(HWP_KERNEL_ACCEPTS_STRIDED, 1);
+// HWP_CodegenFlag
+HWP_GOLDEN_VALUE(HWP_CODEGEN_SIMT, 1);
+HWP_GOLDEN_VALUE(HWP_CODEGEN_SUBGROUP_SHUFFLE, 2);
+HWP_GOLDEN_VALUE(HWP_CODEGEN_FLOAT16, 4);
+HWP_GOLDEN_VALUE(HWP_CODEGEN_FLOAT64, 8);
+HWP_GOLDEN_VALUE(HWP_CODEGEN_SERIALIZE, 16);
+// HWP_CodegenArgKindCode
+HWP_GOLDEN_VALUE(HWP_CODEGEN_ARG_BUFFER, 0);
+HWP_GOLDEN_VALUE(HWP_CODEGEN_ARG_INT64, 1);
+HWP_GOLDEN_VALUE(HWP_CODEGEN_ARG_FLOAT64, 2);
 // HWP_LogLevelCode
 HWP_GOLDEN_VALUE(HWP_LOG_DEBUG, 0);
 HWP_GOLDEN_VALUE(HWP_LOG_INFO, 1);
@@ -224,8 +236,51 @@ HWP_GOLDEN_FIELD(HWP_KernelRegistration, user_data, 32, void *);
 HWP_GOLDEN_SIZE(HWP_CclTable, 8, 8);
 HWP_GOLDEN_FIELD(HWP_CclTable, struct_size, 0, size_t);
 
-HWP_GOLDEN_SIZE(HWP_CodegenTable, 8, 8);
+HWP_GOLDEN_SIZE(HWP_CodegenTargetInfo, 64, 8);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, dialects, 8, const char *const *);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, architecture, 16, const char *);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, flags, 24, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, simd_width, 28, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, preferred_vector_width, 32, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, max_group_size, 36, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, compute_units, 40, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, reserved, 44, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, local_memory_bytes, 48, uint64_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, max_grid_size, 56, uint64_t);
+
+HWP_GOLDEN_SIZE(HWP_CodegenArg, 32, 8);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, kind, 8, HWP_CodegenArgKind);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, reserved, 12, int32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, value.buffer.buffer, 16, HWP_Buffer);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, value.buffer.byte_offset, 24, uint64_t);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, value.i64, 16, int64_t);
+HWP_GOLDEN_FIELD(HWP_CodegenArg, value.f64, 16, double);
+
+HWP_GOLDEN_SIZE(HWP_CodegenLaunch, 48, 8);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, grid, 8, uint32_t[3]);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, group, 20, uint32_t[3]);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, num_args, 32, int32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, reserved, 36, int32_t);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, args, 40, const HWP_CodegenArg *);
+
+HWP_GOLDEN_SIZE(HWP_CodegenTable, 64, 8);
 HWP_GOLDEN_FIELD(HWP_CodegenTable, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CodegenTable, get_target_info, 8, HWP_Status (*)(int32_t,
+    HWP_CodegenTargetInfo *));
+HWP_GOLDEN_FIELD(HWP_CodegenTable, compile, 16, HWP_Status (*)(int32_t, const char *, const char *,
+    const char *, HWP_CodegenModule *, char *, size_t));
+HWP_GOLDEN_FIELD(HWP_CodegenTable, get_function, 24, HWP_Status (*)(HWP_CodegenModule,
+    const char *, HWP_CodegenFunction *));
+HWP_GOLDEN_FIELD(HWP_CodegenTable, launch, 32, HWP_Status (*)(int32_t, HWP_CodegenFunction,
+    HWP_Stream, const HWP_CodegenLaunch *));
+HWP_GOLDEN_FIELD(HWP_CodegenTable, unload, 40, HWP_Status (*)(HWP_CodegenModule));
+HWP_GOLDEN_FIELD(HWP_CodegenTable, serialize, 48, HWP_Status (*)(HWP_CodegenModule, void *, size_t,
+    size_t *));
+HWP_GOLDEN_FIELD(HWP_CodegenTable, deserialize, 56, HWP_Status (*)(int32_t, const char *,
+    const void *, size_t, HWP_CodegenModule *));
 
 HWP_GOLDEN_SIZE(HWP_DeviceSpan, 48, 8);
 HWP_GOLDEN_FIELD(HWP_DeviceSpan, struct_size, 0, size_t);

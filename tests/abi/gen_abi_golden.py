@@ -34,9 +34,9 @@ def strip_comments(text: str) -> str:
 def _split_top(text: str, sep: str) -> list[str]:
     parts, cur, depth = [], "", 0
     for ch in text:
-        if ch in "([":
+        if ch in "([{":
             depth += 1
-        elif ch in ")]":
+        elif ch in ")]}":
             depth -= 1
         if ch == sep and depth == 0:
             parts.append(cur)
@@ -87,6 +87,21 @@ def field_type(decl: str) -> tuple[str, str]:
     return m.group(2), " ".join(m.group(1).split())
 
 
+def _fields(body: str, prefix: str = "") -> list[tuple[str, str]]:
+    """The members of a struct body; a nested anonymous union or struct member (`union {...}
+    value;`) contributes its leaves as dotted paths (value.buffer.byte_offset), which offsetof
+    and decltype(T::a.b) accept."""
+    out: list[tuple[str, str]] = []
+    for d in (d for d in _split_top(body, ";") if d):
+        nested = re.match(r"^(?:union|struct)\s*\{(.*)\}\s*(\w+)$", d, flags=re.S)
+        if nested:
+            out += _fields(nested.group(1), f"{prefix}{nested.group(2)}.")
+        else:
+            name, t = field_type(d)
+            out.append((prefix + name, t))
+    return out
+
+
 def parse_structs(text: str) -> dict[str, list[tuple[str, str]]]:
     """{struct name: [(field, type-id), ...]} for every struct definition in `text`."""
     text = strip_comments(text)
@@ -96,8 +111,7 @@ def parse_structs(text: str) -> dict[str, list[tuple[str, str]]]:
         while depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
-        decls = [d for d in _split_top(text[m.end(): i - 1], ";") if d]
-        out[m.group(1)] = [field_type(d) for d in decls]
+        out[m.group(1)] = _fields(text[m.end(): i - 1])
     return out
 
 
