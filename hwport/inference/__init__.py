@@ -12,7 +12,9 @@
 With IR optimization on (the default, switch_ir_optim) the predictor runs the inference pass
 pipeline on the loaded program first: decompose (the composites the place has no kernel for),
 the DRR fusions, constant folding, canonicalize, CSE and DCE; the executor then plans memory
-by liveness."""
+by liveness. `config.enable_cinn()` runs the fusion compiler's pipeline instead (every
+composite decomposed, fusible ops grouped and compiled into generated kernels on places with a
+codegen target: hwport.cinn_backends), as jit.to_static(backend="CINN") does."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ import numpy as np
 from hwport.runtime import Tensor, _core
 
 INFERENCE_PASSES = "decompose{{place={place}}},fuse,constant_folding,canonicalize,cse,dce"
+CINN_INFERENCE_PASSES = ("cinn_decompose,constant_folding,canonicalize,cse,dce,cinn_fusion,"
+                         "dce")
 
 
 class Config:
@@ -45,6 +49,7 @@ class Config:
         self._place = "custom:cpu"
         self._ir_optim = True
         self._profile = False
+        self._cinn = False
 
     def set_model(self, prog_file: str, params_file: str) -> None:
         self._prog_file, self._params_file = os.fspath(prog_file), os.fspath(params_file)
@@ -78,6 +83,14 @@ class Config:
     def ir_optim(self) -> bool:
         return self._ir_optim
 
+    def enable_cinn(self) -> None:
+        """Compiles the program with the fusion compiler (with ir_optim on; HWPORT_CINN=0
+        turns the compiler off everywhere)."""
+        self._cinn = True
+
+    def cinn_enabled(self) -> bool:
+        return self._cinn
+
     def enable_profile(self) -> None:
         """Each run is timed by hwport.profiler as a "Predictor.run" event (the executor's
         instructions are not events yet); predictor.profiler holds the last run's."""
@@ -89,7 +102,7 @@ class Config:
     def summary(self) -> str:
         return (f"prog_file: {self._prog_file}\nparams_file: {self._params_file}\n"
                 f"place: {self._place}\nir_optim: {self._ir_optim}\n"
-                f"profile: {self._profile}")
+                f"cinn: {self._cinn}\nprofile: {self._profile}")
 
 
 class InferTensor:
@@ -149,7 +162,15 @@ class Predictor:
         if config.ir_optim():
             from hwport.pir.passes import PassManager
 
-            PassManager(INFERENCE_PASSES.format(place=config.place())).run(program)
+            passes = INFERENCE_PASSES.format(place=config.place())
+            if config.cinn_enabled():
+                from hwport.cinn_backends import compile as cinn_compile
+                from hwport.cinn_backends import register
+
+                if cinn_compile.enabled():
+                    register()
+                    passes = CINN_INFERENCE_PASSES
+            PassManager(passes).run(program)
         self._runner = ProgramRunner(program, params)
         self._runner.executor(config.place())  # parameters on the device now, not per run
         self._feeds: dict[str, Tensor] = {}

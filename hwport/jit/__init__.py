@@ -8,7 +8,7 @@ from typing import Any
 
 from .capture import CaptureBreak
 from .serialization import TranslatedLayer, load, save
-from .static_function import StaticCaptureError, StaticFunction, enable_to_static
+from .static_function import StaticCaptureError, StaticFunction, check_backend, enable_to_static
 
 
 def to_static(function: Any = None, input_spec: Any = None, build_strategy: Any = None,
@@ -18,18 +18,23 @@ def to_static(function: Any = None, input_spec: Any = None, build_strategy: Any 
     a list of hwport.static.InputSpec for the tensor arguments in order (None / -1 dims are
     symbolic). full_graph=True raises where the function cannot be one program (a Python
     `if` on a tensor's value, ...); full_graph=False runs such calls eagerly (graph break).
-    `build_strategy` and `backend` are accepted for Paddle's signature and unused."""
+    `backend="CINN"` compiles the program with the fusion compiler (hwport.cinn_backends:
+    fused groups become generated kernels on devices with a codegen target; HWPORT_CINN=0
+    turns it off); None runs it on the device's kernels. `build_strategy` is accepted for
+    Paddle's signature and unused."""
     if kwargs:
         raise TypeError(f"to_static: unexpected argument(s) {sorted(kwargs)}")
     if not isinstance(full_graph, bool):
         raise TypeError(f"to_static: full_graph must be a bool, got {full_graph!r}")
+    backend = check_backend(backend, "to_static")
 
     def decorate(fn: Any) -> Any:
         from hwport.nn import Layer
 
         if isinstance(fn, Layer):
             forward = type(fn).forward
-            fn.__dict__["forward"] = StaticFunction(forward, input_spec, full_graph, layer=fn)
+            fn.__dict__["forward"] = StaticFunction(forward, input_spec, full_graph, layer=fn,
+                                                     backend=backend)
             return fn
         if isinstance(fn, StaticFunction):
             return fn
@@ -37,8 +42,9 @@ def to_static(function: Any = None, input_spec: Any = None, build_strategy: Any 
             raise TypeError(f"to_static: expected a function or an nn.Layer, got "
                             f"{type(fn).__name__}")
         if hasattr(fn, "__self__") and isinstance(fn.__self__, Layer):  # layer.forward
-            return StaticFunction(fn.__func__, input_spec, full_graph, layer=fn.__self__)
-        return StaticFunction(fn, input_spec, full_graph)
+            return StaticFunction(fn.__func__, input_spec, full_graph, layer=fn.__self__,
+                                  backend=backend)
+        return StaticFunction(fn, input_spec, full_graph, backend=backend)
 
     return decorate if function is None else decorate(function)
 

@@ -102,19 +102,42 @@ def _print_ir(title: str) -> Callable[[str], None] | None:
 
 
 PASSES = "canonicalize,cse,dce,fuse,dce"
+# backend="CINN": composites decompose into primitives, which fuse into cinn.group regions
+# that the compiler turns into generated kernels (cinn_backends/) when the program is planned.
+CINN_PASSES = "canonicalize,cse,dce,cinn_decompose,canonicalize,cse,dce,cinn_fusion,dce"
+BACKENDS = (None, "CINN")
 
 
-def optimize(program: Any, name: str) -> Any:
+def check_backend(backend: Any, where: str) -> str | None:
+    """to_static's backend: None (the executor with the device's kernels) or "CINN" (the
+    fusion compiler); any case of "cinn" is taken."""
+    if backend is None:
+        return None
+    if isinstance(backend, str) and backend.upper() == "CINN":
+        return "CINN"
+    raise ValueError(f"{where}: backend must be None or 'CINN', got {backend!r}")
+
+
+def optimize(program: Any, name: str, backend: str | None = None) -> Any:
     """The passes that run before execution; HWPORT_PRINT_IR=1 prints the program after
-    capture and after each pass."""
+    capture and after each pass. With backend "CINN" (and the compiler not turned off by
+    HWPORT_CINN=0) the fusion compiler's passes run instead of the pattern fusions."""
     from hwport.pir.passes import PassManager
 
+    passes = PASSES
+    if backend == "CINN":
+        from hwport.cinn_backends import compile as cinn_compile
+        from hwport.cinn_backends import register
+
+        if cinn_compile.enabled():
+            register()
+            passes = CINN_PASSES
     printer = _print_ir(name)
     if printer is not None:
         printer(f"captured\n{program}")
-        pm = PassManager(PASSES, print_after=True, output=printer)
+        pm = PassManager(passes, print_after=True, output=printer)
     else:
-        pm = PassManager(PASSES)
+        pm = PassManager(passes)
     pm.run(program)
     return program
 
@@ -124,7 +147,8 @@ class StaticFunction:
 
     def __init__(self, function: Callable[..., Any], input_spec: Sequence[Any] | None = None,
                  full_graph: bool = True, layer: Any = None,
-                 max_programs: int = MAX_PROGRAMS) -> None:
+                 max_programs: int = MAX_PROGRAMS, backend: str | None = None) -> None:
+        self._backend = check_backend(backend, "to_static")
         self._function = function
         self._input_spec = list(input_spec) if input_spec is not None else None
         self._full_graph = bool(full_graph)
@@ -157,7 +181,8 @@ class StaticFunction:
         bound = instance.__dict__.get(_bound_key(self))
         if bound is None:
             bound = StaticFunction(self._function, self._input_spec, self._full_graph,
-                                   layer=instance, max_programs=self.max_programs)
+                                   layer=instance, max_programs=self.max_programs,
+                                   backend=self._backend)
             instance.__dict__[_bound_key(self)] = bound
         return bound
 
@@ -353,7 +378,7 @@ class StaticFunction:
                 specialized = {}
         if program is None:
             program = build(record, outputs)
-        optimize(program, f"to_static({self.__name__})")
+        optimize(program, f"to_static({self.__name__})", self._backend)
         from hwport import pir
 
         place = tensors[0].place if tensors else _core.get_device()

@@ -1,1 +1,1 @@
-"""The dialects PIR ships: builtin, pd_op (generated from phi_ops/ops.yaml), cf, kernel."""
+"""The dialects PIR ships: builtin, pd_op (generated from phi_ops/ops.yaml), cf, kernel, cinn."""

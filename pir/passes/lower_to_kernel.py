@@ -464,12 +464,34 @@ def _lower_ops(lw: Lowering, ops: Sequence[Operation], mapped: dict[Value, Any])
                     mapped[r] = v
         elif name in ("cf.if", "cf.while"):
             _lower_cf(lw, op, mapped)
+        elif name == "cinn.group":
+            lower_group = GROUP_LOWERING[0] if GROUP_LOWERING else None
+            if lower_group is None or not lower_group(lw, op, mapped):
+                lower_group_ops(lw, op, mapped)
         elif name == "cf.yield":
             lw.block.append(Operation.create(name, [_tensor(op, get(v)) for v in op.operands]))
         elif name.startswith("kernel."):
             raise LoweringError(f"{name}: the program is already lowered")
         else:
             raise LoweringError(f"{name}: lower_to_kernel does not lower it")
+
+
+# The fusion compiler's lowering of a cinn.group (cinn_backends/lowering.py registers it):
+# fn(lw, group_op, mapped) -> True when it emitted the group's kernels, False to have its ops
+# lowered one by one (no codegen target on the place, a group that failed to compile).
+GROUP_LOWERING: list[Any] = []
+
+
+def lower_group_ops(lw: Lowering, op: Operation, mapped: dict[Value, Any]) -> None:
+    """A cinn.group run as the ops it holds: its block arguments are its operands, its
+    results what its cinn.yield gives."""
+    body = op.regions[0].blocks[0]
+    for arg, v in zip(body.args, op.operands, strict=True):
+        mapped[arg] = mapped[v]
+    inner = list(body.ops)
+    _lower_ops(lw, inner[:-1], mapped)
+    for r, v in zip(op.results, inner[-1].operands, strict=True):
+        mapped[r] = mapped[v]
 
 
 def _tensor(op: Operation, v: Any) -> Value:
