@@ -14,7 +14,8 @@ set on failure), minor_negotiation (works with a newer-minor host whose struct i
 properties_struct_size and stats_struct_size (never write past the struct_size the host set),
 exported_symbols (the dynamic symbol table exports hwport_plugin_init and nothing else) and
 resolves_symbols (every symbol binds in a clean process, without the libraries Python has
-loaded: a plugin must depend on every library it calls, libm included).
+loaded: a plugin must depend on every library it calls, libm included), and the codegen_*
+checks of the codegen table when the plugin has one (suites/abi_codegen.py).
 
 When the plugin does not load, the device, memory and stream suites collect one FAIL case,
 <suite>::plugin-loads, naming the abi case that failed (see direct_common).
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Case, CheckFailed, NotSupported, Result, Status, Target
-from . import direct_common
+from . import abi_codegen, direct_common
 from .direct_common import require
 
 NAME = "abi"
@@ -297,4 +298,5 @@ CHECKS = {
     "stats_struct_size": stats_struct_size,
     "exported_symbols": exported_symbols,
     "resolves_symbols": resolves_symbols,
+    **abi_codegen.CHECKS,
 }

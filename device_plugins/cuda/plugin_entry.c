@@ -5,6 +5,7 @@
  * the plugin still loads: it reports zero devices with the reason. */
 #include <stddef.h>
 
+#include "codegen_loader.h"
 #include "kernels.h"
 
 static void cu_shutdown(void) {
@@ -25,7 +26,7 @@ static const HWP_PluginApi g_api = {
     .get_last_error = cu_get_last_error,
     .stream = &cu_stream_table,
     .ccl = NULL,
-    .codegen = NULL,
+    .codegen = &cu_codegen_table,
     .profiler = &cu_profiler_table,
     .shutdown = cu_shutdown,
 };

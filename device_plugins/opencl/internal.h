@@ -133,6 +133,10 @@ void ocl_profiler_track(int32_t device, uint64_t correlation_id, const char *nam
 extern const HWP_MemoryTable ocl_memory_table;
 /* Releases every buffer still live (at shutdown). */
 void ocl_memory_shutdown(void);
+/* HWP_OK when [offset, offset + nbytes) lies in a live buffer of the plugin, else an
+ * INVALID_ARGUMENT error naming `what` (e.g. "argument 2") and the range. */
+HWP_Status ocl_buffer_range(HWP_Buffer buf, uint64_t offset, uint64_t nbytes, const char *fn,
+                            const char *what);
 
 /* ---- stream.c ------------------------------------------------------------------------------ */
 

@@ -19,6 +19,13 @@
  * the program stays owned by the cache. */
 HWP_Status ocl_program_get(int32_t device, int slot, const char *source, const char *options,
                            cl_program *out, const char *fn);
+/* `source` built with `options` for `device` through the on-disk binary cache, NOT kept in
+ * the slots: the caller owns *out (clReleaseProgram). Source that does not compile returns
+ * `bad` with the build log in the message and, when log is not NULL, in log (NUL-terminated,
+ * truncated to log_cap bytes); *out is untouched on failure. */
+HWP_Status ocl_program_build(int32_t device, const char *source, const char *options,
+                             HWP_Status bad, char *log, size_t log_cap, cl_program *out,
+                             const char *fn);
 /* Releases every cached program (at shutdown). */
 void ocl_program_cache_shutdown(void);
 

@@ -94,6 +94,11 @@ static HWP_Status check_range(HWP_Buffer buf, uint64_t offset, uint64_t nbytes, 
   return HWP_OK;
 }
 
+HWP_Status ocl_buffer_range(HWP_Buffer buf, uint64_t offset, uint64_t nbytes, const char *fn,
+                            const char *what) {
+  return check_range(buf, offset, nbytes, fn, what);
+}
+
 /* ---- allocate / deallocate ---------------------------------------------------------------- */
 
 static HWP_Status ocl_allocate(int32_t device, uint64_t nbytes, HWP_Buffer *out) {

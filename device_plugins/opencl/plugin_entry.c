@@ -3,13 +3,14 @@
  * tables. Every other op runs through the host's counted CPU fallback. */
 #include <stddef.h>
 
-#include "kernels.h"
+#include "ocl_codegen.h"
 
 static void ocl_shutdown(void) {
   ocl_gate_shutdown();
   for (int32_t d = 0; d < g_ocl.num_devices; ++d) (void)ocl_synchronize_device(d, "shutdown");
   ocl_stream_shutdown();
   ocl_memory_shutdown();
+  ocl_codegen_shutdown();
   ocl_program_cache_shutdown();
 }
 
@@ -24,7 +25,7 @@ static const HWP_PluginApi g_api = {
     .get_last_error = ocl_get_last_error,
     .stream = &ocl_stream_table,
     .ccl = NULL,
-    .codegen = NULL,
+    .codegen = &ocl_codegen_table,
     .profiler = &ocl_profiler_table,
     .shutdown = ocl_shutdown,
 };

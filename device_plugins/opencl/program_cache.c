@@ -121,35 +121,46 @@ static void cache_write(const char *path, uint64_t key, cl_program prog) {
   free(bin);
 }
 
+/* Builds prog for dev. A failure is reported with `bad` (the caller's status for a program that
+ * does not compile) and the build log, which also goes into log (NUL-terminated, at most cap
+ * bytes) when log is not NULL. */
 static HWP_Status build(cl_program prog, cl_device_id dev, const char *options, const char *fn,
-                        const char *what) {
+                        const char *what, HWP_Status bad, char *log, size_t cap) {
   cl_int err = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
   if (err == CL_SUCCESS) return HWP_OK;
-  char log[2048] = "";
-  size_t got = 0;
-  clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &got);
-  log[sizeof log - 1] = '\0';
-  return ocl_error(HWP_ERROR_DEVICE, "%s: clBuildProgram (%s) failed: %s: %.1500s", fn, what,
-                   ocl_cl_error_name(err), log);
+  char text[8192] = "";
+  size_t got = 0; /* the whole log's size: a buffer smaller than it gets nothing */
+  if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &got) == CL_SUCCESS &&
+      got > 0) {
+    char *whole = (char *)malloc(got + 1);
+    if (whole != NULL &&
+        clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, got, whole, NULL) == CL_SUCCESS) {
+      whole[got] = '\0';
+      snprintf(text, sizeof text, "%s", whole);
+    }
+    free(whole);
+  }
+  if (text[0] == '\0')
+    snprintf(text, sizeof text, "clBuildProgram failed with %s (the driver gave no build log)",
+             ocl_cl_error_name(err));
+  if (log != NULL && cap > 0) snprintf(log, cap, "%s", text);
+  int source_error = err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ||
+                     err == CL_COMPILE_PROGRAM_FAILURE || err == CL_INVALID_COMPILER_OPTIONS;
+  return ocl_error(source_error ? bad : HWP_ERROR_DEVICE,
+                   "%s: clBuildProgram (%s) failed: %s: %.1500s", fn, what,
+                   ocl_cl_error_name(err), text);
 }
 
-HWP_Status ocl_program_get(int32_t device, int slot, const char *source, const char *options,
-                           cl_program *out, const char *fn) {
+HWP_Status ocl_program_build(int32_t device, const char *source, const char *options,
+                             HWP_Status bad, char *log, size_t log_cap, cl_program *out,
+                             const char *fn) {
   HWP_Status st = ocl_check_device(device, fn);
   if (st != HWP_OK) return st;
-  if (slot < 0 || slot >= OCL_MAX_PROGRAMS || source == NULL)
-    return ocl_error(HWP_ERROR_INTERNAL, "%s: bad program slot %d", fn, slot);
   if (options == NULL) options = "";
-  pthread_mutex_lock(&g_prog_mu);
-  if (g_programs[device][slot] != NULL) {
-    *out = g_programs[device][slot];
-    pthread_mutex_unlock(&g_prog_mu);
-    return HWP_OK;
-  }
   ocl_device *d = &g_ocl.devices[device];
   cl_context ctx;
   st = ocl_context(device, &ctx, fn);
-  if (st != HWP_OK) goto done;
+  if (st != HWP_OK) return st;
 
   uint64_t key = fnv1a_str(1469598103934665603ull, source);
   key = fnv1a_str(key, d->name);
@@ -172,8 +183,10 @@ HWP_Status ocl_program_get(int32_t device, int slot, const char *source, const c
       cl_int bst = CL_SUCCESS;
       prog = clCreateProgramWithBinary(ctx, 1, &d->id, &len, bins, &bst, &err);
       free(bin);
-      if (prog != NULL && (err != CL_SUCCESS || bst != CL_SUCCESS ||
-                           build(prog, d->id, options, fn, "cached binary") != HWP_OK)) {
+      if (prog != NULL &&
+          (err != CL_SUCCESS || bst != CL_SUCCESS ||
+           build(prog, d->id, options, fn, "cached binary", HWP_ERROR_DEVICE, NULL, 0) !=
+               HWP_OK)) {
         clReleaseProgram(prog);
         prog = NULL;
       }
@@ -190,22 +203,34 @@ HWP_Status ocl_program_get(int32_t device, int slot, const char *source, const c
   }
   if (prog == NULL) {
     prog = clCreateProgramWithSource(ctx, 1, &source, NULL, &err);
-    if (prog == NULL || err != CL_SUCCESS) {
-      st = ocl_cl_error(err, fn, "clCreateProgramWithSource");
-      goto done;
-    }
-    st = build(prog, d->id, options, fn, "source");
+    if (prog == NULL || err != CL_SUCCESS)
+      return ocl_cl_error(err, fn, "clCreateProgramWithSource");
+    st = build(prog, d->id, options, fn, "source", bad, log, log_cap);
     if (st != HWP_OK) {
       clReleaseProgram(prog);
-      goto done;
+      return st;
     }
     ocl_log(HWP_LOG_DEBUG, "opencl: compiled program %016llx for device %d (%s)",
             (unsigned long long)key, (int)device, d->name);
     if (have_dir) cache_write(path, key, prog);
   }
-  g_programs[device][slot] = prog;
   *out = prog;
-done:
+  return HWP_OK;
+}
+
+HWP_Status ocl_program_get(int32_t device, int slot, const char *source, const char *options,
+                           cl_program *out, const char *fn) {
+  HWP_Status st = ocl_check_device(device, fn);
+  if (st != HWP_OK) return st;
+  if (slot < 0 || slot >= OCL_MAX_PROGRAMS || source == NULL)
+    return ocl_error(HWP_ERROR_INTERNAL, "%s: bad program slot %d", fn, slot);
+  pthread_mutex_lock(&g_prog_mu);
+  if (g_programs[device][slot] == NULL) {
+    cl_program prog = NULL;
+    st = ocl_program_build(device, source, options, HWP_ERROR_DEVICE, NULL, 0, &prog, fn);
+    if (st == HWP_OK) g_programs[device][slot] = prog;
+  }
+  if (st == HWP_OK) *out = g_programs[device][slot];
   pthread_mutex_unlock(&g_prog_mu);
   return st;
 }

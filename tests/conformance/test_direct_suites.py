@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hwport.conformance.model import Status, Target
-from hwport.conformance.suites import abi, device, direct_common, memory, stream
+from hwport.conformance.suites import abi, abi_codegen, device, direct_common, memory, stream
 from tests.conftest import zoo_plugin_path
 
 from .direct_run import run_direct, statuses, zoo_target
@@ -21,6 +21,8 @@ ALL_STREAM_CASES = ({f"stream::{name}" for name in stream.CHECKS}
 DLPACK_CASES = {"memory::device_address", "memory::wrap_device_memory", "stream::native_stream",
                 "stream::native_stream_wait"}
 GATES = ("load", "entry", "init", "abi_major", "struct_sizes", "required_functions")
+# NOT_SUPPORTED without a codegen table (every zoo plugin here): all abi::codegen_* cases.
+CODEGEN_CASES = {f"abi::{name}" for name in abi_codegen.CHECKS}
 
 
 def expected_ids() -> set[str]:
@@ -77,11 +79,32 @@ def assert_properties_1_1_verdict(results, device_type: str) -> None:
         assert needle in result.message
 
 
+def codegen_not_supported(device_type: str) -> set[str]:
+    """The abi::codegen_* cases a reference plugin is NOT_SUPPORTED in, from what its table
+    says: all without a table (codegen_table too) or a bare one, all but codegen_table when its
+    device 0 has no target now (e.g. no C compiler), else codegen_serialize without the
+    SERIALIZE flag. Everything else must PASS."""
+    from hwport.conformance.codegen_host import SERIALIZE, Codegen
+    from hwport.conformance.direct_host import DirectHost
+
+    h = DirectHost(direct_common.plugin_file(Target(device_type)))
+    cg = Codegen(h)
+    if not cg.present:
+        return set(CODEGEN_CASES)
+    if cg.bare:
+        return CODEGEN_CASES - {"abi::codegen_table"}
+    h.init_devices()
+    status, info = cg.target_info(0)
+    if status != 0:
+        return CODEGEN_CASES - {"abi::codegen_table"}
+    return set() if info.flags & SERIALIZE else {"abi::codegen_serialize"}
+
+
 def test_cpu_plugin_passes():
     # tests/conftest.py sets HWPORT_CPU_DEVICES=2, so multi-device cases run too.
     loaded_plugin("cpu")
     results = run_direct(Target("cpu"))
-    assert_passes(results, DLPACK_CASES, PROPERTIES_1_1)
+    assert_passes(results, DLPACK_CASES | codegen_not_supported("cpu"), PROPERTIES_1_1)
     assert_properties_1_1_verdict(results, "cpu")
     assert "names no DLPack device" in results["memory::device_address"].message
     assert "no stream.native_stream" in results["stream::native_stream_wait"].message
@@ -97,6 +120,7 @@ def test_opencl_plugin_passes():
     single = ({"device::multi_device", "stream::cross_device_event"}
               if info["device_count"] == 1 else set())
     assert_passes(results, single | DLPACK_CASES, PROPERTIES_1_1)
+    assert results["abi::codegen_launch"].details["null_stream"]["group"][0] >= 1
     assert_properties_1_1_verdict(results, "opencl")
     assert (results["memory::out_of_memory"].details["limit_env"]
             == "HWPORT_OPENCL_MEMORY_LIMIT")
@@ -105,7 +129,8 @@ def test_opencl_plugin_passes():
 def test_zoo_good_passes_with_optional_parts_not_supported():
     results = run_direct(zoo_target("good"))
     assert_passes(results, {"device::init_device", "device::set_device", "memory::memset",
-                            "memory::async_copies"} | ALL_STREAM_CASES | DLPACK_CASES)
+                            "memory::async_copies"} | ALL_STREAM_CASES | DLPACK_CASES
+                  | CODEGEN_CASES)
     assert "stream table" in results["stream::in_order_chain"].message
     assert results["device::properties_1_1"].details["devices"][0]["simd_width"] == 1
     assert results["abi::required_functions"].details == {"kernels": 1, "optional": []}
@@ -113,14 +138,15 @@ def test_zoo_good_passes_with_optional_parts_not_supported():
 
 def test_zoo_good_streams_passes_every_stream_case():
     results = run_direct(zoo_target("good_streams"))
-    assert_passes(results, {"device::init_device", "device::set_device"} | DLPACK_CASES)
+    assert_passes(results, {"device::init_device", "device::set_device"} | DLPACK_CASES
+                  | CODEGEN_CASES)
     assert results["abi::required_functions"].details["optional"] == ["stream"]
     assert "no stream.native_stream" in results["stream::native_stream"].message
 
 
 def test_zoo_dlpack_passes_every_case_with_its_dlpack_devices():
     results = run_direct(zoo_target("dlpack"))
-    assert_passes(results, {"device::init_device", "device::set_device"})
+    assert_passes(results, {"device::init_device", "device::set_device"} | CODEGEN_CASES)
     devices = results["device::properties_1_1"].details["devices"]
     assert [d["dlpack_device"] for d in devices] == [[12, 100], [12, 101]]  # kDLExtDev
     assert results["memory::wrap_device_memory"].details["stats_checked"] is True
@@ -132,7 +158,7 @@ def test_other_minor_versions_pass(variant):
     # (the process would abort).
     results = run_direct(zoo_target(variant))
     optional = {"device::init_device", "device::set_device", "memory::memset",
-                "memory::async_copies"} | ALL_STREAM_CASES | DLPACK_CASES
+                "memory::async_copies"} | ALL_STREAM_CASES | DLPACK_CASES | CODEGEN_CASES
     if variant == "older_minor":  # no get_properties / get_memory_stats either
         optional |= {"device::properties", "device::properties_1_1", "memory::alignment",
                      "memory::stats_track_allocations",

@@ -181,7 +181,8 @@ def test_plugins_that_exit_or_hand_out_garbage_pointers_fail(tmp_path, base):
     assert {cid: r["status"] for cid, r in garbage_type.items() if cid in not_loaded} == not_loaded
     assert "HWP_PluginApi.device_type" in garbage_type["device::plugin-loads"]["message"]
     assert all(r["status"] == "PASS" for cid, r in garbage_type.items()
-               if cid.startswith("abi::") and cid != "abi::device_type")
+               if cid.startswith("abi::") and cid != "abi::device_type"
+               and not cid.startswith("abi::codegen_"))  # no codegen table: NOT_SUPPORTED
 
     garbage_error = got("garbage_last_error")
     assert garbage_error["abi::last_error"]["status"] == "CRASH"
