@@ -1,0 +1,1 @@
+"""Renderers: one small file per dialect over the shared printer (expr.py)."""

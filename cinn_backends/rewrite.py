@@ -1,0 +1,124 @@
+"""Expression rewrites the schedules use: substitution, hoisting what a loop does not change
+out of it, and binding repeated subexpressions once (common subexpressions)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .loop_ir import (
+    Binary,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Let,
+    Load,
+    Select,
+    Unary,
+    Var,
+    children,
+    free_vars,
+)
+
+
+def rebuild(e: Expr, kids: Sequence[Expr]) -> Expr:
+    if isinstance(e, Unary):
+        return Unary(e.op, kids[0], e.dtype)
+    if isinstance(e, Cast):
+        return Cast(kids[0], e.dtype)
+    if isinstance(e, Binary):
+        return Binary(e.op, kids[0], kids[1], e.dtype)
+    if isinstance(e, Select):
+        return Select(kids[0], kids[1], kids[2], e.dtype)
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(kids), e.dtype)
+    if isinstance(e, Load):
+        return Load(e.buf, kids[0], e.dtype)
+    return e
+
+
+def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Bottom-up unless fn(e) answers for e itself (top-down first)."""
+    got = fn(e)
+    if got is not None:
+        return got
+    kids = children(e)
+    if not kids:
+        return e
+    new = [transform(k, fn) for k in kids]
+    if all(a is b for a, b in zip(new, kids, strict=True)):
+        return e
+    return rebuild(e, new)
+
+
+def substitute(e: Expr, mapping: dict[Var, Expr]) -> Expr:
+    return transform(e, lambda x: mapping.get(x) if isinstance(x, Var) else None)
+
+
+def _trivial(e: Expr) -> bool:
+    if isinstance(e, Const | Var):
+        return True
+    return isinstance(e, Cast) and isinstance(e.a, Const | Var)
+
+
+class Namer:
+    def __init__(self, prefix: str) -> None:
+        self.prefix, self.n = prefix, 0
+
+    def __call__(self, dtype: str) -> Var:
+        self.n += 1
+        return Var(f"{self.prefix}{self.n}", dtype)
+
+
+def hoist(exprs: Sequence[Expr], loop_vars: set[str], namer: Namer,
+          lets: list[Let] | None = None) -> tuple[list[Let], list[Expr]]:
+    """Binds the largest subexpressions that read none of loop_vars (and are worth a
+    variable) to Lets placed before the loop; returns (lets, rewritten exprs)."""
+    lets = [] if lets is None else lets
+    bound: dict[Expr, Var] = {let.value: let.var for let in lets}
+
+    def fn(e: Expr) -> Expr | None:
+        if _trivial(e):
+            return e
+        if free_vars(e) & loop_vars:
+            return None
+        if e not in bound:
+            v = namer(e.dtype)
+            bound[e] = v
+            lets.append(Let(v, e))
+        return bound[e]
+
+    return lets, [transform(e, fn) for e in exprs]
+
+
+def cse(exprs: Sequence[Expr], namer: Namer) -> tuple[list[Let], list[Expr]]:
+    """Binds every non-trivial subexpression that occurs more than once to a Let (in
+    dependency order); returns (lets, rewritten exprs)."""
+    count: dict[Expr, int] = {}
+
+    def visit(e: Expr) -> None:
+        if _trivial(e):
+            return
+        count[e] = count.get(e, 0) + 1
+        if count[e] == 1:
+            for k in children(e):
+                visit(k)
+
+    for e in exprs:
+        visit(e)
+    lets: list[Let] = []
+    bound: dict[Expr, Var] = {}
+
+    def fn(e: Expr) -> Expr:
+        if e in bound:
+            return bound[e]
+        kids = children(e)
+        new = rebuild(e, [fn(k) for k in kids]) if kids else e
+        if count.get(e, 0) > 1:
+            v = namer(e.dtype)
+            bound[e] = v
+            lets.append(Let(v, new))
+            return v
+        return new
+
+    return lets, [fn(e) for e in exprs]

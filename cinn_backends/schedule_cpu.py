@@ -1,0 +1,140 @@
+"""The vector-CPU schedule (non-SIMT targets, dialect c99): the grid splits the rows (or, for a
+flat elementwise group, the elements) into chunks, about 4 per compute unit; each row runs its
+reduction phases over W-lane partial accumulators (a vectorized lane loop, lanes combined in a
+fixed order, then the tail: the same result on every vector width the compiler picks), then
+its element writes as one vectorized loop (the compiler's vector loop handles the tail).
+Row-invariant subexpressions (the normalizer of RMSNorm, a keepdim operand) are computed
+once per row; repeated subexpressions once per element."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .analysis import combine
+from .group_spec import INNER, ROW, GroupSpec, Phase, acc_var
+from .loop_ir import (
+    Alloc,
+    Expr,
+    For,
+    Kernel,
+    Let,
+    Load,
+    Local,
+    Reduce,
+    ScalarParam,
+    Stmt,
+    Store,
+    Var,
+    add,
+    const,
+    div,
+    minimum,
+    mul,
+    sub,
+)
+from .rewrite import Namer, cse, hoist, substitute
+from .target import TargetInfo
+
+CHUNK = Var("chunk")  # rows (or elements) per group: a kernel argument set at launch
+GRID = Var("grid_x")
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """What the launch computes: grid = ceil(total / chunk) groups of `chunk` rows/elements."""
+
+    flat: bool
+    groups_per_unit: int = 4
+    align: int = 64  # a flat chunk is a multiple of this many elements
+
+    def launch(self, rows: int, inner: int, compute_units: int) -> tuple[int, int]:
+        total = inner if self.flat else rows
+        if total <= 0:
+            return 0, 1
+        want = max(1, compute_units * self.groups_per_unit)
+        chunk = -(-total // want)
+        if self.flat:
+            chunk = -(-chunk // self.align) * self.align
+        grid = -(-total // chunk)
+        return grid, chunk
+
+
+def lanes_for(target: TargetInfo, dtype: str) -> int:
+    w = max(1, target.preferred_vector_width)
+    return max(1, w // 2) if dtype == "float64" else w
+
+
+def schedule_cpu(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, CpuPlan]:
+    flat = not spec.row_dims and not spec.reduction
+    plan = CpuPlan(flat=flat)
+    g = Var("g")
+    lo, hi = Var("lo"), Var("hi")
+    total = spec.inner if flat else spec.rows
+    head: list[Stmt] = [Let(lo, mul(g, CHUNK)), Let(hi, minimum(add(lo, CHUNK), total))]
+    if flat:
+        body = _element_loop(spec, target, lo, sub(hi, lo), Namer("t"), Namer("h"))
+        row_loop: list[Stmt] = body
+    else:
+        row_loop = [For(ROW, lo, sub(hi, lo), "serial", _row_body(spec, target))]
+    outer = For(g, const(0), GRID, "parallel", head + row_loop, axis=0)
+    scalars = [*spec.dims, ScalarParam(CHUNK.name)]
+    return Kernel(spec.name, spec.buffers, scalars, [outer]), plan
+
+
+def _row_body(spec: GroupSpec, target: TargetInfo) -> list[Stmt]:
+    out: list[Stmt] = []
+    hn = Namer("h")
+    tn = Namer("t")
+    for n, phase in enumerate(spec.phases):
+        out += _phase(n, phase, spec, target, hn, tn)
+    if spec.element_writes:
+        out += _element_loop(spec, target, const(0), spec.inner, tn, hn)
+    if spec.row_writes:
+        exprs = [w.value for w in spec.row_writes]
+        lets, vals = cse(exprs, tn)
+        out += lets
+        out += [Store(w.buf, w.index, v) for w, v in zip(spec.row_writes, vals, strict=True)]
+    return out
+
+
+def _element_loop(spec: GroupSpec, target: TargetInfo, start: Expr, extent: Expr,
+                  tn: Namer, hn: Namer) -> list[Stmt]:
+    exprs: list[Expr] = []
+    for w in spec.element_writes:
+        exprs += [w.index, w.value]
+    lets, exprs = hoist(exprs, {INNER.name}, hn)
+    inner_lets, exprs = cse(exprs, tn)
+    stores: list[Stmt] = [Store(w.buf, exprs[2 * i], exprs[2 * i + 1])
+                          for i, w in enumerate(spec.element_writes)]
+    return [*lets, For(INNER, start, extent, "vectorized", [*inner_lets, *stores])]
+
+
+def _phase(n: int, phase: Phase, spec: GroupSpec, target: TargetInfo, hn: Namer,
+           tn: Namer) -> list[Stmt]:
+    w = lanes_for(target, phase.acc_dtype)
+    lanes = f"lanes{n}"
+    acc = Var(f"acc{n}", phase.acc_dtype)
+    lets, (value,) = hoist([phase.value], {INNER.name}, hn)
+    inner_lets, (value,) = cse([value], tn)
+    lane, k0 = Var(f"l{n}"), Var(f"k{n}")
+    nv = Var(f"nv{n}")
+    lane_value = combine(phase.op, Load(lanes, lane, phase.acc_dtype), value)
+    body: list[Stmt] = [
+        *lets,
+        Alloc(lanes, phase.acc_dtype, w),
+        For(lane, const(0), const(w), "unrolled", [Store(lanes, lane, phase.init)]),
+        Let(nv, mul(div(spec.inner, w), w)),
+        For(k0, const(0), nv, "serial", [
+            For(lane, const(0), const(w), "vectorized",
+                [Let(INNER, add(k0, lane)), *inner_lets, Store(lanes, lane, lane_value)]),
+        ], step=w),
+        Local(acc, phase.init),
+        For(lane, const(0), const(w), "unrolled",
+            [Reduce(acc, phase.op, Load(lanes, lane, phase.acc_dtype))]),
+        For(INNER, nv, sub(spec.inner, nv), "serial",
+            [*inner_lets, Reduce(acc, phase.op, value)]),
+    ]
+    final = acc if phase.finalize is None else substitute(
+        phase.finalize, {acc_var(phase.acc_dtype): acc})
+    body.append(Let(phase.result, final))
+    return body
