@@ -23,6 +23,9 @@ from . import compile as cinn_compile
 
 _log = logging.getLogger("hwport.cinn")
 _warned: set[str] = set()
+# (function, grid, group, arguments) -> its pir.codegen_functions id; the functions are kept
+# alive by the module cache, so id() stays unique while the entry exists
+_launch_ids: dict[tuple, int] = {}
 
 
 def _warn_once(message: str) -> None:
@@ -95,10 +98,14 @@ def _emit_launch(lw: Any, fn: Any, launch: Any, ins: list[Value], outs: dict[int
             spec.append(("out", len(written) - 1))
         else:
             spec.append((kind, value))
-    fid = codegen_functions.register(fn, tuple(launch.grid), tuple(launch.group), spec)
+    # one registry entry per distinct launch (plans of the same shapes share it)
+    key = (id(fn), tuple(launch.grid), tuple(launch.group), tuple(spec))
+    fid = _launch_ids.get(key)
+    if fid is None:
+        fid = codegen_functions.register(fn, tuple(launch.grid), tuple(launch.group), spec)
+        _launch_ids[key] = fid
     new = Operation.create("kernel.codegen_launch", operands,
-                           [out_types[j] for j in written],
-                           {"function_id": fid, "kernel_name": launch.kernel})
+                           [out_types[j] for j in written], {"function_id": fid})
     lw.block.append(new)
     return {j: r for j, r in zip(written, new.results, strict=True)}
 

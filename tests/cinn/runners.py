@@ -44,7 +44,7 @@ def compile_c99(source: str, options: str) -> ctypes.CDLL:
 
 
 def _storage(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a)
+    return np.array(a, order="C", copy=True)
 
 
 def run_c99(lowered: LoweredGroup, inputs: list[np.ndarray],

@@ -1,0 +1,184 @@
+"""Whole groups lowered, scheduled, rendered and run: the normalizations as one kernel, an MLP
+epilogue, broadcasts, transposes, reductions over any axes. Each result is checked against
+numpy on the interpreter (CPU and SIMT schedules), the compiled c99 and the OpenCL source."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.cinn.helpers import (
+    CPU,
+    assert_all_close,
+    lower,
+    program,
+    run_everywhere,
+)
+
+RNG = np.random.default_rng(17)
+
+
+def _x(*shape: int, dtype: str = "float32") -> np.ndarray:
+    a = RNG.standard_normal(shape)
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return a.astype(ml_dtypes.bfloat16)
+    return a.astype(dtype)
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, np.float64)
+
+
+def _rms(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    x, w = _f64(x), _f64(w)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    x = _f64(x)
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    x = _f64(x)
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * _f64(w) + _f64(b)
+
+
+TOL = {"float32": (2e-5, 2e-6), "float64": (1e-11, 1e-12), "float16": (1e-2, 1e-3),
+       "bfloat16": (5e-2, 1e-2)}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_rms_norm_is_one_kernel(dtype):
+    p = program([([16, 100], dtype), ([100], dtype)],
+                lambda o, x, w: o.rms_norm(x, w, epsilon=1e-6))
+    lowered = lower(p, CPU)
+    assert len(lowered.kernel_names) == 1 and len(lowered.launches({0: (16, 100),
+                                                                      1: (100,)})) == 1
+    x, w = _x(16, 100, dtype=dtype), _x(100, dtype=dtype)
+    got = run_everywhere(p, [x, w])
+    assert_all_close(got, [_rms(x, w, 1e-6)], *TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_softmax_is_one_kernel(dtype):
+    p = program([([24, 77], dtype)], lambda o, x: o.softmax(x, axis=-1))
+    assert len(lower(p).kernel_names) == 1
+    x = _x(24, 77, dtype=dtype) * 4
+    x[3, 5] = -np.inf  # a masked element
+    got = run_everywhere(p, [x])
+    assert_all_close(got, [_softmax(x)], *TOL[dtype])
+
+
+def test_layer_norm_is_one_kernel():
+    p = program([([12, 96], "float32"), ([96], "float32"), ([96], "float32")],
+                lambda o, x, w, b: o.layer_norm(x, w, b, epsilon=1e-5))
+    assert len(lower(p).kernel_names) == 1
+    x, w, b = _x(12, 96) * 3 + 1, _x(96), _x(96)
+    got = run_everywhere(p, [x, w, b])
+    assert_all_close(got, [_layer_norm(x, w, b, 1e-5)], 3e-5, 3e-6)
+
+
+@pytest.mark.parametrize("decompose", [True, False])
+def test_bias_gelu_residual(decompose):
+    p = program([([8, 64], "float32"), ([64], "float32"), ([8, 64], "float32")],
+                lambda o, x, b, r: o.add(o.gelu(o.add(x, b)), r), decompose=decompose)
+    x, b, r = _x(8, 64) * 2, _x(64), _x(8, 64)
+    from math import erf
+
+    h = _f64(x) + _f64(b)
+    want = h * 0.5 * (1 + np.vectorize(erf)(h / np.sqrt(2))) + _f64(r)
+    got = run_everywhere(p, [x, b, r])
+    assert_all_close(got, [want], 2e-6, 2e-6)
+
+
+def test_broadcasts_are_recomputed_not_materialized():
+    p = program([([4, 1, 6], "float32"), ([5, 1], "float32"), ([], "float32")],
+                lambda o, x, y, s: o.multiply(o.add(x, y), s))
+    lowered = lower(p)
+    assert len(lowered.spec.buffers) == 4  # three inputs, one output: no temporaries
+    x, y, s = _x(4, 1, 6), _x(5, 1), _x()
+    got = run_everywhere(p, [x, y, s])
+    assert_all_close(got, [(_f64(x) + _f64(y)) * _f64(s)], 1e-6, 1e-7)
+
+
+def test_expand_reshape_squeeze_unsqueeze():
+    def body(o, x, y):
+        e = o.expand(o.unsqueeze(x, axis=[0]), shape=[3, 4, 5])
+        return o.add(o.reshape(e, shape=[12, 5]), o.squeeze(y, axis=[1]))
+
+    p = program([([4, 5], "float32"), ([12, 1, 5], "float32")], body, decompose=False)
+    x, y = _x(4, 5), _x(12, 1, 5)
+    want = np.broadcast_to(x, (3, 4, 5)).reshape(12, 5) + y[:, 0, :]
+    assert_all_close(run_everywhere(p, [x, y]), [want], 1e-7, 0)
+
+
+def test_transposes():
+    p = program([([6, 10], "float32"), ([10, 6], "float32")],
+                lambda o, x, y: o.exp(o.add(o.transpose(x, perm=[1, 0]), y)), decompose=False)
+    x, y = _x(6, 10), _x(10, 6)
+    assert_all_close(run_everywhere(p, [x, y]), [np.exp(_f64(x).T + _f64(y))], 2e-6, 1e-7)
+
+
+def test_transpose_3d_into_a_reduction():
+    p = program([([3, 4, 5], "float32")],
+                lambda o, x: o.sum(o.transpose(x, perm=[2, 0, 1]), axis=[2]), decompose=False)
+    x = _x(3, 4, 5)
+    assert_all_close(run_everywhere(p, [x]), [_f64(x).transpose(2, 0, 1).sum(2)], 1e-6, 1e-6)
+
+
+@pytest.mark.parametrize(("op", "axis", "keepdim"), [
+    ("sum", [1], False), ("sum", [0, 2], True), ("max", [1], True), ("min", [0], False),
+    ("prod", [2], False), ("mean", [], False), ("mean", [0, 1], True), ("max", [], True)])
+def test_reductions_over_any_axes(op, axis, keepdim):
+    p = program([([4, 6, 5], "float32")],
+                lambda o, x: getattr(o, op)(x, axis=axis, keepdim=keepdim), decompose=False)
+    x = _x(4, 6, 5)
+    x[1, 2, 3] = np.nan if op in ("max", "min") else x[1, 2, 3]
+    ref = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}[op]
+    want = ref(_f64(x), axis=tuple(axis) if axis else None, keepdims=keepdim)
+    assert_all_close(run_everywhere(p, [x]), [np.asarray(want)], 1e-5, 1e-6)
+
+
+def test_a_reduction_and_its_consumers_with_two_outputs():
+    def body(o, x):
+        s = o.sum(x, axis=[1], keepdim=True)
+        return [o.divide(x, s), s]
+
+    p = program([([5, 9], "float32")], body, decompose=False)
+    x = np.abs(_x(5, 9)) + 0.5
+    s = _f64(x).sum(1, keepdims=True)
+    assert_all_close(run_everywhere(p, [x]), [_f64(x) / s, s], 1e-6, 1e-6)
+
+
+def test_integer_sum_accumulates_in_int64():
+    p = program([([3, 300], "int8")], lambda o, x: o.sum(x, axis=[1]), decompose=False)
+    x = np.full((3, 300), 100, np.int8)
+    got = run_everywhere(p, [x])
+    for outs in got.values():
+        assert outs[0].dtype == np.int64 and (outs[0] == 30000).all()
+
+
+def test_float16_sum_accumulates_in_float32():
+    p = program([([2, 16384], "float16")], lambda o, x: o.sum(x, axis=[1]), decompose=False)
+    x = np.ones((2, 16384), np.float16)
+    got = run_everywhere(p, [x])
+    for where, outs in got.items():
+        assert (outs[0].astype(np.float64) == 16384).all(), where
+
+
+def test_cast_where_and_constants():
+    def body(o, x, y):
+        c = o.greater_than(x, y)
+        return o.cast(o.where(c, x, o.full(shape=[1], fill_value=2.5, dtype="float32")),
+                      dtype="float64")
+
+    p = program([([7, 3], "float32"), ([3], "float32")], body, decompose=False)
+    x, y = _x(7, 3), _x(3)
+    want = np.where(x > y, _f64(x), 2.5)
+    assert_all_close(run_everywhere(p, [x, y]), [want], 0, 0)
