@@ -11,7 +11,8 @@
 #      HWPORT_CUDA_ARCHITECTURES, default sm_90 + compute_90 PTX); cuBLAS from the nvidia-cublas
 #      wheel when there is one (else the system's; without any, matmul runs the tiled kernel)
 #   2. the plugin as the runtime sees it (device count, note, kernels)
-#   3. the CUDA tests with the gpu-marked ones: test_cuda_plugin.py, the CuPy oracle
+#   3. the CUDA tests with the gpu-marked ones: test_cuda_plugin.py, the codegen target
+#      (test_cuda_codegen.py: NVRTC, hwcheck's abi::codegen_* cases), the CuPy oracle
 #      (test_cuda_cupy_oracle.py) and the DLPack exchange (tests/runtime/test_dlpack_device.py)
 #   4. the phi_ops oracle (tests/phi_ops/test_ops_oracle.py) on custom:cuda
 #   5. hwcheck run --plugin cuda (every conformance suite)
@@ -131,7 +132,8 @@ assert cuda and cuda[0]["device_count"] > 0, "the CUDA plugin sees no device"
 # ---- 3. the CUDA plugin's tests, GPU ones included -----------------------------------------
 run cuda_tests cuda_tests.log 120 "$PY" -m pytest -q -ra -p no:cacheprovider \
   -m "gpu or not gpu" --junitxml="$WORK/cuda_tests.xml" tests/device_plugins/test_cuda_plugin.py \
-  tests/device_plugins/test_cuda_cupy_oracle.py tests/runtime/test_dlpack_device.py
+  tests/device_plugins/test_cuda_codegen.py tests/device_plugins/test_cuda_cupy_oracle.py \
+  tests/runtime/test_dlpack_device.py
 
 # ---- 4. the op oracle on custom:cuda (every op, dtype and layout case) ---------------------
 run oracle oracle.log 120 "$PY" -m pytest -q -ra -p no:cacheprovider --maxfail=300 \

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import pytest
 
-from hwport.conformance.model import Target
+from hwport.conformance.model import Case, Result, Target
 from hwport.conformance.suites import abi_codegen
+from hwport.conformance.worker import run_case
 
 from .conftest import hwcheck, results_by_id
-from .direct_run import run_direct, statuses, zoo_target
+from .direct_run import statuses, zoo_target
 from .test_direct_suites import codegen_not_supported, loaded_plugin
 
 CASES = [f"abi::{name}" for name in abi_codegen.CHECKS]
 
 
-def codegen_results(target: Target) -> dict:
-    return {cid: r for cid, r in run_direct(target, ("abi",)).items() if cid in CASES}
+def codegen_results(target: Target) -> dict[str, Result]:
+    """The abi::codegen_* cases alone, run in this process as a worker runs them."""
+    states: dict = {}
+    return {f"abi::{n}": run_case(target, Case("abi", n), states) for n in abi_codegen.CHECKS}
 
 
 @pytest.mark.parametrize("device_type", ["opencl", "cpu"])
