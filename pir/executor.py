@@ -1,7 +1,8 @@
 """hwport.pir.Executor: runs a program on a place through the C++ program executor
 (runtime/src/executor.h). A program with pd_op ops is lowered first (a copy:
 lower_to_kernel{place=...}); the kernel-dialect program is then flattened once into value
-slots and an instruction list (kernels, views), and the C++ side plans the memory.
+slots and an instruction list (kernels, views, launches of compiled kernels:
+kernel.codegen_launch), and the C++ side plans the memory.
 
     exe = pir.Executor(program, "custom:cpu", parameters={"w": w})
     (y,) = exe.run({"x": x})            # the outputs in builtin.shadow_output order
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import codegen_functions
 from .attributes import ArrayAttr
 from .core import Value
 from .dialect import ELEMENTWISE, lookup_op
@@ -139,6 +141,11 @@ class Executor:
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
                                kernel_attrs(op), _elementwise(op.attr("kernel_name")),
                                _own_inputs(op.attr("kernel_name"))))
+            elif name == "kernel.codegen_launch":
+                launch = codegen_functions.lookup(op.attr("function_id"))
+                instrs.append(("launch", launch.function, list(launch.grid), list(launch.group),
+                               [slot(v) for v in op.operands], [slot(r) for r in op.results],
+                               [list(a) for a in launch.args]))
             elif name == "kernel.view":
                 instrs.append(("view", slot(op.operand(0)), slot(op.result()),
                                op.attr("shape"), op.attr("strides"), op.attr("offset")))

@@ -7,7 +7,11 @@ executor (pir/executor.py, runtime/src/executor.h).
   it ("native", or "fallback": the counted CPU fallback); the kernel's attributes travel as
   `attr.<name>` (exactly the values eager passes to the kernel).
 - kernel.view is a strided view of its operand's memory (shape, strides and offset in
-  elements, the operand contiguous from offset 0): no kernel runs."""
+  elements, the operand contiguous from offset 0): no kernel runs.
+- kernel.codegen_launch launches a compiled kernel (a CodegenFunction, hwport/codegen.h) with
+  a fixed grid and group: operands are its inputs (given contiguous), results its outputs
+  (fresh contiguous memory the kernel writes, never over an input). The function, grid, group
+  and argument order live in pir/codegen_functions.py's registry under `function_id`."""
 
 from __future__ import annotations
 
@@ -41,6 +45,19 @@ DIALECT.register(OpInfo(
     attrs=(AttrSpec("op_name", "str"), AttrSpec("kernel_name", "str"),
            AttrSpec("device_type", "str"), AttrSpec("dtype", "dtype")),
     extra_attrs=True, verify=_verify_phi_kernel))
+def _verify_codegen_launch(op: Operation) -> list[str]:
+    from .. import codegen_functions
+
+    try:
+        launch = codegen_functions.lookup(op.attr("function_id"))
+    except KeyError as e:
+        return [str(e.args[0])]
+    return launch.problems(op.num_operands, op.num_results)
+
+
+DIALECT.register(OpInfo(
+    "kernel.codegen_launch", operands=None, results=None,
+    attrs=(AttrSpec("function_id", "int"),), verify=_verify_codegen_launch))
 DIALECT.register(OpInfo(
     "kernel.view", operands=(OperandSpec("x"),), results=(OperandSpec("out"),),
     attrs=(AttrSpec("shape", "ints"), AttrSpec("strides", "ints"), AttrSpec("offset", "int")),

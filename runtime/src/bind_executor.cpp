@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "codegen.h"
 #include "errors.h"
 #include "executor.h"
 
@@ -45,6 +46,38 @@ Executor::Instr instr_from_py(const py::tuple& t, size_t at) {
     ins.offset = t[5].cast<int64_t>();
     if (ins.shape.size() != ins.strides.size())
       raise(ErrorKind::Value, "Executor: a view's shape and strides differ in length");
+    return ins;
+  }
+  if (kind == "launch") {  // ("launch", function, grid[3], group[3], ins, outs, args)
+    ins.kind = Executor::Kind::Launch;
+    ins.function = t[1].cast<std::shared_ptr<CodegenFunction>>();
+    const auto grid = t[2].cast<std::vector<uint32_t>>();
+    const auto group = t[3].cast<std::vector<uint32_t>>();
+    if (grid.empty() || grid.size() > 3 || group.empty() || group.size() > 3)
+      raise(ErrorKind::Value, "Executor: a launch's grid and group have 1-3 entries");
+    for (size_t d = 0; d < grid.size(); ++d) ins.grid[d] = grid[d];
+    for (size_t d = 0; d < group.size(); ++d) ins.group[d] = group[d];
+    ins.in = t[4].cast<std::vector<int>>();
+    ins.out = t[5].cast<std::vector<int>>();
+    for (py::handle h : t[6].cast<py::list>()) {  // ("in", i) | ("out", j) | ("i64", v) | ("f64", v)
+      auto a = h.cast<py::tuple>();
+      const std::string k = py::str(a[0]);
+      Executor::LaunchArg arg;
+      if (k == "in" || k == "out") {
+        arg.kind = k == "in" ? Executor::LaunchArg::Kind::In : Executor::LaunchArg::Kind::Out;
+        arg.index = a[1].cast<int>();
+      } else if (k == "i64") {
+        arg.kind = Executor::LaunchArg::Kind::Int64;
+        arg.i64 = int64_from_py(a[1], "Executor", "a launch's i64 argument");
+      } else if (k == "f64") {
+        arg.kind = Executor::LaunchArg::Kind::Float64;
+        arg.f64 = a[1].cast<double>();
+      } else {
+        raise(ErrorKind::Value, "Executor: unknown launch argument kind '" + k +
+                                    "' (in, out, i64, f64)");
+      }
+      ins.launch_args.push_back(arg);
+    }
     return ins;
   }
   if (kind != "kernel") raise(ErrorKind::Value, "Executor: unknown instruction kind '" + kind + "'");

@@ -115,6 +115,36 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
       slots_[out].strides = ins.strides;
       continue;
     }
+    if (ins.kind == Kind::Launch) {
+      if (!ins.function)
+        raise(ErrorKind::Value, "Executor: launch at instruction " + std::to_string(i) +
+                                    " has no function");
+      if (ins.function->device() != device_)
+        raise(ErrorKind::Value, "Executor: launch of '" + ins.function->name() +
+                                    "' at instruction " + std::to_string(i) +
+                                    ": the function is compiled for " +
+                                    ins.function->device()->name + ", the program runs on " +
+                                    device_->name);
+      std::vector<bool> written(ins.out.size(), false);
+      for (const LaunchArg& a : ins.launch_args) {
+        const size_t limit = a.kind == LaunchArg::Kind::In    ? ins.in.size()
+                             : a.kind == LaunchArg::Kind::Out ? ins.out.size()
+                                                              : 1;
+        if (a.index < 0 || static_cast<size_t>(a.index) >= limit)
+          raise(ErrorKind::Value, "Executor: launch of '" + ins.function->name() +
+                                      "' at instruction " + std::to_string(i) +
+                                      ": argument index " + std::to_string(a.index) +
+                                      " out of range");
+        if (a.kind == LaunchArg::Kind::Out) written[a.index] = true;
+      }
+      for (size_t k = 0; k < written.size(); ++k)
+        if (!written[k])
+          raise(ErrorKind::Value, "Executor: launch of '" + ins.function->name() +
+                                      "' at instruction " + std::to_string(i) + ": output " +
+                                      std::to_string(k) + " is no argument of the kernel");
+      ins.kernel = ins.function->name();
+      continue;
+    }
     ins.op = op_id(ins.kernel);
     for (int s : ins.out) ins.skip |= numel(meta_[s].shape) == 0;
   }
@@ -140,6 +170,30 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
     for (int s : ins.out) out.push_back(&slots_[s]);
     in_ptrs_.push_back(std::move(in));
     out_ptrs_.push_back(std::move(out));
+    std::vector<CodegenArg> launch_args;
+    for (const LaunchArg& a : ins.launch_args) {
+      CodegenArg c;
+      switch (a.kind) {
+        case LaunchArg::Kind::In:
+          c.kind = CodegenArg::Kind::Tensor;
+          c.tensor = &slots_[ins.in[a.index]];
+          break;
+        case LaunchArg::Kind::Out:
+          c.kind = CodegenArg::Kind::Tensor;
+          c.tensor = &slots_[ins.out[a.index]];
+          break;
+        case LaunchArg::Kind::Int64:
+          c.kind = CodegenArg::Kind::Int64;
+          c.i64 = a.i64;
+          break;
+        case LaunchArg::Kind::Float64:
+          c.kind = CodegenArg::Kind::Float64;
+          c.f64 = a.f64;
+          break;
+      }
+      launch_args.push_back(c);
+    }
+    launch_args_.push_back(std::move(launch_args));
   }
   staging_.resize(instrs_.size());  // filled by a fallback's first run
 }
@@ -170,10 +224,13 @@ void Executor::add_contiguous_copies() {
   for (size_t k = 0; k < instrs_.size(); ++k) {
     Instr& ins = instrs_[k];
     start[k] = out.size();
-    if (ins.kind == Kind::Kernel && ins.op != core_ops().copy && !ins.skip) {
-      const KernelEntry* entry = device_->plugin->kernels.find(ins.op, ins.dtype);
+    const bool launch = ins.kind == Kind::Launch;  // a compiled kernel reads contiguous inputs
+    if ((ins.kind == Kind::Kernel && ins.op != core_ops().copy && !ins.skip) || launch) {
+      const KernelEntry* entry =
+          launch ? nullptr : device_->plugin->kernels.find(ins.op, ins.dtype);
       for (int& s : ins.in) {
-        if (!entry || entry->accepts_strided() || contiguous_layout(meta_[s].shape, slots_[s].strides))
+        if ((!launch && (!entry || entry->accepts_strided())) ||
+            contiguous_layout(meta_[s].shape, slots_[s].strides))
           continue;
         Instr copy;
         copy.kernel = "copy";
@@ -311,7 +368,8 @@ void Executor::plan_memory() {
     if (regions || !planned(v) || donated[v] || is_output(v)) continue;
     const size_t k = first[v];
     const Instr& made = instrs_[k];
-    if (made.kind != Kind::Kernel || made.skip || made.fallback || !made.own_inputs.empty())
+    if ((made.kind != Kind::Kernel && made.kind != Kind::Launch) || made.skip || made.fallback ||
+        !made.own_inputs.empty())
       continue;
     bool ok = true;
     for (size_t i = k; i < instrs_.size() && ok; ++i)
@@ -457,8 +515,9 @@ std::string Executor::where(size_t i) const {
   return "Executor.run: instruction " + std::to_string(i) + " (" +
          (ins.kind == Kind::View    ? std::string("view")
           : ins.kind == Kind::If    ? std::string("if")
-          : ins.kind == Kind::While ? std::string("while")
-                                    : ins.kernel + " " + dtype_name(ins.dtype)) +
+          : ins.kind == Kind::While  ? std::string("while")
+          : ins.kind == Kind::Launch ? "launch " + ins.kernel
+                                     : ins.kernel + " " + dtype_name(ins.dtype)) +
          "): ";
 }
 
@@ -522,6 +581,15 @@ void Executor::run_range(size_t begin, size_t end) {
       continue;
     }
     if (ins.skip) {
+      ++i;
+      continue;
+    }
+    if (ins.kind == Kind::Launch) {
+      try {
+        ins.function->launch(ins.grid, ins.group, launch_args_[i]);
+      } catch (const Error& e) {
+        raise(e.kind(), where(i) + e.what());
+      }
       ++i;
       continue;
     }
@@ -608,6 +676,13 @@ std::string Executor::describe() const {
       os << ") body [" << i + 1 << ", " << ins.end << ") yield (";
       slots(ins.yields);
       os << ")\n";
+      continue;
+    }
+    if (ins.kind == Kind::Launch) {
+      os << " = launch " << ins.kernel << "(";
+      slots(ins.in);
+      os << ") grid [" << ins.grid[0] << ", " << ins.grid[1] << ", " << ins.grid[2]
+         << "] group [" << ins.group[0] << ", " << ins.group[1] << ", " << ins.group[2] << "]\n";
       continue;
     }
     if (ins.kind == Kind::View) {

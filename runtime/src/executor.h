@@ -14,7 +14,9 @@
 // of the list (their regions, inline after them): the condition is read from a bool tensor of
 // one element, yielded values are copied into the results (a loop's carried values into its
 // block arguments before each iteration), and liveness keeps a value read inside a loop but
-// defined before it alive for the whole loop.
+// defined before it alive for the whole loop. A launch runs a compiled kernel (codegen.h) with
+// a fixed grid and group over value slots: its outputs are planned like a kernel's (fresh,
+// contiguous, never over an input), its inputs given contiguous (a view is copied first).
 #pragma once
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen.h"
 #include "dispatch.h"
 #include "tensor.h"
 
@@ -30,7 +33,16 @@ namespace hwport {
 
 class Executor {
  public:
-  enum class Kind { Kernel, View, If, While };
+  enum class Kind { Kernel, View, If, While, Launch };
+  // A launch's argument: in[index] or out[index] (the tensor's buffer and byte offset), or a
+  // constant.
+  struct LaunchArg {
+    enum class Kind { In, Out, Int64, Float64 };
+    Kind kind = Kind::In;
+    int index = 0;
+    int64_t i64 = 0;
+    double f64 = 0.0;
+  };
   struct Instr {
     Kind kind = Kind::Kernel;
     std::string kernel;  // the registry name launched (diagnostics)
@@ -52,6 +64,10 @@ class Executor {
     // next carried...}. mid and end: instruction indices.
     std::vector<int> args, yields, else_yields;
     size_t mid = 0, end = 0;
+    // Launch: `function` on a fixed grid and group, its arguments in order.
+    std::shared_ptr<CodegenFunction> function;
+    uint32_t grid[3] = {1, 1, 1}, group[3] = {1, 1, 1};
+    std::vector<LaunchArg> launch_args;
   };
   struct SlotMeta {
     Shape shape;
@@ -124,6 +140,7 @@ class Executor {
   std::vector<Instr> instrs_;
   std::vector<std::vector<const Tensor*>> in_ptrs_;
   std::vector<std::vector<Tensor*>> out_ptrs_;
+  std::vector<std::vector<CodegenArg>> launch_args_;  // per instruction (Launch only)
   std::vector<bool> is_view_, is_fed_, is_bound_;
   std::vector<int> root_;  // the slot owning a view's storage (itself for others)
   std::shared_ptr<Storage> arena_;
