@@ -2,7 +2,11 @@
 the primitives of its decomposition (pir/passes/decompose.py, to a fixpoint), also where the
 place has a hand-written kernel for it: the compiler fuses the primitives with their
 neighbours instead. Optimizer updates stay whole: the executor writes them over the
-parameters they update (their kernel contract), and they fuse with nothing."""
+parameters they update (their kernel contract), and they fuse with nothing.
+
+Then pow(x, 2) with a constant exponent becomes multiply(x, x): a fused kernel reads scalar
+constants as arguments (one kernel for every value), so it could not tell the square from a
+general power, which does not vectorize."""
 
 from __future__ import annotations
 
@@ -34,4 +38,26 @@ class CinnDecompose(Pass):
             changed |= round_changed
             if not round_changed:
                 break
+        for inner in list(op.walk())[1:]:
+            if inner.name == "pd_op.pow" and inner.parent is not None:
+                changed |= _square(inner)
         return changed
+
+
+def _constant(v: object) -> float | None:
+    d = getattr(v, "defining_op", lambda: None)()
+    if d is None or d.name != "builtin.constant" or tuple(v.type.shape) not in ((), (1,)):
+        return None
+    value = d.attr("value")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _square(op: Operation) -> bool:
+    x = op.operand(0)
+    if _constant(op.operand(1)) != 2.0 or x.type != op.result().type:
+        return False
+    mul = Operation.create("pd_op.multiply", [x, x], [op.result().type])
+    op.parent.insert(op.parent.index(op), mul)
+    op.result().replace_all_uses_with(mul.result())
+    op.erase()
+    return True
