@@ -111,7 +111,7 @@ def _call(fn: str, args: list[Any], arg_dtype: str) -> Any:
             if fn == "fabs":
                 return _wrap_int(abs(int(x)), arg_dtype)
             if fn == "sign":
-                return _wrap_int((x > 0) - (x < 0), arg_dtype)
+                return _wrap_int(int(x > 0) - int(x < 0), arg_dtype)
             if fn == "pow":
                 return _wrap_int(_ipow(int(x), int(args[1])), arg_dtype)
             if fn == "bitwise_not":

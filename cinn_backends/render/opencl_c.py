@@ -49,7 +49,7 @@ class OpenCLRenderer(CLikeRenderer):
     def math_name(self, fn: str, dtype: str) -> str:
         if fn in HELPER_NAMES and not (fn in ("fabs", "pow") and dtype.startswith("float")):
             return f"{HELPER_NAMES[fn]}_{SUFFIX[dtype]}"
-        return fn
+        return {"nearbyint": "rint"}.get(fn, fn)  # OpenCL's rint rounds half to even
 
     def prelude(self, kernels: list[Kernel]) -> str:
         dtypes = used_dtypes(kernels)
