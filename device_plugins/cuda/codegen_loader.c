@@ -30,9 +30,22 @@ static void *open_first(const char *const *names, size_t n) {
     memcpy(&g_api.field, &sym_, sizeof sym_);                                                \
   } while (0)
 
+/* <dir>/lib64/libnvrtc.so for the toolkit folder in environment variable `var` (else ""). */
+static const char *toolkit_nvrtc(const char *var, char *buf, size_t cap) {
+  const char *dir = getenv(var);
+  if (dir == NULL || dir[0] == '\0' ||
+      (size_t)snprintf(buf, cap, "%s/lib64/libnvrtc.so", dir) >= cap)
+    return "";
+  return buf;
+}
+
 static void load(void) {
+  char home[1024], path[1024];
   const char *nvrtc_names[] = {getenv("HWPORT_NVRTC_LIBRARY"), "libnvrtc.so.13",
-                               "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+                               "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so",
+                               toolkit_nvrtc("CUDA_HOME", home, sizeof home),
+                               toolkit_nvrtc("CUDA_PATH", path, sizeof path),
+                               "/usr/local/cuda/lib64/libnvrtc.so"};
   void *nvrtc = open_first(nvrtc_names, sizeof nvrtc_names / sizeof nvrtc_names[0]);
   if (nvrtc == NULL) {
     snprintf(g_why, sizeof g_why, "NVRTC (libnvrtc.so) not found: %s", dlerror());

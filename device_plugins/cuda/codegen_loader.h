@@ -4,7 +4,9 @@
  * declared here with the values of nvrtc.h (stable C ABI), the driver's types come from cuda.h.
  *
  * Where they are looked for: $HWPORT_NVRTC_LIBRARY (a path), then libnvrtc.so.13, .12, .11.2,
- * libnvrtc.so; libcuda.so.1, then libcuda.so (the driver, which cudart loads too). */
+ * libnvrtc.so through the loader's search path, then lib64/libnvrtc.so of $CUDA_HOME,
+ * $CUDA_PATH and /usr/local/cuda; libcuda.so.1, then libcuda.so (the driver, which cudart
+ * loads too). */
 #ifndef HWPORT_CUDA_CODEGEN_LOADER_H
 #define HWPORT_CUDA_CODEGEN_LOADER_H
 
