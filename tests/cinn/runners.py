@@ -126,3 +126,36 @@ def run_opencl(cl_env: Any, lowered: LoweredGroup, inputs: list[np.ndarray],
             cl.enqueue_copy(queue, o, b)
     queue.finish()
     return outs
+
+
+def have_core_codegen(place: str = "custom:cpu") -> bool:
+    try:
+        from hwport.runtime import _core
+    except ImportError:
+        return False
+    if not hasattr(_core, "codegen_compile"):
+        return False
+    try:
+        return _core.codegen_target_info(place) is not None
+    except Exception:  # noqa: BLE001 - no such place: no target
+        return False
+
+
+def run_core(lowered: LoweredGroup, inputs: list[np.ndarray],
+             out_specs: list[tuple[tuple[int, ...], Any]], place: str = "custom:cpu"
+             ) -> list[np.ndarray]:
+    """Through the runtime: the plugin's codegen table compiles and launches (hwport Tensors
+    as buffer arguments)."""
+    import hwport
+    from hwport.runtime import _core
+
+    module = _core.codegen_compile(place, lowered.dialect, lowered.source, lowered.options)
+    ins = [hwport.to_tensor(np.array(a, order="C"), place=place) for a in inputs]
+    outs = [hwport.to_tensor(np.zeros(shape, dtype=dt), place=place) for shape, dt in out_specs]
+    shapes: dict[Any, tuple[int, ...]] = {("in", i): np.shape(a) for i, a in enumerate(inputs)}
+    shapes.update({("out", j): tuple(s) for j, (s, _) in enumerate(out_specs)})
+    for launch in lowered.launches(shapes):
+        args = [ins[v] if kind == "in" else outs[v] if kind == "out" else v
+                for kind, v in launch.args]
+        module.get_function(launch.kernel).launch(list(launch.grid), list(launch.group), args)
+    return [o.numpy() for o in outs]
