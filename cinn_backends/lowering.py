@@ -41,6 +41,15 @@ def describe_group(op: Operation) -> str:
     return f"cinn.group {op.attr('group_id')} ({', '.join(names)})"
 
 
+def lower_group_for_target(op: Operation, target: Any) -> Any:
+    """The group's region lowered and rendered for `target` (a LoweredGroup)."""
+    from .lower_group import lower_group
+
+    inner = list(op.regions[0].blocks[0].ops)
+    return lower_group(inner[:-1], list(op.regions[0].blocks[0].args),
+                       list(inner[-1].operands), target)
+
+
 def lower_cinn_group(lw: Any, op: Operation, mapped: dict[Value, Any]) -> bool:
     """lower_to_kernel's hook: True when the group became generated kernels."""
     if not cinn_compile.enabled():
@@ -48,14 +57,10 @@ def lower_cinn_group(lw: Any, op: Operation, mapped: dict[Value, Any]) -> bool:
     info = cinn_compile.target_info(lw.place)
     if info is None:
         return False
-    from .lower_group import lower_group
     from .target import TargetInfo
 
-    body = op.regions[0].blocks[0]
-    inner = list(body.ops)
     try:
-        target = TargetInfo.from_dict(info)
-        lowered = lower_group(inner[:-1], list(body.args), list(inner[-1].operands), target)
+        lowered = lower_group_for_target(op, TargetInfo.from_dict(info))
         module = cinn_compile.compile_source(lw.place, lowered.dialect, lowered.source,
                                              lowered.options)
     except Exception as exc:  # noqa: BLE001 (any failure: the ops run unfused)

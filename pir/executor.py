@@ -26,7 +26,7 @@ from .core import Value
 from .dialect import ELEMENTWISE, lookup_op
 from .program import Program
 from .symbolic import UNKNOWN, SymExpr
-from .types import TensorType
+from .types import TensorType, VectorType
 
 MAX_PLANS = 8  # plans kept per Executor (feed-shape signatures), least recently used out
 
@@ -34,7 +34,8 @@ MAX_PLANS = 8  # plans kept per Executor (feed-shape signatures), least recently
 class Executor:
     def __init__(self, program: Program, place: Any = None,
                  parameters: dict[str, Any] | None = None, *,
-                 max_plans: int = MAX_PLANS, writes: dict[str, str] | None = None) -> None:
+                 max_plans: int = MAX_PLANS, writes: dict[str, str] | None = None,
+                 passes: str = "") -> None:
         from hwport.runtime import _core
 
         if not isinstance(max_plans, int) or isinstance(max_plans, bool) or max_plans < 1:
@@ -48,8 +49,11 @@ class Executor:
                       if op.name == "builtin.data"]
         # symbolic dims in the data: lowered and planned per distinct feed-shape signature
         self._symbolic = any(not t.is_static for _, t in self._data)
+        # a pass pipeline run on each plan's program once its shapes are static, before the
+        # lowering (to_static's compiler: decomposition and fusion need static shapes)
+        self._passes = passes
         if not self._symbolic and any(op.name.startswith("pd_op.") for op in program.walk()):
-            program = _lowered(program, self.place, {})
+            program = _lowered(program, self.place, {}, passes)
         self.program = program
         self._parameters = dict(parameters or {})
         # output name -> parameter name: after a run the parameter holds that output (not
@@ -196,7 +200,7 @@ class Executor:
         plan = self._plans.get(key)
         if plan is None:
             shapes = bind_shapes(self._data, key)
-            plan = self._build(_lowered(self.program, self.place, shapes))
+            plan = self._build(_lowered(self.program, self.place, shapes, self._passes))
             self._plans[key] = plan
             while len(self._plans) > self.max_plans:
                 self._plans.popitem(last=False)
@@ -332,9 +336,11 @@ def bind_shapes(data: list[tuple[str, TensorType]],
     return {name: shape for (name, _), shape in zip(data, shapes, strict=True)}
 
 
-def _lowered(program: Program, place: Any, shapes: dict[str, tuple[int, ...]]) -> Program:
+def _lowered(program: Program, place: Any, shapes: dict[str, tuple[int, ...]],
+             passes: str = "") -> Program:
     """A lowered copy of `program` for `place`, its data typed with `shapes` (name -> static
-    shape; the lowering infers every other shape from them)."""
+    shape; the lowering infers every other shape from them). With `passes`, every value is
+    typed statically first and the pipeline runs before the lowering."""
     from .passes.lower_to_kernel import lower_program_block
 
     program = program.clone()
@@ -342,8 +348,44 @@ def _lowered(program: Program, place: Any, shapes: dict[str, tuple[int, ...]]) -
         if op.name == "builtin.data" and op.attr("name") in shapes:
             t = op.result().type
             op.result().type = TensorType(tuple(shapes[op.attr("name")]), t.dtype)
+    if passes and _static_types(program):
+        from .passes import PassManager
+
+        PassManager(passes).run(program)
     lower_program_block(program.block, place)
     return program
+
+
+def _static_types(program: Program) -> bool:
+    """Types every result of the top-level block from its operands' (InferMeta), now that the
+    data are static; False (nothing changed that matters) when an op cannot be retyped so:
+    regions (control flow), an op without InferMeta, a shape that stays symbolic."""
+    ops = list(program.block.ops)
+    if any(op.regions for op in ops):
+        return False
+    new: list[tuple[Value, Any]] = []
+    typed: dict[Value, Any] = {}
+    for op in ops:
+        if op.name.startswith("pd_op."):
+            infer = op.info.interfaces.get("InferMeta") if op.info is not None else None
+            if infer is None:
+                return False
+            types = infer(op.info, [None if v is None else typed.get(v, v.type)
+                                    for v in op.operands], op.attributes)
+        elif op.name == "builtin.combine":
+            types = [VectorType(tuple(typed.get(v, v.type) for v in op.operands))]
+        elif op.name == "builtin.split":
+            types = list(typed.get(op.operand(0), op.operand(0).type).types)
+        else:
+            continue
+        for r, t in zip(op.results, types, strict=True):
+            if isinstance(t, TensorType) and not t.is_static:
+                return False
+            typed[r] = t
+            new.append((r, t))
+    for r, t in new:
+        r.type = t
+    return True
 
 
 def _elementwise(kernel_name: str) -> bool:

@@ -26,8 +26,10 @@ import numpy as np
 from hwport.runtime import Tensor, _core
 
 INFERENCE_PASSES = "decompose{{place={place}}},fuse,constant_folding,canonicalize,cse,dce"
-CINN_INFERENCE_PASSES = ("cinn_decompose,constant_folding,canonicalize,cse,dce,cinn_fusion,"
-                         "dce")
+# enable_cinn: the loaded program is simplified; each plan (static shapes) then decomposes
+# and fuses before its lowering, where the groups compile (hwport.cinn_backends)
+CINN_INFERENCE_PASSES = "constant_folding,canonicalize,cse,dce"
+CINN_PLAN_PASSES = "cinn_decompose,canonicalize,cse,dce,cinn_fusion,dce"
 
 
 class Config:
@@ -159,6 +161,7 @@ class Predictor:
                              "config.set_model(prog_file, params_file))")
         self._config = config
         program, params = read_files(config.prog_file(), config.params_file())
+        plan_passes = ""
         if config.ir_optim():
             from hwport.pir.passes import PassManager
 
@@ -169,9 +172,9 @@ class Predictor:
 
                 if cinn_compile.enabled():
                     register()
-                    passes = CINN_INFERENCE_PASSES
+                    passes, plan_passes = CINN_INFERENCE_PASSES, CINN_PLAN_PASSES
             PassManager(passes).run(program)
-        self._runner = ProgramRunner(program, params)
+        self._runner = ProgramRunner(program, params, plan_passes)
         self._runner.executor(config.place())  # parameters on the device now, not per run
         self._feeds: dict[str, Tensor] = {}
         self._outputs: dict[str, Tensor] = {}

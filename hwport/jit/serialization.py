@@ -110,7 +110,8 @@ def read_files(prog_file: str, params_file: str) -> tuple[Any, dict[str, Any]]:
 class ProgramRunner:
     """A loaded program with its parameters, run on any place (an executor per place)."""
 
-    def __init__(self, program: Any, params: dict[str, Any]) -> None:
+    def __init__(self, program: Any, params: dict[str, Any], passes: str = "") -> None:
+        self._passes = passes  # run per plan before lowering (pir.Executor's `passes`)
         self.program = program
         self.params = params
         self.input_names = [op.attr("name") for op in program.block.ops
@@ -130,7 +131,8 @@ class ProgramRunner:
             bound = {n: a if isinstance(a, Tensor) and a.place == place else
                      _core.from_numpy(a if isinstance(a, np.ndarray) else a.numpy(), place)
                      for n, a in self.params.items()}
-            exe = self._executors[str(place)] = Executor(self.program, place, bound)
+            exe = self._executors[str(place)] = Executor(self.program, place, bound,
+                                                                passes=self._passes)
         return exe
 
     def run(self, inputs: list[Any], place: Any = None) -> list[Any]:

@@ -102,9 +102,26 @@ def _print_ir(title: str) -> Callable[[str], None] | None:
 
 
 PASSES = "canonicalize,cse,dce,fuse,dce"
-# backend="CINN": composites decompose into primitives, which fuse into cinn.group regions
-# that the compiler turns into generated kernels (cinn_backends/) when the program is planned.
-CINN_PASSES = "canonicalize,cse,dce,cinn_decompose,canonicalize,cse,dce,cinn_fusion,dce"
+# backend="CINN": the captured program is simplified; each plan of it (static shapes: a
+# symbolic program has one per shape signature) then decomposes its composites into
+# primitives, which fuse into cinn.group regions the compiler turns into generated kernels
+# (cinn_backends/) as the plan is lowered; the kernels take the dims as arguments, so plans
+# of one shape class share them.
+CINN_PASSES = "canonicalize,cse,dce"
+CINN_PLAN_PASSES = "cinn_decompose,canonicalize,cse,dce,cinn_fusion,dce"
+
+
+def plan_passes(backend: str | None) -> str:
+    """The executor's per-plan pipeline for `backend` ("" without the compiler)."""
+    if backend != "CINN":
+        return ""
+    from hwport.cinn_backends import compile as cinn_compile
+    from hwport.cinn_backends import register
+
+    if not cinn_compile.enabled():
+        return ""
+    register()
+    return CINN_PLAN_PASSES
 BACKENDS = (None, "CINN")
 
 
@@ -124,14 +141,7 @@ def optimize(program: Any, name: str, backend: str | None = None) -> Any:
     HWPORT_CINN=0) the fusion compiler's passes run instead of the pattern fusions."""
     from hwport.pir.passes import PassManager
 
-    passes = PASSES
-    if backend == "CINN":
-        from hwport.cinn_backends import compile as cinn_compile
-        from hwport.cinn_backends import register
-
-        if cinn_compile.enabled():
-            register()
-            passes = CINN_PASSES
+    passes = CINN_PASSES if plan_passes(backend) else PASSES
     printer = _print_ir(name)
     if printer is not None:
         printer(f"captured\n{program}")
@@ -384,7 +394,8 @@ class StaticFunction:
         place = tensors[0].place if tensors else _core.get_device()
         entry = _Entry(epoch=layer_structure_epoch[0],
                        program=program, executor=pir.Executor(program, place, params,
-                                                              writes=written_names),
+                                                              writes=written_names,
+                                                              passes=plan_passes(self._backend)),
                        feed_names=tuple(names), before_run=list(recorder.before_run),
                        written=[t for t, _ in written], grads=[t for t, _ in grads],
                        run_attrs=[],
