@@ -341,8 +341,12 @@ class GroupAnalysis:
         return cast(op_exprs.instantiate(name, args, attrs, work), ct)
 
     # ---- the spec ------------------------------------------------------------------------
-    def spec(self) -> GroupSpec:
+    def specs(self) -> list[GroupSpec]:
+        """The group's kernels: one for its reductions (with every output of the reduction's
+        domain or rows), one per shape for the outputs that depend on no reduction."""
         reds = [op for op in self.ops if _short(op) in REDUCTIONS]
+        left = list(range(len(self.outputs)))
+        out: list[GroupSpec] = []
         if reds:
             x = reds[0].operands[0]
             assert x is not None
@@ -353,19 +357,44 @@ class GroupAnalysis:
                 assert o is not None
                 if self.dims_of(o) != anchor or self.reduce_axes(op) != axes:
                     raise Unsupported("reductions of different domains in one group")
-            return self._build(anchor, axes, reds)
-        shapes = {tuple(self.dims_of(o)) for o in self.outputs}
-        if len(shapes) != 1:
-            raise Unsupported("an elementwise group whose outputs have different shapes")
-        anchor = list(next(iter(shapes)))
-        flat = self._build(anchor, tuple(range(len(anchor))), [])
-        if not _has_divmod(flat) or len(anchor) <= 1:
-            return flat
-        self._memo.clear()
-        return self._build(anchor, (len(anchor) - 1,), [])
+            rows = [d for a, d in enumerate(anchor) if a not in axes and d != const(1)]
+            mine = []
+            for j in left:
+                dims = self.dims_of(self.outputs[j])
+                fits = dims == anchor or [d for d in dims if d != const(1)] == rows
+                if fits:
+                    mine.append(j)
+                elif self._reads_reduction(self.outputs[j]):
+                    raise Unsupported("an output of a reduction's consumers that is neither of "
+                                      "the reduction's domain nor of its rows")
+            out.append(self._build(anchor, axes, reds, mine))
+            left = [j for j in left if j not in mine]
+        by_shape: dict[tuple[Expr, ...], list[int]] = {}
+        for j in left:
+            by_shape.setdefault(tuple(self.dims_of(self.outputs[j])), []).append(j)
+        for shape, js in by_shape.items():
+            anchor = list(shape)
+            flat = self._build(anchor, tuple(range(len(anchor))), [], js)
+            if _has_divmod(flat) and len(anchor) > 1:
+                flat = self._build(anchor, (len(anchor) - 1,), [], js)
+            out.append(flat)
+        return out
 
-    def _build(self, anchor: list[Expr], axes: tuple[int, ...],
-               reds: list[Operation]) -> GroupSpec:
+    def _reads_reduction(self, v: Value) -> bool:
+        stack, seen = [v], set()
+        while stack:
+            x = stack.pop()
+            op = self.producer.get(id(x))
+            if op is None or id(op) in seen:
+                continue
+            seen.add(id(op))
+            if _short(op) in REDUCTIONS:
+                return True
+            stack.extend(o for o in op.operands if o is not None)
+        return False
+
+    def _build(self, anchor: list[Expr], axes: tuple[int, ...], reds: list[Operation],
+               outputs: list[int]) -> GroupSpec:
         self._memo.clear()
         self.results.clear()
         row_axes = [a for a in range(len(anchor)) if a not in axes]
@@ -401,7 +430,8 @@ class GroupAnalysis:
                                      finalize))
             self.results[id(op.result())] = result
         n_row_axes = len(row_axes)
-        for j, o in enumerate(self.outputs):
+        for j in outputs:
+            o = self.outputs[j]
             t = _ttype(o)
             odims = self.dims_of(o)
             buf = f"out{j}"
@@ -423,6 +453,8 @@ class GroupAnalysis:
             if "k" in free_vars(value):
                 raise Unsupported("a per-row output that reads per-element values")
             spec.row_writes.append(Write(buf, ROW, value))
+        used = _buffers_used(spec)
+        spec.buffers = [b for b in spec.buffers if b.name in used]
         return spec
 
     def _buffers(self) -> list[BufferParam]:
@@ -502,6 +534,22 @@ def _bcast_index(idx: Sequence[Expr], out_dims: Sequence[Expr],
             one = Binary("==", d, const(1), "bool")
             out.append(Select(one, const(0), minimum(c, d - 1), INDEX))
     return tuple(out)
+
+
+def _buffers_used(spec: GroupSpec) -> set[str]:
+    names: set[str] = set()
+    stack: list[Expr] = []
+    for p in spec.phases:
+        stack.append(p.value)
+    for w in [*spec.element_writes, *spec.row_writes]:
+        names.add(w.buf)
+        stack += [w.index, w.value]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Load):
+            names.add(e.buf)
+        stack.extend(children(e))
+    return names
 
 
 def _has_divmod(spec: GroupSpec) -> bool:

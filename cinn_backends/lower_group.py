@@ -56,10 +56,10 @@ class LoweredGroup:
     source: str
     options: str
     kernel_names: list[str]
-    kernels: list[Kernel]  # the scheduled loop IR
+    kernels: list[Kernel]  # the scheduled loop IR, one per kernel name
     target: TargetInfo
-    spec: GroupSpec
-    plan: CpuPlan | SimtPlan
+    specs: list[GroupSpec]
+    plans: list[CpuPlan | SimtPlan]
     dim_sources: dict[str, DimSource]
     ones: list[DimSource]
     shapes_of: dict[tuple[str, int], list[Expr]]  # each input/output's dims as expressions
@@ -86,25 +86,40 @@ class LoweredGroup:
                                  f"of this kernel's shape class (expected {want})")
         return env
 
+    @property
+    def spec(self) -> GroupSpec:
+        """The first kernel's GroupSpec (the only one of most groups)."""
+        return self.specs[0]
+
     def launches(self, shapes: Mapping[Any, Sequence[int]]) -> list[Launch]:
+        """The launches for concrete shapes, in order (keys ("in", i) / ("out", j), or i for
+        input i); each Launch's args follow its kernel's parameters."""
         env = self.dims(shapes)
-        rows, inner = evaluate(self.spec.rows, env), evaluate(self.spec.inner, env)
-        k = self.kernels[0]
+        out: list[Launch] = []
+        for k, spec, plan in zip(self.kernels, self.specs, self.plans, strict=True):
+            launch = self._launch(k, spec, plan, env)
+            if launch is not None:
+                out.append(launch)
+        return out
+
+    def _launch(self, k: Kernel, spec: GroupSpec, plan: CpuPlan | SimtPlan,
+                env: dict[str, int]) -> Launch | None:
+        rows, inner = evaluate(spec.rows, env), evaluate(spec.inner, env)
         args: list[ArgSpec] = [(b.role, b.index) for b in k.buffers]
-        args += [("i64", env[s.name]) for s in self.spec.dims]
-        if isinstance(self.plan, CpuPlan):
-            grid, chunk = self.plan.launch(rows, inner, self.target.compute_units)
+        args += [("i64", env[s.name]) for s in spec.dims]
+        if isinstance(plan, CpuPlan):
+            grid, chunk = plan.launch(rows, inner, self.target.compute_units)
             if grid == 0:
-                return []
+                return None
             args.append(("i64", chunk))
-            return [Launch(k.name, (grid, 1, 1), (1, 1, 1), args)]
-        grid, group = self.plan.launch(rows, inner)
+            return Launch(k.name, (grid, 1, 1), (1, 1, 1), args)
+        grid, group = plan.launch(rows, inner)
         if grid == 0:
-            return []
+            return None
         if grid > self.target.max_grid_size:
             raise ValueError(f"launches: {grid} groups exceed the target's grid size "
                              f"{self.target.max_grid_size}")
-        return [Launch(k.name, (grid, 1, 1), (group, 1, 1), args)]
+        return Launch(k.name, (grid, 1, 1), (group, 1, 1), args)
 
 
 def _key(k: Any) -> tuple[str, int]:
@@ -145,17 +160,22 @@ def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequ
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
     analysis = GroupAnalysis(ops, inputs, outputs, "kernel")
-    spec = analysis.spec()
-    plan: CpuPlan | SimtPlan
-    if target.is_simt:
-        kernel, plan = schedule_simt(spec, target)
-    else:
-        kernel, plan = schedule_cpu(spec, target)
-    digest = hashlib.sha256((dialect + "\n" + print_kernel(kernel)).encode()).hexdigest()
-    name = f"cinn_{digest[:16]}"
-    kernel.name = spec.name = name
-    source = renderer.render([kernel])
+    specs = analysis.specs()
+    kernels: list[Kernel] = []
+    plans: list[CpuPlan | SimtPlan] = []
+    for spec in specs:
+        kernel, plan = schedule_simt(spec, target) if target.is_simt else \
+            schedule_cpu(spec, target)
+        digest = hashlib.sha256((dialect + "\n" + print_kernel(kernel)).encode()).hexdigest()
+        name = f"cinn_{digest[:16]}"
+        if any(k.name == name for k in kernels):
+            name += f"_{len(kernels)}"
+        kernel.name = spec.name = name
+        kernels.append(kernel)
+        plans.append(plan)
+    source = renderer.render(kernels)
     shapes_of = {("in", i): analysis.dims_of(v) for i, v in enumerate(inputs)}
     shapes_of.update({("out", j): analysis.dims_of(v) for j, v in enumerate(outputs)})
-    return LoweredGroup(dialect, source, renderer.options, [name], [kernel], target, spec, plan,
-                        dict(analysis.dim_sources), list(analysis.ones), shapes_of)
+    return LoweredGroup(dialect, source, renderer.options, [k.name for k in kernels], kernels,
+                        target, specs, plans, dict(analysis.dim_sources), list(analysis.ones),
+                        shapes_of)

@@ -182,3 +182,23 @@ def test_cast_where_and_constants():
     x, y = _x(7, 3), _x(3)
     want = np.where(x > y, _f64(x), 2.5)
     assert_all_close(run_everywhere(p, [x, y]), [want], 0, 0)
+
+
+def test_outputs_of_different_shapes_get_a_kernel_each():
+    def body(o, x, w):
+        return [o.softmax(x, axis=-1), o.multiply(w, w), o.exp(x)]
+
+    p = program([([4, 6], "float32"), ([6], "float32")], body)
+    lowered = lower(p)
+    assert len(lowered.kernel_names) == 2  # softmax + exp(x) in one, w * w in another
+    x, w = _x(4, 6), _x(6)
+    got = run_everywhere(p, [x, w])
+    assert_all_close(got, [_softmax(x), _f64(w) ** 2, np.exp(_f64(x))], 2e-6, 1e-7)
+
+
+def test_elementwise_outputs_of_two_shapes():
+    p = program([([3, 5], "float32"), ([5], "float32")],
+                lambda o, x, y: [o.add(x, y), o.neg(y)], decompose=False)
+    assert len(lower(p).kernel_names) == 2
+    x, y = _x(3, 5), _x(5)
+    assert_all_close(run_everywhere(p, [x, y]), [x + y, -y], 0, 0)
