@@ -15,6 +15,9 @@
  *                    struct_size cover only the
  *                    required prefix; the memory beyond holds non-NULL trap pointers that abort
  *                    the process if the host ever uses them. Must load and work.
+ *   codegen_11       declares minor 1 with a full HWP_PluginApi whose codegen table is a 1.1
+ *                    one: struct_size only, the 1.2 functions beyond it trap pointers. Must
+ *                    load and work, with no codegen target.
  *   short_struct     HWP_PluginApi.struct_size 16 (ends before device_type).
  *   short_table      HWP_MemoryTable.struct_size ends before the required copy_d2d.
  *   missing_required HWP_MemoryTable.copy_d2d is NULL.
@@ -128,6 +131,8 @@
 #define TP_ID_exit3_init 26
 #define TP_ID_garbage_device_type 27
 #define TP_ID_garbage_last_error 28
+/* Version negotiation of the codegen table (ids 260-269). */
+#define TP_ID_codegen_11 260
 /* Profiler-table bugs (ids 250-259). */
 #define TP_ID_profiler_start_fails 250
 #define TP_ID_profiler_ids 251
@@ -381,13 +386,13 @@ static HWP_Status tp_add_f32(const HWP_KernelContext *ctx) {
 }
 
 /* ---- tables ----------------------------------------------------------------------------- */
-#if TP_IS(older_minor)
+#if TP_IS(older_minor) || TP_IS(codegen_11)
 /* Pointers placed beyond a declared struct_size: a host that respects struct_size never reads
  * them. If one is ever called, the process aborts with a message naming the field. */
 static void tp_trap(const char *field) {
   fprintf(stderr,
-          "hwport test plugin older_minor: the host used %s, which lies beyond the declared "
-          "struct_size\n",
+          "hwport test plugin " TP_VARIANT_NAME ": the host used %s, which lies beyond the "
+          "declared struct_size\n",
           field);
   fflush(stderr);
   abort();
@@ -397,6 +402,41 @@ static void tp_trap(const char *field) {
     tp_trap(field);          \
     return HWP_ERROR_INTERNAL; \
   } while (0)
+static HWP_Status trap_cg_target_info(int32_t d, HWP_CodegenTargetInfo *i) {
+  (void)d; (void)i; TP_TRAP_BODY("HWP_CodegenTable.get_target_info");
+}
+static HWP_Status trap_cg_compile(int32_t d, const char *dialect, const char *src,
+                                  const char *options, HWP_CodegenModule *out, char *log,
+                                  size_t cap) {
+  (void)d; (void)dialect; (void)src; (void)options; (void)out; (void)log; (void)cap;
+  TP_TRAP_BODY("HWP_CodegenTable.compile");
+}
+static HWP_Status trap_cg_get_function(HWP_CodegenModule m, const char *name,
+                                       HWP_CodegenFunction *out) {
+  (void)m; (void)name; (void)out; TP_TRAP_BODY("HWP_CodegenTable.get_function");
+}
+static HWP_Status trap_cg_launch(int32_t d, HWP_CodegenFunction f, HWP_Stream s,
+                                 const HWP_CodegenLaunch *l) {
+  (void)d; (void)f; (void)s; (void)l; TP_TRAP_BODY("HWP_CodegenTable.launch");
+}
+static HWP_Status trap_cg_unload(HWP_CodegenModule m) {
+  (void)m; TP_TRAP_BODY("HWP_CodegenTable.unload");
+}
+static HWP_Status trap_cg_serialize(HWP_CodegenModule m, void *data, size_t cap, size_t *size) {
+  (void)m; (void)data; (void)cap; (void)size; TP_TRAP_BODY("HWP_CodegenTable.serialize");
+}
+static HWP_Status trap_cg_deserialize(int32_t d, const char *dialect, const void *data,
+                                      size_t size, HWP_CodegenModule *out) {
+  (void)d; (void)dialect; (void)data; (void)size; (void)out;
+  TP_TRAP_BODY("HWP_CodegenTable.deserialize");
+}
+/* A 1.0/1.1 codegen table: struct_size only; the 1.2 functions lie beyond it. */
+static const HWP_CodegenTable tp_trap_codegen_table = {
+    TP_END(HWP_CodegenTable, struct_size), trap_cg_target_info, trap_cg_compile,
+    trap_cg_get_function, trap_cg_launch, trap_cg_unload, trap_cg_serialize,
+    trap_cg_deserialize};
+#endif
+#if TP_IS(older_minor)
 static HWP_Status trap_get_properties(int32_t d, HWP_DeviceProperties *p) {
   (void)d; (void)p; TP_TRAP_BODY("HWP_DeviceTable.get_properties");
 }
@@ -466,7 +506,6 @@ static const HWP_StreamTable tp_trap_stream_table = {
     trap_stream_sync,        trap_event_create,  trap_event_op,       trap_stream_event,
     trap_event_op,           trap_event_op,      trap_stream_event, NULL, NULL};
 static const HWP_CclTable tp_trap_ccl_table = {sizeof(HWP_CclTable)};
-static const HWP_CodegenTable tp_trap_codegen_table = {sizeof(HWP_CodegenTable)};
 static HWP_Status trap_profiler_start(int32_t d, HWP_DeviceSpanSink sink, void *context) {
   (void)d; (void)sink; (void)context; TP_TRAP_BODY("HWP_PluginApi.profiler->start");
 }
@@ -593,6 +632,9 @@ static HWP_Status tp_false_memory_stats(int32_t device, HWP_MemoryStats *stats) 
 #elif TP_IS(profiler_start_fails) || TP_IS(profiler_ids)
 #define TP_ASYNC_COPIES NULL, NULL, NULL, NULL
 #define TP_OPTIONAL_TABLES NULL, NULL, NULL, &tp_profiler_table, NULL
+#elif TP_IS(codegen_11)
+#define TP_ASYNC_COPIES NULL, NULL, NULL, NULL
+#define TP_OPTIONAL_TABLES NULL, NULL, &tp_trap_codegen_table, NULL, NULL
 #else
 #define TP_ASYNC_COPIES NULL, NULL, NULL, NULL
 #define TP_OPTIONAL_TABLES NULL, NULL, NULL, NULL, NULL
@@ -610,6 +652,8 @@ static const HWP_MemoryTable tp_memory_table = {
 #endif
 #if TP_IS(older_minor)
 #define TP_ABI_MINOR 0
+#elif TP_IS(codegen_11)
+#define TP_ABI_MINOR 1
 #else
 #define TP_ABI_MINOR HWP_ABI_VERSION_MINOR
 #endif
