@@ -8,7 +8,8 @@ What fuses (from the ops' traits, which come from ops.yaml's categories):
   shape; several reductions share a group when they reduce the same shape over the same axes
   (softmax's max and sum, layer_norm's two means);
 - the shape ops a kernel reads through an index map (expand, reshape, squeeze, unsqueeze,
-  transpose) where they feed a group.
+  transpose): at the start of a group (a view of an outside value its consumers read) or
+  inside one where they keep to its shapes (expand of a row result back over the rows).
 Everything else (matmul, index ops, random, scans, control flow) stays an op of its own and
 splits groups. Grouping is greedy in program order; an op joins a producer's group only when
 no path leaves the group and comes back through an op outside it (the group stays one
@@ -110,8 +111,9 @@ class _Grouper:
         if kind == "reduce":
             sig = _reduce_signature(op)
             return (group.reduce is None and sig[0] in group.shapes) or group.reduce == sig
-        if kind == "index_map":
-            return True  # an index map reads one value of the group and feeds its consumers
+        # an index map joins where it keeps to the group's shapes (expand of a row result
+        # back over the rows); one that makes a new shape (a reshape of the group's result)
+        # starts a group of its own, which its consumers join
         return shape in group.shapes
 
     def _new_group(self, op: Operation, kind: str) -> _Group:
