@@ -155,3 +155,17 @@ def test_registry_checks_its_entries(module):
     codegen_functions.unregister(fid)
     with pytest.raises(KeyError, match="not registered"):
         codegen_functions.lookup(fid)
+
+
+def test_a_refused_launch_names_the_instruction(module):
+    fid = codegen_functions.register(module.get_function("square_rows"), 2, [4],
+                                     [("in", 0), ("i64", 2), ("out", 0)])
+    p = pir.Program()
+    with pir.Builder(p) as b:
+        x = b.data("x", [2, 2], "float32")
+        b.output(_launch(b, fid, [x], [2, 2]), "out")
+    exe = pir.Executor(p, PLACE)
+    x = hwport.to_tensor(np.ones((2, 2), np.float32), place=PLACE)
+    with pytest.raises(ValueError, match=r"instruction 0 \(launch square_rows\).*group"):
+        exe.run({"x": x})
+    codegen_functions.unregister(fid)
