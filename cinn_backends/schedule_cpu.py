@@ -14,8 +14,12 @@ from .analysis import combine
 from .group_spec import INNER, ROW, GroupSpec, Phase, acc_var
 from .loop_ir import (
     Alloc,
+    Assign,
+    Binary,
+    Call,
     Expr,
     For,
+    If,
     Kernel,
     Let,
     Load,
@@ -26,15 +30,18 @@ from .loop_ir import (
     Store,
     Var,
     add,
+    children,
     const,
     div,
+    free_vars,
     minimum,
     mul,
     sub,
 )
-from .rewrite import Namer, cse, hoist, substitute
+from .rewrite import Namer, cse, hoist, substitute, transform
 from .target import TargetInfo
 
+ROW_CACHE = 8192  # elements of a row kept on the stack between its last phase and its writes
 CHUNK = Var("chunk")  # rows (or elements) per group: a kernel argument set at launch
 GRID = Var("grid_x")
 
@@ -85,9 +92,25 @@ def _row_body(spec: GroupSpec, target: TargetInfo) -> list[Stmt]:
     out: list[Stmt] = []
     hn = Namer("h")
     tn = Namer("t")
-    for n, phase in enumerate(spec.phases):
+    shared = _shared_with_writes(spec)
+    last = len(spec.phases) - 1 if shared is not None else len(spec.phases)
+    for n, phase in enumerate(spec.phases[:last]):
         out += _phase(n, phase, spec, target, hn, tn)
-    if spec.element_writes:
+    if shared is not None:
+        # the last phase and the writes compute one costly element value (softmax's exp):
+        # kept in a row cache when the row fits, else computed twice
+        cache, fits = Var("rowcache"), Var("fits", "bool")
+        cached = Load(cache.name, INNER, shared.dtype)
+        phase = spec.phases[last]
+        then: list[Stmt] = [Alloc(cache.name, shared.dtype, ROW_CACHE)]
+        then += _phase(last, phase, spec, target, hn, tn, (shared, cache.name), assign=True)
+        then += _element_loop(spec, target, const(0), spec.inner, tn, hn, {shared: cached})
+        orelse = _phase(last, phase, spec, target, hn, tn, assign=True)
+        orelse += _element_loop(spec, target, const(0), spec.inner, tn, hn)
+        out += [Local(phase.result, phase.init),  # assigned in either branch
+                Let(fits, Binary("<=", spec.inner, const(ROW_CACHE), "bool")),
+                If(fits, then, orelse)]
+    elif spec.element_writes:
         out += _element_loop(spec, target, const(0), spec.inner, tn, hn)
     if spec.row_writes:
         exprs = [w.value for w in spec.row_writes]
@@ -98,10 +121,12 @@ def _row_body(spec: GroupSpec, target: TargetInfo) -> list[Stmt]:
 
 
 def _element_loop(spec: GroupSpec, target: TargetInfo, start: Expr, extent: Expr,
-                  tn: Namer, hn: Namer) -> list[Stmt]:
+                  tn: Namer, hn: Namer, replace: dict[Expr, Expr] | None = None
+                  ) -> list[Stmt]:
     exprs: list[Expr] = []
     for w in spec.element_writes:
-        exprs += [w.index, w.value]
+        value = w.value if not replace else transform(w.value, replace.get)
+        exprs += [w.index, value]
     lets, exprs = hoist(exprs, {INNER.name}, hn)
     inner_lets, exprs = cse(exprs, tn)
     stores: list[Stmt] = [Store(w.buf, exprs[2 * i], exprs[2 * i + 1])
@@ -110,12 +135,24 @@ def _element_loop(spec: GroupSpec, target: TargetInfo, start: Expr, extent: Expr
 
 
 def _phase(n: int, phase: Phase, spec: GroupSpec, target: TargetInfo, hn: Namer,
-           tn: Namer) -> list[Stmt]:
+           tn: Namer, keep: tuple[Expr, str] | None = None, assign: bool = False
+           ) -> list[Stmt]:
+    """One reduction phase; keep = (an element subexpression, the array it is stored in)."""
     w = lanes_for(target, phase.acc_dtype)
     lanes = f"lanes{n}"
     acc = Var(f"acc{n}", phase.acc_dtype)
-    lets, (value,) = hoist([phase.value], {INNER.name}, hn)
+    value = phase.value
+    kept: list[Stmt] = []
+    if keep is not None:
+        sub_e, array = keep
+        kv = Var(f"kept{n}", sub_e.dtype)
+        value = transform(value, lambda e: kv if e == sub_e else None)
+        lets0, (sub_e,) = hoist([sub_e], {INNER.name}, hn)
+        kept = [*lets0, Let(kv, sub_e), Store(array, INNER, kv)]
+    lets, (value,) = hoist([value], {INNER.name}, hn)
     inner_lets, (value,) = cse([value], tn)
+    lets = kept[:-2] + lets if kept else lets
+    inner_lets = kept[-2:] + inner_lets if kept else inner_lets
     lane, k0 = Var(f"l{n}"), Var(f"k{n}")
     nv = Var(f"nv{n}")
     lane_value = combine(phase.op, Load(lanes, lane, phase.acc_dtype), value)
@@ -136,5 +173,30 @@ def _phase(n: int, phase: Phase, spec: GroupSpec, target: TargetInfo, hn: Namer,
     ]
     final = acc if phase.finalize is None else substitute(
         phase.finalize, {acc_var(phase.acc_dtype): acc})
-    body.append(Let(phase.result, final))
+    body.append(Assign(phase.result, final) if assign else Let(phase.result, final))
     return body
+
+
+def _shared_with_writes(spec: GroupSpec) -> Expr | None:
+    """The largest per-element subexpression with a math call that the last reduction phase
+    and the element writes both compute (softmax: exp(x - max)); None if there is none."""
+    if not spec.phases or not spec.element_writes:
+        return None
+    in_writes: set[Expr] = set()
+    stack = [w.value for w in spec.element_writes]
+    while stack:
+        e = stack.pop()
+        if e not in in_writes:
+            in_writes.add(e)
+            stack.extend(children(e))
+    todo = [spec.phases[-1].value]
+    while todo:
+        e = todo.pop(0)
+        if e in in_writes and INNER.name in free_vars(e) and _has_call(e):
+            return e
+        todo.extend(children(e))
+    return None
+
+
+def _has_call(e: Expr) -> bool:
+    return isinstance(e, Call) or any(_has_call(c) for c in children(e))

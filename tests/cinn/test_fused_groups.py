@@ -202,3 +202,32 @@ def test_elementwise_outputs_of_two_shapes():
     assert len(lower(p).kernel_names) == 2
     x, y = _x(3, 5), _x(5)
     assert_all_close(run_everywhere(p, [x, y]), [x + y, -y], 0, 0)
+
+
+def test_softmax_row_cache_and_its_fallback(monkeypatch):
+    """The CPU schedule keeps softmax's exp per row when the row fits its cache and computes
+    it twice otherwise: one kernel, both paths (a small cache here), a per-row output too."""
+    from hwport.cinn_backends import schedule_cpu
+    from tests.cinn import runners
+    from tests.cinn.helpers import out_specs
+
+    monkeypatch.setattr(schedule_cpu, "ROW_CACHE", 32)
+
+    def body(o, x):
+        e = o.exp(o.subtract(x, o.max(x, axis=[1], keepdim=True)))
+        s = o.sum(e, axis=[1], keepdim=True)
+        return [o.divide(e, s), s]
+
+    for n in (20, 50):
+        p = program([([3, n], "float32")], body, decompose=False)
+        lowered = lower(p)
+        assert "rowcache" in lowered.source
+        x = _x(3, n)
+        xs = _f64(x) - _f64(x).max(1, keepdims=True)
+        want = [np.exp(xs) / np.exp(xs).sum(1, keepdims=True), np.exp(xs).sum(1, keepdims=True)]
+        from hwport.cinn_backends.interpret import interpret
+
+        assert_all_close({"interp": interpret(lowered, [x], out_specs(p))}, want, 2e-6, 1e-7)
+        if runners.have_cc():
+            got = runners.run_c99(lowered, [x], out_specs(p))
+            assert_all_close({"c99": got}, want, 2e-6, 1e-7)
