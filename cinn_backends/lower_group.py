@@ -21,6 +21,7 @@ argument, so `launches` serves any shapes of that class (it checks them)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,9 +174,30 @@ def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequ
         kernel.name = spec.name = name
         kernels.append(kernel)
         plans.append(plan)
+    if not target.float64 and any(_uses_float64(k) for k in kernels):
+        where = target.architecture or "the target"
+        raise Unsupported(f"the group computes in float64, which {where} does not support")
     source = renderer.render(kernels)
+    if os.environ.get("HWPORT_PRINT_IR", "") not in ("", "0"):
+        for k in kernels:
+            print(f"// ---- cinn loop IR ({dialect}): {print_kernel(k)}", flush=True)
     shapes_of = {("in", i): analysis.dims_of(v) for i, v in enumerate(inputs)}
     shapes_of.update({("out", j): analysis.dims_of(v) for j, v in enumerate(outputs)})
     return LoweredGroup(dialect, source, renderer.options, [k.name for k in kernels], kernels,
                         target, specs, plans, dict(analysis.dim_sources), list(analysis.ones),
                         shapes_of)
+
+
+def _uses_float64(k: Kernel) -> bool:
+    from .loop_ir import children, stmt_exprs, walk
+
+    if any(b.dtype == "float64" for b in k.buffers):
+        return True
+    for s in walk(k.body):
+        stack = list(stmt_exprs(s))
+        while stack:
+            e = stack.pop()
+            if e.dtype == "float64":
+                return True
+            stack.extend(children(e))
+    return False

@@ -140,3 +140,16 @@ def test_target_info_from_the_binding_dict():
     assert info.dialect == "opencl-c-1.2" and info.is_simt and info.max_grid_size == 2**31 - 1
     with pytest.raises(ValueError):
         TargetInfo.from_dict({"dialects": []})
+
+
+def test_float64_needs_a_target_that_has_it(capsys, monkeypatch):
+    from hwport.cinn_backends.analysis import Unsupported
+
+    no_fp64 = TargetInfo(dialects=("opencl-c-1.2",), is_simt=True, max_group_size=64,
+                         local_memory_bytes=16384, float64=False)
+    p = program([([4, 8], "float64")], lambda o, x: o.exp(x), decompose=False)
+    with pytest.raises(Unsupported, match="float64"):
+        lower(p, no_fp64)
+    monkeypatch.setenv("HWPORT_PRINT_IR", "1")
+    lower(program([([4, 8], "float32")], lambda o, x: o.exp(x), decompose=False), no_fp64)
+    assert "cinn loop IR (opencl-c-1.2): kernel cinn_" in capsys.readouterr().out
