@@ -342,33 +342,35 @@ class GroupAnalysis:
 
     # ---- the spec ------------------------------------------------------------------------
     def specs(self) -> list[GroupSpec]:
-        """The group's kernels: one for its reductions (with every output of the reduction's
-        domain or rows), one per shape for the outputs that depend on no reduction."""
-        reds = [op for op in self.ops if _short(op) in REDUCTIONS]
-        left = list(range(len(self.outputs)))
-        out: list[GroupSpec] = []
-        if reds:
-            x = reds[0].operands[0]
-            assert x is not None
-            anchor = self.dims_of(x)
-            axes = self.reduce_axes(reds[0])
-            for op in reds[1:]:
-                o = op.operands[0]
-                assert o is not None
-                if self.dims_of(o) != anchor or self.reduce_axes(op) != axes:
-                    raise Unsupported("reductions of different domains in one group")
-            rows = [d for a, d in enumerate(anchor) if a not in axes and d != const(1)]
-            mine = []
-            for j in left:
-                dims = self.dims_of(self.outputs[j])
-                fits = dims == anchor or [d for d in dims if d != const(1)] == rows
-                if fits:
-                    mine.append(j)
-                elif self._reads_reduction(self.outputs[j]):
-                    raise Unsupported("an output of a reduction's consumers that is neither of "
-                                      "the reduction's domain nor of its rows")
-            out.append(self._build(anchor, axes, reds, mine))
-            left = [j for j in left if j not in mine]
+        """The group's kernels: one per reduction domain (input shape and axes) with its
+        reductions and every output that reads them (of the domain's or its rows' shape),
+        one per shape for the outputs that read no reduction."""
+        domains: dict[tuple, list[Operation]] = {}
+        for op in self.ops:
+            if _short(op) in REDUCTIONS:
+                x = op.operands[0]
+                assert x is not None
+                domains.setdefault((tuple(self.dims_of(x)), self.reduce_axes(op)), []).append(op)
+        assigned: dict[tuple, list[int]] = {key: [] for key in domains}
+        left: list[int] = []
+        for j, o in enumerate(self.outputs):
+            read = {key for key, reds in domains.items()
+                    if any(id(r.result()) in self._reductions_read(o) for r in reds)}
+            if len(read) > 1:
+                raise Unsupported("an output reads reductions of different domains")
+            dims = self.dims_of(o)
+            key = next(iter(read), None)
+            if key is None:  # reads no reduction: a domain kernel takes it if it fits there
+                key = next((k for k in domains if self._fits(dims, k)), None)
+                if key is None:
+                    left.append(j)
+                    continue
+            if not self._fits(dims, key):
+                raise Unsupported("an output of a reduction's consumers that is neither of "
+                                  "the reduction's domain nor of its rows")
+            assigned[key].append(j)
+        out = [self._build(list(key[0]), key[1], reds, assigned[key])
+               for key, reds in domains.items()]
         by_shape: dict[tuple[Expr, ...], list[int]] = {}
         for j in left:
             by_shape.setdefault(tuple(self.dims_of(self.outputs[j])), []).append(j)
@@ -380,7 +382,14 @@ class GroupAnalysis:
             out.append(flat)
         return out
 
-    def _reads_reduction(self, v: Value) -> bool:
+    def _fits(self, dims: list[Expr], key: tuple) -> bool:
+        anchor, axes = list(key[0]), key[1]
+        rows = [d for a, d in enumerate(anchor) if a not in axes and d != const(1)]
+        return dims == anchor or [d for d in dims if d != const(1)] == rows
+
+    def _reductions_read(self, v: Value) -> set[int]:
+        """ids of the reduction results v depends on."""
+        out: set[int] = set()
         stack, seen = [v], set()
         while stack:
             x = stack.pop()
@@ -389,9 +398,9 @@ class GroupAnalysis:
                 continue
             seen.add(id(op))
             if _short(op) in REDUCTIONS:
-                return True
+                out.add(id(op.result()))
             stack.extend(o for o in op.operands if o is not None)
-        return False
+        return out
 
     def _build(self, anchor: list[Expr], axes: tuple[int, ...], reds: list[Operation],
                outputs: list[int]) -> GroupSpec:

@@ -231,3 +231,32 @@ def test_softmax_row_cache_and_its_fallback(monkeypatch):
         if runners.have_cc():
             got = runners.run_c99(lowered, [x], out_specs(p))
             assert_all_close({"c99": got}, want, 2e-6, 1e-7)
+
+
+def test_empty_and_zero_dim_tensors():
+    p = program([([0, 8], "float32")], lambda o, x: o.exp(x), decompose=False)
+    assert lower(p).launches({0: (0, 8)}) == []
+    p = program([([4, 0], "float32")], lambda o, x: o.sum(x, axis=[1]), decompose=False)
+    got = run_everywhere(p, [np.zeros((4, 0), np.float32)])
+    assert_all_close(got, [np.zeros(4)], 0, 0)
+    p = program([([], "float32"), ([], "float32")], lambda o, x, y: o.multiply(o.exp(x), y),
+                decompose=False)
+    x, y = np.array(0.5, np.float32), np.array(3.0, np.float32)
+    assert_all_close(run_everywhere(p, [x, y]), [np.exp(0.5) * 3.0], 1e-6, 0)
+
+
+def test_bool_and_integer_groups():
+    def body(o, a, b, i):
+        return [o.logical_and(a, o.logical_not(b)), o.max(a, axis=[1]), o.sum(b, axis=[0]),
+                o.remainder(i, o.full(shape=[1], fill_value=3, dtype="int32"))]
+
+    p = program([([3, 4], "bool"), ([3, 4], "bool"), ([3, 4], "int32")], body, decompose=False)
+    a = RNG.random((3, 4)) > 0.5
+    b = RNG.random((3, 4)) > 0.5
+    i = RNG.integers(-20, 20, (3, 4)).astype(np.int32)
+    got = run_everywhere(p, [a, b, i])
+    for where, outs in got.items():
+        np.testing.assert_array_equal(outs[0], a & ~b, err_msg=where)
+        np.testing.assert_array_equal(outs[1], a.max(1), err_msg=where)
+        np.testing.assert_array_equal(outs[2], b.sum(0), err_msg=where)
+        np.testing.assert_array_equal(outs[3], i % 3, err_msg=where)
