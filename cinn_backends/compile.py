@@ -23,7 +23,8 @@ DEFAULT_BUDGET_S = 60.0
 STATS: dict[str, float] = {"compiled": 0, "memory_hits": 0, "disk_hits": 0,
                            "fallbacks": 0, "compile_seconds": 0.0}
 _lock = threading.Lock()
-_pool: list[concurrent.futures.ThreadPoolExecutor] = []  # made on the first compile
+# made on the first compile; as many compiles at once as the machine has cores
+_pool: list[concurrent.futures.ThreadPoolExecutor] = []
 _pending: dict[str, concurrent.futures.Future] = {}
 
 
@@ -114,6 +115,29 @@ def compile_source(place: Any, dialect: str, source: str, options: str = "") -> 
     """The module of `source` on `place`: from this process's cache, the disk cache, or a
     compile within the budget. Raises the binding's CodegenCompileError (with the build log)
     for source that does not compile, CompileBudgetExceeded past the budget."""
+    got = _lookup_or_submit(place, dialect, source, options)
+    if isinstance(got, CompiledModule):
+        return got
+    try:
+        return got.result(timeout=budget_s())
+    except concurrent.futures.TimeoutError:
+        raise CompileBudgetExceeded(
+            f"compiling took longer than the budget of {budget_s():g} s "
+            "(HWPORT_CINN_COMPILE_BUDGET); it goes on in the background") from None
+
+
+def prefetch(place: Any, dialect: str, source: str, options: str = "") -> None:
+    """Starts compiling `source` in the background when no cache has it (the lowering starts
+    every group of a program this way, so their compiles overlap); compile_source then waits
+    for it. A failure surfaces there."""
+    try:
+        _lookup_or_submit(place, dialect, source, options)
+    except Exception:  # noqa: BLE001 (reported by the compile_source that waits for it)
+        pass
+
+
+def _lookup_or_submit(place: Any, dialect: str, source: str,
+                      options: str) -> CompiledModule | concurrent.futures.Future:
     from hwport.runtime import _core
 
     info = target_info(place)
@@ -140,15 +164,10 @@ def compile_source(place: Any, dialect: str, source: str, options: str = "") -> 
     with _lock:
         if not _pool:
             _pool.append(concurrent.futures.ThreadPoolExecutor(
-                2, thread_name_prefix="cinn-compile"))
+                max(2, os.cpu_count() or 1), thread_name_prefix="cinn-compile"))
         fut = _pending.get(key)
         if fut is None:
             fut = _pool[0].submit(_compile_now, place, dialect, source, options, key, serialize)
             _pending[key] = fut
             fut.add_done_callback(lambda _f, k=key: _pending.pop(k, None))
-    try:
-        return fut.result(timeout=budget_s())
-    except concurrent.futures.TimeoutError:
-        raise CompileBudgetExceeded(
-            f"compiling took longer than the budget of {budget_s():g} s "
-            "(HWPORT_CINN_COMPILE_BUDGET); it goes on in the background") from None
+    return fut

@@ -41,6 +41,28 @@ def describe_group(op: Operation) -> str:
     return f"cinn.group {op.attr('group_id')} ({', '.join(names)})"
 
 
+def _prefetch_block(lw: Any, op: Operation, target: Any) -> None:
+    """At the first group of a block: lowers every group of the block and starts their
+    compiles, so they overlap (a model's groups compile in parallel, not one after another).
+    The lowered groups wait on the Lowering `lw` (this lowering's state) for their turn."""
+    state = lw.__dict__.setdefault("_cinn", {"blocks": set(), "lowered": {}})
+    block = op.parent
+    if block is None or id(block) in state["blocks"]:
+        return
+    state["blocks"].add(id(block))
+    for other in [op] + [o for o in block.ops if o.name == "cinn.group" and o is not op]:
+        try:
+            lowered = lower_group_for_target(other, target)
+        except Exception:  # noqa: BLE001 (its own lowering reports it)
+            continue
+        state["lowered"][other] = lowered
+        cinn_compile.prefetch(lw.place, lowered.dialect, lowered.source, lowered.options)
+
+
+def _take_lowered(lw: Any, op: Operation) -> Any:
+    return lw.__dict__.get("_cinn", {"lowered": {}})["lowered"].pop(op, None)
+
+
 def lower_group_for_target(op: Operation, target: Any) -> Any:
     """The group's region lowered and rendered for `target` (a LoweredGroup)."""
     from .lower_group import lower_group
@@ -59,8 +81,10 @@ def lower_cinn_group(lw: Any, op: Operation, mapped: dict[Value, Any]) -> bool:
         return False
     from .target import TargetInfo
 
+    target = TargetInfo.from_dict(info)
+    _prefetch_block(lw, op, target)
     try:
-        lowered = lower_group_for_target(op, TargetInfo.from_dict(info))
+        lowered = _take_lowered(lw, op) or lower_group_for_target(op, target)
         module = cinn_compile.compile_source(lw.place, lowered.dialect, lowered.source,
                                              lowered.options)
     except Exception as exc:  # noqa: BLE001 (any failure: the ops run unfused)
