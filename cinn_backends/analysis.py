@@ -15,7 +15,7 @@ from hwport.pir.core import Operation, Value
 from hwport.pir.types import TensorType
 
 from . import op_exprs
-from .group_spec import INNER, ROW, GroupSpec, Phase, Write, acc_var
+from .group_spec import COL, INNER, ROW, GroupSpec, Phase, Write, acc_var
 from .loop_ir import (
     INDEX,
     Binary,
@@ -100,7 +100,8 @@ def combine(op: str, a: Expr, b: Expr) -> Expr:
 
 class GroupAnalysis:
     def __init__(self, ops: Sequence[Operation], inputs: Sequence[Value],
-                 outputs: Sequence[Value], name: str) -> None:
+                 outputs: Sequence[Value], name: str, columns: bool = False) -> None:
+        self.columns = columns  # split reductions' trailing row axes off as columns
         self.ops, self.inputs, self.outputs = list(ops), list(inputs), list(outputs)
         self.name = name
         self.producer: dict[int, Operation] = {}
@@ -407,15 +408,26 @@ class GroupAnalysis:
         self._memo.clear()
         self.results.clear()
         row_axes = [a for a in range(len(anchor)) if a not in axes]
-        row_dims = [anchor[a] for a in row_axes]
+        all_row_dims = [anchor[a] for a in row_axes]
+        # columns: the row axes after the last reduced one (contiguous in memory), when the
+        # schedule wants them apart (a reduction over other than the innermost axes)
+        col_axes = [a for a in row_axes if axes and a > max(axes)] if (
+            self.columns and reds) else []
+        outer_axes = [a for a in row_axes if a not in col_axes]
+        row_dims = [anchor[a] for a in outer_axes]
+        col_dims = [anchor[a] for a in col_axes]
         inner_dims = [anchor[a] for a in axes]
         coords: list[Expr] = [const(0)] * len(anchor)
-        for a, c in zip(row_axes, delinearize(ROW, row_dims), strict=True):
+        for a, c in zip(outer_axes, delinearize(ROW, row_dims), strict=True):
+            coords[a] = c
+        for a, c in zip(col_axes, delinearize(COL, col_dims), strict=True):
             coords[a] = c
         for a, c in zip(axes, delinearize(INNER, inner_dims), strict=True):
             coords[a] = c
         idx = tuple(coords)
-        spec = GroupSpec(self.name, self._buffers(), self._dim_params(), row_dims, inner_dims)
+        spec = GroupSpec(self.name, self._buffers(), self._dim_params(), row_dims, inner_dims,
+                         col_dims=col_dims)
+        row_index = add(mul(ROW, _product(col_dims)), COL) if col_dims else ROW
         count: Expr = const(1)
         for d in inner_dims:
             count = mul(count, d)
@@ -456,12 +468,13 @@ class GroupAnalysis:
                 oidx = tuple(idx[a] for a in row_axes)
             else:
                 raise Unsupported("an output neither of the domain's nor of the rows' shape")
-            if [d for d in odims if d != const(1)] != [d for d in row_dims if d != const(1)]:
+            if [d for d in odims if d != const(1)] != [d for d in all_row_dims
+                                                       if d != const(1)]:
                 raise Unsupported("an output neither of the domain's nor of the rows' shape")
             value = _store_value(self.value_at(o, oidx), t.dtype)
             if "k" in free_vars(value):
                 raise Unsupported("a per-row output that reads per-element values")
-            spec.row_writes.append(Write(buf, ROW, value))
+            spec.row_writes.append(Write(buf, row_index, value))
         used = _buffers_used(spec)
         spec.buffers = [b for b in spec.buffers if b.name in used]
         return spec
@@ -559,6 +572,13 @@ def _buffers_used(spec: GroupSpec) -> set[str]:
             names.add(e.buf)
         stack.extend(children(e))
     return names
+
+
+def _product(dims: Sequence[Expr]) -> Expr:
+    out: Expr = const(1)
+    for d in dims:
+        out = mul(out, d)
+    return out
 
 
 def _has_divmod(spec: GroupSpec) -> bool:

@@ -16,6 +16,7 @@ from .loop_ir import BufferParam, Expr, ScalarParam, Var
 
 ROW = Var("r")
 INNER = Var("k")
+COL = Var("c")  # the column (trailing row axes) of a reduction over non-innermost axes
 
 
 @dataclass
@@ -45,6 +46,9 @@ class GroupSpec:
     phases: list[Phase] = field(default_factory=list)
     element_writes: list[Write] = field(default_factory=list)  # per (r, k)
     row_writes: list[Write] = field(default_factory=list)  # per r, after the phases
+    # a reduction over axes that are not the innermost: the row axes after the reduced
+    # ones, indexed by COL (rows are then the other row axes); empty: no columns
+    col_dims: list[Expr] = field(default_factory=list)
 
     @property
     def reduction(self) -> bool:
@@ -53,6 +57,10 @@ class GroupSpec:
     @property
     def rows(self) -> Expr:
         return _product(self.row_dims)
+
+    @property
+    def cols(self) -> Expr:
+        return _product(self.col_dims)
 
     @property
     def inner(self) -> Expr:

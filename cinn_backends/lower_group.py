@@ -109,7 +109,8 @@ class LoweredGroup:
         args: list[ArgSpec] = [(b.role, b.index) for b in k.buffers]
         args += [("i64", env[s.name]) for s in spec.dims]
         if isinstance(plan, CpuPlan):
-            grid, chunk = plan.launch(rows, inner, self.target.compute_units)
+            grid, chunk = plan.launch(rows, inner, self.target.compute_units,
+                                      evaluate(spec.cols, env))
             if grid == 0:
                 return None
             args.append(("i64", chunk))
@@ -160,7 +161,7 @@ def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequ
     """Lower one fused group for `target` (in `dialect`, default the target's preferred)."""
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
-    analysis = GroupAnalysis(ops, inputs, outputs, "kernel")
+    analysis = GroupAnalysis(ops, inputs, outputs, "kernel", columns=not target.is_simt)
     specs = analysis.specs()
     kernels: list[Kernel] = []
     plans: list[CpuPlan | SimtPlan] = []

@@ -8,10 +8,11 @@ once per row; repeated subexpressions once per element."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .analysis import combine
-from .group_spec import INNER, ROW, GroupSpec, Phase, acc_var
+from .group_spec import COL, INNER, ROW, GroupSpec, Phase, acc_var
 from .loop_ir import (
     Alloc,
     Assign,
@@ -35,6 +36,7 @@ from .loop_ir import (
     div,
     free_vars,
     minimum,
+    mod,
     mul,
     sub,
 )
@@ -48,14 +50,19 @@ GRID = Var("grid_x")
 
 @dataclass(frozen=True)
 class CpuPlan:
-    """What the launch computes: grid = ceil(total / chunk) groups of `chunk` rows/elements."""
+    """What the launch computes: grid = ceil(total / chunk) groups of `chunk` rows/elements
+    (or, for a column reduction, blocks of col_block columns of a row)."""
 
     flat: bool
     groups_per_unit: int = 4
     align: int = 64  # a flat chunk is a multiple of this many elements
+    col_block: int = 0
 
-    def launch(self, rows: int, inner: int, compute_units: int) -> tuple[int, int]:
+    def launch(self, rows: int, inner: int, compute_units: int,
+               cols: int = 1) -> tuple[int, int]:
         total = inner if self.flat else rows
+        if self.col_block:
+            total = rows * -(-cols // self.col_block)
         if total <= 0:
             return 0, 1
         want = max(1, compute_units * self.groups_per_unit)
@@ -72,6 +79,8 @@ def lanes_for(target: TargetInfo, dtype: str) -> int:
 
 
 def schedule_cpu(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, CpuPlan]:
+    if spec.col_dims:
+        return _column_kernel(spec, target)
     flat = not spec.row_dims and not spec.reduction
     plan = CpuPlan(flat=flat)
     g = Var("g")
@@ -200,3 +209,67 @@ def _shared_with_writes(spec: GroupSpec) -> Expr | None:
 
 def _has_call(e: Expr) -> bool:
     return isinstance(e, Call) or any(_has_call(c) for c in children(e))
+
+
+COL_BLOCK = 256  # columns a group reduces at once (a vector loop over contiguous memory)
+
+
+def _column_kernel(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, CpuPlan]:
+    """A reduction over other than the innermost axes: each group takes blocks of up to
+    COL_BLOCK contiguous columns of a row; per block, every phase walks the reduced axes once,
+    accumulating all its columns in a vector loop (one accumulator per column), then the
+    writes do the same walk."""
+    plan = CpuPlan(flat=False, col_block=COL_BLOCK)
+    g, b = Var("g"), Var("b")
+    lo, hi = Var("lo"), Var("hi")
+    nb, cb, c0, cn, cc = Var("nb"), Var("cb"), Var("c0"), Var("cn"), Var("cc")
+    hn, tn = Namer("h"), Namer("t")
+    block: list[Stmt] = [
+        Let(ROW, div(b, nb)), Let(cb, mod(b, nb)), Let(c0, mul(cb, COL_BLOCK)),
+        Let(cn, minimum(const(COL_BLOCK), sub(spec.cols, c0)))]
+    results: dict[Var, Expr] = {}
+
+    def column_loop(body: list[Stmt]) -> For:
+        return For(cc, const(0), cn, "vectorized", [Let(COL, add(c0, cc)), *body])
+
+    def walk(values: list[Expr], make: Callable[[list[Expr]], list[Stmt]]) -> list[Stmt]:
+        values = [transform(v, results.get) for v in values]
+        outer, values = hoist(values, {INNER.name, COL.name, cc.name}, hn)
+        per_k, values = hoist(values, {COL.name, cc.name}, hn)
+        lets, values = cse(values, tn)
+        return [*outer, For(INNER, const(0), spec.inner, "serial",
+                            [*per_k, column_loop([*lets, *make(values)])])]
+
+    for n, phase in enumerate(spec.phases):
+        accs, res = f"accs{n}", f"res{n}"
+        dt = phase.acc_dtype
+        acc = Load(accs, cc, dt)
+        block += [Alloc(accs, dt, COL_BLOCK),
+                  For(cc, const(0), cn, "vectorized", [Store(accs, cc, phase.init)])]
+        block += walk([phase.value],
+                      lambda v, accs=accs, acc=acc, op=phase.op: [
+                          Store(accs, cc, combine(op, acc, v[0]))])
+        final = acc if phase.finalize is None else substitute(phase.finalize, {acc_var(dt): acc})
+        block += [Alloc(res, dt, COL_BLOCK),
+                  For(cc, const(0), cn, "vectorized", [Store(res, cc, final)])]
+        results[phase.result] = Load(res, cc, dt)
+    if spec.element_writes:
+        exprs: list[Expr] = []
+        for w in spec.element_writes:
+            exprs += [w.index, w.value]
+        writes = spec.element_writes
+        block += walk(exprs, lambda v: [Store(w.buf, v[2 * i], v[2 * i + 1])
+                                        for i, w in enumerate(writes)])
+    if spec.row_writes:
+        vals = [transform(e, results.get) for w in spec.row_writes for e in (w.index, w.value)]
+        lets, vals = cse(vals, tn)
+        block.append(column_loop([*lets, *[Store(w.buf, vals[2 * i], vals[2 * i + 1])
+                                           for i, w in enumerate(spec.row_writes)]]))
+    total = mul(spec.rows, nb)
+    head: list[Stmt] = [
+        Let(nb, div(add(spec.cols, COL_BLOCK - 1), COL_BLOCK)),
+        Let(lo, mul(g, CHUNK)), Let(hi, minimum(add(lo, CHUNK), total))]
+    outer = For(g, const(0), GRID, "parallel",
+                [*head, For(b, lo, sub(hi, lo), "serial", block)], axis=0)
+    scalars = [*spec.dims, ScalarParam(CHUNK.name)]
+    return Kernel(spec.name, spec.buffers, scalars, [outer]), plan

@@ -260,3 +260,21 @@ def test_bool_and_integer_groups():
         np.testing.assert_array_equal(outs[1], a.max(1), err_msg=where)
         np.testing.assert_array_equal(outs[2], b.sum(0), err_msg=where)
         np.testing.assert_array_equal(outs[3], i % 3, err_msg=where)
+
+
+def test_column_reductions_in_blocks():
+    """A reduction over non-innermost axes (a bias gradient, a norm over axis 0): the CPU
+    schedule walks the reduced axes once per block of contiguous columns; blocks of 256, the
+    last one partial here. Consumers of both the reduced domain and the rows are written."""
+    def body(o, x):
+        m = o.max(x, axis=[1], keepdim=True)
+        s = o.sum(o.exp(o.subtract(x, m)), axis=[1], keepdim=True)
+        return [o.divide(o.exp(o.subtract(x, m)), s), o.squeeze(s, axis=[1])]
+
+    p = program([([3, 5, 300], "float32")], body, decompose=False)
+    lowered = lower(p)
+    assert lowered.spec.col_dims and "accs0" in lowered.source
+    x = _x(3, 5, 300)
+    e = np.exp(_f64(x) - _f64(x).max(1, keepdims=True))
+    got = run_everywhere(p, [x])
+    assert_all_close(got, [e / e.sum(1, keepdims=True), e.sum(1)], 2e-6, 1e-7)
