@@ -115,7 +115,7 @@ class LoweredGroup:
                 return None
             args.append(("i64", chunk))
             return Launch(k.name, (grid, 1, 1), (1, 1, 1), args)
-        grid, group = plan.launch(rows, inner)
+        grid, group = plan.launch(rows, inner, evaluate(spec.cols, env))
         if grid == 0:
             return None
         if grid > self.target.max_grid_size:
@@ -161,7 +161,7 @@ def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequ
     """Lower one fused group for `target` (in `dialect`, default the target's preferred)."""
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
-    analysis = GroupAnalysis(ops, inputs, outputs, "kernel", columns=not target.is_simt)
+    analysis = GroupAnalysis(ops, inputs, outputs, "kernel", columns=True)
     specs = analysis.specs()
     kernels: list[Kernel] = []
     plans: list[CpuPlan | SimtPlan] = []
