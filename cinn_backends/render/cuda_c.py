@@ -1,7 +1,8 @@
 """The "cuda-c++17" dialect (runtime/include/hwport/codegen.h): an `extern "C" __global__`
 function whose parameters are a `T *` per buffer (offset already applied), `long long` per
 int64 and `double` per float64 argument, launched <<<grid, group>>>. float16/bfloat16 buffers
-hold 16-bit patterns (unsigned short), converted with cuda_fp16.h / bit shifts."""
+hold 16-bit patterns (unsigned short), converted with PTX cvt instructions / bit shifts (no
+header: NVRTC compiles the source alone)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,15 @@ static __device__ __forceinline__ long long HW_MAX(long long a, long long b) {
   return a > b ? a : b;
 }
 """
-HALF = """#include <cuda_fp16.h>
-static __device__ __forceinline__ float hw_f16_to_f32(unsigned short h) {
-  return __half2float(__ushort_as_half(h));
+HALF = """static __device__ __forceinline__ float hw_f16_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
 }
 static __device__ __forceinline__ unsigned short hw_f32_to_f16(float f) {
-  return __half_as_ushort(__float2half_rn(f));
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
 }
 """
 BF16 = """static __device__ __forceinline__ float hw_bf16_to_f32(unsigned short b) {

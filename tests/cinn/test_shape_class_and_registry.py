@@ -153,3 +153,27 @@ def test_float64_needs_a_target_that_has_it(capsys, monkeypatch):
     monkeypatch.setenv("HWPORT_PRINT_IR", "1")
     lower(program([([4, 8], "float32")], lambda o, x: o.exp(x), decompose=False), no_fp64)
     assert "cinn loop IR (opencl-c-1.2): kernel cinn_" in capsys.readouterr().out
+
+
+def test_the_cuda_rendering_compiles_with_nvcc(tmp_path):
+    """No GPU here: the CUDA source of a few groups (reductions in float16/bfloat16, integer
+    helpers, a column reduction) is compiled to PTX by nvcc where it is installed."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    cuda = TargetInfo(dialects=("cuda-c++17",), is_simt=True, max_group_size=1024,
+                      local_memory_bytes=49152, simd_width=32)
+
+    def body(o, x, w, i):
+        return [o.softmax(o.multiply(x, o.cast(w, dtype="float16")), axis=-1),
+                o.remainder(i, o.maximum(i, i)), o.sum(x, axis=[0]),
+                o.gelu(o.cast(x, dtype="float64"))]
+
+    p = program([([4, 32], "float16"), ([32], "bfloat16"), ([4, 32], "int32")], body)
+    src = tmp_path / "k.cu"
+    src.write_text(lower(p, cuda).source)
+    proc = subprocess.run(["nvcc", "--std=c++17", "-ptx", "-arch=sm_80", str(src), "-o",
+                           str(tmp_path / "k.ptx")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
