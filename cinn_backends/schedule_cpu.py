@@ -43,7 +43,9 @@ from .loop_ir import (
 from .rewrite import Namer, cse, hoist, substitute, transform
 from .target import TargetInfo
 
-ROW_CACHE = 8192  # elements of a row kept on the stack between its last phase and its writes
+# float32 elements of a row kept on the stack between its last phase and its writes (32 KiB;
+# fewer elements of a wider type)
+ROW_CACHE = 8192
 CHUNK = Var("chunk")  # rows (or elements) per group: a kernel argument set at launch
 GRID = Var("grid_x")
 
@@ -111,13 +113,14 @@ def _row_body(spec: GroupSpec, target: TargetInfo) -> list[Stmt]:
         cache, fits = Var("rowcache"), Var("fits", "bool")
         cached = Load(cache.name, INNER, shared.dtype)
         phase = spec.phases[last]
-        then: list[Stmt] = [Alloc(cache.name, shared.dtype, ROW_CACHE)]
+        cap = ROW_CACHE * 4 // (8 if shared.dtype in ("float64", "int64") else 4)
+        then: list[Stmt] = [Alloc(cache.name, shared.dtype, cap)]
         then += _phase(last, phase, spec, target, hn, tn, (shared, cache.name), assign=True)
         then += _element_loop(spec, target, const(0), spec.inner, tn, hn, {shared: cached})
         orelse = _phase(last, phase, spec, target, hn, tn, assign=True)
         orelse += _element_loop(spec, target, const(0), spec.inner, tn, hn)
         out += [Local(phase.result, phase.init),  # assigned in either branch
-                Let(fits, Binary("<=", spec.inner, const(ROW_CACHE), "bool")),
+                Let(fits, Binary("<=", spec.inner, const(cap), "bool")),
                 If(fits, then, orelse)]
     elif spec.element_writes:
         out += _element_loop(spec, target, const(0), spec.inner, tn, hn)
