@@ -25,7 +25,8 @@ from .discovery import builtin_plugin_dir, builtin_plugin_paths, discover
 
 __all__ = [
     "CodegenCompileError", "DType", "Event", "FallbackError", "NotSupportedError",
-    "OutOfMemoryError", "Place", "Stream", "Tensor", "builtin_plugin_dir", "fallback_stats",
+    "OutOfMemoryError", "Place", "Stream", "Tensor", "builtin_plugin_dir", "compiled_stats",
+    "fallback_stats",
     "include_dir", "plugin_errors", "plugins", "reset_fallback_stats", "set_fallback_mode",
 ]
 
@@ -70,9 +71,20 @@ def plugin_errors() -> list[dict[str, str]]:
     return list(_discovery_errors) + _core.plugin_errors()
 
 
-def fallback_stats() -> dict[tuple[str, str, str], int]:
-    """How often each (op, device type, dtype) ran on the CPU fallback."""
-    return _core.fallback_stats()
+def fallback_stats(kind: str = "cpu") -> dict[tuple[str, str, str], int]:
+    """How often each (op, device type, dtype) ran on the CPU fallback (kind="cpu"), or through
+    the eager JIT's compiled kernels where the device has no kernel (kind="compiled")."""
+    if kind == "cpu":
+        return _core.fallback_stats()
+    if kind == "compiled":
+        return _core.compiled_stats()
+    raise ValueError(f"fallback_stats: kind must be 'cpu' or 'compiled', got {kind!r}")
+
+
+def compiled_stats() -> dict[tuple[str, str, str], int]:
+    """How often each (op, device type, dtype) ran through the eager JIT's compiled kernels
+    (cinn_backends/eager_jit.py) instead of the CPU fallback."""
+    return _core.compiled_stats()
 
 
 def reset_fallback_stats() -> None:
@@ -89,5 +101,25 @@ def include_dir() -> Path:
     return Path(__file__).resolve().parent / "include"
 
 
+def _install_eager_jit() -> None:
+    """The eager JIT (hwport.cinn_backends.eager_jit), where a loaded plugin has a codegen
+    target and HWPORT_CINN is not 0. Cheap: the compiler loads on the first call that needs
+    it; a failure here is a warning, never an import error."""
+    if os.environ.get("HWPORT_CINN", "1").strip().lower() in _FALSE:
+        return
+    if not any(p.get("has_codegen_target") for p in _core.plugins()):
+        return
+    try:
+        from hwport.cinn_backends import eager_jit
+
+        eager_jit.install()
+    except Exception as exc:  # noqa: BLE001 (importing hwport never fails for the compiler)
+        import warnings
+
+        warnings.warn(f"hwport: the eager JIT is off ({type(exc).__name__}: {exc})",
+                      RuntimeWarning, stacklevel=2)
+
+
 _load_all()
 atexit.register(_core.shutdown)
+_install_eager_jit()

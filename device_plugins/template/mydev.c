@@ -1,18 +1,20 @@
-/* mydev.c — the template of a port: a device runtime and the `copy` kernel, no other
- * hand-written kernels (every other op decomposes or runs on the host's counted CPU fallback;
- * the codegen target, once the compiler lands, gives the rest). The "device" here keeps its
- * memory in host memory: replace the bodies marked DRIVER with calls into your driver. */
+/* mydev.c — the template of a port: a device runtime, the `copy` kernel and the "c99" codegen
+ * target, no other hand-written kernels: hwport's compiler generates every other op's kernel
+ * (the eager JIT, docs/cinn.md) and compiles it through the codegen table below. The "device"
+ * keeps its memory in host memory and compiles with the system C compiler: replace the bodies
+ * marked DRIVER with calls into your driver and your device's compiler. */
 #define _POSIX_C_SOURCE 200809L
 #include <hwport/hwport.h>
 #include <hwport/kernel_util.h>
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ALIGNMENT 64
-
 static __thread char g_error[256];
 
 static const char *last_error(void) { return g_error; }
@@ -142,6 +144,128 @@ static HWP_Status copy_kernel(const HWP_KernelContext *ctx) {
   return HWP_OK;
 }
 
+/* ---- the codegen target (hwport/codegen.h): "c99" source -> a shared object (DRIVER: your
+ * compiler), a kernel NAME(gx, gy, gz, args) called once per group of the grid, in order ----- */
+typedef void (*KernelFn)(int64_t gx, int64_t gy, int64_t gz, void *const *args);
+struct HWP_CodegenModule_st { void *so; };
+static const char *const g_dialects[] = {"c99", NULL};
+static const char *c_compiler(void) {
+  const char *cc = getenv("HWPORT_CC");
+  return cc && *cc ? cc : "cc";
+}
+static int shell_safe(const char *s) { /* compiler and options reach a shell: no metacharacters */
+  return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_=+.,/") ==
+         strlen(s);
+}
+
+static HWP_Status get_target_info(int32_t device, HWP_CodegenTargetInfo *info) {
+  CHECK_DEVICE(device);
+  if (!info) return fail(HWP_ERROR_INVALID_ARGUMENT, "get_target_info: info is NULL");
+  static int have_cc = -1; /* asked once: is there a C compiler? */
+  char cmd[512];
+  if (have_cc < 0 && shell_safe(c_compiler())) {
+    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", c_compiler());
+    have_cc = system(cmd) == 0;
+  }
+  if (have_cc != 1) return fail(HWP_ERROR_NOT_SUPPORTED, "no C compiler (%s)", c_compiler());
+  HWP_CodegenTargetInfo t = {.dialects = g_dialects, .architecture = "mydev-c99",
+                             .flags = HWP_CODEGEN_FLOAT64, .simd_width = 8,
+                             .preferred_vector_width = 8, .max_group_size = 1, .compute_units = 1};
+  const size_t n = info->struct_size < sizeof t ? info->struct_size : sizeof t;
+  t.struct_size = info->struct_size;
+  memcpy(info, &t, n);
+  return HWP_OK;
+}
+
+static HWP_Status compile(int32_t device, const char *dialect, const char *source,
+                          const char *options, HWP_CodegenModule *out, char *log, size_t cap) {
+  CHECK_DEVICE(device);
+  if (!dialect || !source || !out) return fail(HWP_ERROR_INVALID_ARGUMENT, "compile: NULL");
+  if (strcmp(dialect, "c99") != 0)
+    return fail(HWP_ERROR_NOT_SUPPORTED, "compile: dialect %s (mydev takes c99)", dialect);
+  if (!options) options = "";
+  if (!shell_safe(options) || !shell_safe(c_compiler()))
+    return fail(HWP_ERROR_INVALID_ARGUMENT, "compile: options hold unexpected characters");
+  char dir[] = "/tmp/hwport-mydev-XXXXXX", c_path[64], so_path[64], cmd[4096];
+  if (!mkdtemp(dir)) return fail(HWP_ERROR_INTERNAL, "compile: no temporary directory");
+  snprintf(c_path, sizeof c_path, "%s/k.c", dir);
+  snprintf(so_path, sizeof so_path, "%s/k.so", dir);
+  FILE *f = fopen(c_path, "w");
+  int written = f && fputs(source, f) >= 0;
+  if (f && fclose(f) != 0) written = 0;
+  snprintf(cmd, sizeof cmd, "%s -std=c99 -O2 -fPIC -shared %s -o %s %s -lm 2>&1", c_compiler(),
+           options, so_path, c_path);
+  FILE *p = written ? popen(cmd, "r") : NULL;
+  size_t used = 0;
+  char chunk[256];
+  while (p && fgets(chunk, sizeof chunk, p)) /* the build log, truncated to cap */
+    for (const char *c = chunk; *c && log && used + 1 < cap; ++c) log[used++] = *c;
+  if (log && cap) log[used] = '\0';
+  const int rc = p ? pclose(p) : -1;
+  void *so = rc == 0 ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  unlink(c_path);
+  unlink(so_path);
+  rmdir(dir);
+  if (rc != 0) return fail(HWP_ERROR_INVALID_ARGUMENT, "compile: %s failed", c_compiler());
+  struct HWP_CodegenModule_st *m = so ? malloc(sizeof *m) : NULL;
+  if (!m) {
+    if (so) dlclose(so);
+    return fail(HWP_ERROR_INTERNAL, "compile: cannot load the kernels");
+  }
+  m->so = so;
+  return *out = m, HWP_OK;
+}
+
+static HWP_Status get_function(HWP_CodegenModule module, const char *name,
+                               HWP_CodegenFunction *out) {
+  if (!module || !name || !out) return fail(HWP_ERROR_INVALID_ARGUMENT, "get_function: NULL");
+  void *fn = dlsym(module->so, name);
+  if (!fn) return fail(HWP_ERROR_NOT_FOUND, "get_function: no kernel %s", name);
+  return *out = (HWP_CodegenFunction)fn, HWP_OK;
+}
+
+static HWP_Status launch(int32_t device, HWP_CodegenFunction function, HWP_Stream stream,
+                         const HWP_CodegenLaunch *l) {
+  CHECK_DEVICE(device);
+  (void)stream; /* DRIVER: enqueue on the stream; here every launch runs now, in order */
+  if (!function || !l || (l->num_args && !l->args) || l->num_args < 0 || l->num_args > 64)
+    return fail(HWP_ERROR_INVALID_ARGUMENT, "launch: NULL function, launch or args");
+  if (!l->grid[0] || !l->grid[1] || !l->grid[2] || l->group[0] * l->group[1] * l->group[2] != 1)
+    return fail(HWP_ERROR_INVALID_ARGUMENT, "launch: zero grid, or a group other than 1x1x1");
+  void *args[64];
+  for (int32_t i = 0; i < l->num_args; ++i) {
+    const HWP_CodegenArg *a = &l->args[i];
+    if (a->kind == HWP_CODEGEN_ARG_BUFFER)
+      args[i] = (char *)a->value.buffer.buffer + a->value.buffer.byte_offset;
+    else if (a->kind == HWP_CODEGEN_ARG_INT64 || a->kind == HWP_CODEGEN_ARG_FLOAT64)
+      args[i] = (void *)&a->value;
+    else
+      return fail(HWP_ERROR_INVALID_ARGUMENT, "launch: argument %d has kind %d", i, a->kind);
+  }
+  KernelFn fn;
+  *(void **)&fn = (void *)function; /* POSIX: dlsym's object pointer as a function */
+  for (uint32_t z = 0; z < l->grid[2]; ++z)
+    for (uint32_t y = 0; y < l->grid[1]; ++y)
+      for (uint32_t x = 0; x < l->grid[0]; ++x) fn(x, y, z, args);
+  return HWP_OK;
+}
+
+static HWP_Status unload(HWP_CodegenModule module) {
+  if (!module) return fail(HWP_ERROR_INVALID_ARGUMENT, "unload: NULL module");
+  dlclose(module->so);
+  free(module);
+  return HWP_OK;
+}
+
+static const HWP_CodegenTable g_codegen = {
+    .struct_size = sizeof(HWP_CodegenTable),
+    .get_target_info = get_target_info,
+    .compile = compile,
+    .get_function = get_function,
+    .launch = launch,
+    .unload = unload,
+};
+
 /* ---- the plugin table and the one exported symbol ------------------------------------------ */
 static const HWP_PluginApi g_api = {
     .struct_size = sizeof(HWP_PluginApi),
@@ -152,6 +276,7 @@ static const HWP_PluginApi g_api = {
     .device = &g_device,
     .memory = &g_memory,
     .get_last_error = last_error,
+    .codegen = &g_codegen,
 };
 
 HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out) {

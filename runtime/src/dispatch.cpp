@@ -1,5 +1,6 @@
 #include "dispatch.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -25,6 +26,10 @@ thread_local LaunchTimer* t_launch_timer = nullptr;
 
 std::mutex g_stats_mutex;
 std::map<std::tuple<int, const Plugin*, DType>, uint64_t> g_fallbacks;
+std::map<std::tuple<int, const Plugin*, DType>, uint64_t> g_compiled;
+
+std::atomic<JitProvider> g_jit_provider{nullptr};
+thread_local bool t_in_jit = false;  // the provider's own launches never ask it again
 
 struct KernelCall {
   const Attrs* attrs;
@@ -179,7 +184,40 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
   }
 }
 
+// The eager JIT's try (dispatch.h): true when compiled kernels wrote the outputs. Strided
+// inputs are made contiguous with the device's copy kernel first; without one the JIT passes.
+bool try_jit(int op, DType dtype, Device* device, const Tensor* const* inputs, int num_inputs,
+             Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
+  const JitProvider provider = g_jit_provider.load();
+  if (!provider || t_in_jit || !device->plugin->has_codegen_target) return false;
+  if (device == DeviceManager::instance().cpu() || op == core_ops().copy) return false;
+  Tensor contiguous_inputs[kMaxOperands];
+  const Tensor* in_ptrs[kMaxOperands];
+  struct Reentry {  // RAII: cleared however the call ends
+    Reentry() { t_in_jit = true; }
+    ~Reentry() { t_in_jit = false; }
+    Reentry(const Reentry&) = delete;
+    Reentry& operator=(const Reentry&) = delete;
+  } reentry;
+  for (int i = 0; i < num_inputs; ++i) {
+    in_ptrs[i] = inputs[i];
+    if (inputs[i]->is_contiguous()) continue;
+    if (!device->plugin->kernels.find(core_ops().copy, inputs[i]->dtype)) return false;
+    contiguous_inputs[i] = contiguous(*inputs[i]);
+    in_ptrs[i] = &contiguous_inputs[i];
+  }
+  for (int i = 0; i < num_outputs; ++i)
+    if (!outputs[i]->is_contiguous()) return false;
+  if (!provider(op, dtype, device, in_ptrs, num_inputs, outputs, num_outputs, attrs))
+    return false;
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  ++g_compiled[{op, device->plugin, dtype}];
+  return true;
+}
+
 }  // namespace
+
+void set_jit_provider(JitProvider provider) { g_jit_provider.store(provider); }
 
 void set_launch_timer(LaunchTimer* timer) { t_launch_timer = timer; }
 
@@ -195,6 +233,7 @@ void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs
     raise(ErrorKind::Value, op_name(op) + ": too many operands");
   const KernelEntry* entry = device->plugin->kernels.find(op, dtype);
   if (!entry) {
+    if (try_jit(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs)) return;
     run_fallback(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs);
     return;
   }
@@ -244,8 +283,9 @@ void run_kernel(int op, DType dtype, Device* device, const Tensor* const* inputs
       DeviceManager::instance().cpu() != nullptr) {
     if (workspaces && workspaces->take_refused(device->plugin->describe("kernel", status)))
       return;
-    run_fallback(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs,
-                 device->plugin->describe("kernel", status));
+    const std::string refused = device->plugin->describe("kernel", status);
+    if (try_jit(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs)) return;
+    run_fallback(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs, refused);
     return;
   }
   if (status != HWP_OK) {
@@ -300,9 +340,20 @@ std::map<std::tuple<std::string, std::string, std::string>, uint64_t> fallback_s
   return out;
 }
 
+std::map<std::tuple<std::string, std::string, std::string>, uint64_t> compiled_stats() {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> out;
+  for (const auto& kv : g_compiled) {
+    out[{op_name(std::get<0>(kv.first)), std::get<1>(kv.first)->device_type,
+         dtype_name(std::get<2>(kv.first))}] = kv.second;
+  }
+  return out;
+}
+
 void reset_fallback_stats() {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   g_fallbacks.clear();
+  g_compiled.clear();
 }
 
 }  // namespace hwport

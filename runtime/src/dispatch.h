@@ -70,4 +70,17 @@ void reset_fallback_stats();
 // that runs the fallback itself (the program executor, with staging buffers it keeps).
 void count_fallback(int op, const Device* device, DType dtype);
 
+// The eager JIT (issue 17): where a device with a codegen target has no kernel for (op, dtype),
+// or its kernel refuses the call, run_kernel first asks the provider to run the op through
+// compiled kernels. Inputs are on `device` and contiguous, outputs allocated contiguous. True:
+// the outputs are written (counted in compiled_stats); false: the CPU fallback runs. Never
+// throws (bind_jit.cpp reports a provider's exception as a warning and returns false). Not
+// asked from inside itself (a nested miss takes the CPU fallback) nor by the program executor.
+using JitProvider = bool (*)(int op, DType dtype, Device* device, const Tensor* const* inputs,
+                             int num_inputs, Tensor* const* outputs, int num_outputs,
+                             const Attrs& attrs);
+void set_jit_provider(JitProvider provider);  // nullptr: none
+// (op, device type, dtype name) -> number of eager calls run by compiled kernels.
+std::map<std::tuple<std::string, std::string, std::string>, uint64_t> compiled_stats();
+
 }  // namespace hwport

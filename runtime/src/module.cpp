@@ -151,6 +151,8 @@ py::list plugins() {
     d["device_count"] = p->device_count;
     d["device_count_note"] = p->device_count_note;
     d["num_kernels"] = p->kernels.size();
+    d["native_kernels_disabled"] = p->native_kernels_disabled;
+    d["has_codegen_target"] = p->has_codegen_target;
     d["has_streams"] = p->has_streams;
     d["optional"] = optional_parts(*p);
     out.append(d);
@@ -301,6 +303,7 @@ PYBIND11_MODULE(_core, m) {
   bind_executor(m);
   bind_autograd(m);
   bind_codegen(m);
+  bind_jit(m);
 
   m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
                            const std::string& probe_exe, double probe_timeout_s) {

@@ -38,6 +38,10 @@ struct Plugin {
   int32_t device_count = 0;
   std::string device_count_note;  // why the plugin reports zero devices, when it says
   KernelTable kernels;
+  // HWPORT_DISABLE_NATIVE_KERNELS names this device type: the host kept only the plugin's
+  // `copy` kernels (transfers and contiguous copies need them); every other op goes through
+  // the eager JIT, a decomposition or the CPU fallback.
+  bool native_kernels_disabled = false;
 
   // "<call> failed with HWP_ERROR_X: <plugin message>" for a failed status.
   std::string describe(const char* call, HWP_Status status) const;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -187,6 +188,24 @@ void host_log(void* host_context, HWP_LogLevel level, const char* message) {
 }
 
 void host_trace_event(void*, const char*, int32_t, uint64_t, uint64_t) {}
+
+// HWPORT_DISABLE_NATIVE_KERNELS: comma-separated device types whose hand-written kernels the
+// host ignores (all but `copy`), so that their ops run compiled (docs/cinn.md).
+bool native_kernels_disabled(const std::string& device_type) {
+  const char* env = std::getenv("HWPORT_DISABLE_NATIVE_KERNELS");
+  if (!env) return false;
+  std::string list = env;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(start, end - start);
+    const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos && item.substr(b, e - b + 1) == device_type) return true;
+    start = end + 1;
+  }
+  return false;
+}
 
 // Copies a plugin struct through read_plugin_memory: its struct_size first, then as many bytes
 // as both the plugin declares and the host knows; fields beyond what the plugin declares stay
@@ -478,8 +497,11 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   }
   plugin->device_count = count;
   if (count == 0) plugin->device_count_note = plugin_last_error(plugin->get_last_error_fn);
-  for (const auto& k : state->kernels)
+  plugin->native_kernels_disabled = native_kernels_disabled(plugin->device_type);
+  for (const auto& k : state->kernels) {
+    if (plugin->native_kernels_disabled && k.op != "copy") continue;
     plugin->kernels.add(op_id(k.op), static_cast<DType>(k.dtype), k.entry);
+  }
   if (!state->registration_problems.empty()) {
     host_log(state, HWP_LOG_WARNING, state->registration_problems.c_str());
   }
