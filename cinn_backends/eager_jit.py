@@ -57,8 +57,11 @@ def shape_class(shapes: Sequence[Sequence[int]]) -> tuple:
     return tuple(out)
 
 
-def _build_program(op: str, inputs: Sequence[Any], attrs: dict[str, Any]) -> tuple:
-    """A one-op pd_op program over the inputs: (ops, input values, result values)."""
+def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
+                   attrs: dict[str, Any]) -> tuple:
+    """A one-op pd_op program over the inputs: (ops, input values, result values). The
+    attributes a kernel reads from its output (a creation op's shape and dtype) come from the
+    first output."""
     from hwport import pir
     from hwport.pir.dialect import lookup_op
 
@@ -74,6 +77,10 @@ def _build_program(op: str, inputs: Sequence[Any], attrs: dict[str, Any]) -> tup
         if len(specs) == 1 and specs[0].variadic:
             args = [vals]
         kwargs = {k: v for k, v in attrs.items() if k in info.attr_map}
+        if outputs and "shape" in info.attr_map and "shape" not in kwargs:
+            kwargs["shape"] = [int(d) for d in outputs[0].shape]
+        if outputs and "dtype" in info.attr_map and "dtype" not in kwargs:
+            kwargs["dtype"] = str(outputs[0].dtype)
         result = getattr(b.pd_op, op)(*args, **kwargs)
     results = list(result) if isinstance(result, list | tuple) else [result]
     ops = [o for o in p.block.ops if o.name != "builtin.data"]
@@ -89,7 +96,7 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     info = target_info(place)
     if info is None:
         raise NotImplementedError(f"{place} has no codegen target")
-    ops, vals, results = _build_program(op, inputs, attrs)
+    ops, vals, results = _build_program(op, inputs, outputs, attrs)
     if len(results) != len(outputs):
         raise NotImplementedError(f"pd_op.{op} has {len(results)} results, the call "
                                   f"{len(outputs)} outputs")

@@ -18,7 +18,8 @@ SEVERITY = [Status.CRASH, Status.TIMEOUT, Status.FAIL, Status.XPASS, Status.ERRO
 COLORS = {Status.PASS: "#2e7d32", Status.FAIL: "#c62828", Status.NOT_SUPPORTED: "#9e9e9e",
           Status.CRASH: "#6a1b9a", Status.TIMEOUT: "#ef6c00", Status.ERROR: "#455a64",
           Status.XFAIL: "#8d6e63", Status.XPASS: "#ad1457"}
-PATH_COLORS = {"native": "#2e7d32", "decomposition": "#1565c0", "fallback": "#ef6c00",
+PATH_COLORS = {"native": "#2e7d32", "compiled": "#00838f", "decomposition": "#1565c0",
+               "fallback": "#ef6c00",
                "error": "#c62828", "unknown": "#9e9e9e"}
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }

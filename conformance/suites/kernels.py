@@ -54,14 +54,18 @@ def _call(op: str, sc: Any, where: str) -> Any:
                           exception=type(exc).__name__) from None
 
 
-def _path(op: str, key_dtype: str, where: str, fell_back: dict[Any, int]) -> str:
+def _path(op: str, key_dtype: str, where: str, fell_back: dict[Any, int],
+          compiled: dict[Any, int]) -> str:
     """How the call ran: any CPU fallback (a missing primitive, a kernel that refused the
-    call at run time, the contiguous copy of an input) makes it "fallback"."""
+    call at run time, the contiguous copy of an input) makes it "fallback"; the op itself run
+    by the eager JIT's generated kernels (no native kernel) is "compiled"."""
     from hwport.runtime import _core
 
     if fell_back:
         return "fallback"
-    return "native" if _core.has_kernel(op, where, key_dtype) else "decomposition"
+    if _core.has_kernel(op, where, key_dtype):
+        return "native"
+    return "compiled" if any(k[0] == op for k in compiled) else "decomposition"
 
 
 def _compare(op: str, key_dtype: str, got: Any, want: Any,
@@ -101,13 +105,17 @@ def run(target: Target, case: Case, state: dict[str, Any]) -> Result:
     where = op_common.place(target)
     want = reference(op, sc.inputs, sc.attrs)
     before = op_common.fallbacks(target.device_type)
+    compiled_before = op_common.compiled(target.device_type)
     result, got = _call(op, sc, where)
     fell_back = op_common.grown(before, op_common.fallbacks(target.device_type))
+    compiled = op_common.grown(compiled_before, op_common.compiled(target.device_type))
     key_dtype = sc.key_dtype()
-    details: dict[str, Any] = {"path": _path(op, key_dtype, where, fell_back),
+    details: dict[str, Any] = {"path": _path(op, key_dtype, where, fell_back, compiled),
                                "key_dtype": key_dtype}
     if fell_back:
         details["fallback_ops"] = sorted({k[0] for k in fell_back})
+    if compiled:
+        details["compiled_ops"] = sorted({k[0] for k in compiled})
 
     import hwport
 

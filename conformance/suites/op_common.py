@@ -60,5 +60,14 @@ def fallbacks(device_type: str) -> dict[tuple[str, str], int]:
             if k[1] == device_type}
 
 
+def compiled(device_type: str) -> dict[tuple[str, str], int]:
+    """{(op, dtype): count} of the ops the eager JIT ran through compiled kernels for this
+    device type (the device has no kernel for them, its codegen target generated one)."""
+    import hwport.runtime
+
+    return {(k[0], k[2]): v for k, v in hwport.runtime.compiled_stats().items()
+            if k[1] == device_type}
+
+
 def grown(before: dict[Any, int], after: dict[Any, int]) -> dict[Any, int]:
     return {k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)}

@@ -1,0 +1,225 @@
+"""The eager JIT (cinn_backends/eager_jit.py, runtime/src/dispatch.h): on the template plugin
+(device_plugins/template: a device runtime, the copy kernel and the c99 codegen target, no
+other kernels), op calls run through kernels the compiler generates, counted in
+compiled_stats() and not in fallback_stats(); what the compiler cannot lower still takes the
+counted CPU fallback. Each test runs in a fresh process: plugins and the provider are set up
+at import."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, run_isolated
+
+TEMPLATE = REPO_ROOT / "device_plugins" / "template" / "mydev.c"
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+
+
+@pytest.fixture(scope="module")
+def mydev(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The template plugin, built with the system C compiler as a vendor would."""
+    from hwport.runtime import include_dir
+
+    so = tmp_path_factory.mktemp("mydev") / "libhwport_mydev.so"
+    cc = subprocess.run(["cc", "-std=gnu99", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC",
+                         "-shared", f"-I{include_dir()}", str(TEMPLATE), "-o", str(so)],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    return so
+
+
+def run_json(code: str, so: Path, **env: str) -> dict:
+    """Runs `code` (which prints one JSON line last) with the template plugin loaded."""
+    proc = run_isolated(code, env={"HWPORT_PLUGIN_PATH": str(so), **env}, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    doc["stderr"] = proc.stderr
+    return doc
+
+
+PRELUDE = """
+import json, warnings
+import numpy as np
+import hwport
+from hwport.runtime import _core
+rt = hwport.runtime
+P = "custom:mydev"
+rng = np.random.default_rng(0)
+def t(a):
+    return hwport.to_tensor(a, place=P)
+def stats():
+    return {"compiled": sorted(k[0] for k in rt.compiled_stats() if k[1] == "mydev"),
+            "cpu": sorted(k[0] for k in rt.fallback_stats() if k[1] == "mydev")}
+"""
+
+
+def test_elementwise_and_reductions_run_compiled(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+a = rng.standard_normal((5, 7)).astype("float32")
+b = rng.standard_normal((7,)).astype("float32")
+c = rng.standard_normal((7, 5)).astype("float32")
+x, y, xt = t(a), t(b), t(c).T  # xt: a strided view, made contiguous by the copy kernel
+rt.reset_fallback_stats()
+checks = {
+    "add": np.allclose((x + y).numpy(), a + b),
+    "multiply_strided": np.allclose((x * xt).numpy(), a * c.T),
+    "exp": np.allclose(hwport.exp(x).numpy(), np.exp(a), rtol=1e-5),
+    "where": np.array_equal(hwport.where(x > y, x, y).numpy(), np.where(a > b, a, b)),
+    "cast": np.array_equal(x.astype("int32").numpy(), a.astype("int32")),
+    "sum": np.allclose(hwport.sum(x, axis=1).numpy(), a.sum(1), rtol=1e-5, atol=1e-5),
+    "mean_keepdim": np.allclose(hwport.mean(x, axis=0, keepdim=True).numpy(),
+                                a.mean(0, keepdims=True), rtol=1e-5, atol=1e-6),
+    "max": np.array_equal(hwport.max(x, axis=-1).numpy(), a.max(-1)),
+}
+from hwport.cinn_backends import eager_jit
+print(json.dumps({"checks": checks, **stats(), "why": eager_jit.unsupported(),
+                  "kind": sorted(k[0] for k in rt.fallback_stats(kind="compiled")),
+                  "plugin": [p for p in rt.plugins() if p["device_type"] == "mydev"][0]}))
+""", mydev)
+    assert all(doc["checks"].values()), doc["checks"]
+    assert doc["cpu"] == [], (doc["why"], doc["stderr"])
+    # x > y runs as less_than(y, x); mean as sum and divide
+    assert {"add", "multiply", "exp", "where", "cast", "sum", "max"} <= set(doc["compiled"])
+    assert doc["kind"] == doc["compiled"]
+    assert doc["plugin"]["has_codegen_target"] and doc["plugin"]["num_kernels"] == 10
+
+
+def test_repeated_calls_compile_once_per_shape_class(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+from hwport.cinn_backends import compile as cc, eager_jit
+seen = []
+for n in (3, 4, 5, 9):  # one shape class: [n, 6] + [6]
+    a = rng.standard_normal((n, 6)).astype("float32")
+    b = rng.standard_normal((6,)).astype("float32")
+    ok = np.allclose((t(a) + t(b)).numpy(), a + b)
+    seen.append([ok, cc.STATS["compiled"], eager_jit.STATS["lowered"]])
+count = rt.compiled_stats()[("add", "mydev", "float32")]
+print(json.dumps({"seen": seen, **stats(), "count": count}))
+""", mydev)
+    assert all(ok for ok, _, _ in doc["seen"])
+    assert {(c, lw) for _, c, lw in doc["seen"]} == {(1, 1)}, doc["seen"]
+    assert doc["count"] == 4 and doc["cpu"] == []
+
+
+def test_an_op_the_compiler_cannot_lower_falls_back(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+from hwport.cinn_backends import eager_jit
+a = rng.standard_normal((4, 6)).astype("float32")
+ok = np.allclose(hwport.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
+again = np.allclose(hwport.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
+print(json.dumps({"ok": ok and again, **stats(), "why": eager_jit.unsupported(),
+                  "n": rt.fallback_stats()[("cumsum", "mydev", "float32")],
+                  "lowered": eager_jit.STATS["unsupported"]}))
+""", mydev)
+    assert doc["ok"]
+    assert "cumsum" in doc["cpu"] and "cumsum" not in doc["compiled"]
+    assert "cumsum" in doc["why"] and doc["n"] == 2
+    assert doc["lowered"] == 1  # remembered: the second call does not try again
+
+
+def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+a = rng.standard_normal((4, 6)).astype("float32")
+ok = np.allclose((t(a) * 2.0 + 1.0).numpy(), a * 2 + 1)
+try:
+    hwport.cumsum(t(a), axis=1).numpy()
+    raised = None
+except rt.FallbackError as exc:
+    raised = str(exc)
+print(json.dumps({"ok": ok, "raised": raised, **stats()}))
+""", mydev, HWPORT_FALLBACK="error")
+    assert doc["ok"] and doc["cpu"] == [] and "multiply" in doc["compiled"]
+    assert doc["raised"] and "cumsum" in doc["raised"]
+
+
+def test_cinn_off_means_no_compiled_runs(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+a = rng.standard_normal((4, 6)).astype("float32")
+ok = np.allclose((t(a) + t(a)).numpy(), a + a)
+print(json.dumps({"ok": ok, "provider": _core.jit_provider() is not None, **stats()}))
+""", mydev, HWPORT_CINN="0")
+    assert doc["ok"] and not doc["provider"]
+    assert doc["compiled"] == [] and "add" in doc["cpu"]
+
+
+def test_a_raising_provider_warns_once_and_falls_back(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+def broken(op, dtype, place, inputs, outputs, attrs):
+    raise RuntimeError("the provider broke")
+_core.set_jit_provider(broken)
+a = rng.standard_normal((4, 6)).astype("float32")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ok = all(np.allclose((t(a) + t(a)).numpy(), a + a) for _ in range(3))
+msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+with warnings.catch_warnings():
+    warnings.simplefilter("error")  # a warning raised as an error must not escape either
+    ok2 = np.allclose(hwport.exp(t(a)).numpy(), np.exp(a), rtol=1e-5)
+print(json.dumps({"ok": ok and ok2, "msgs": msgs, **stats(),
+                  "n": rt.fallback_stats()[("add", "mydev", "float32")]}))
+""", mydev)
+    assert doc["ok"]
+    assert len(doc["msgs"]) == 1 and "the provider broke" in doc["msgs"][0]
+    assert "add (float32) on custom:mydev:0" in doc["msgs"][0]
+    assert doc["compiled"] == [] and doc["n"] == 3 and "exp" in doc["cpu"]
+
+
+def test_fallback_stats_kind(mydev: Path) -> None:
+    doc = run_json(PRELUDE + """
+try:
+    rt.fallback_stats(kind="gpu")
+    bad = False
+except ValueError:
+    bad = True
+print(json.dumps({"bad": bad, "cpu": rt.fallback_stats(kind="cpu") == rt.fallback_stats()}))
+""", mydev)
+    assert doc["bad"] and doc["cpu"]
+
+
+def test_disable_native_kernels_keeps_only_copy() -> None:
+    proc = run_isolated("""
+import json
+import numpy as np
+import hwport
+rt = hwport.runtime
+(p,) = [p for p in rt.plugins() if p["device_type"] == "cpu"]
+a = np.arange(6, dtype="float32").reshape(2, 3)
+x = hwport.to_tensor(a, place="custom:cpu")
+print(json.dumps({"p": p, "t": x.T.numpy().tolist(),
+                  "copy": rt._core.has_kernel("copy", "custom:cpu", "float32"),
+                  "add": rt._core.has_kernel("add", "custom:cpu", "float32")}))
+""", env={"HWPORT_DISABLE_NATIVE_KERNELS": "opencl, cpu"})
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    assert doc["p"]["native_kernels_disabled"] and doc["p"]["num_kernels"] == 10
+    assert doc["copy"] and not doc["add"]
+    assert doc["t"] == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+
+
+def test_opencl_without_its_kernels_runs_compiled() -> None:
+    doc = json.loads(run_isolated("""
+import json
+import hwport
+print(json.dumps([p["device_count"] for p in hwport.runtime.plugins()
+                  if p["device_type"] == "opencl"]))
+""").stdout.splitlines()[-1])
+    if not doc or not doc[0]:
+        pytest.skip("no OpenCL device")
+    proc = run_isolated(PRELUDE.replace('"custom:mydev"', '"custom:opencl"').replace(
+        '"mydev"', '"opencl"') + """
+a = rng.standard_normal((33, 65)).astype("float32")
+b = rng.standard_normal((65,)).astype("float32")
+ok = np.allclose((t(a) * t(b) + 1.0).numpy(), a * b + 1, rtol=1e-5, atol=1e-6)
+ok &= np.allclose(hwport.sum(t(a), axis=1).numpy(), a.sum(1), rtol=1e-4, atol=1e-4)
+print(json.dumps({"ok": bool(ok), **stats()}))
+""", env={"HWPORT_DISABLE_NATIVE_KERNELS": "opencl"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    assert doc["ok"] and doc["cpu"] == []
+    assert {"add", "multiply", "sum"} <= set(doc["compiled"])
