@@ -29,7 +29,6 @@ from .loop_ir import (
     Var,
     add,
     cast,
-    children,
     compute_dtype,
     const,
     div,
@@ -38,6 +37,7 @@ from .loop_ir import (
     minimum,
     mod,
     mul,
+    nodes,
 )
 
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "max": "max", "min": "min",
@@ -560,18 +560,11 @@ def _bcast_index(idx: Sequence[Expr], out_dims: Sequence[Expr],
 
 def _buffers_used(spec: GroupSpec) -> set[str]:
     names: set[str] = set()
-    stack: list[Expr] = []
-    for p in spec.phases:
-        stack.append(p.value)
+    exprs: list[Expr] = [p.value for p in spec.phases]
     for w in [*spec.element_writes, *spec.row_writes]:
         names.add(w.buf)
-        stack += [w.index, w.value]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Load):
-            names.add(e.buf)
-        stack.extend(children(e))
-    return names
+        exprs += [w.index, w.value]
+    return names | {e.buf for e in nodes(exprs) if isinstance(e, Load)}
 
 
 def _product(dims: Sequence[Expr]) -> Expr:
@@ -582,17 +575,9 @@ def _product(dims: Sequence[Expr]) -> Expr:
 
 
 def _has_divmod(spec: GroupSpec) -> bool:
-    def walk(e: Expr) -> bool:
-        if isinstance(e, Load) and _divmod_in(e.index):
-            return True
-        return any(walk(c) for c in children(e))
-
-    def _divmod_in(e: Expr) -> bool:
-        if isinstance(e, Binary) and e.op in ("/", "%") and e.dtype == INDEX:
-            return True
-        return any(_divmod_in(c) for c in children(e))
-
-    for w in spec.element_writes:
-        if _divmod_in(w.index) or walk(w.value):
-            return True
-    return False
+    """Whether an element's index math divides (the flat form did not fold back)."""
+    indices = [w.index for w in spec.element_writes]
+    indices += [e.index for e in nodes([w.value for w in spec.element_writes])
+                if isinstance(e, Load)]
+    return any(isinstance(e, Binary) and e.op in ("/", "%") and e.dtype == INDEX
+               for e in nodes(indices))

@@ -334,12 +334,15 @@ def run_kernel(kernel: Kernel, grid: Sequence[int], group: Sequence[int],
                args: Sequence[Any]) -> None:
     """Runs one launch: args in the kernel's parameter order (flat numpy arrays for buffers,
     written in place; ints/floats for scalars)."""
+    from .rewrite import deep_recursion
+
     env: Env = {}
     for p, a in zip(kernel.params, args, strict=True):
         env[p.name] = a
     r = _Run(grid, group)
-    for _ in r.exec(kernel.body, env):
-        raise RuntimeError("interpret: a barrier outside a thread loop")
+    with deep_recursion():
+        for _ in r.exec(kernel.body, env):
+            raise RuntimeError("interpret: a barrier outside a thread loop")
 
 
 def interpret(lowered: Any, inputs: Sequence[np.ndarray],

@@ -18,7 +18,8 @@ index), scalar params (int64 dims and schedule parameters, float64 scalars) and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 INDEX = "int64"
@@ -132,6 +133,19 @@ class Load(Expr):
     dtype: str
 
 
+def _cached_hash(self: Expr) -> int:
+    """A node's hash, computed once (the generated one would walk the whole DAG each time)."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash((type(self).__name__, *(getattr(self, f.name) for f in fields(self))))  # type: ignore[arg-type]
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
+for _cls in (Const, Var, Unary, Binary, Select, Cast, Call, Load):
+    _cls.__hash__ = _cached_hash  # type: ignore[method-assign]
+
+
 def const(value: Any, dtype: str = INDEX) -> Const:
     if dtype == "bool":
         return Const(bool(value), dtype)
@@ -230,27 +244,30 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-def free_vars(e: Expr) -> set[str]:
-    out: set[str] = set()
-    stack = [e]
+def nodes(exprs: Iterable[Expr]) -> list[Expr]:
+    """Every distinct node (by identity) of the expressions, each once: expressions are DAGs
+    (a value read twice is one object), which a naive walk would visit exponentially often."""
+    out: list[Expr] = []
+    seen: set[int] = set()
+    stack = list(exprs)
     while stack:
         x = stack.pop()
-        if isinstance(x, Var):
-            out.add(x.name)
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        out.append(x)
         stack.extend(children(x))
     return out
+
+
+def free_vars(e: Expr) -> set[str]:
+    return {x.name for x in nodes([e]) if isinstance(x, Var)}
 
 
 def calls(e: Expr) -> set[tuple[str, str]]:
     """(function, dtype of its first argument) of every Call in e."""
-    out: set[tuple[str, str]] = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Call):
-            out.add((x.fn, x.args[0].dtype if x.args else x.dtype))
-        stack.extend(children(x))
-    return out
+    return {(x.fn, x.args[0].dtype if x.args else x.dtype) for x in nodes([e])
+            if isinstance(x, Call)}
 
 
 # ---- statements ----------------------------------------------------------------------------

@@ -159,6 +159,14 @@ def evaluate(e: Expr, env: Mapping[str, int]) -> int:
 def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequence[Value],
                 target: TargetInfo, dialect: str | None = None) -> LoweredGroup:
     """Lower one fused group for `target` (in `dialect`, default the target's preferred)."""
+    from .rewrite import deep_recursion
+
+    with deep_recursion():
+        return _lower_group(ops, inputs, outputs, target, dialect)
+
+
+def _lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequence[Value],
+                 target: TargetInfo, dialect: str | None) -> LoweredGroup:
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
     analysis = GroupAnalysis(ops, inputs, outputs, "kernel", columns=True)
@@ -190,15 +198,9 @@ def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequ
 
 
 def _uses_float64(k: Kernel) -> bool:
-    from .loop_ir import children, stmt_exprs, walk
+    from .loop_ir import nodes, stmt_exprs, walk
 
     if any(b.dtype == "float64" for b in k.buffers):
         return True
-    for s in walk(k.body):
-        stack = list(stmt_exprs(s))
-        while stack:
-            e = stack.pop()
-            if e.dtype == "float64":
-                return True
-            stack.extend(children(e))
-    return False
+    exprs = [e for s in walk(k.body) for e in stmt_exprs(s)]
+    return any(e.dtype == "float64" for e in nodes(exprs))

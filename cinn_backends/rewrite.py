@@ -3,7 +3,9 @@ out of it, and binding repeated subexpressions once (common subexpressions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
 
 from .loop_ir import (
     Binary,
@@ -37,18 +39,33 @@ def rebuild(e: Expr, kids: Sequence[Expr]) -> Expr:
     return e
 
 
-def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
-    """Bottom-up unless fn(e) answers for e itself (top-down first)."""
+def transform(e: Expr, fn: Callable[[Expr], Expr | None],
+              memo: dict[int, tuple[Expr, Expr]] | None = None) -> Expr:
+    """Bottom-up unless fn(e) answers for e itself (top-down first); each shared node once."""
+    memo = {} if memo is None else memo
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
     got = fn(e)
-    if got is not None:
-        return got
-    kids = children(e)
-    if not kids:
-        return e
-    new = [transform(k, fn) for k in kids]
-    if all(a is b for a, b in zip(new, kids, strict=True)):
-        return e
-    return rebuild(e, new)
+    if got is None:
+        kids = children(e)
+        new = [transform(k, fn, memo) for k in kids]
+        got = e if all(a is b for a, b in zip(new, kids, strict=True)) else rebuild(e, new)
+    memo[id(e)] = (e, got)  # the node kept alive: its id is not reused meanwhile
+    return got
+
+
+@contextlib.contextmanager
+def deep_recursion(limit: int = 20000) -> Iterator[None]:
+    """Room for the recursive walks over a long chain of fused ops (depth ~ its length)."""
+    old = sys.getrecursionlimit()
+    if old < limit:
+        sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        if old < limit:
+            sys.setrecursionlimit(old)
 
 
 def substitute(e: Expr, mapping: dict[Var, Expr]) -> Expr:
@@ -88,7 +105,8 @@ def hoist(exprs: Sequence[Expr], loop_vars: set[str], namer: Namer,
             lets.append(Let(v, e))
         return bound[e]
 
-    return lets, [transform(e, fn) for e in exprs]
+    memo: dict[int, tuple[Expr, Expr]] = {}
+    return lets, [transform(e, fn, memo) for e in exprs]
 
 
 def cse(exprs: Sequence[Expr], namer: Namer) -> tuple[list[Let], list[Expr]]:

@@ -38,6 +38,7 @@ from .loop_ir import (
     minimum,
     mod,
     mul,
+    nodes,
     sub,
 )
 from .rewrite import Namer, cse, hoist, substitute, transform
@@ -194,24 +195,23 @@ def _shared_with_writes(spec: GroupSpec) -> Expr | None:
     and the element writes both compute (softmax: exp(x - max)); None if there is none."""
     if not spec.phases or not spec.element_writes:
         return None
-    in_writes: set[Expr] = set()
-    stack = [w.value for w in spec.element_writes]
-    while stack:
-        e = stack.pop()
-        if e not in in_writes:
-            in_writes.add(e)
-            stack.extend(children(e))
-    todo = [spec.phases[-1].value]
-    while todo:
-        e = todo.pop(0)
-        if e in in_writes and INNER.name in free_vars(e) and _has_call(e):
+    in_writes = set(nodes([w.value for w in spec.element_writes]))
+    for e in _breadth_first(spec.phases[-1].value):
+        if e in in_writes and INNER.name in free_vars(e) and \
+                any(isinstance(x, Call) for x in nodes([e])):
             return e
-        todo.extend(children(e))
     return None
 
 
-def _has_call(e: Expr) -> bool:
-    return isinstance(e, Call) or any(_has_call(c) for c in children(e))
+def _breadth_first(e: Expr) -> list[Expr]:
+    out, seen, i = [e], {id(e)}, 0
+    while i < len(out):
+        for c in children(out[i]):
+            if id(c) not in seen:
+                seen.add(id(c))
+                out.append(c)
+        i += 1
+    return out
 
 
 COL_BLOCK = 256  # columns a group reduces at once (a vector loop over contiguous memory)

@@ -41,6 +41,7 @@ from ..loop_ir import (
     Var,
     is_float,
     kernel_calls,
+    nodes,
     stmt_exprs,
     walk,
 )
@@ -267,15 +268,8 @@ def used_dtypes(kernels: list[Kernel]) -> set[str]:
     out: set[str] = set()
     for k in kernels:
         out |= {b.dtype for b in k.buffers}
-        for s in walk(k.body):
-            for e in stmt_exprs(s):
-                stack = [e]
-                while stack:
-                    x = stack.pop()
-                    out.add(x.dtype)
-                    from ..loop_ir import children
-
-                    stack.extend(children(x))
+        exprs = [e for s in walk(k.body) for e in stmt_exprs(s)]
+        out |= {e.dtype for e in nodes(exprs)}
     return out
 
 

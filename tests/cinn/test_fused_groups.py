@@ -278,3 +278,27 @@ def test_column_reductions_in_blocks():
     e = np.exp(_f64(x) - _f64(x).max(1, keepdims=True))
     got = run_everywhere(p, [x])
     assert_all_close(got, [e / e.sum(1, keepdims=True), e.sum(1)], 2e-6, 1e-7)
+
+
+def test_a_long_chain_with_shared_operands_lowers_in_linear_time():
+    """300 ops, each reading its operand several times: the expression is a DAG whose tree
+    form is exponential; every walk visits a node once and recursion has room."""
+    import time
+
+    def body(o, x):
+        for i in range(300):
+            x = o.add(o.multiply(x, x), x) if i % 2 else o.tanh(x)
+        return x
+
+    from hwport.cinn_backends.interpret import interpret
+    from tests.cinn.helpers import out_specs
+
+    p = program([([4, 8], "float32")], body, decompose=False)
+    t0 = time.perf_counter()
+    lowered = lower(p)
+    assert time.perf_counter() - t0 < 10
+    x = (RNG.random((4, 8)).astype(np.float32) - 0.5) * 0.1
+    r = _f64(x)
+    for i in range(300):
+        r = r * r + r if i % 2 else np.tanh(r)
+    assert_all_close({"interp": interpret(lowered, [x], out_specs(p))}, [r], 1e-4, 1e-6)
