@@ -30,10 +30,12 @@ _installed: list[bool] = []
 
 @dataclass
 class _Entry:
-    lowered: Any  # LoweredGroup
+    lowered: Any  # LoweredGroup or index_kernels.IndexLowered
     module: Any  # compile.CompiledModule
 
 
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+_INTS = ("int8", "uint8", "int16", "int32", "int64")
 _entries: dict[tuple, _Entry] = {}
 _unsupported: dict[tuple, str] = {}  # key -> why lower_group refused
 _unsupported_ops: dict[str, str] = {}  # op -> the last reason (for reports)
@@ -89,6 +91,7 @@ def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
 
 def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
            attrs: dict[str, Any]) -> Any:
+    from . import index_kernels
     from .compile import target_info
     from .lower_group import lower_group
     from .target import TargetInfo
@@ -96,6 +99,15 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     info = target_info(place)
     if info is None:
         raise NotImplementedError(f"{place} has no codegen target")
+    target = TargetInfo.from_dict(info)
+    if op in index_kernels.OPS:
+        metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in inputs]
+        out_metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in outputs]
+        return index_kernels.lower_index_op(op, metas, out_metas, attrs, target)
+    if op == "cast" and str(inputs[0].dtype) in _FLOATS and str(outputs[0].dtype) in _INTS:
+        # the renderers' C conversion is undefined for NaN and out-of-range values; ops.yaml's
+        # cast gives 0 and saturates (promotion.cast_array)
+        raise NotImplementedError("a float -> integer cast does not saturate when compiled")
     ops, vals, results = _build_program(op, inputs, outputs, attrs)
     if len(results) != len(outputs):
         raise NotImplementedError(f"pd_op.{op} has {len(results)} results, the call "
@@ -105,7 +117,7 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         got = (tuple(r.type.shape), str(r.type.dtype))
         if got != want:
             raise NotImplementedError(f"pd_op.{op} output {j} is {got}, the call's {want}")
-    return lower_group(ops, vals, results, TargetInfo.from_dict(info))
+    return lower_group(ops, vals, results, target)
 
 
 def _entry(key: tuple, op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],

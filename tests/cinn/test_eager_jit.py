@@ -223,3 +223,43 @@ print(json.dumps({"ok": bool(ok), **stats()}))
     doc = json.loads(proc.stdout.splitlines()[-1])
     assert doc["ok"] and doc["cpu"] == []
     assert {"add", "multiply", "sum"} <= set(doc["compiled"])
+
+
+def test_arange_concat_and_pad_run_compiled(mydev: Path) -> None:
+    """cinn_backends/index_kernels.py: the primitives lower_group does not fuse."""
+    doc = run_json(PRELUDE + """
+from hwport.phi_ops.promotion import scalar_to_dtype
+checks = {}
+for dt in ("float32", "float16", "int16", "int64"):
+    checks[f"arange-{dt}"] = np.array_equal(
+        hwport.arange(-3, 40000, 7, dtype=dt, place=P).numpy(),
+        np.arange(-3, 40000, 7).astype(dt))
+checks["arange-frac"] = np.array_equal(hwport.arange(0.5, 2.0, 0.25, dtype="float64",
+                                                     place=P).numpy(), np.arange(0.5, 2, 0.25))
+for dt in ("float32", "bool", "int8", "bfloat16"):
+    a = rng.standard_normal((3, 70, 5)).astype("float32").astype(hwport.DType.__members__[dt]
+                                                                  .to_numpy())
+    b = rng.standard_normal((3, 2, 5)).astype("float32").astype(a.dtype)
+    got = hwport.ops.concat([t(a), t(b), t(a)], axis=1).numpy()
+    checks[f"concat-{dt}"] = np.array_equal(got, np.concatenate([a, b, a], axis=1))
+    got = hwport.ops.pad(t(a), [1, 0, 2, 3], value=2.5).numpy()
+    want = np.pad(a, [(1, 0), (2, 3), (0, 0)], constant_values=scalar_to_dtype(2.5, dt))
+    checks[f"pad-{dt}"] = np.array_equal(got, want)
+print(json.dumps({"checks": checks, **stats()}))
+""", mydev)
+    assert all(doc["checks"].values()), doc["checks"]
+    assert doc["cpu"] == []
+    assert {"arange", "concat", "pad"} <= set(doc["compiled"])
+
+
+def test_float_to_int_casts_are_not_compiled(mydev: Path) -> None:
+    """The renderers' C conversion is undefined past the integer range; ops.yaml's cast
+    saturates (NaN -> 0): the eager JIT leaves those casts to the CPU fallback."""
+    doc = run_json(PRELUDE + """
+a = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 3.7, -3.7], "float32")
+got = t(a).astype("int32").numpy()
+print(json.dumps({"got": got.tolist(), **stats()}))
+""", mydev)
+    imax, imin = 2**31 - 1, -(2**31)
+    assert doc["got"] == [0, imax, imin, imax, imin, 3, -3]
+    assert "cast" in doc["cpu"]
