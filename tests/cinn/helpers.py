@@ -87,6 +87,12 @@ def run_everywhere(p: pir.Program, feeds: Sequence[np.ndarray], *, interp: bool 
         env = opencl() if cl else None
         if env is not None:
             got["opencl"] = runners.run_opencl(env, gpu, list(feeds), specs)
+        if cl and runners.have_core_codegen("custom:opencl") and all(np.size(a) for a in feeds):
+            from hwport.runtime import _core
+
+            info = TargetInfo.from_dict(_core.codegen_target_info("custom:opencl"))
+            got["custom:opencl"] = runners.run_core(lower(p, info), list(feeds), specs,
+                                                    "custom:opencl")
     if not got:
         pytest.skip("nothing to run the group on")
     return got
