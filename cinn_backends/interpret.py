@@ -226,10 +226,15 @@ def compile_expr(e: Expr) -> Callable[[Env], Any]:
         return lambda env: _wrap_int(~int(a(env)), dt)
     if isinstance(e, Binary):
         a, b, op, dt = compile_expr(e.a), compile_expr(e.b), e.op, e.dtype
-        if dt == "int64" and op in ("+", "*", "-"):
+        if dt == "int64" and op in ("+", "*", "-"):  # index math: Python ints, wrapped
             fast = {"+": lambda x, y: x + y, "*": lambda x, y: x * y,
                     "-": lambda x, y: x - y}[op]
-            return lambda env: fast(a(env), b(env))
+
+            def int64_op(env: Env) -> int:
+                v = fast(int(a(env)), int(b(env)))
+                return v if -(1 << 63) <= v < (1 << 63) else _wrap_int(v, "int64")
+
+            return int64_op
         if op == "&&":
             return lambda env: bool(a(env)) and bool(b(env))
         if op == "||":

@@ -302,3 +302,15 @@ def test_a_long_chain_with_shared_operands_lowers_in_linear_time():
     for i in range(300):
         r = r * r + r if i % 2 else np.tanh(r)
     assert_all_close({"interp": interpret(lowered, [x], out_specs(p))}, [r], 1e-4, 1e-6)
+
+
+def test_int64_reductions_wrap_and_start_from_the_extremes():
+    p = program([([3, 5], "int64")],
+                lambda o, x: [o.max(x, axis=[1]), o.min(x, axis=[1]), o.sum(x, axis=[1])],
+                decompose=False)
+    x = RNG.integers(-(2**62), 2**62, (3, 5)).astype(np.int64)
+    with np.errstate(over="ignore"):
+        want = [x.max(1), x.min(1), x.sum(1)]
+    for where, outs in run_everywhere(p, [x]).items():
+        for g, w in zip(outs, want, strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=where)
