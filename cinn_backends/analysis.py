@@ -38,6 +38,7 @@ from .loop_ir import (
     mod,
     mul,
     nodes,
+    sub,
 )
 
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "max": "max", "min": "min",
@@ -198,6 +199,20 @@ class GroupAnalysis:
                 self.dims[id(res[0])] = [self.dim_of(d) for d in out_t.shape]
         elif name == "cast" or name in op_exprs.op_exprs():
             self.dims[id(res[0])] = self._broadcast(ins)
+        elif name == "arange":
+            self.dims[id(res[0])] = [self.dim_of(d) for d in out_t.shape]
+        elif name == "pad":
+            pads = _pads(op, len(ins[0]))
+            self.dims[id(res[0])] = [add(d, pads[2 * a] + pads[2 * a + 1])
+                                     for a, d in enumerate(ins[0])]
+        elif name == "gather":
+            axis = int(op.attr("axis", 0)) % max(1, len(ins[0]))
+            self.dims[id(res[0])] = [ins[1][0] if a == axis else d
+                                     for a, d in enumerate(ins[0])]
+        elif name == "take_along_axis":
+            axis = int(op.attr("axis")) % max(1, len(ins[0]))
+            xd = [ins[1][a] if a == axis else d for a, d in enumerate(ins[0])]
+            self.dims[id(res[0])] = self._broadcast([xd, ins[1]])
         else:
             raise Unsupported(f"{op.name} does not fuse here")
 
@@ -302,9 +317,13 @@ class GroupAnalysis:
                     raise Unsupported("a constant tensor that is not one value")
                 value = flat[0]
             return const(value, ct)
+        if name == "arange":
+            return self._arange(op, idx[0], ct)
         x = op.operands[0]
         assert x is not None
         xdims = self.dims_of(x)
+        if name in ("pad", "gather", "take_along_axis"):
+            return cast(self._index_op(op, name, x, xdims, idx, out_dims, ct), ct)
         if name == "transpose":
             perm = self._perm(op, len(xdims))
             src = [const(0)] * len(xdims)
@@ -319,6 +338,47 @@ class GroupAnalysis:
         if name == "cast":
             return cast(self.value_at(x, _bcast_index(idx, out_dims, xdims)), ct)
         return self._elementwise(op, name, v, idx, out_dims, ct)
+
+    def _arange(self, op: Operation, i: Expr, ct: str) -> Expr:
+        """start + i * step, in double for a float dtype (int64 for integers), then ct."""
+        wide = "float64" if is_float(ct) else "int64"
+        start, step = op.attr("start", 0), op.attr("step", 1)
+        if op.attr("end") is None:  # arange(end)
+            start = 0
+        value = Binary("+", const(start, wide),
+                       Binary("*", cast(i, wide), const(step, wide), wide), wide)
+        return cast(value, ct)
+
+    def _index_op(self, op: Operation, name: str, x: Value, xdims: list[Expr],
+                  idx: tuple[Expr, ...], out_dims: list[Expr], ct: str) -> Expr:
+        if name == "pad":
+            pads = _pads(op, len(xdims))
+            src = [sub(c, pads[2 * a]) for a, c in enumerate(idx)]
+            inside: Expr | None = None
+            for a, (c, d) in enumerate(zip(src, xdims, strict=True)):
+                if pads[2 * a] == 0 and pads[2 * a + 1] == 0:
+                    continue
+                ok = Binary("&&", Binary(">=", c, const(0), "bool"),
+                            Binary("<", c, d, "bool"), "bool")
+                inside = ok if inside is None else Binary("&&", inside, ok, "bool")
+            value = cast(self.value_at(x, tuple(src)), ct)
+            if inside is None:
+                return value
+            fill = op.attr("value", 0.0)
+            return Select(inside, value, _fill_const(fill, ct), ct)
+        index = op.operands[1]
+        assert index is not None
+        axis = int(op.attr("axis", 0)) % max(1, len(xdims))
+        if name == "gather":
+            i = cast(self.value_at(index, (idx[axis],)), INDEX)
+            src = list(idx)
+        else:
+            i = cast(self.value_at(index, _bcast_index(idx, out_dims, self.dims_of(index))),
+                     INDEX)
+            src = list(_bcast_index(idx, out_dims, xdims))
+        # a negative index counts from the end (the host checked the range)
+        src[axis] = Select(Binary("<", i, const(0), "bool"), add(i, xdims[axis]), i, INDEX)
+        return self.value_at(x, tuple(src))
 
     def _elementwise(self, op: Operation, name: str, v: Value, idx: tuple[Expr, ...],
                      out_dims: list[Expr], ct: str) -> Expr:
@@ -498,6 +558,20 @@ def _attr_names(spec: op_exprs.OpExpr) -> list[str]:
             names.append(n.value)
         stack.extend(n.args)
     return sorted(names)
+
+
+def _pads(op: Operation, rank: int) -> list[int]:
+    p = [int(v) for v in op.attr("pad", [])]
+    return p + [0] * (2 * rank - len(p))
+
+
+def _fill_const(value: object, ct: str) -> Expr:
+    if is_float(ct):
+        return const(float(value), ct)  # type: ignore[arg-type]
+    if ct == "bool":
+        return const(bool(value), ct)
+    lo, hi = _int_dtype_bounds(ct)
+    return const(min(max(int(float(value)), lo), hi), ct)  # type: ignore[arg-type]
 
 
 def _flatten(v: object) -> list:

@@ -190,9 +190,14 @@ def _cast(v: Any, src: str, dst: str) -> Any:
         return bool(v != 0)
     if dst == "int64" or np_dtype(dst).kind in "iu":
         if src in ("float16", "bfloat16", "float32", "float64"):
-            f = float(v)
-            if not math.isfinite(f):
+            f = float(v)  # truncated toward zero; NaN -> 0; beyond the range: saturated
+            if f != f:
                 return _wrap_int(0, dst)
+            info = np.iinfo(np_dtype(dst))
+            if f <= info.min:
+                return _wrap_int(int(info.min), dst)
+            if f >= info.max:
+                return _wrap_int(int(info.max), dst)
             return _wrap_int(int(f), dst)
         return _wrap_int(int(v), dst)
     if src in ("float16", "bfloat16") and dst in ("float16", "bfloat16"):

@@ -20,6 +20,7 @@ from .loop_ir import (
     Var,
     children,
     free_vars,
+    nodes,
 )
 
 
@@ -87,17 +88,35 @@ class Namer:
         return Var(f"{self.prefix}{self.n}", dtype)
 
 
+def guarded_loads(exprs: Sequence[Expr]) -> set[int]:
+    """ids of the nodes that read memory under a select's branch (pad's `inside ? x[i - b] :
+    value`): only the select may evaluate them (C's ?: evaluates one branch), so they are
+    neither hoisted nor bound ahead of it, where their address may be out of bounds."""
+    selects = [e for e in nodes(exprs) if isinstance(e, Select)]
+    if not selects:
+        return set()
+    has_load: dict[int, bool] = {}
+
+    def loads(e: Expr) -> bool:
+        if id(e) not in has_load:
+            has_load[id(e)] = isinstance(e, Load) | any([loads(c) for c in children(e)])
+        return has_load[id(e)]
+
+    return {id(n) for e in selects for n in nodes([e.a, e.b]) if loads(n)}
+
+
 def hoist(exprs: Sequence[Expr], loop_vars: set[str], namer: Namer,
           lets: list[Let] | None = None) -> tuple[list[Let], list[Expr]]:
     """Binds the largest subexpressions that read none of loop_vars (and are worth a
     variable) to Lets placed before the loop; returns (lets, rewritten exprs)."""
     lets = [] if lets is None else lets
     bound: dict[Expr, Var] = {let.value: let.var for let in lets}
+    guarded = guarded_loads(exprs)
 
     def fn(e: Expr) -> Expr | None:
         if _trivial(e):
             return e
-        if free_vars(e) & loop_vars:
+        if id(e) in guarded or free_vars(e) & loop_vars:
             return None
         if e not in bound:
             v = namer(e.dtype)
@@ -113,9 +132,12 @@ def cse(exprs: Sequence[Expr], namer: Namer) -> tuple[list[Let], list[Expr]]:
     """Binds every non-trivial subexpression that occurs more than once to a Let (in
     dependency order); returns (lets, rewritten exprs)."""
     count: dict[Expr, int] = {}
+    guarded = guarded_loads(exprs)
 
     def visit(e: Expr) -> None:
-        if _trivial(e):
+        if _trivial(e) or id(e) in guarded:
+            for k in children(e) if id(e) in guarded else ():
+                visit(k)
             return
         count[e] = count.get(e, 0) + 1
         if count[e] == 1:

@@ -197,6 +197,7 @@ class C99Renderer(CLikeRenderer):
         if "erf" in fns:
             parts.append(ERFF)
         parts += [h + "\n" for h in helper_source(calls, CTYPES, WIDE, SUFFIXES, self.inline)]
+        parts += self.cast_helpers(kernels)
         return "".join(parts)
 
     def signature(self, k: Kernel) -> list[str]:

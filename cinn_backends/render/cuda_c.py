@@ -76,6 +76,7 @@ class CudaRenderer(CLikeRenderer):
             parts.append(BF16)
         parts += [h + "\n" for h in helper_source(used_calls(kernels), CTYPES, WIDE, SUFFIXES,
                                                   self.inline)]
+        parts += self.cast_helpers(kernels)
         return "".join(parts)
 
     def signature(self, k: Kernel) -> list[str]:

@@ -57,6 +57,8 @@ MATH1 = ("exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tanh", "erf", "f
 SUFFIX = {"bool": "b", "int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32",
           "int64": "i64", "float32": "f", "float64": "d"}
 NARROW = ("int8", "uint8", "int16")
+F2I_BOUNDS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
+              "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
 class RenderError(ValueError):
@@ -244,7 +246,26 @@ class CLikeRenderer:
             return f"hw_f32_to_bf16(({self.ctype('float32')})({a}))"
         if dst == "bool":
             return f"({a} != 0)"
+        if is_float(src) and dst in F2I_BOUNDS:  # truncate, NaN -> 0, saturate
+            return f"hw_f2i_{SUFFIX[dst]}_{SUFFIX[src]}({a})"
         return f"(({self.ctype(dst)})({a}))"
+
+    def cast_helpers(self, kernels: list[Kernel]) -> list[str]:
+        """The float -> integer conversions (cast's semantics) the kernels use."""
+        pairs = sorted({(e.a.dtype if e.a.dtype not in ("float16", "bfloat16") else "float32",
+                         e.dtype) for k in kernels
+                        for e in nodes([x for s in walk(k.body) for x in stmt_exprs(s)])
+                        if isinstance(e, Cast) and is_float(e.a.dtype)
+                        and e.dtype in F2I_BOUNDS})
+        out = []
+        for src, dst in pairs:
+            lo, hi = F2I_BOUNDS[dst]
+            t, f = self.ctype(dst), self.ctype(src)
+            lo_c, hi_c = self.const(Const(lo, dst)), self.const(Const(hi, dst))
+            out.append(f"{self.inline} {t} hw_f2i_{SUFFIX[dst]}_{SUFFIX[src]}({f} x) {{\n"
+                       f"  return x != x ? ({t})0 : x <= ({f}){float(lo)!r} ? {lo_c} : "
+                       f"x >= ({f}){float(hi) + 1.0!r} ? {hi_c} : ({t})x;\n}}\n")
+        return out
 
     def call(self, e: Call) -> str:
         if e.fn not in FUNCTIONS:

@@ -62,6 +62,7 @@ class OpenCLRenderer(CLikeRenderer):
             parts.append(BF16)
         parts += [h + "\n" for h in helper_source(used_calls(kernels), CTYPES, WIDE,
                                                   {}, self.inline)]
+        parts += self.cast_helpers(kernels)
         return "".join(parts)
 
     def signature(self, k: Kernel) -> list[str]:
