@@ -192,7 +192,9 @@ def _lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Seq
             print(f"// ---- cinn loop IR ({dialect}): {print_kernel(k)}", flush=True)
     shapes_of = {("in", i): analysis.dims_of(v) for i, v in enumerate(inputs)}
     shapes_of.update({("out", j): analysis.dims_of(v) for j, v in enumerate(outputs)})
-    return LoweredGroup(dialect, source, renderer.options, [k.name for k in kernels], kernels,
+    options_for = getattr(renderer, "options_for", None)  # optional: per-target options
+    options = options_for(target) if callable(options_for) else renderer.options
+    return LoweredGroup(dialect, source, options, [k.name for k in kernels], kernels,
                         target, specs, plans, dict(analysis.dim_sources), list(analysis.ones),
                         shapes_of)
 

@@ -6,7 +6,8 @@ is a renderer (or a zero-argument callable returning one), named by its dialect:
     [project.entry-points."hwport.codegen_targets"]
     "acme-c" = "acme_hwport.codegen:AcmeRenderer"
 
-A renderer has `dialect`, `options` (the default compile options) and
+A renderer has `dialect`, `options` (the default compile options; an optional
+`options_for(target_info) -> str` refines them per target) and
 `render(kernels: list[loop_ir.Kernel]) -> str`; render/expr.py's CLikeRenderer does most of
 the work for C-like dialects. A broken entry point is reported (entry_point_errors()) and
 skipped, never raised."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..loop_ir import Alloc, For, Kernel
+from ..target import TargetInfo
 from .expr import HELPER_NAMES, SUFFIX, CLikeRenderer, helper_source, used_calls, used_dtypes
 
 CTYPES = {"bool": "int", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
@@ -170,6 +171,14 @@ class C99Renderer(CLikeRenderer):
     options = "-O3 -fopenmp-simd -fno-math-errno -fno-trapping-math -fwrapv"
     ctypes: ClassVar[dict[str, str]] = CTYPES
     inline = "HW_INLINE"
+
+    def options_for(self, target: TargetInfo) -> str:
+        """The options for this target: an x86-64 target whose vectors hold 16 float32 lanes
+        (AVX-512) gets them used (GCC and Clang default to 256-bit vectors there; softmax's
+        exp-bound loop is ~25% faster with 512)."""
+        if target.architecture.startswith("x86_64") and target.preferred_vector_width >= 16:
+            return self.options + " -mprefer-vector-width=512"
+        return self.options
 
     def math_name(self, fn: str, dtype: str) -> str:
         if fn in HELPER_NAMES and not (fn == "fabs" and dtype in SUFFIXES) and \

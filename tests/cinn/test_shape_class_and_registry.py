@@ -177,3 +177,12 @@ def test_the_cuda_rendering_compiles_with_nvcc(tmp_path):
     proc = subprocess.run(["nvcc", "--std=c++17", "-ptx", "-arch=sm_80", str(src), "-o",
                            str(tmp_path / "k.ptx")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_c99_options_follow_the_target():
+    p = program([([4, 8], "float32")], lambda o, x: o.exp(x), decompose=False)
+    avx512 = TargetInfo(dialects=("c99",), architecture="x86_64-avx512", simd_width=16,
+                        preferred_vector_width=16, compute_units=2)
+    assert "-mprefer-vector-width=512" in lower(p, avx512).options
+    assert "-fopenmp-simd" in lower(p, CPU).options
+    assert "-mprefer-vector-width" not in lower(p, CPU).options
