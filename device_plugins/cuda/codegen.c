@@ -96,7 +96,7 @@ static HWP_Status cg_get_target_info(int32_t device, HWP_CodegenTargetInfo *info
   full.max_group_size = d->max_threads_per_block > 0 ? (uint32_t)d->max_threads_per_block : 1;
   full.compute_units = d->sm_count > 0 ? (uint32_t)d->sm_count : 1;
   full.local_memory_bytes = (uint64_t)shared;
-  full.max_grid_size = CG_GRID_YZ; /* grid x goes to 2^31 - 1, y and z to 65535 */
+  full.max_grid_size = 0; /* grid x goes to 2^31 - 1; y and z to 65535 (refused beyond) */
   size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
   memcpy((char *)info + sizeof(size_t), (const char *)&full + sizeof(size_t),
          n - sizeof(size_t));

@@ -62,7 +62,8 @@ typedef struct HWP_CodegenTargetInfo {
   uint32_t compute_units;          /* groups that run at once (threads of a CPU) */
   uint32_t reserved;
   uint64_t local_memory_bytes;     /* per group (shared/local memory); 0 if none */
-  uint64_t max_grid_size;          /* groups per grid dimension; 0 = 2^31 - 1 */
+  uint64_t max_grid_size;          /* groups in grid dimension 0 (x); 0 = 2^31 - 1. Dimensions
+                                    * 1 and 2 take at least min(65535, max_grid_size) */
 } HWP_CodegenTargetInfo;
 
 typedef int32_t HWP_CodegenArgKind;
