@@ -78,3 +78,29 @@ def _product(dims: list[Expr]) -> Expr:
 
 def acc_var(dtype: str) -> Var:
     return Var("acc", dtype)
+
+
+def multiply_by_reciprocals(spec: GroupSpec) -> None:
+    """x / d -> x * (1 / d) where d is a row's value made from its reductions (RMSNorm's
+    sqrt(mean + eps), softmax's sum): one division per row instead of one per element (up to
+    an ulp apart from the division; normalizations' tolerance is `composite`). Divisions by
+    anything else (an elementwise divide with a broadcast operand) keep their exact form."""
+    from .loop_ir import Binary, const, free_vars, is_float
+    from .rewrite import transform
+
+    results = {p.result.name for p in spec.phases}
+    if not results:
+        return
+
+    def fn(e: Expr) -> Expr | None:
+        if isinstance(e, Binary) and e.op == "/" and is_float(e.dtype):
+            names = free_vars(e.b)
+            if names & results and INNER.name not in names and COL.name not in names:
+                a = transform(e.a, fn)
+                return Binary("*", a, Binary("/", const(1, e.dtype), e.b, e.dtype), e.dtype)
+        return None
+
+    for ph in spec.phases:
+        ph.value = transform(ph.value, fn)
+    for w in [*spec.element_writes, *spec.row_writes]:
+        w.value = transform(w.value, fn)

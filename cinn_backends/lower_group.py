@@ -29,7 +29,7 @@ from typing import Any
 from hwport.pir.core import Operation, Value
 
 from .analysis import DimSource, GroupAnalysis, Unsupported
-from .group_spec import GroupSpec
+from .group_spec import GroupSpec, multiply_by_reciprocals
 from .loop_ir import Expr, Kernel
 from .printer import print_kernel
 from .schedule_cpu import CpuPlan, schedule_cpu
@@ -174,6 +174,7 @@ def _lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Seq
     kernels: list[Kernel] = []
     plans: list[CpuPlan | SimtPlan] = []
     for spec in specs:
+        multiply_by_reciprocals(spec)
         kernel, plan = schedule_simt(spec, target) if target.is_simt else \
             schedule_cpu(spec, target)
         digest = hashlib.sha256((dialect + "\n" + print_kernel(kernel)).encode()).hexdigest()
