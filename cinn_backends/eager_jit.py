@@ -100,14 +100,13 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     if info is None:
         raise NotImplementedError(f"{place} has no codegen target")
     target = TargetInfo.from_dict(info)
-    if op in index_kernels.OPS:
+    # a float -> integer cast saturates (cast_kernel.py); lower_group's C conversion does not
+    saturating = op == "cast" and str(inputs[0].dtype) in _FLOATS and \
+        str(outputs[0].dtype) in _INTS
+    if (op in index_kernels.OPS and op != "cast") or saturating:
         metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in inputs]
         out_metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in outputs]
         return index_kernels.lower_index_op(op, metas, out_metas, attrs, target)
-    if op == "cast" and str(inputs[0].dtype) in _FLOATS and str(outputs[0].dtype) in _INTS:
-        # the renderers' C conversion is undefined for NaN and out-of-range values; ops.yaml's
-        # cast gives 0 and saturates (promotion.cast_array)
-        raise NotImplementedError("a float -> integer cast does not saturate when compiled")
     ops, vals, results = _build_program(op, inputs, outputs, attrs)
     if len(results) != len(outputs):
         raise NotImplementedError(f"pd_op.{op} has {len(results)} results, the call "

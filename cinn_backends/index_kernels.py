@@ -1,4 +1,6 @@
-"""Kernels for primitives lower_group does not fuse, for the eager JIT: arange, concat and pad.
+"""Kernels for primitives lower_group does not fuse, for the eager JIT: arange, concat and pad
+here; gather/take_along_axis, argmax/argmin/cumsum/cumprod, matmul and the saturating float ->
+integer cast in the files next to it, on this file's helpers.
 
 Each is a flat loop over the output's elements in the loop IR (a parallel loop over chunks on
 a vector CPU, groups of threads on a SIMT target), rendered by the target's renderer like
@@ -54,11 +56,13 @@ from .printer import print_kernel
 from .target import TargetInfo
 from .targets import renderer_for
 
-__all__ = ["OPS", "IndexLowered", "lower_index_op"]
+__all__ = ["OPS", "IndexLowered", "finish", "flat_kernel", "grid_for", "lower_index_op",
+           "store_value"]
 
 Meta = tuple[tuple[int, ...], str]  # (shape, dtype)
 Shapes = Mapping[tuple[str, int], Sequence[int]]
-OPS = ("arange", "concat", "pad")
+OPS = ("arange", "concat", "pad", "gather", "take_along_axis", "argmax", "argmin", "cumsum",
+       "cumprod", "matmul", "cast")
 _SIMT_GROUP = 128  # threads per group on a SIMT target (capped by its max_group_size)
 
 
@@ -75,19 +79,19 @@ class IndexLowered:
         return self.plan(shapes)
 
 
-def _lt(a: Expr, b: Expr) -> Expr:
+def lt(a: Expr, b: Expr) -> Expr:
     return Binary("<", a, b, "bool")
 
 
-def _ge0(a: Expr) -> Expr:
+def ge0(a: Expr) -> Expr:
     return Binary(">=", a, const(0), "bool")
 
 
-def _and(a: Expr | None, b: Expr) -> Expr:
+def and_(a: Expr | None, b: Expr) -> Expr:
     return b if a is None else Binary("&&", a, b, "bool")
 
 
-def _store_value(v: Expr, dtype: str) -> Expr:
+def store_value(v: Expr, dtype: str) -> Expr:
     """v converted to the element type of a `dtype` buffer (storage-only types via float32)."""
     if dtype in STORAGE_ONLY:
         return cast(cast(v, "float32"), dtype)
@@ -98,25 +102,26 @@ def _group_size(target: TargetInfo) -> int:
     return max(1, min(_SIMT_GROUP, target.max_group_size))
 
 
-def _flat_kernel(buffers: list[BufferParam], scalars: list[ScalarParam], total: Expr,
+def flat_kernel(buffers: list[BufferParam], scalars: list[ScalarParam], total: Expr,
                  body: Callable[[Var], list[Stmt]], target: TargetInfo) -> Kernel:
-    """A kernel running body(f) for each flat output index f in [0, total)."""
-    g = Var("g")
+    """A kernel running body(f) for each flat output index f in [0, total) (its own names
+    start with flat_: the body may bind any other)."""
+    g = Var("flat_g")
     if target.is_simt:
         size = _group_size(target)
-        tid, f = Var("tid"), Var("f")
-        inner = [Let(f, add(mul(g, size), tid)), If(_lt(f, total), body(f))]
+        tid, f = Var("flat_tid"), Var("flat_i")
+        inner = [Let(f, add(mul(g, size), tid)), If(lt(f, total), body(f))]
         loop = For(g, const(0), Var("grid_x"), "group",
                    [For(tid, const(0), const(size), "thread", inner)])
         return Kernel("", buffers, scalars, [loop], simt=True, group_size=(size, 1, 1))
-    chunk, lo, hi, k = Var("chunk"), Var("lo"), Var("hi"), Var("k")
+    chunk, lo, hi, k = Var("chunk"), Var("flat_lo"), Var("flat_hi"), Var("flat_i")
     loop = For(g, const(0), Var("grid_x"), "parallel", [
         Let(lo, mul(g, chunk)), Let(hi, minimum(add(lo, chunk), total)),
         For(k, lo, sub(hi, lo), "serial", body(k))])
     return Kernel("", buffers, [*scalars, ScalarParam("chunk")], [loop])
 
 
-def _grid(total: int, target: TargetInfo) -> tuple[tuple[int, int, int], tuple[int, int, int],
+def grid_for(total: int, target: TargetInfo) -> tuple[tuple[int, int, int], tuple[int, int, int],
                                                    list[tuple[str, Any]]]:
     """(grid, group, the schedule's trailing arguments) for `total` elements."""
     if target.is_simt:
@@ -129,7 +134,7 @@ def _grid(total: int, target: TargetInfo) -> tuple[tuple[int, int, int], tuple[i
     return (-(-total // chunk), 1, 1), (1, 1, 1), [("i64", chunk)]
 
 
-def _finish(kernels: list[Kernel], target: TargetInfo, dialect: str | None,
+def finish(kernels: list[Kernel], target: TargetInfo, dialect: str | None,
             plan: Callable[[list[str], Shapes], list[Launch]]) -> IndexLowered:
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
@@ -172,9 +177,9 @@ def _arange(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
 
     def body(i: Var) -> list[Stmt]:
         v = Binary("+", start, Binary("*", cast(i, kind), step, kind), kind)
-        return [Store("out0", i, _store_value(v, dtype))]
+        return [Store("out0", i, store_value(v, dtype))]
 
-    kernel = _flat_kernel([BufferParam("out0", dtype, "out", 0)],
+    kernel = flat_kernel([BufferParam("out0", dtype, "out", 0)],
                           [ScalarParam("n"), ScalarParam("start", kind),
                            ScalarParam("step", kind)], n, body, target)
     a_start, a_end, a_step = attrs.get("start"), attrs.get("end"), attrs.get("step", 1)
@@ -185,7 +190,7 @@ def _arange(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
         total = int(shapes[("out", 0)][0])
         if total == 0:
             return []
-        grid, group, extra = _grid(total, target)
+        grid, group, extra = grid_for(total, target)
         if floating:
             scalars: list[tuple[str, Any]] = [("f64", float(a_start)), ("f64", float(a_step))]
         else:  # truncated toward zero; one element: any step gives just start
@@ -193,7 +198,7 @@ def _arange(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
                        ("i64", _wrap64(int(a_step)) if total > 1 else 0)]
         return [Launch(names[0], grid, group, [("out", 0), ("i64", total), *scalars, *extra])]
 
-    return _finish([kernel], target, dialect, plan)
+    return finish([kernel], target, dialect, plan)
 
 
 def _wrap64(v: int) -> int:
@@ -225,7 +230,7 @@ def _concat(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
                 Store("out0", add(mul(add(mul(o, out_mid), add(off, m)), inner), i),
                       Load("in0", f, dtype))]
 
-    kernel = _flat_kernel([BufferParam("in0", dtype, "in", 0),
+    kernel = flat_kernel([BufferParam("in0", dtype, "in", 0),
                            BufferParam("out0", dtype, "out", 0)],
                           [ScalarParam("total"), ScalarParam("mid"), ScalarParam("inner"),
                            ScalarParam("out_mid"), ScalarParam("off")], total, body, target)
@@ -239,14 +244,14 @@ def _concat(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
             shape = [int(d) for d in shapes[("in", j)]]
             n = math.prod(shape)
             if n:
-                grid, group, extra = _grid(n, target)
+                grid, group, extra = grid_for(n, target)
                 launches.append(Launch(names[0], grid, group, [
                     ("in", j), ("out", 0), ("i64", n), ("i64", shape[axis]),
                     ("i64", inner_n), ("i64", out[axis]), ("i64", offset), *extra]))
             offset += shape[axis]
         return launches
 
-    return _finish([kernel], target, dialect, plan)
+    return finish([kernel], target, dialect, plan)
 
 
 # ---- pad ----------------------------------------------------------------------------------
@@ -280,7 +285,7 @@ def _pad(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
         for d in range(rank):
             s = Var(f"s{d}")
             stmts.append(Let(s, sub(coords[d], bd[d])))
-            inside = _and(inside, _and(_ge0(s), _lt(s, xd[d])))
+            inside = and_(inside, and_(ge0(s), lt(s, xd[d])))
             src = add(mul(src, xd[d]), s)
         fill_value = cast(cast(value, compute_dtype(dtype)), dtype) if dtype in STORAGE_ONLY \
             else cast(value, dtype)
@@ -289,7 +294,7 @@ def _pad(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
                         [Store("out0", f, fill_value)]))
         return stmts
 
-    kernel = _flat_kernel([BufferParam("in0", dtype, "in", 0),
+    kernel = flat_kernel([BufferParam("in0", dtype, "in", 0),
                            BufferParam("out0", dtype, "out", 0)],
                           [*(ScalarParam(v.name) for v in (*xd, *od, *bd)),
                            ScalarParam("value", kind)], total, body, target)
@@ -303,22 +308,34 @@ def _pad(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
         n = math.prod(out)
         if n == 0:
             return []
-        grid, group, extra = _grid(n, target)
+        grid, group, extra = grid_for(n, target)
         args: list[tuple[str, Any]] = [("in", 0), ("out", 0)]
         args += [("i64", v) for v in (*x, *out, *before)]
         return [Launch(names[0], grid, group, [*args, value_arg, *extra])]
 
-    return _finish([kernel], target, dialect, plan)
+    return finish([kernel], target, dialect, plan)
 
 
-_LOWERINGS = {"arange": _arange, "concat": _concat, "pad": _pad}
+Lowering = Callable[[Sequence[Meta], Sequence[Meta], Mapping[str, Any], TargetInfo,
+                     str | None], IndexLowered]
+
+
+def lowerings() -> dict[str, Lowering]:
+    """op -> its lowering: this file's and those of gather_kernels, row_kernels,
+    matmul_kernel and cast_kernel (which build on this file's helpers)."""
+    from . import cast_kernel, gather_kernels, matmul_kernel, row_kernels
+
+    out: dict[str, Lowering] = {"arange": _arange, "concat": _concat, "pad": _pad}
+    for module in (gather_kernels, row_kernels, matmul_kernel, cast_kernel):
+        out.update(module.LOWERINGS)
+    return out
 
 
 def lower_index_op(op: str, ins: Sequence[Meta], outs: Sequence[Meta],
                    attrs: Mapping[str, Any], target: TargetInfo,
                    dialect: str | None = None) -> IndexLowered:
     """The kernels of one call of `op` (Unsupported: not one of OPS, or not this call)."""
-    lowering = _LOWERINGS.get(op)
+    lowering = lowerings().get(op)
     if lowering is None:
         raise Unsupported(f"{op}: no index-op lowering")
     return lowering(ins, outs, attrs, target, dialect)

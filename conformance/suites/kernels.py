@@ -55,7 +55,7 @@ def _call(op: str, sc: Any, where: str) -> Any:
 
 
 def _path(op: str, key_dtype: str, where: str, fell_back: dict[Any, int],
-          compiled: dict[Any, int]) -> str:
+          compiled: dict[Any, int] | None = None) -> str:
     """How the call ran: any CPU fallback (a missing primitive, a kernel that refused the
     call at run time, the contiguous copy of an input) makes it "fallback"; the op itself run
     by the eager JIT's generated kernels (no native kernel) is "compiled"."""
@@ -65,7 +65,7 @@ def _path(op: str, key_dtype: str, where: str, fell_back: dict[Any, int],
         return "fallback"
     if _core.has_kernel(op, where, key_dtype):
         return "native"
-    return "compiled" if any(k[0] == op for k in compiled) else "decomposition"
+    return "compiled" if any(k[0] == op for k in compiled or {}) else "decomposition"
 
 
 def _compare(op: str, key_dtype: str, got: Any, want: Any,

@@ -111,15 +111,16 @@ def test_an_op_the_compiler_cannot_lower_falls_back(mydev: Path) -> None:
     doc = run_json(PRELUDE + """
 from hwport.cinn_backends import eager_jit
 a = rng.standard_normal((4, 6)).astype("float32")
-ok = np.allclose(hwport.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
-again = np.allclose(hwport.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
+want = np.argsort(a, axis=1, kind="stable")
+ok = np.array_equal(hwport.argsort(t(a), axis=1).numpy(), want)
+again = np.array_equal(hwport.argsort(t(a), axis=1).numpy(), want)
 print(json.dumps({"ok": ok and again, **stats(), "why": eager_jit.unsupported(),
-                  "n": rt.fallback_stats()[("cumsum", "mydev", "float32")],
+                  "n": rt.fallback_stats()[("argsort", "mydev", "float32")],
                   "lowered": eager_jit.STATS["unsupported"]}))
 """, mydev)
     assert doc["ok"]
-    assert "cumsum" in doc["cpu"] and "cumsum" not in doc["compiled"]
-    assert "cumsum" in doc["why"] and doc["n"] == 2
+    assert "argsort" in doc["cpu"] and "argsort" not in doc["compiled"]
+    assert "argsort" in doc["why"] and doc["n"] == 2
     assert doc["lowered"] == 1  # remembered: the second call does not try again
 
 
@@ -128,14 +129,14 @@ def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
 a = rng.standard_normal((4, 6)).astype("float32")
 ok = np.allclose((t(a) * 2.0 + 1.0).numpy(), a * 2 + 1)
 try:
-    hwport.cumsum(t(a), axis=1).numpy()
+    hwport.argsort(t(a), axis=1).numpy()
     raised = None
 except rt.FallbackError as exc:
     raised = str(exc)
 print(json.dumps({"ok": ok, "raised": raised, **stats()}))
 """, mydev, HWPORT_FALLBACK="error")
     assert doc["ok"] and doc["cpu"] == [] and "multiply" in doc["compiled"]
-    assert doc["raised"] and "cumsum" in doc["raised"]
+    assert doc["raised"] and "argsort" in doc["raised"]
 
 
 def test_cinn_off_means_no_compiled_runs(mydev: Path) -> None:
@@ -252,14 +253,55 @@ print(json.dumps({"checks": checks, **stats()}))
     assert {"arange", "concat", "pad"} <= set(doc["compiled"])
 
 
-def test_float_to_int_casts_are_not_compiled(mydev: Path) -> None:
-    """The renderers' C conversion is undefined past the integer range; ops.yaml's cast
-    saturates (NaN -> 0): the eager JIT leaves those casts to the CPU fallback."""
+def test_float_to_int_casts_saturate(mydev: Path) -> None:
+    """cast_kernel.py: NaN -> 0, truncation toward zero, saturation (ops.yaml's cast), where
+    lower_group's rendered C conversion would be undefined."""
     doc = run_json(PRELUDE + """
-a = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 3.7, -3.7], "float32")
-got = t(a).astype("int32").numpy()
-print(json.dumps({"got": got.tolist(), **stats()}))
+a = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 3.7, -3.7, 200.5, -129.9], "float32")
+got = {dt: t(a).astype(dt).numpy().tolist() for dt in ("int8", "uint8", "int32", "int64")}
+got["f16-int16"] = t(a.astype("float16")).astype("int16").numpy().tolist()
+print(json.dumps({"got": got, **stats()}))
 """, mydev)
-    imax, imin = 2**31 - 1, -(2**31)
-    assert doc["got"] == [0, imax, imin, imax, imin, 3, -3]
-    assert "cast" in doc["cpu"]
+    big = 2**63 - 1
+    assert doc["got"] == {
+        "int8": [0, 127, -128, 127, -128, 3, -3, 127, -128],
+        "uint8": [0, 255, 0, 255, 0, 3, 0, 200, 0],
+        "int32": [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 3, -3, 200, -129],
+        "int64": [0, big, -big - 1, 10**10, -(10**10), 3, -3, 200, -129],
+        "f16-int16": [0, 32767, -32768, 32767, -32768, 3, -3, 200, -129]}
+    assert "cast" in doc["compiled"] and doc["cpu"] == []
+
+
+def test_index_scan_and_matmul_primitives_run_compiled(mydev: Path) -> None:
+    """gather_kernels.py, row_kernels.py, matmul_kernel.py."""
+    doc = run_json(PRELUDE + """
+a = rng.standard_normal((5, 6)).astype("float32")
+a[1, 2] = np.nan
+idx = np.array([4, 0, 2, 2], "int64")
+ti = rng.integers(0, 6, (5, 3)).astype("int32")
+ai = rng.integers(-5, 5, (4, 7)).astype("int8")
+x3 = rng.standard_normal((2, 5, 6)).astype("float32")
+y3 = rng.standard_normal((2, 6, 3)).astype("float32")
+y2 = rng.standard_normal((6, 7)).astype("float64")
+ops = hwport.ops
+checks = {
+    "gather0": np.array_equal(ops.gather(t(a), t(idx), axis=0).numpy(), np.take(a, idx, 0),
+                              equal_nan=True),
+    "gather1": np.array_equal(ops.gather(t(a), t(idx), axis=1).numpy(), np.take(a, idx, 1),
+                              equal_nan=True),
+    "take_along_axis": np.array_equal(ops.take_along_axis(t(a), t(ti), axis=1).numpy(),
+                                      np.take_along_axis(a, ti, 1), equal_nan=True),
+    "argmax": np.array_equal(ops.argmax(t(a), axis=1).numpy(), np.argmax(a, 1)),
+    "argmin": np.array_equal(ops.argmin(t(a), axis=0).numpy(), np.argmin(a, 0)),
+    "cumsum": np.allclose(ops.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), equal_nan=True),
+    "cumprod": np.array_equal(ops.cumprod(t(ai), 0).numpy(), np.cumprod(ai.astype("int64"), 0)),
+    "matmul": np.allclose(hwport.matmul(t(x3), t(y3)).numpy(), x3 @ y3, rtol=1e-5, atol=1e-5),
+    "matmul64": np.allclose(hwport.matmul(t(a.astype("float64")[:, :6]), t(y2)).numpy(),
+                            a.astype("float64") @ y2, equal_nan=True),
+}
+print(json.dumps({"checks": checks, **stats()}))
+""", mydev)
+    assert all(doc["checks"].values()), doc["checks"]
+    assert doc["cpu"] == []
+    assert {"gather", "take_along_axis", "argmax", "argmin", "cumsum", "cumprod",
+            "matmul"} <= set(doc["compiled"])
