@@ -29,12 +29,12 @@ from .loop_ir import (
 from .lower_group import Launch
 from .target import TargetInfo
 
-__all__ = ["LOWERINGS"]
+__all__ = ["LOWERINGS", "axis_of", "split_at"]
 
 _INTS = ("int8", "uint8", "int16", "int32", "int64")
 
 
-def _axis(attrs: Mapping[str, Any], rank: int) -> int:
+def axis_of(attrs: Mapping[str, Any], rank: int) -> int:
     axis = int(attrs.get("axis", 0))
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
@@ -42,7 +42,7 @@ def _axis(attrs: Mapping[str, Any], rank: int) -> int:
     return axis
 
 
-def _split(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
+def split_at(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
     outer = inner = 1
     for d in shape[:axis]:
         outer *= int(d)
@@ -59,7 +59,7 @@ def _lowering(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping
     if i_dtype not in _INTS or outs[0][1] != dtype or not x_shape:
         raise Unsupported(f"{op}: index of dtype {i_dtype}, or a 0-d x")
     rank = len(x_shape)
-    axis = _axis(attrs, rank)
+    axis = axis_of(attrs, rank)
     if op == "gather" and len(i_shape) != 1:
         raise Unsupported("gather: a 1-D index only")
     if op == "take_along_axis" and (len(i_shape) != rank or any(
@@ -85,8 +85,8 @@ def _lowering(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping
 
     def plan(names: list[str], shapes: Shapes) -> list[Launch]:
         out = [int(d) for d in shapes[("out", 0)]]
-        _, x_n, _ = _split([int(d) for d in shapes[("in", 0)]], axis)
-        outer, j_n, inner_n = _split(out, axis)
+        _, x_n, _ = split_at([int(d) for d in shapes[("in", 0)]], axis)
+        outer, j_n, inner_n = split_at(out, axis)
         n = outer * j_n * inner_n
         if n == 0:
             return []

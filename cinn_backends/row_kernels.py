@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .analysis import Unsupported
-from .gather_kernels import _axis, _split
+from .gather_kernels import axis_of, split_at
 from .index_kernels import IndexLowered, Meta, Shapes, finish, flat_kernel, grid_for, store_value
 from .loop_ir import (
     INDEX,
@@ -52,7 +52,7 @@ def _row_kernel(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mappi
     if len(ins) != 1 or len(outs) != 1 or not ins[0][0]:
         raise Unsupported(f"{op}: expected one input of rank >= 1 and one output")
     (x_shape, x_dtype), out_dtype = ins[0], outs[0][1]
-    axis = _axis(attrs, len(x_shape))
+    axis = axis_of(attrs, len(x_shape))
     scan = op in ("cumsum", "cumprod")
     if x_dtype == "float64" and not target.float64:
         raise Unsupported(f"{op}: float64 on a target without it")
@@ -88,7 +88,7 @@ def _row_kernel(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mappi
                          body, target)
 
     def plan(names: list[str], shapes: Shapes) -> list[Launch]:
-        outer, n_axis, inner_n = _split([int(d) for d in shapes[("in", 0)]], axis)
+        outer, n_axis, inner_n = split_at([int(d) for d in shapes[("in", 0)]], axis)
         m = outer * inner_n
         if m == 0 or n_axis == 0:
             return []
