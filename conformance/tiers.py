@@ -55,8 +55,10 @@ TIERS: tuple[Tier, ...] = (
          {"kernels": PASS_ONLY, "thresholds": PASS_OR_OPTIONAL, "coverage": PASS_ONLY,
           "guards": PASS_OR_OPTIONAL},
          (_kernels_ran_natively,)),
-    Tier("compiler", "ops compile through the plugin's codegen target (a later issue)",
-         assessed=False),
+    Tier("compiler", "fused groups compile through the plugin's codegen target and match the "
+         "oracle; compile errors carry the build log; one kernel per shape class; a warm "
+         "process compiles nothing",
+         {"abi": PASS_OR_OPTIONAL, "compiler": PASS_ONLY}),
     Tier("collectives", "the CCL table's collectives are correct (a later issue)",
          assessed=False),
     Tier("training", "models train to the reference's loss curves (a later issue)",

@@ -6,7 +6,7 @@ import importlib
 from types import ModuleType
 
 SUITE_NAMES = ("abi", "device", "memory", "stream", "transfers", "profiler", "kernels",
-               "thresholds", "guards", "coverage")
+               "thresholds", "guards", "coverage", "compiler")
 
 
 def load_suite(name: str) -> ModuleType:
