@@ -9,9 +9,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .analysis import Unsupported
-from .index_kernels import IndexLowered, Meta, Shapes, and_, finish, flat_kernel, ge0, grid_for, lt
+from .index_kernels import (
+    IndexLowered,
+    Meta,
+    Shapes,
+    and_,
+    delinearize,
+    finish,
+    flat_kernel,
+    ge0,
+    grid_for,
+    lt,
+)
 from .loop_ir import (
     BufferParam,
+    Expr,
     If,
     Let,
     Load,
@@ -62,16 +74,12 @@ def _lowering(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping
     axis = axis_of(attrs, rank)
     if op == "gather" and len(i_shape) != 1:
         raise Unsupported("gather: a 1-D index only")
-    if op == "take_along_axis" and (len(i_shape) != rank or any(
-            int(i_shape[d]) != int(x_shape[d]) for d in range(rank) if d != axis)):
-        raise Unsupported("take_along_axis: an index that broadcasts")
     n_idx, x_axis, inner, total = Var("n_idx"), Var("x_axis"), Var("inner"), Var("total")
 
     def body(f: Var) -> list[Stmt]:
         i, r, j, o, k = Var("i"), Var("r"), Var("j"), Var("o"), Var("k")
-        at = j if op == "gather" else f  # gather: index[j]; take_along_axis: index[f]
         return [Let(i, mod(f, inner)), Let(r, div(f, inner)), Let(j, mod(r, n_idx)),
-                Let(o, div(r, n_idx)), Let(k, cast(Load("in1", at, i_dtype), "int64")),
+                Let(o, div(r, n_idx)), Let(k, cast(Load("in1", j, i_dtype), "int64")),
                 If(and_(ge0(k), lt(k, x_axis)),
                    [Store("out0", f, Load("in0", add(mul(add(mul(o, x_axis), k), inner), i),
                                           dtype))],
@@ -98,14 +106,73 @@ def _lowering(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping
     return finish([kernel], target, dialect, plan)
 
 
-def _gather(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
+def _gather_op(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
             target: TargetInfo, dialect: str | None) -> IndexLowered:
     return _lowering("gather", ins, outs, attrs, target, dialect)
 
 
 def _take_along_axis(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
                      target: TargetInfo, dialect: str | None) -> IndexLowered:
-    return _lowering("take_along_axis", ins, outs, attrs, target, dialect)
+    """out[c] = x[c with c[axis] = index[c]]; x and index broadcast against each other in the
+    other dims (a size-1 dim has stride 0: the strides are kernel arguments)."""
+    if len(ins) != 2 or len(outs) != 1:
+        raise Unsupported("take_along_axis: expected x, index and one output")
+    (x_shape, dtype), (i_shape, i_dtype) = ins
+    rank = len(x_shape)
+    if i_dtype not in _INTS or outs[0][1] != dtype or not rank or len(i_shape) != rank:
+        raise Unsupported("take_along_axis: index of another dtype or rank")
+    axis = axis_of(attrs, rank)
+    od = [Var(f"o{d}") for d in range(rank)]
+    xs = [Var(f"xs{d}") for d in range(rank)]
+    js = [Var(f"is{d}") for d in range(rank)]
+    x_axis, total = Var("x_axis"), Var("total")
+
+    def body(f: Var) -> list[Stmt]:
+        stmts, coords = delinearize(f, od, "c")
+        x_at: Expr = const(0)
+        i_at: Expr = const(0)
+        for d in range(rank):
+            i_at = add(i_at, mul(coords[d], js[d]))
+            if d != axis:
+                x_at = add(x_at, mul(coords[d], xs[d]))
+        k = Var("k")
+        stmts += [Let(k, cast(Load("in1", i_at, i_dtype), "int64")),
+                  If(and_(ge0(k), lt(k, x_axis)),
+                     [Store("out0", f, Load("in0", add(x_at, mul(k, xs[axis])), dtype))],
+                     [Store("out0", f, cast(const(0), dtype))])]
+        return stmts
+
+    kernel = flat_kernel([BufferParam("in0", dtype, "in", 0),
+                          BufferParam("in1", i_dtype, "in", 1),
+                          BufferParam("out0", dtype, "out", 0)],
+                         [ScalarParam("total"), ScalarParam("x_axis"),
+                          *(ScalarParam(v.name) for v in (*od, *xs, *js))], total, body, target)
+
+    def strides(shape: list[int]) -> list[int]:
+        out, step = [0] * len(shape), 1
+        for d in range(len(shape) - 1, -1, -1):
+            out[d] = 0 if shape[d] == 1 else step
+            step *= shape[d]
+        return out
+
+    def plan(names: list[str], shapes: Shapes) -> list[Launch]:
+        x = [int(d) for d in shapes[("in", 0)]]
+        out = [int(d) for d in shapes[("out", 0)]]
+        n = 1
+        for d in out:
+            n *= d
+        if n == 0:
+            return []
+        x_st = strides(x)
+        x_st[axis] = strides([2 if d == axis else v for d, v in enumerate(x)])[axis]
+        grid, group, extra = grid_for(n, target)
+        args: list[tuple[str, Any]] = [("in", 0), ("in", 1), ("out", 0), ("i64", n),
+                                       ("i64", x[axis])]
+        args += [("i64", v) for v in (*out, *x_st, *strides([int(d) for d in
+                                                             shapes[("in", 1)]]))]
+        return [Launch(names[0], grid, group, [*args, *extra])]
+
+    return finish([kernel], target, dialect, plan)
 
 
-LOWERINGS = {"gather": _gather, "take_along_axis": _take_along_axis}
+LOWERINGS = {"gather": _gather_op, "take_along_axis": _take_along_axis}

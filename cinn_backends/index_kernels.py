@@ -56,8 +56,8 @@ from .printer import print_kernel
 from .target import TargetInfo
 from .targets import renderer_for
 
-__all__ = ["OPS", "IndexLowered", "finish", "flat_kernel", "grid_for", "lower_index_op",
-           "store_value"]
+__all__ = ["OPS", "IndexLowered", "delinearize", "finish", "flat_kernel", "grid_for",
+           "lower_index_op", "store_value"]
 
 Meta = tuple[tuple[int, ...], str]  # (shape, dtype)
 Shapes = Mapping[tuple[str, int], Sequence[int]]
@@ -146,7 +146,7 @@ def finish(kernels: list[Kernel], target: TargetInfo, dialect: str | None,
                         lambda shapes: plan(names, shapes))
 
 
-def _delinearize(f: Expr, dims: Sequence[Expr], prefix: str) -> tuple[list[Stmt], list[Var]]:
+def delinearize(f: Expr, dims: Sequence[Expr], prefix: str) -> tuple[list[Stmt], list[Var]]:
     """Lets binding each coordinate of flat index f over row-major dims."""
     stmts: list[Stmt] = []
     coords: list[Var] = [Var(f"{prefix}{d}") for d in range(len(dims))]
@@ -279,7 +279,7 @@ def _pad(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
         total = mul(total, d)
 
     def body(f: Var) -> list[Stmt]:
-        stmts, coords = _delinearize(f, od, "c")
+        stmts, coords = delinearize(f, od, "c")
         inside: Expr | None = None
         src: Expr = const(0)
         for d in range(rank):

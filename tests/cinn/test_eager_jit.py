@@ -291,6 +291,11 @@ checks = {
                               equal_nan=True),
     "take_along_axis": np.array_equal(ops.take_along_axis(t(a), t(ti), axis=1).numpy(),
                                       np.take_along_axis(a, ti, 1), equal_nan=True),
+    "take_along_axis_bcast": np.array_equal(
+        ops.take_along_axis(t(a[:1]), t(ti[:1].astype("int64")), axis=1).numpy(),
+        np.take_along_axis(a[:1], ti[:1], 1), equal_nan=True) and np.array_equal(
+        ops.take_along_axis(t(a), t(ti[:1]), axis=1).numpy(),
+        np.take_along_axis(a, np.broadcast_to(ti[:1], (5, 3)), 1), equal_nan=True),
     "argmax": np.array_equal(ops.argmax(t(a), axis=1).numpy(), np.argmax(a, 1)),
     "argmin": np.array_equal(ops.argmin(t(a), axis=0).numpy(), np.argmin(a, 0)),
     "cumsum": np.allclose(ops.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), equal_nan=True),
