@@ -36,6 +36,7 @@ from .schedule_cpu import CpuPlan, schedule_cpu
 from .schedule_simt import SimtPlan, schedule_simt
 from .target import TargetInfo
 from .targets import renderer_for
+from .tuning import RULE, Tuning
 
 __all__ = ["Launch", "LoweredGroup", "Unsupported", "lower_group"]
 
@@ -64,6 +65,7 @@ class LoweredGroup:
     dim_sources: dict[str, DimSource]
     ones: list[DimSource]
     shapes_of: dict[tuple[str, int], list[Expr]]  # each input/output's dims as expressions
+    tuning: Tuning = RULE  # the schedule parameters it was lowered with
 
     def print_ir(self) -> str:
         return "\n\n".join(print_kernel(k) for k in self.kernels)
@@ -115,9 +117,11 @@ class LoweredGroup:
                 return None
             args.append(("i64", chunk))
             return Launch(k.name, (grid, 1, 1), (1, 1, 1), args)
-        grid, group = plan.launch(rows, inner, evaluate(spec.cols, env))
+        grid, group, extra = plan.launch(rows, inner, evaluate(spec.cols, env),
+                                         self.target.compute_units)
         if grid == 0:
             return None
+        args += [("i64", v) for v in extra]
         if grid > self.target.max_grid_size:
             raise ValueError(f"launches: {grid} groups exceed the target's grid size "
                              f"{self.target.max_grid_size}")
@@ -157,16 +161,18 @@ def evaluate(e: Expr, env: Mapping[str, int]) -> int:
 
 
 def lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequence[Value],
-                target: TargetInfo, dialect: str | None = None) -> LoweredGroup:
-    """Lower one fused group for `target` (in `dialect`, default the target's preferred)."""
+                target: TargetInfo, dialect: str | None = None,
+                tuning: Tuning = RULE) -> LoweredGroup:
+    """Lower one fused group for `target` (in `dialect`, default the target's preferred),
+    scheduled with `tuning`'s parameters (tuning.py; the default is the rule's schedule)."""
     from .rewrite import deep_recursion
 
     with deep_recursion():
-        return _lower_group(ops, inputs, outputs, target, dialect)
+        return _lower_group(ops, inputs, outputs, target, dialect, tuning)
 
 
 def _lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Sequence[Value],
-                 target: TargetInfo, dialect: str | None) -> LoweredGroup:
+                 target: TargetInfo, dialect: str | None, tuning: Tuning) -> LoweredGroup:
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
     analysis = GroupAnalysis(ops, inputs, outputs, "kernel", columns=True)
@@ -175,8 +181,8 @@ def _lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Seq
     plans: list[CpuPlan | SimtPlan] = []
     for spec in specs:
         multiply_by_reciprocals(spec)
-        kernel, plan = schedule_simt(spec, target) if target.is_simt else \
-            schedule_cpu(spec, target)
+        kernel, plan = schedule_simt(spec, target, tuning) if target.is_simt else \
+            schedule_cpu(spec, target, tuning)
         digest = hashlib.sha256((dialect + "\n" + print_kernel(kernel)).encode()).hexdigest()
         name = f"cinn_{digest[:16]}"
         if any(k.name == name for k in kernels):
@@ -197,7 +203,7 @@ def _lower_group(ops: Sequence[Operation], inputs: Sequence[Value], outputs: Seq
     options = options_for(target) if callable(options_for) else renderer.options
     return LoweredGroup(dialect, source, options, [k.name for k in kernels], kernels,
                         target, specs, plans, dict(analysis.dim_sources), list(analysis.ones),
-                        shapes_of)
+                        shapes_of, tuning)
 
 
 def _uses_float64(k: Kernel) -> bool:

@@ -52,7 +52,7 @@ def _prefetch_block(lw: Any, op: Operation, target: Any) -> None:
     state["blocks"].add(id(block))
     for other in [op] + [o for o in block.ops if o.name == "cinn.group" and o is not op]:
         try:
-            lowered = lower_group_for_target(other, target)
+            lowered = _tuned(lw.place, other, target, None, search_now=False)
         except Exception:  # noqa: BLE001 (its own lowering reports it)
             continue
         state["lowered"][other] = lowered
@@ -63,13 +63,31 @@ def _take_lowered(lw: Any, op: Operation) -> Any:
     return lw.__dict__.get("_cinn", {"lowered": {}})["lowered"].pop(op, None)
 
 
-def lower_group_for_target(op: Operation, target: Any) -> Any:
-    """The group's region lowered and rendered for `target` (a LoweredGroup)."""
+def lower_group_for_target(op: Operation, target: Any, tuning: Any = None) -> Any:
+    """The group's region lowered and rendered for `target` (a LoweredGroup), scheduled with
+    `tuning` (tuning.py; None: the rule)."""
     from .lower_group import lower_group
+    from .tuning import RULE
 
     inner = list(op.regions[0].blocks[0].ops)
     return lower_group(inner[:-1], list(op.regions[0].blocks[0].args),
-                       list(inner[-1].operands), target)
+                       list(inner[-1].operands), target, tuning=tuning or RULE)
+
+
+def _tuned(place: Any, op: Operation, target: Any, rule: Any, search_now: bool) -> Any:
+    """The group lowered with its autotuned schedule (autotune.py) for its static shapes: a
+    winner cached for them, else (search_now) one measured now; the rule without shapes."""
+    from . import autotune
+    from .tuning import RULE
+
+    shapes = {("in", i): tuple(v.type.shape) for i, v in enumerate(op.operands)}
+    shapes.update({("out", j): tuple(r.type.shape) for j, r in enumerate(op.results)})
+    if rule is not None and rule.tuning != RULE:
+        return rule  # the prefetch found its winner
+    if any(not isinstance(d, int) or d < 0 for s in shapes.values() for d in s):
+        return rule or lower_group_for_target(op, target)
+    return autotune.tuned(place, lambda t: lower_group_for_target(op, target, t), shapes,
+                          rule, search_now=search_now)
 
 
 def lower_cinn_group(lw: Any, op: Operation, mapped: dict[Value, Any]) -> bool:
@@ -84,7 +102,7 @@ def lower_cinn_group(lw: Any, op: Operation, mapped: dict[Value, Any]) -> bool:
     target = TargetInfo.from_dict(info)
     _prefetch_block(lw, op, target)
     try:
-        lowered = _take_lowered(lw, op) or lower_group_for_target(op, target)
+        lowered = _tuned(lw.place, op, target, _take_lowered(lw, op), search_now=True)
         module = cinn_compile.compile_source(lw.place, lowered.dialect, lowered.source,
                                              lowered.options)
     except Exception as exc:  # noqa: BLE001 (any failure: the ops run unfused)

@@ -9,7 +9,7 @@ once per row; repeated subexpressions once per element."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .analysis import combine
 from .group_spec import COL, INNER, ROW, GroupSpec, Phase, acc_var
@@ -43,6 +43,7 @@ from .loop_ir import (
 )
 from .rewrite import Namer, cse, hoist, substitute, transform
 from .target import TargetInfo
+from .tuning import RULE, Tuning
 
 # float32 elements of a row kept on the stack between its last phase and its writes (32 KiB;
 # fewer elements of a wider type)
@@ -81,11 +82,16 @@ def lanes_for(target: TargetInfo, dtype: str) -> int:
     return max(1, w // 2) if dtype == "float64" else w
 
 
-def schedule_cpu(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, CpuPlan]:
+def schedule_cpu(spec: GroupSpec, target: TargetInfo, tuning: Tuning = RULE,
+                 row_cache: bool = True) -> tuple[Kernel, CpuPlan]:
+    """tuning.per_unit: groups per compute unit (a launch-time choice; 0: the rule's 4);
+    row_cache=False: no stack row cache (the SIMT item schedule with several work-items)."""
+    per_unit = tuning.per_unit or CpuPlan.groups_per_unit
     if spec.col_dims:
-        return _column_kernel(spec, target)
+        kernel, plan = _column_kernel(spec, target)
+        return kernel, replace(plan, groups_per_unit=per_unit)
     flat = not spec.row_dims and not spec.reduction
-    plan = CpuPlan(flat=flat)
+    plan = CpuPlan(flat=flat, groups_per_unit=per_unit)
     g = Var("g")
     lo, hi = Var("lo"), Var("hi")
     total = spec.inner if flat else spec.rows
@@ -94,17 +100,17 @@ def schedule_cpu(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, CpuPlan]:
         body = _element_loop(spec, target, lo, sub(hi, lo), Namer("t"), Namer("h"))
         row_loop: list[Stmt] = body
     else:
-        row_loop = [For(ROW, lo, sub(hi, lo), "serial", _row_body(spec, target))]
+        row_loop = [For(ROW, lo, sub(hi, lo), "serial", _row_body(spec, target, row_cache))]
     outer = For(g, const(0), GRID, "parallel", head + row_loop, axis=0)
     scalars = [*spec.dims, ScalarParam(CHUNK.name)]
     return Kernel(spec.name, spec.buffers, scalars, [outer]), plan
 
 
-def _row_body(spec: GroupSpec, target: TargetInfo) -> list[Stmt]:
+def _row_body(spec: GroupSpec, target: TargetInfo, row_cache: bool = True) -> list[Stmt]:
     out: list[Stmt] = []
     hn = Namer("h")
     tn = Namer("t")
-    shared = _shared_with_writes(spec)
+    shared = _shared_with_writes(spec) if row_cache else None
     last = len(spec.phases) - 1 if shared is not None else len(spec.phases)
     for n, phase in enumerate(spec.phases[:last]):
         out += _phase(n, phase, spec, target, hn, tn)

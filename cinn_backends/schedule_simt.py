@@ -26,18 +26,22 @@ from .loop_ir import (
     Load,
     Local,
     Reduce,
+    ScalarParam,
     Stmt,
     Store,
     Var,
     add,
     const,
     div,
+    minimum,
     mod,
     mul,
     sub,
 )
 from .rewrite import Namer, cse, hoist, substitute
+from .schedule_cpu import CHUNK, CpuPlan, schedule_cpu
 from .target import TargetInfo
+from .tuning import RULE, Tuning
 
 
 @dataclass(frozen=True)
@@ -45,19 +49,29 @@ class SimtPlan:
     reduction: bool
     group: int
     columns: bool = False  # a thread per (row, column), no group reduction
+    rows_per_group: int = 0  # > 0: a group walks that many rows (a `chunk` argument)
+    items: CpuPlan | None = None  # the item schedule: work-items take chunks as CPU groups do
 
-    def launch(self, rows: int, inner: int, cols: int = 1) -> tuple[int, int]:
-        """(grid, group) along x."""
+    def launch(self, rows: int, inner: int, cols: int = 1,
+               compute_units: int = 1) -> tuple[int, int, list[int]]:
+        """(grid, group, the schedule's trailing int64 arguments) along x."""
+        if self.items is not None:
+            n, chunk = self.items.launch(rows, inner, compute_units, cols)
+            return -(-n // self.group), self.group, [chunk]
         if self.columns:
-            return max(0, -(-(rows * cols) // self.group)), self.group
+            return max(0, -(-(rows * cols) // self.group)), self.group, []
+        if self.reduction and self.rows_per_group:
+            return -(-rows // self.rows_per_group), self.group, [self.rows_per_group]
         if self.reduction:
-            return rows, self.group
+            return rows, self.group, []
         total = rows * inner
-        return max(0, -(-total // self.group)), self.group
+        return max(0, -(-total // self.group)), self.group, []
 
 
-def group_size(target: TargetInfo, reduction: bool) -> int:
-    cap = min(256, max(1, target.max_group_size))
+def group_size(target: TargetInfo, reduction: bool, want: int = 0) -> int:
+    """The rule's group size (the largest power of two up to 256 the target allows), or the
+    largest power of two up to `want` it allows."""
+    cap = min(want or 256, max(1, target.max_group_size))
     if reduction and target.local_memory_bytes:
         cap = min(cap, max(1, target.local_memory_bytes // 64))
     g = 1
@@ -66,20 +80,51 @@ def group_size(target: TargetInfo, reduction: bool) -> int:
     return g
 
 
-def schedule_simt(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, SimtPlan]:
+def schedule_simt(spec: GroupSpec, target: TargetInfo,
+                  tuning: Tuning = RULE) -> tuple[Kernel, SimtPlan]:
     if spec.col_dims:
-        return _columns(spec, target)
-    g_size = group_size(target, spec.reduction)
-    plan = SimtPlan(spec.reduction, g_size)
+        return _columns(spec, target, tuning)
+    if tuning.mode == "item":
+        return _items(spec, target, tuning)
+    g_size = group_size(target, spec.reduction, tuning.group)
     grp, tid = Var("g"), Var("tid")
-    if spec.reduction:
+    scalars = list(spec.dims)
+    if spec.reduction and tuning.rows > 1:
+        plan = SimtPlan(True, g_size, rows_per_group=tuning.rows)
+        lo, hi = Var("lo"), Var("hi")
+        body: list[Stmt] = [
+            Let(lo, mul(grp, CHUNK)), Let(hi, minimum(add(lo, CHUNK), spec.rows)),
+            # the barrier: no thread starts the next row while another still reads this one's
+            # results from local memory
+            For(ROW, lo, sub(hi, lo), "serial", [*_row_body(spec, tid, g_size), Barrier()])]
+        scalars.append(ScalarParam(CHUNK.name))
+    elif spec.reduction:
+        plan = SimtPlan(True, g_size)
         body = [Let(ROW, grp), *_row_body(spec, tid, g_size)]
     else:
+        plan = SimtPlan(False, g_size)
         body = _elementwise(spec, grp, tid, g_size)
     thread = For(tid, const(0), const(g_size), "thread", body, axis=0)
     outer = For(grp, const(0), Var("grid_x"), "group", [thread], axis=0)
-    return Kernel(spec.name, spec.buffers, list(spec.dims), [outer], simt=True,
+    return Kernel(spec.name, spec.buffers, scalars, [outer], simt=True,
                   group_size=(g_size, 1, 1)), plan
+
+
+def _items(spec: GroupSpec, target: TargetInfo, tuning: Tuning) -> tuple[Kernel, SimtPlan]:
+    """The item schedule: each work-item runs what a CPU group runs (schedule_cpu.py: a chunk
+    of rows, each reduced over lane accumulators in a vectorizable loop, or a chunk of a flat
+    group's elements), `group` work-items per group. Fast where work-items are CPU threads
+    (PoCL): no barriers, no local memory, the compiler vectorizes the row loops."""
+    g_size = group_size(target, False, tuning.group or 1)
+    cpu, cplan = schedule_cpu(spec, target, tuning, row_cache=g_size == 1)
+    (outer,) = cpu.body
+    assert isinstance(outer, For) and outer.kind == "parallel"
+    grp, tid = Var("wg"), Var("tid")
+    thread = For(tid, const(0), const(g_size), "thread",
+                 [Let(outer.var, add(mul(grp, g_size), tid)), *outer.body], axis=0)
+    group = For(grp, const(0), Var("grid_x"), "group", [thread], axis=0)
+    return Kernel(spec.name, spec.buffers, list(cpu.scalars), [group], simt=True,
+                  group_size=(g_size, 1, 1)), SimtPlan(spec.reduction, g_size, items=cplan)
 
 
 def _elementwise(spec: GroupSpec, grp: Var, tid: Var, g: int) -> list[Stmt]:
@@ -143,10 +188,11 @@ def _row_body(spec: GroupSpec, tid: Var, g: int) -> list[Stmt]:
     return out
 
 
-def _columns(spec: GroupSpec, target: TargetInfo) -> tuple[Kernel, SimtPlan]:
+def _columns(spec: GroupSpec, target: TargetInfo,
+             tuning: Tuning = RULE) -> tuple[Kernel, SimtPlan]:
     """A reduction over other than the innermost axes: one thread per (row, column), walking
     the reduced axes itself (neighbouring threads read neighbouring columns: coalesced)."""
-    g = group_size(target, False)
+    g = group_size(target, False, tuning.group)
     grp, tid, f = Var("g"), Var("tid"), Var("f")
     hn, tn = Namer("h"), Namer("t")
     body: list[Stmt] = [Let(ROW, div(f, spec.cols)), Let(COL, mod(f, spec.cols))]

@@ -1,0 +1,50 @@
+"""A schedule's tunable parameters (autotune.py searches them; the schedules read them). Every
+field's zero/empty value means "the rule": Tuning() is the rule-based default schedule.
+
+SIMT targets (schedule_simt.py):
+  mode   "tree": a group of `group` threads per row, reducing through local memory (rows per
+         group `rows`, a launch argument); "item": a row (or a chunk of elements of a flat
+         group) per work-item with a vectorizable inner loop (the CPU schedule's row body),
+         `group` work-items per group, `per_unit` work-items per compute unit (launch-time).
+  group  threads per group (a power of two; fixed in the source).
+  rows   "tree": rows per group (launch-time, no recompile).
+CPU targets (schedule_cpu.py):
+  per_unit  groups per compute unit (launch-time: no recompile)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tuning:
+    mode: str = ""
+    group: int = 0
+    rows: int = 0
+    per_unit: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v}
+
+    @classmethod
+    def from_json(cls, d: Any) -> Tuning:
+        """Raises ValueError for anything that is not a tuning this version writes."""
+        if not isinstance(d, dict) or set(d) - {"mode", "group", "rows", "per_unit"}:
+            raise ValueError(f"not a tuning: {d!r}")
+        mode = d.get("mode", "")
+        if mode not in ("", "tree", "item"):
+            raise ValueError(f"unknown mode {mode!r}")
+        ints = {k: d.get(k, 0) for k in ("group", "rows", "per_unit")}
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 1 << 20
+               for v in ints.values()):
+            raise ValueError(f"bad tuning values: {d!r}")
+        if ints["group"] & (ints["group"] - 1):
+            raise ValueError("group is not a power of two")
+        return cls(mode, **ints)
+
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.to_json().items()) or "rule"
+
+
+RULE = Tuning()
