@@ -175,8 +175,8 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
     dims = {("in", i): s for i, s in enumerate(shapes[:len(inputs)])}
     dims.update({("out", j): s for j, s in enumerate(shapes[len(inputs):])})
     launches = lowered.launches(dims)
-    if any(launch.scratch for launch in launches):
-        return False
+    if launches is None or any(launch.scratch for launch in launches):
+        return False  # this call refused (an argsort row too long for its rank sort)
     for launch in launches:
         args: list[Any] = []
         for kind, value in launch.args:

@@ -62,7 +62,7 @@ __all__ = ["OPS", "IndexLowered", "delinearize", "finish", "flat_kernel", "grid_
 Meta = tuple[tuple[int, ...], str]  # (shape, dtype)
 Shapes = Mapping[tuple[str, int], Sequence[int]]
 OPS = ("arange", "concat", "pad", "gather", "take_along_axis", "argmax", "argmin", "cumsum",
-       "cumprod", "matmul", "cast")
+       "cumprod", "matmul", "cast", "scatter", "argsort")
 _SIMT_GROUP = 128  # threads per group on a SIMT target (capped by its max_group_size)
 
 
@@ -73,9 +73,10 @@ class IndexLowered:
     options: str
     kernel_names: list[str]
     kernels: list[Kernel]
-    plan: Callable[[Shapes], list[Launch]]
+    plan: Callable[[Shapes], list[Launch] | None]
 
-    def launches(self, shapes: Shapes) -> list[Launch]:
+    def launches(self, shapes: Shapes) -> list[Launch] | None:
+        """The launches for these shapes; None: this call is refused (the CPU fallback)."""
         return self.plan(shapes)
 
 
@@ -135,7 +136,7 @@ def grid_for(total: int, target: TargetInfo) -> tuple[tuple[int, int, int], tupl
 
 
 def finish(kernels: list[Kernel], target: TargetInfo, dialect: str | None,
-            plan: Callable[[list[str], Shapes], list[Launch]]) -> IndexLowered:
+            plan: Callable[[list[str], Shapes], list[Launch] | None]) -> IndexLowered:
     dialect = dialect or target.dialect
     renderer = renderer_for(dialect)
     for i, k in enumerate(kernels):
@@ -322,11 +323,19 @@ Lowering = Callable[[Sequence[Meta], Sequence[Meta], Mapping[str, Any], TargetIn
 
 def lowerings() -> dict[str, Lowering]:
     """op -> its lowering: this file's and those of gather_kernels, row_kernels,
-    matmul_kernel and cast_kernel (which build on this file's helpers)."""
-    from . import cast_kernel, gather_kernels, matmul_kernel, row_kernels
+    matmul_kernel, cast_kernel, scatter_kernel and sort_kernel (on this file's helpers)."""
+    from . import (
+        cast_kernel,
+        gather_kernels,
+        matmul_kernel,
+        row_kernels,
+        scatter_kernel,
+        sort_kernel,
+    )
 
     out: dict[str, Lowering] = {"arange": _arange, "concat": _concat, "pad": _pad}
-    for module in (gather_kernels, row_kernels, matmul_kernel, cast_kernel):
+    for module in (gather_kernels, row_kernels, matmul_kernel, cast_kernel, scatter_kernel,
+                   sort_kernel):
         out.update(module.LOWERINGS)
     return out
 

@@ -111,16 +111,16 @@ def test_an_op_the_compiler_cannot_lower_falls_back(mydev: Path) -> None:
     doc = run_json(PRELUDE + """
 from hwport.cinn_backends import eager_jit
 a = rng.standard_normal((4, 6)).astype("float32")
-want = np.argsort(a, axis=1, kind="stable")
-ok = np.array_equal(hwport.argsort(t(a), axis=1).numpy(), want)
-again = np.array_equal(hwport.argsort(t(a), axis=1).numpy(), want)
+want = hwport.uniform([3, 4], seed=7).numpy()
+ok = np.array_equal(hwport.uniform([3, 4], seed=7, place=P).numpy(), want)
+again = np.array_equal(hwport.uniform([3, 4], seed=7, place=P).numpy(), want)
 print(json.dumps({"ok": ok and again, **stats(), "why": eager_jit.unsupported(),
-                  "n": rt.fallback_stats()[("argsort", "mydev", "float32")],
+                  "n": rt.fallback_stats()[("uniform", "mydev", "float32")],
                   "lowered": eager_jit.STATS["unsupported"]}))
 """, mydev)
     assert doc["ok"]
-    assert "argsort" in doc["cpu"] and "argsort" not in doc["compiled"]
-    assert "argsort" in doc["why"] and doc["n"] == 2
+    assert "uniform" in doc["cpu"] and "uniform" not in doc["compiled"]
+    assert "uniform" in doc["why"] and doc["n"] == 2
     assert doc["lowered"] == 1  # remembered: the second call does not try again
 
 
@@ -129,14 +129,14 @@ def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
 a = rng.standard_normal((4, 6)).astype("float32")
 ok = np.allclose((t(a) * 2.0 + 1.0).numpy(), a * 2 + 1)
 try:
-    hwport.argsort(t(a), axis=1).numpy()
+    hwport.uniform([3, 4], seed=7, place=P).numpy()
     raised = None
 except rt.FallbackError as exc:
     raised = str(exc)
 print(json.dumps({"ok": ok, "raised": raised, **stats()}))
 """, mydev, HWPORT_FALLBACK="error")
     assert doc["ok"] and doc["cpu"] == [] and "multiply" in doc["compiled"]
-    assert doc["raised"] and "argsort" in doc["raised"]
+    assert doc["raised"] and "uniform" in doc["raised"]
 
 
 def test_cinn_off_means_no_compiled_runs(mydev: Path) -> None:
@@ -301,6 +301,19 @@ checks = {
     "cumsum": np.allclose(ops.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), equal_nan=True),
     "cumprod": np.array_equal(ops.cumprod(t(ai), 0).numpy(), np.cumprod(ai.astype("int64"), 0)),
     "matmul": np.allclose(hwport.matmul(t(x3), t(y3)).numpy(), x3 @ y3, rtol=1e-5, atol=1e-5),
+    "argsort": np.array_equal(hwport.argsort(t(a), axis=1).numpy(),
+                              np.argsort(a, axis=1, kind="stable")),
+    "argsort_desc": np.array_equal(  # NaN first, then descending, ties in index order
+        hwport.argsort(t(a), axis=0, descending=True).numpy()[:, 2],
+        np.concatenate([[1], np.delete(np.argsort(-a[:, 2], kind="stable"), -1)])),
+    "scatter_assign": np.array_equal(
+        ops.scatter(t(a), t(idx), t(b4 := rng.standard_normal((4, 6)).astype("float32")),
+                    axis=0).numpy(),
+        np.array([b4[1], a[1], b4[3], a[3], b4[0]]), equal_nan=True),
+    "scatter_add": np.allclose(
+        ops.scatter(t(a), t(idx), t(b4), axis=0, reduce="add").numpy(),
+        np.array([a[0] + b4[1], a[1], a[2] + b4[2] + b4[3], a[3], a[4] + b4[0]]),
+        equal_nan=True),
     "matmul64": np.allclose(hwport.matmul(t(a.astype("float64")[:, :6]), t(y2)).numpy(),
                             a.astype("float64") @ y2, equal_nan=True),
 }
@@ -309,4 +322,4 @@ print(json.dumps({"checks": checks, **stats()}))
     assert all(doc["checks"].values()), doc["checks"]
     assert doc["cpu"] == []
     assert {"gather", "take_along_axis", "argmax", "argmin", "cumsum", "cumprod",
-            "matmul"} <= set(doc["compiled"])
+            "matmul", "argsort", "scatter"} <= set(doc["compiled"])
