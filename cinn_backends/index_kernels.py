@@ -62,7 +62,7 @@ __all__ = ["OPS", "IndexLowered", "delinearize", "finish", "flat_kernel", "grid_
 Meta = tuple[tuple[int, ...], str]  # (shape, dtype)
 Shapes = Mapping[tuple[str, int], Sequence[int]]
 OPS = ("arange", "concat", "pad", "gather", "take_along_axis", "argmax", "argmin", "cumsum",
-       "cumprod", "matmul", "cast", "scatter", "argsort")
+       "cumprod", "matmul", "cast", "scatter", "argsort", "uniform")
 _SIMT_GROUP = 128  # threads per group on a SIMT target (capped by its max_group_size)
 
 
@@ -323,11 +323,13 @@ Lowering = Callable[[Sequence[Meta], Sequence[Meta], Mapping[str, Any], TargetIn
 
 def lowerings() -> dict[str, Lowering]:
     """op -> its lowering: this file's and those of gather_kernels, row_kernels,
-    matmul_kernel, cast_kernel, scatter_kernel and sort_kernel (on this file's helpers)."""
+    matmul_kernel, cast_kernel, scatter_kernel, sort_kernel and philox_kernel (on this file's
+    helpers)."""
     from . import (
         cast_kernel,
         gather_kernels,
         matmul_kernel,
+        philox_kernel,
         row_kernels,
         scatter_kernel,
         sort_kernel,
@@ -335,7 +337,7 @@ def lowerings() -> dict[str, Lowering]:
 
     out: dict[str, Lowering] = {"arange": _arange, "concat": _concat, "pad": _pad}
     for module in (gather_kernels, row_kernels, matmul_kernel, cast_kernel, scatter_kernel,
-                   sort_kernel):
+                   sort_kernel, philox_kernel):
         out.update(module.LOWERINGS)
     return out
 

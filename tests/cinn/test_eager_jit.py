@@ -111,11 +111,12 @@ def test_an_op_the_compiler_cannot_lower_falls_back(mydev: Path) -> None:
     doc = run_json(PRELUDE + """
 from hwport.cinn_backends import eager_jit
 a = rng.standard_normal((4, 6)).astype("float32")
-want = hwport.uniform([3, 4], seed=7).numpy()
-ok = np.array_equal(hwport.uniform([3, 4], seed=7, place=P).numpy(), want)
-again = np.array_equal(hwport.uniform([3, 4], seed=7, place=P).numpy(), want)
+from hwport.phi_ops import philox
+want = philox.uniform([3, 4], 0.0, 1.0, 7, 0, "float16")  # float16 would round twice: refused
+ok = np.array_equal(hwport.uniform([3, 4], "float16", seed=7, place=P).numpy(), want)
+again = np.array_equal(hwport.uniform([3, 4], "float16", seed=7, place=P).numpy(), want)
 print(json.dumps({"ok": ok and again, **stats(), "why": eager_jit.unsupported(),
-                  "n": rt.fallback_stats()[("uniform", "mydev", "float32")],
+                  "n": rt.fallback_stats()[("uniform", "mydev", "float16")],
                   "lowered": eager_jit.STATS["unsupported"]}))
 """, mydev)
     assert doc["ok"]
@@ -129,7 +130,7 @@ def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
 a = rng.standard_normal((4, 6)).astype("float32")
 ok = np.allclose((t(a) * 2.0 + 1.0).numpy(), a * 2 + 1)
 try:
-    hwport.uniform([3, 4], seed=7, place=P).numpy()
+    hwport.uniform([3, 4], "float16", seed=7, place=P).numpy()
     raised = None
 except rt.FallbackError as exc:
     raised = str(exc)
@@ -284,6 +285,7 @@ x3 = rng.standard_normal((2, 5, 6)).astype("float32")
 y3 = rng.standard_normal((2, 6, 3)).astype("float32")
 y2 = rng.standard_normal((6, 7)).astype("float64")
 ops = hwport.ops
+from hwport.phi_ops import philox
 checks = {
     "gather0": np.array_equal(ops.gather(t(a), t(idx), axis=0).numpy(), np.take(a, idx, 0),
                               equal_nan=True),
@@ -301,6 +303,9 @@ checks = {
     "cumsum": np.allclose(ops.cumsum(t(a), axis=1).numpy(), np.cumsum(a, 1), equal_nan=True),
     "cumprod": np.array_equal(ops.cumprod(t(ai), 0).numpy(), np.cumprod(ai.astype("int64"), 0)),
     "matmul": np.allclose(hwport.matmul(t(x3), t(y3)).numpy(), x3 @ y3, rtol=1e-5, atol=1e-5),
+    "uniform": all(np.array_equal(
+        hwport.uniform([33, 65], dt, -2.0, 3.0, seed=-3, offset=2**63 - 5, place=P).numpy(),
+        philox.uniform([33, 65], -2.0, 3.0, -3, 2**63 - 5, dt)) for dt in ("float32", "float64")),
     "argsort": np.array_equal(hwport.argsort(t(a), axis=1).numpy(),
                               np.argsort(a, axis=1, kind="stable")),
     "argsort_desc": np.array_equal(  # NaN first, then descending, ties in index order
@@ -322,4 +327,4 @@ print(json.dumps({"checks": checks, **stats()}))
     assert all(doc["checks"].values()), doc["checks"]
     assert doc["cpu"] == []
     assert {"gather", "take_along_axis", "argmax", "argmin", "cumsum", "cumprod",
-            "matmul", "argsort", "scatter"} <= set(doc["compiled"])
+            "matmul", "argsort", "scatter", "uniform"} <= set(doc["compiled"])
