@@ -106,6 +106,8 @@ def test_good_gets_runtime_but_not_kernels_native(tmp_path):
     assert got["runtime"] == {"status": CERTIFIED, "reasons": []}
     assert got["kernels-native"]["status"] == NOT_CERTIFIED
     assert got["kernels-native"]["reasons"][0].startswith("coverage: ")
-    assert got["compiler"]["status"] == NOT_ASSESSED
+    # no codegen target: the compiler suite is NOT_SUPPORTED, which its tier does not accept
+    assert got["compiler"]["status"] == NOT_CERTIFIED
+    assert got["compiler"]["reasons"][0].startswith("compiler: "), got["compiler"]
     assert "test_good  runtime: CERTIFIED" in proc.stdout
     assert "test_good  kernels-native: NOT CERTIFIED (coverage: " in proc.stdout
