@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..loop_ir import Alloc, For, Kernel
+from .c99 import ERFF, EXPF, FAST, TANHF
 from .expr import HELPER_NAMES, SUFFIX, CLikeRenderer, helper_source, used_calls, used_dtypes
 
 CTYPES = {"bool": "int", "int8": "char", "uint8": "uchar", "int16": "short", "int32": "int",
@@ -40,6 +41,15 @@ static inline ushort hw_f32_to_bf16(float f) {
 """
 
 
+def _opencl(c_source: str) -> str:
+    """c99.py's branch-free float32 polynomials in OpenCL C (as the plugin's expf.cl: the
+    built-in exp/erf of a CPU implementation such as PoCL do not vectorize, and erf is slow)."""
+    for a, b in (("hw_f32_bits(", "as_uint("), ("hw_bits_f32(", "as_float("),
+                 ("uint32_t", "uint"), ("int32_t", "int"), ("HW_INLINE", "static inline")):
+        c_source = c_source.replace(a, b)
+    return c_source
+
+
 class OpenCLRenderer(CLikeRenderer):
     dialect = "opencl-c-1.2"
     options = "-cl-std=CL1.2"
@@ -49,6 +59,8 @@ class OpenCLRenderer(CLikeRenderer):
     def math_name(self, fn: str, dtype: str) -> str:
         if fn in HELPER_NAMES and not (fn in ("fabs", "pow") and dtype.startswith("float")):
             return f"{HELPER_NAMES[fn]}_{SUFFIX[dtype]}"
+        if dtype == "float32" and fn in FAST:
+            return FAST[fn]
         return {"nearbyint": "rint"}.get(fn, fn)  # OpenCL's rint rounds half to even
 
     def prelude(self, kernels: list[Kernel]) -> str:
@@ -60,6 +72,9 @@ class OpenCLRenderer(CLikeRenderer):
             parts.append(HALF)
         if "bfloat16" in dtypes:
             parts.append(BF16)
+        fns = {fn for fn, t in used_calls(kernels) if t == "float32"}
+        parts += [_opencl(src) for fn, src in (("exp", EXPF), ("tanh", TANHF), ("erf", ERFF))
+                  if fn in fns or (fn == "exp" and "tanh" in fns)]
         parts += [h + "\n" for h in helper_source(used_calls(kernels), CTYPES, WIDE,
                                                   {}, self.inline)]
         parts += self.cast_helpers(kernels)
