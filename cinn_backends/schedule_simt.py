@@ -6,7 +6,12 @@ reads the row's result and writes its strided slice of the row's elements; a red
 other than the innermost axes gives each thread one (row, column) and its own walk over the
 reduced axes (coalesced, no group reduction). G is a power of two fixed in the source (the
 target's max group size, at most 256). A sub-group shuffle path for
-the last steps where the target has shuffles is not built yet."""
+the last steps where the target has shuffles is not built yet.
+
+Tuned variants (tuning.py, chosen by autotune.py): another group size; a group walking several
+rows (a `chunk` argument, a barrier between rows); the item schedule, where each work-item
+runs a CPU group's chunk of rows or elements (schedule_cpu.py's body: lane accumulators in
+vectorizable loops, no barriers), the fastest on CPU OpenCL devices such as PoCL."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 
     {"format": "hwport-cinn-autotune 1",
      "entries": {"<source hash>/<device hash>/<shape bucket>":
-                 {"tuning": {"mode": "item", "group": 1, "per_unit": 8},
+                 {"key": "<the same key>",
+                  "tuning": {"mode": "item", "group": 1, "per_unit": 8},
                   "ms": 0.41, "rule_ms": 9.6, "sha256": "<of the entry without it>"}}}
 
 Written to a temporary file and renamed into place (a reader never sees half a file; two
