@@ -165,6 +165,7 @@ def search(place: Any, lower: Lower, shapes: Mapping[Any, Sequence[int]],
     times: dict[str, float] = {}
     best: tuple[float, Tuning, Any] | None = None
     seen_sources: set[str] = set()
+    measured: list[tuple[float, Tuning, Any, Any]] = []
     for cand in candidates(rule):
         spent = time.perf_counter() - t_start
         if best is not None and spent > 2 * budget:
@@ -184,8 +185,21 @@ def search(place: Any, lower: Lower, shapes: Mapping[Any, Sequence[int]],
         if t is None:
             continue
         times[cand.label()] = round(t * 1e3, 4)
+        measured.append((t, cand, lowered, module))
         if best is None or t < best[0]:
             best = (t, cand, lowered)
+    # a second round over the three fastest, alternating, so that a burst of load on the
+    # machine during one candidate's turn does not pick the winner
+    top = sorted(measured, key=lambda m: m[0])[:3]
+    if len(top) > 1:
+        for _ in range(2):
+            for i, (t, cand, lowered, module) in enumerate(top):
+                again = bench.measure(lowered, module, None, repeat=2, spend=budget / 16)
+                if again is not None and again < t:
+                    top[i] = (again, cand, lowered, module)
+        t, cand, lowered, _ = min(top, key=lambda m: m[0])
+        best = (t, cand, lowered)
+        times.update({c.label(): round(x * 1e3, 4) for x, c, _, _ in top})
     STATS["tuned"] += 1
     STATS["seconds"] += time.perf_counter() - t_start
     if best is None:
