@@ -5,7 +5,7 @@
 The space per target kind (tuning.py):
 - SIMT, a row reduction: the rule (a group of up to 256 threads per row, a tree through local
   memory); "item" (a row per work-item, vectorizable row loops: CPU-like OpenCL devices) with
-  1 or 64 work-items per group and 2..512 work-items per compute unit (launch-time); "tree" with
+  1 or 64 work-items per group and 2..1024 work-items per compute unit (launch-time); "tree" with
   16..128 threads, one row or 4 rows per group.
 - SIMT, elementwise: the rule (a thread per element, 256 per group), 64 per group, "item"
   chunks of elements per work-item.
@@ -70,12 +70,11 @@ def candidates(lowered: Any) -> list[Tuning]:
         return out + [Tuning(per_unit=n) for n in (1, 2, 8, 16)]
     if any(s.col_dims for s in lowered.specs):
         return out + [Tuning(group=g) for g in (64, 32)]
-    items = [Tuning("item", group=1, per_unit=n) for n in (8, 2, 32)]
+    items = [Tuning("item", group=1, per_unit=n) for n in (8, 32, 256, 2, 1024, 128)]
     if not any(s.reduction for s in lowered.specs):
         return out + items + [Tuning(group=64), Tuning(group=1024)]
     out += items
     out += [Tuning("tree", group=g, rows=r) for g in (64, 16, 128, 32) for r in (1, 4)]
-    out += [Tuning("item", group=1, per_unit=128)]
     out += [Tuning("item", group=64, per_unit=n) for n in (64, 512)]
     return out
 
