@@ -16,6 +16,7 @@ HWPORT_CINN is not 0; the compiler itself is imported on the first call that nee
 from __future__ import annotations
 
 import atexit
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -177,11 +178,17 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
     launches = lowered.launches(dims)
     if launches is None or any(launch.scratch for launch in launches):
         return False  # this call refused (an argsort row too long for its rank sort)
+    # An empty input has no buffer (a NULL handle some plugins refuse); its kernels never read
+    # it, so any tensor of the call with storage stands in for it.
+    stand_in = next((t for t, s in zip([*outputs, *inputs], [*shapes[len(inputs):],
+                                                              *shapes[:len(inputs)]],
+                                       strict=True) if math.prod(s) > 0), None)
     for launch in launches:
         args: list[Any] = []
         for kind, value in launch.args:
             if kind == "in":
-                args.append(inputs[value])
+                empty = math.prod(shapes[value]) == 0 and stand_in is not None
+                args.append(stand_in if empty else inputs[value])
             elif kind == "out":
                 args.append(outputs[value])
             elif kind == "i64":
