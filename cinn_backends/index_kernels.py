@@ -61,7 +61,7 @@ __all__ = ["OPS", "IndexLowered", "delinearize", "finish", "flat_kernel", "grid_
 
 Meta = tuple[tuple[int, ...], str]  # (shape, dtype)
 Shapes = Mapping[tuple[str, int], Sequence[int]]
-OPS = ("arange", "concat", "pad", "gather", "take_along_axis", "argmax", "argmin", "cumsum",
+OPS = ("arange", "concat", "fill", "pad", "gather", "take_along_axis", "argmax", "argmin", "cumsum",
        "cumprod", "matmul", "cast", "scatter", "argsort", "uniform")
 _SIMT_GROUP = 128  # threads per group on a SIMT target (capped by its max_group_size)
 
@@ -207,6 +207,39 @@ def _wrap64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+# ---- fill ---------------------------------------------------------------------------------
+def _fill(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
+          target: TargetInfo, dialect: str | None) -> IndexLowered:
+    """out[i] = value, converted as phi_ops' fill converts it; the value is a kernel argument,
+    so one kernel serves every value (a one-op group would bake it into the source)."""
+    from hwport.phi_ops.promotion import scalar_to_dtype
+
+    if ins or len(outs) != 1:
+        raise Unsupported("fill: expected no inputs and one output")
+    dtype = outs[0][1]
+    floating = is_float(dtype)
+    if dtype == "float64" and not target.float64:
+        raise Unsupported("fill: float64 on a target without it")
+    kind = "float64" if floating else INDEX
+    value, total = Var("value", kind), Var("total")
+    fill_value = store_value(cast(value, compute_dtype(dtype)), dtype)
+    kernel = flat_kernel([BufferParam("out0", dtype, "out", 0)],
+                         [ScalarParam("total"), ScalarParam("value", kind)], total,
+                         lambda f: [Store("out0", f, fill_value)], target)
+    converted = scalar_to_dtype(attrs.get("value", 0), dtype)
+    value_arg: tuple[str, Any] = ("f64", float(converted)) if floating else \
+        ("i64", int(converted))
+
+    def plan(names: list[str], shapes: Shapes) -> list[Launch]:
+        n = math.prod(int(d) for d in shapes[("out", 0)])
+        if n == 0:
+            return []
+        grid, group, extra = grid_for(n, target)
+        return [Launch(names[0], grid, group, [("out", 0), ("i64", n), value_arg, *extra])]
+
+    return finish([kernel], target, dialect, plan)
+
+
 # ---- concat -------------------------------------------------------------------------------
 def _concat(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
             target: TargetInfo, dialect: str | None) -> IndexLowered:
@@ -335,7 +368,8 @@ def lowerings() -> dict[str, Lowering]:
         sort_kernel,
     )
 
-    out: dict[str, Lowering] = {"arange": _arange, "concat": _concat, "pad": _pad}
+    out: dict[str, Lowering] = {"arange": _arange, "concat": _concat, "fill": _fill,
+                                "pad": _pad}
     for module in (gather_kernels, row_kernels, matmul_kernel, cast_kernel, scatter_kernel,
                    sort_kernel, philox_kernel):
         out.update(module.LOWERINGS)
