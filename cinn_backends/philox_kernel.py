@@ -138,7 +138,11 @@ def _uniform(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any]
         else:
             bits, scale = _xor(mul(c[1], const(1 << 21)), div(c[0], const(1 << 11))), 2.0**-53
         u = Binary("*", Cast(let(bits), "float64"), const(scale, "float64"), "float64")
-        v = Binary("+", low, Binary("*", span, u, "float64"), "float64")
+        # the product bound first: OpenCL / CUDA contract a * b + c within one expression
+        # into an fma, which rounds once where the stream rounds twice
+        prod = Var("scaled", "float64")
+        let.stmts.append(Let(prod, Binary("*", span, u, "float64")))
+        v = Binary("+", low, prod, "float64")
         if dtype in ("float32", "float64"):
             return [*let.stmts, Store("out0", f, Cast(v, dtype) if dtype != "float64" else v)]
         return [*let.stmts, *_round_once(v, dtype, f)]
