@@ -88,6 +88,7 @@ def compiled_stats() -> dict[tuple[str, str, str], int]:
 
 
 def reset_fallback_stats() -> None:
+    """Clears the counts of both kinds (CPU fallback and compiled)."""
     _core.reset_fallback_stats()
 
 
