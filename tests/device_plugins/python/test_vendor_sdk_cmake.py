@@ -96,8 +96,8 @@ def test_pkg_config_and_include_dir_build_a_plugin(tmp_path):
 @pytest.mark.slow
 def test_hwcheck_certifies_the_template(built_template, tmp_path):
     proc = hwcheck("run", "--plugin", str(built_template), "--suite",
-                   "abi,device,memory,stream,transfers", "--jobs", "2", "--json", "run.json",
-                   cwd=tmp_path)
+                   "abi,device,memory,stream,transfers,profiler", "--jobs", "2", "--json",
+                   "run.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["tiers"]["mydev"]["runtime"]["status"] == "certified"
@@ -139,7 +139,7 @@ def test_the_template_wheel_installs_next_to_hwport_and_is_certified(tmp_path):
     (mydev,) = [p for p in json.loads(listed.stdout)["plugins"] if p["device_type"] == "mydev"]
     assert Path(mydev["path"]).is_relative_to(site_dir / "hwport_mydev")
     run = subprocess.run([str(vpy), "-m", "hwport.conformance", "run", "--plugin", "mydev",
-                          "--suite", "abi,device,memory,stream,transfers", "--jobs", "2",
+                          "--suite", "abi,device,memory,stream,transfers,profiler", "--jobs", "2",
                           "--json", "run.json"], capture_output=True, text=True, cwd=work)
     assert run.returncode == 0, run.stdout + run.stderr
     doc = json.loads((work / "run.json").read_text())
