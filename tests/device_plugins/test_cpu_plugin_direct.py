@@ -124,7 +124,12 @@ def test_init_returns_the_api(cpu):
     assert ffi.string(api.plugin_version) == b"0.1.0"
     assert api.device != NULL and api.memory != NULL and api.stream != NULL
     assert api.get_last_error != NULL and api.shutdown != NULL
-    assert api.ccl == NULL and api.codegen == NULL
+    assert api.ccl == NULL
+    # the c99 codegen target (ABI 1.2): every function through unload, and serialization
+    cg = api.codegen
+    assert cg != NULL and cg.struct_size == ffi.sizeof("HWP_CodegenTable")
+    assert NULL not in (cg.get_target_info, cg.compile, cg.get_function, cg.launch, cg.unload,
+                        cg.serialize, cg.deserialize)
     assert api.profiler.struct_size == ffi.sizeof("HWP_ProfilerTable")
     assert api.profiler.start != NULL and api.profiler.stop != NULL
     assert api.device.struct_size == ffi.sizeof("HWP_DeviceTable")
