@@ -330,24 +330,26 @@ Tensor transfer(const Tensor& t, Device* device) {
 void set_fallback_mode(FallbackMode mode) { g_fallback_mode = mode; }
 FallbackMode fallback_mode() { return g_fallback_mode; }
 
-std::map<std::tuple<std::string, std::string, std::string>, uint64_t> fallback_stats() {
+namespace {
+// A counter map by (op, device type, dtype) names, read under the stats lock.
+std::map<std::tuple<std::string, std::string, std::string>, uint64_t> named_counts(
+    const std::map<std::tuple<int, const Plugin*, DType>, uint64_t>& counts) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> out;
-  for (const auto& kv : g_fallbacks) {
+  for (const auto& kv : counts) {
     out[{op_name(std::get<0>(kv.first)), std::get<1>(kv.first)->device_type,
          dtype_name(std::get<2>(kv.first))}] = kv.second;
   }
   return out;
 }
+}  // namespace
+
+std::map<std::tuple<std::string, std::string, std::string>, uint64_t> fallback_stats() {
+  return named_counts(g_fallbacks);
+}
 
 std::map<std::tuple<std::string, std::string, std::string>, uint64_t> compiled_stats() {
-  std::lock_guard<std::mutex> lock(g_stats_mutex);
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> out;
-  for (const auto& kv : g_compiled) {
-    out[{op_name(std::get<0>(kv.first)), std::get<1>(kv.first)->device_type,
-         dtype_name(std::get<2>(kv.first))}] = kv.second;
-  }
-  return out;
+  return named_counts(g_compiled);
 }
 
 void reset_fallback_stats() {
