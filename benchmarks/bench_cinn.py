@@ -7,6 +7,10 @@
   (>= 1.0x);
 - softmax, layer_norm and a gelu-MLP epilogue (bias + gelu + residual) on [4096, 1024]:
   compiled vs the hand-written kernels (>= 1.0x), vs torch.compile (>= 1.0x);
+- with --template: the zero-kernel template plugin (device_plugins/template/mydev.c, built here
+  with the system C compiler and loaded through HWPORT_PLUGIN_PATH), whose every op but copy is
+  an eager-JIT kernel, vs custom:cpu's hand-written kernels on a representative op set: per-op
+  ratios (cpu time / template time) and their geometric mean (target >= 0.8x);
 - examples/train_gpt.py's GPT, inference (batch 8, block 32): to_static + compiler vs eager
   (>= 1.3x), and its compile time: cold (empty disk cache, >= every group compiled) <= 10 s,
   warm (this process's modules forgotten, the disk cache filled) <= 0.5 s.
@@ -15,12 +19,16 @@ A ratio is baseline time / compiled time: above 1 the compiled code is faster.
 
 Run: .venv/bin/python benchmarks/bench_cinn.py [--places custom:cpu,custom:opencl]
                                                 [--repeat 10] [--quick]
+                                                [--template] [--template-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,12 +39,35 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples"))
-from timing import best_of  # noqa: E402
 
 # cold means cold: the compiler's module cache and the OpenCL plugin's program cache start
 # empty (fresh folders unless given), so the first GPT plan compiles every group
 os.environ.setdefault("HWPORT_CINN_CACHE_DIR", tempfile.mkdtemp(prefix="hwport-cinn-"))
 os.environ.setdefault("HWPORT_CACHE_DIR", tempfile.mkdtemp(prefix="hwport-cache-"))
+
+
+def _build_template() -> str | None:
+    """The template plugin built as a vendor builds it (tests/cinn/test_eager_jit.py), added to
+    HWPORT_PLUGIN_PATH before hwport loads its plugins; None without a C compiler."""
+    cc = shutil.which("cc")
+    if cc is None:
+        return None
+    include = ROOT / "runtime" / "include"
+    so = Path(tempfile.mkdtemp(prefix="hwport-mydev-")) / "libhwport_mydev.so"
+    proc = subprocess.run([cc, "-std=gnu99", "-O2", "-fPIC", "-shared", f"-I{include}",
+                           str(ROOT / "device_plugins" / "template" / "mydev.c"), "-o", str(so)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr)
+        return None
+    old = os.environ.get("HWPORT_PLUGIN_PATH")
+    os.environ["HWPORT_PLUGIN_PATH"] = f"{old}:{so}" if old else str(so)
+    return str(so)
+
+
+TEMPLATE_SO = _build_template() if {"--template", "--template-only"} & set(sys.argv) else None
+
+from timing import best_of  # noqa: E402
 
 import hwport  # noqa: E402
 
@@ -153,6 +184,95 @@ def bench_kernels(place, repeat, torch_pack, quick):
     return lines
 
 
+def template_cases(quick: bool) -> list[tuple[str, object, list[np.ndarray]]]:
+    """(name, fn, input arrays): the op set the template's kernels are compared on, each at
+    about 1M elements (matmul at the shapes a model uses)."""
+    rng = np.random.default_rng(1)
+    r, c = (256, 1024) if quick else (1024, 1024)
+
+    def f32(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    x, y, row = f32(r, c), f32(r, c), f32(c)
+    cond = rng.random((r, c)) < 0.5
+    idx = rng.integers(0, r, size=r).astype(np.int64)
+    w, b = f32(c), f32(c)
+    mm = [(256, 256, 256), (1024, 1024, 1024), (4096, 256, 256)] if not quick else \
+        [(256, 256, 256)]
+    cases: list[tuple[str, object, list[np.ndarray]]] = [
+        ("exp", hwport.exp, [x]),
+        ("tanh", hwport.tanh, [x]),
+        ("relu", F.relu, [x]),
+        ("add", lambda a, b: a + b, [x, y]),
+        ("add (row broadcast)", lambda a, b: a + b, [x, row]),
+        ("mul (column broadcast)", lambda a, b: a * b, [x, f32(r, 1)]),
+        ("sum (all)", lambda a: a.sum(), [x]),
+        ("sum (axis -1)", lambda a: a.sum(-1), [x]),
+        ("mean (axis 0)", lambda a: a.mean(0), [x]),
+        ("max (all)", lambda a: a.max(), [x]),
+        ("max (axis -1)", lambda a: a.max(-1), [x]),
+        ("softmax", lambda a: F.softmax(a, axis=-1), [x]),
+        ("layer_norm", lambda a, w_, b_: F.layer_norm(a, [c], w_, b_, 1e-5), [x, w, b]),
+    ]
+    for m, k, n in mm:
+        cases.append((f"matmul {m}x{k}x{n}", hwport.matmul, [f32(m, k), f32(k, n)]))
+    cases.append(("matmul batched 8x128x64x128", hwport.matmul, [f32(8, 128, 64),
+                                                                  f32(8, 64, 128)]))
+    cases += [
+        ("transpose (copy)", lambda a: hwport.transpose(a, [1, 0]) + 0.0, [x]),
+        ("concat (axis 0)", lambda a, b: hwport.concat([a, b], axis=0), [x, y]),
+        ("concat (axis 1)", lambda a, b: hwport.concat([a, b], axis=1), [x, y]),
+        ("index_select", lambda a, i: hwport.index_select(a, i, axis=0), [x, idx]),
+        ("gather", hwport.gather, [x, idx]),
+        ("cast f32->f64", lambda a: a.cast("float64"), [x]),
+        ("cast f32->int32", lambda a: a.cast("int32"), [x * 100]),
+        ("cumsum (axis -1)", lambda a: hwport.cumsum(a, axis=-1), [x]),
+        ("argsort (rows of 1024)", lambda a: hwport.argsort(a, axis=-1), [x]),
+        ("topk 8 (rows of 1024)", lambda a: hwport.topk(a, 8, axis=-1)[0], [x]),
+        ("where", hwport.where, [cond, x, y]),
+    ]
+    return cases
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.dtype.kind in "iub":
+        return np.array_equal(a, b)
+    return np.allclose(a, b, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(b).max(initial=0))))
+
+
+def bench_template(repeat: int, quick: bool, only: str = "") -> list[str]:
+    """The template plugin (every op an eager-JIT kernel, one thread: the template launches
+    its grid serially) vs custom:cpu's hand-written kernels, on the same inputs."""
+    lines = ["\n[custom:mydev] the template's compiled kernels vs custom:cpu's hand-written "
+             "ones (ratio = cpu time / template time)"]
+    if TEMPLATE_SO is None:
+        return lines + ["  the template plugin did not build (no C compiler): skipped"]
+    rt = hwport.runtime
+    tpl, cpu = "custom:mydev", "custom:cpu"
+    ratios = []
+    for name, fn, arrays in template_cases(quick):
+        if only and not any(w in name for w in only.split(",")):
+            continue
+        a_cpu = [hwport.to_tensor(a, place=cpu) for a in arrays]
+        a_tpl = [hwport.to_tensor(a, place=tpl) for a in arrays]
+        before = dict(rt.fallback_stats())
+        want, got = fn(*a_cpu), fn(*a_tpl)  # compiles the template's kernels
+        fell = sorted({k[0] for k, v in rt.fallback_stats().items()
+                       if k[1] == "mydev" and v != before.get(k, 0)})
+        ok = _close(got.numpy(), want.numpy())
+        t_cpu = best_of(lambda f=fn, a=a_cpu: f(*a), cpu, repeat)
+        t_tpl = best_of(lambda f=fn, a=a_tpl: f(*a), tpl, repeat)
+        ratio = t_cpu / t_tpl
+        ratios.append(ratio)
+        note = ("" if ok else "  RESULTS DIFFER") + (f"  CPU FALLBACK: {fell}" if fell else "")
+        lines.append(f"  {name:<30} cpu {t_cpu * 1e3:8.3f} ms  template {t_tpl * 1e3:8.3f} ms"
+                     f"  {ratio:6.2f}x{note}")
+    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+    flag = "ok" if geo >= 0.8 else "BELOW TARGET"
+    lines.append(f"  {'geometric mean':<30} {geo:.2f}x   (target >= 0.8x: {flag})")
+    return lines
+
+
 def gpt_inference(place, repeat, batch=8, block=32):
     import train_gpt
 
@@ -209,15 +329,26 @@ def main() -> int:
     ap.add_argument("--places", default="custom:cpu,custom:opencl")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="smaller shapes (a smoke run)")
+    ap.add_argument("--template", action="store_true",
+                    help="also the template plugin's kernels vs custom:cpu's")
+    ap.add_argument("--template-only", action="store_true",
+                    help="only the template plugin's kernels vs custom:cpu's")
+    ap.add_argument("--template-ops", default="",
+                    help="comma-separated name fragments: only those template cases")
     args = ap.parse_args()
-    torch_pack = torch_fns()
     out: list[str] = ["bench_cinn: baseline time / compiled time (same run)"]
+    if args.template_only:
+        print("\n".join(out + bench_template(args.repeat, args.quick, args.template_ops)))
+        return 0
+    torch_pack = torch_fns()
     for place in args.places.split(","):
         if hwport.runtime._core.codegen_target_info(place) is None:
             out.append(f"\n[{place}] no codegen target: skipped")
             continue
         out += bench_kernels(place, args.repeat, torch_pack, args.quick)
         out += gpt_inference(place, max(3, args.repeat // 2))
+    if args.template:
+        out += bench_template(args.repeat, args.quick, args.template_ops)
     print("\n".join(out))
     return 0
 
