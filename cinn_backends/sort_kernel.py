@@ -1,8 +1,15 @@
 """argsort for the eager JIT (on index_kernels' helpers), stable, with ops.yaml's order:
-ascending puts NaN last, descending puts NaN first, ties keep index order. A rank sort: one
-flat loop over the elements; each counts the elements of its row that come before it and
-writes its own index at that position — no scratch memory, O(n) work per element, so rows
-longer than MAX_ROW are left to the CPU fallback (the launch plan refuses them)."""
+ascending puts NaN last, descending puts NaN first, ties keep index order. No scratch memory.
+
+- A vector CPU target: one row per work item, ordered by (value in the op's order, index): a
+  total order, so any sort gives exactly the stable sort's permutation. Rows of up to
+  MERGE_ROW elements: a bottom-up merge sort of (key, index) pairs in private arrays (the
+  work item's stack), branch-free merges; longer rows: a heapsort of the row's indices in
+  place in the output. O(n log n) per row, any row length.
+- A SIMT target: a rank sort, one flat loop over the elements; each counts the elements of its
+  row that come before it and writes its own index at that position — fully parallel but O(n)
+  work per element, so rows longer than MAX_ROW are left to the CPU fallback (the launch plan
+  refuses them)."""
 
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from .analysis import Unsupported
 from .gather_kernels import axis_of, split_at
 from .index_kernels import IndexLowered, Meta, Shapes, finish, flat_kernel, grid_for
 from .loop_ir import (
+    INDEX,
+    Alloc,
     Assign,
     Binary,
     BufferParam,
@@ -23,8 +32,10 @@ from .loop_ir import (
     Load,
     Local,
     ScalarParam,
+    Select,
     Stmt,
     Store,
+    Unary,
     Var,
     add,
     cast,
@@ -32,8 +43,10 @@ from .loop_ir import (
     const,
     div,
     is_float,
+    minimum,
     mod,
     mul,
+    sub,
 )
 from .lower_group import Launch
 from .target import TargetInfo
@@ -41,6 +54,7 @@ from .target import TargetInfo
 __all__ = ["LOWERINGS", "MAX_ROW"]
 
 MAX_ROW = 4096
+MERGE_ROW = 4096  # rows up to this long merge-sort in private arrays (vector CPU targets)
 
 
 def _b(op: str, a: Expr, b: Expr) -> Expr:
@@ -58,6 +72,8 @@ def _argsort(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any]
     axis = axis_of(attrs, rank)
     descending = bool(attrs.get("descending", False))
     cdt = compute_dtype(dtype)
+    if not target.is_simt:
+        return _heapsort(dtype, out_dtype, axis, descending, target, dialect)
     n, inner, total = Var("n"), Var("inner"), Var("total")
 
     def body(f: Var) -> list[Stmt]:
@@ -97,6 +113,144 @@ def _argsort(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any]
         grid, group, extra = grid_for(count, target)
         return [Launch(names[0], grid, group, [("in", 0), ("out", 0), ("i64", count),
                                                ("i64", n_axis), ("i64", inner_n), *extra])]
+
+    return finish([kernel], target, dialect, plan)
+
+
+def _value_first(dtype: str, descending: bool, va: Expr, vb: Expr) -> Expr:
+    """Whether value va comes strictly before value vb in argsort's order."""
+    first = _b(">" if descending else "<", va, vb)
+    if is_float(dtype):
+        if descending:  # NaN first
+            first = _b("||", _b("&&", _b("!=", va, va), _b("==", vb, vb)), first)
+        else:  # NaN last
+            first = _b("||", _b("&&", _b("!=", vb, vb), _b("==", va, va)), first)
+    return first
+
+
+def _comes_before(dtype: str, descending: bool, va: Expr, ia: Expr, vb: Expr,
+                  ib: Expr) -> Expr:
+    """Whether (va, index ia) comes before (vb, index ib) in argsort's order."""
+    tie = _b("==", va, vb)
+    if is_float(dtype):
+        tie = _b("||", tie, _b("&&", _b("!=", va, va), _b("!=", vb, vb)))
+    return _b("||", _value_first(dtype, descending, va, vb),
+              _b("&&", tie, _b("<", ia, ib)))
+
+
+def _heapsort(dtype: str, out_dtype: str, axis: int, descending: bool, target: TargetInfo,
+              dialect: str | None) -> IndexLowered:
+    cdt = compute_dtype(dtype)
+    n, inner, rows, depth = Var("n"), Var("inner"), Var("rows"), Var("depth")
+
+    def body(f: Var) -> list[Stmt]:
+        i, o, base = Var("i"), Var("o"), Var("base")
+        p, s_, e = Var("p"), Var("s"), Var("e")
+
+        def at(pos: Expr) -> Expr:
+            return add(base, mul(pos, inner))
+
+        def idx(pos: Expr) -> Expr:
+            return cast(Load("out0", at(pos), out_dtype), INDEX)
+
+        def key(ix: Expr) -> Expr:
+            return cast(Load("in0", add(base, mul(ix, inner)), dtype), cdt)
+
+        def sift(start: Expr, end: Expr, tag: str) -> list[Stmt]:
+            """Sifts the heap entry at `start` down within [0, end): the root of each subtree
+            is the entry that comes last."""
+            root, done, step = Var(f"root{tag}"), Var(f"done{tag}"), Var(f"step{tag}")
+            c, c2, big = Var(f"c{tag}"), Var(f"c2{tag}"), Var(f"big{tag}")
+            ic, ic2, ib, ir = Var(f"ic{tag}"), Var(f"ic2{tag}"), Var(f"ib{tag}"), Var(f"ir{tag}")
+            vc, vc2, vb, vr = (Var(f"v{x}{tag}", cdt) for x in ("c", "c2", "b", "r"))
+            return [
+                Local(root, start), Local(done, const(0)),
+                For(step, const(0), depth, "serial", [
+                    Let(c, add(mul(root, const(2)), const(1))),
+                    If(_b("&&", _b("==", done, const(0)), _b("<", c, end)), [
+                        Let(c2, add(c, const(1))), Let(ic, idx(c)), Let(vc, key(ic)),
+                        Local(big, c), Local(ib, ic), Local(vb, vc),
+                        If(_b("<", c2, end), [
+                            Let(ic2, idx(c2)), Let(vc2, key(ic2)),
+                            If(_comes_before(dtype, descending, vc, ic, vc2, ic2), [
+                                Assign(big, c2), Assign(ib, ic2), Assign(vb, vc2)])]),
+                        Let(ir, idx(root)), Let(vr, key(ir)),
+                        If(_comes_before(dtype, descending, vr, ir, vb, ib), [
+                            Store("out0", at(root), cast(ib, out_dtype)),
+                            Store("out0", at(big), cast(ir, out_dtype)),
+                            Assign(root, big)],
+                           [Assign(done, const(1))])],
+                       [Assign(done, const(1))])])]
+
+        def merge_pass(src: str, dst: str, w: Expr) -> list[Stmt]:
+            """Merges each pair of sorted runs of w pairs of (k{src}, i{src}) into the dst
+            arrays (a run at the end without a partner is copied)."""
+            pi, q, lo, mid, hi = Var("pi"), Var("q"), Var("lo"), Var("mid"), Var("hi")
+            a, b, take = Var("a"), Var("b"), Var("take", "bool")
+            ka, kb_ = Var("ka", cdt), Var("kb", cdt)
+            return [For(pi, const(0), div(add(n, sub(mul(w, const(2)), const(1))),
+                                          mul(w, const(2))), "serial", [
+                Let(lo, mul(pi, mul(w, const(2)))), Let(mid, minimum(add(lo, w), n)),
+                Let(hi, minimum(add(lo, mul(w, const(2))), n)),
+                Local(a, lo), Local(b, mid),
+                For(q, lo, sub(hi, lo), "serial", [
+                    Let(ka, Load("k" + src, a, cdt)), Let(kb_, Load("k" + src, b, cdt)),
+                    # stable: the left run's elements have the smaller indices, so a tie
+                    # takes the left one (no index comparison)
+                    Let(take, _b("&&", _b("<", a, mid), _b("||", _b(">=", b, hi), Unary(
+                        "not", _value_first(dtype, descending, kb_, ka), "bool")))),
+                    Store("k" + dst, q, Select(take, ka, kb_, cdt)),
+                    Store("i" + dst, q, Select(take, Load("i" + src, a, "int32"),
+                                               Load("i" + src, b, "int32"), "int32")),
+                    Assign(a, add(a, cast(take, INDEX))),
+                    Assign(b, add(b, sub(const(1), cast(take, INDEX))))])])]
+
+        lvl, w, last, top = Var("lvl"), Var("w"), Var("last"), Var("top")
+        merge = [
+            Alloc("kA", cdt, MERGE_ROW + 1), Alloc("kB", cdt, MERGE_ROW + 1),
+            Alloc("iA", "int32", MERGE_ROW + 1), Alloc("iB", "int32", MERGE_ROW + 1),
+            For(p, const(0), n, "serial", [Store("kA", p, key(p)),
+                                           Store("iA", p, cast(p, "int32"))]),
+            Store("kA", n, const(0, cdt)), Store("iA", n, const(0, "int32")),
+            Store("kB", n, const(0, cdt)), Store("iB", n, const(0, "int32")),
+            Local(w, const(1)),
+            For(lvl, const(0), sub(depth, const(1)), "serial", [
+                If(_b("==", mod(lvl, const(2)), const(0)), merge_pass("A", "B", w),
+                   merge_pass("B", "A", w)),
+                Assign(w, mul(w, const(2)))]),
+            If(_b("==", mod(sub(depth, const(1)), const(2)), const(0)),
+               [For(p, const(0), n, "serial", [
+                   Store("out0", at(p), cast(Load("iA", p, "int32"), out_dtype))])],
+               [For(p, const(0), n, "serial", [
+                   Store("out0", at(p), cast(Load("iB", p, "int32"), out_dtype))])])]
+        heap = [
+            For(p, const(0), n, "serial", [Store("out0", at(p), cast(p, out_dtype))]),
+            For(s_, const(0), div(n, const(2)), "serial", [
+                *sift(sub(sub(div(n, const(2)), const(1)), s_), n, "_b")]),
+            For(e, const(0), sub(n, const(1)), "serial", [
+                Let(last, sub(sub(n, const(1)), e)), Let(top, Load("out0", at(0), out_dtype)),
+                Store("out0", at(0), Load("out0", at(last), out_dtype)),
+                Store("out0", at(last), top),
+                *sift(const(0), last, "_x")])]
+        return [Let(i, mod(f, inner)), Let(o, div(f, inner)),
+                Let(base, add(mul(mul(o, n), inner), i)),
+                If(_b("<=", n, const(MERGE_ROW)), merge, heap)]
+
+    kernel = flat_kernel([BufferParam("in0", dtype, "in", 0),
+                          BufferParam("out0", out_dtype, "out", 0)],
+                         [ScalarParam("rows"), ScalarParam("n"), ScalarParam("inner"),
+                          ScalarParam("depth")], rows, body, target)
+
+    def plan(names: list[str], shapes: Shapes) -> list[Launch] | None:
+        shape = [int(d) for d in shapes[("in", 0)]] or [1]
+        outer, n_axis, inner_n = split_at(shape, axis)
+        if outer * n_axis * inner_n == 0:
+            return []
+        count = outer * inner_n
+        chunk = max(1, -(-count // max(1, 4 * target.compute_units)))
+        return [Launch(names[0], (-(-count // chunk), 1, 1), (1, 1, 1), [
+            ("in", 0), ("out", 0), ("i64", count), ("i64", n_axis), ("i64", inner_n),
+            ("i64", max(1, (n_axis - 1).bit_length() + 1)), ("i64", chunk)])]
 
     return finish([kernel], target, dialect, plan)
 

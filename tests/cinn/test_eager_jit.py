@@ -108,10 +108,18 @@ print(json.dumps({"seen": seen, **stats(), "count": count}))
 
 
 def test_a_call_the_compiler_cannot_take_falls_back(mydev: Path) -> None:
-    """argsort's rank sort refuses rows longer than 4096 (sort_kernel.MAX_ROW): the call runs
-    on the counted CPU fallback, the lowering is kept for the rows it takes."""
+    """A lowering whose launch plan refuses a call (as the SIMT rank sort refuses rows longer
+    than sort_kernel.MAX_ROW; here the template's argsort, patched to refuse rows over 4096):
+    the call runs on the counted CPU fallback, the lowering is kept for the rows it takes."""
     doc = run_json(PRELUDE + """
-from hwport.cinn_backends import eager_jit
+from hwport.cinn_backends import eager_jit, sort_kernel
+base = sort_kernel.LOWERINGS["argsort"]
+def refusing(*args):
+    low = base(*args)
+    plan = low.plan
+    low.plan = lambda shapes: None if shapes[("in", 0)][-1] > 4096 else plan(shapes)
+    return low
+sort_kernel.LOWERINGS["argsort"] = refusing
 a = rng.standard_normal((2, 5000)).astype("float32")
 want = np.argsort(a, axis=1, kind="stable")
 ok = all(np.array_equal(hwport.argsort(t(a), axis=1).numpy(), want) for _ in range(2))
@@ -123,6 +131,52 @@ print(json.dumps({"ok": ok and short, **stats(), "n": n, "lowered": eager_jit.ST
     assert doc["ok"]
     assert "argsort" in doc["cpu"] and doc["n"] == 2
     assert "argsort" in doc["compiled"] and doc["lowered"] == 1  # one shape class, one lowering
+
+
+def test_tiled_matmul_and_merge_or_heap_argsort_are_exact(mydev: Path) -> None:
+    """matmul_kernel's register tiles (full and clipped edge tiles, several packed k blocks,
+    batches, wrapping integers, a float16 output that takes the unpacked path) and
+    sort_kernel's CPU sorts (the merge sort of rows up to MERGE_ROW, the in-place heapsort of
+    longer ones) against the CPU plugin's kernels, with NaN, ties and both orders."""
+    doc = run_json(PRELUDE + """
+from hwport.cinn_backends import eager_jit, sort_kernel
+C = "custom:cpu"
+def both(fn, *arrays):
+    got = fn(*[t(a) for a in arrays]).numpy()
+    want = fn(*[hwport.to_tensor(a, place=C) for a in arrays]).numpy()
+    return got, want
+checks = {}
+for name, (b, m, k, n) in {"edges": ((), 37, 45, 51), "kblocks": ((2,), 9, 1300, 70),
+                           "tiny": ((), 1, 1, 1), "square": ((), 128, 128, 128)}.items():
+    x = rng.standard_normal((*b, m, k)).astype("float32")
+    y = rng.standard_normal((*b, k, n)).astype("float32")
+    got, _ = both(hwport.matmul, x, y)
+    checks["matmul_" + name] = np.allclose(got, x @ y, rtol=1e-4, atol=1e-4)
+xi = rng.integers(-2**20, 2**20, (19, 700)).astype("int32")
+yi = rng.integers(-2**20, 2**20, (700, 21)).astype("int32")
+got, want = both(hwport.matmul, xi, yi)
+checks["matmul_int32_wraps"] = np.array_equal(got, want) and np.array_equal(
+    got, (xi.astype("int64") @ yi.astype("int64")).astype("int32"))
+xh = rng.standard_normal((6, 700)).astype("float16")
+yh = rng.standard_normal((700, 5)).astype("float16")
+got, _ = both(hwport.matmul, xh, yh)
+checks["matmul_float16"] = np.allclose(got.astype("float32"), xh.astype("float32") @
+                                       yh.astype("float32"), rtol=2e-2, atol=0.5)
+for n in (1, 2, 3, 1000, sort_kernel.MERGE_ROW, sort_kernel.MERGE_ROW + 3):
+    a = rng.integers(-4, 4, (2, n)).astype("float32")
+    a[:, ::7] = np.nan
+    a[:, 1::5] += rng.standard_normal(a[:, 1::5].shape).astype("float32")
+    for desc in (False, True):
+        got, want = both(lambda v, d=desc: hwport.argsort(v, axis=-1, descending=d), a)
+        checks[f"argsort_{n}_{desc}"] = np.array_equal(got, want)
+ai = rng.integers(-3, 3, (50, 3, 4)).astype("int64")
+got, want = both(lambda v: hwport.argsort(v, axis=0, descending=True), ai)
+checks["argsort_int_inner"] = np.array_equal(got, want) and np.array_equal(
+    hwport.argsort(t(ai), axis=0).numpy(), np.argsort(ai, 0, kind="stable"))
+print(json.dumps({"checks": checks, **stats()}))
+""", mydev)
+    assert all(doc["checks"].values()), doc["checks"]
+    assert doc["cpu"] == [] and {"matmul", "argsort"} <= set(doc["compiled"])
 
 
 def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
