@@ -107,12 +107,10 @@ print(json.dumps({"seen": seen, **stats(), "count": count}))
     assert doc["count"] == 4 and doc["cpu"] == []
 
 
-def test_a_call_the_compiler_cannot_take_falls_back(mydev: Path) -> None:
-    """A lowering whose launch plan refuses a call (as the SIMT rank sort refuses rows longer
-    than sort_kernel.MAX_ROW; here the template's argsort, patched to refuse rows over 4096):
-    the call runs on the counted CPU fallback, the lowering is kept for the rows it takes."""
-    doc = run_json(PRELUDE + """
-from hwport.cinn_backends import eager_jit, sort_kernel
+# the template's argsort, patched so that its launch plan refuses rows over 4096 (as the SIMT
+# rank sort does): a call the eager JIT refuses
+REFUSING_ARGSORT = """
+from hwport.cinn_backends import sort_kernel
 base = sort_kernel.LOWERINGS["argsort"]
 def refusing(*args):
     low = base(*args)
@@ -120,6 +118,15 @@ def refusing(*args):
     low.plan = lambda shapes: None if shapes[("in", 0)][-1] > 4096 else plan(shapes)
     return low
 sort_kernel.LOWERINGS["argsort"] = refusing
+"""
+
+
+def test_a_call_the_compiler_cannot_take_falls_back(mydev: Path) -> None:
+    """A lowering whose launch plan refuses a call (as the SIMT rank sort refuses rows longer
+    than sort_kernel.MAX_ROW; here the template's argsort, patched to refuse rows over 4096):
+    the call runs on the counted CPU fallback, the lowering is kept for the rows it takes."""
+    doc = run_json(PRELUDE + REFUSING_ARGSORT + """
+from hwport.cinn_backends import eager_jit
 a = rng.standard_normal((2, 5000)).astype("float32")
 want = np.argsort(a, axis=1, kind="stable")
 ok = all(np.array_equal(hwport.argsort(t(a), axis=1).numpy(), want) for _ in range(2))
@@ -180,7 +187,7 @@ print(json.dumps({"checks": checks, **stats()}))
 
 
 def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
-    doc = run_json(PRELUDE + """
+    doc = run_json(PRELUDE + REFUSING_ARGSORT + """
 a = rng.standard_normal((4, 6)).astype("float32")
 ok = np.allclose((t(a) * 2.0 + 1.0).numpy(), a * 2 + 1)
 try:
