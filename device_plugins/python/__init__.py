@@ -8,6 +8,9 @@
         def allocate(self, device, nbytes): ...
         ...
 
+A codegen target (the codegen_* methods: plugin.py) makes it a complete port: hwport's
+compiler generates every op it has no kernel for, and the plugin builds and launches them.
+
 A subclass becomes the same C tables a C plugin fills (tables.py) behind the same entry point
 (an entry library per plugin, loader.py), so the runtime, the dispatcher and hwcheck load it
 like any plugin: ``HWPORT_PLUGIN_PATH=mydev.py``, an entry point of the ``hwport.plugins``
@@ -26,6 +29,11 @@ from .loader import PrepareError, prepare
 from .plugin import (
     ACCEPTS_STRIDED,
     BFLOAT16_ARITHMETIC,
+    CODEGEN_FLOAT16,
+    CODEGEN_FLOAT64,
+    CODEGEN_SERIALIZE,
+    CODEGEN_SIMT,
+    CODEGEN_SUBGROUP_SHUFFLE,
     DEVICE_ERROR,
     FLOAT16_ARITHMETIC,
     HOST_MEMORY,
@@ -37,6 +45,9 @@ from .plugin import (
     OK,
     OUT_OF_MEMORY,
     VERSION_MISMATCH,
+    BufferArg,
+    CodegenTarget,
+    CompileError,
     Kernel,
     Plugin,
     PluginError,
@@ -45,9 +56,10 @@ from .plugin import (
 from .views import DTYPE_CODES, KernelCall, View, numpy_dtype
 
 __all__ = [
-    "ACCEPTS_STRIDED", "BFLOAT16_ARITHMETIC", "DEVICE_ERROR", "DTYPE_CODES",
-    "FLOAT16_ARITHMETIC", "HOST_MEMORY", "INTERNAL", "INVALID_ARGUMENT", "NOT_FOUND",
-    "NOT_READY", "NOT_SUPPORTED", "OK", "OUT_OF_MEMORY", "VERSION_MISMATCH", "Kernel",
-    "KernelCall", "Plugin", "PluginError", "PrepareError", "View", "kernel", "numpy_dtype",
-    "prepare",
+    "ACCEPTS_STRIDED", "BFLOAT16_ARITHMETIC", "CODEGEN_FLOAT16", "CODEGEN_FLOAT64",
+    "CODEGEN_SERIALIZE", "CODEGEN_SIMT", "CODEGEN_SUBGROUP_SHUFFLE", "DEVICE_ERROR",
+    "DTYPE_CODES", "FLOAT16_ARITHMETIC", "HOST_MEMORY", "INTERNAL", "INVALID_ARGUMENT",
+    "NOT_FOUND", "NOT_READY", "NOT_SUPPORTED", "OK", "OUT_OF_MEMORY", "VERSION_MISMATCH",
+    "BufferArg", "CodegenTarget", "CompileError", "Kernel", "KernelCall", "Plugin",
+    "PluginError", "PrepareError", "View", "kernel", "numpy_dtype", "prepare",
 ]

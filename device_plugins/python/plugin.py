@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .views import DTYPE_CODES, KernelCall, header_enum
 
@@ -47,6 +47,14 @@ BFLOAT16_ARITHMETIC = _DEVICE_FLAGS["HWP_DEVICE_BFLOAT16_ARITHMETIC"]
 
 ACCEPTS_STRIDED = header_enum("HWP_KernelFlag", "kernel.h")["HWP_KERNEL_ACCEPTS_STRIDED"]
 
+# HWP_CodegenFlag bits of a codegen target (codegen.h).
+_CODEGEN_FLAGS = header_enum("HWP_CodegenFlag", "codegen.h")
+CODEGEN_SIMT = _CODEGEN_FLAGS["HWP_CODEGEN_SIMT"]
+CODEGEN_SUBGROUP_SHUFFLE = _CODEGEN_FLAGS["HWP_CODEGEN_SUBGROUP_SHUFFLE"]
+CODEGEN_FLOAT16 = _CODEGEN_FLAGS["HWP_CODEGEN_FLOAT16"]
+CODEGEN_FLOAT64 = _CODEGEN_FLAGS["HWP_CODEGEN_FLOAT64"]
+CODEGEN_SERIALIZE = _CODEGEN_FLAGS["HWP_CODEGEN_SERIALIZE"]
+
 
 class PluginError(Exception):
     """Raised by a plugin method: the call returns ``status`` with the message as its error."""
@@ -54,6 +62,42 @@ class PluginError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class CompileError(PluginError):
+    """Raised by ``codegen_compile`` for source that does not compile: the call returns
+    HWP_ERROR_INVALID_ARGUMENT and ``log`` (the compiler's output) goes into the host's log
+    buffer, truncated to its capacity."""
+
+    def __init__(self, log: str, message: str = "the source does not compile") -> None:
+        super().__init__(INVALID_ARGUMENT, message)
+        self.log = log
+
+
+@dataclass(frozen=True)
+class CodegenTarget:
+    """What ``codegen_target(device)`` returns: HWP_CodegenTargetInfo's fields (codegen.h,
+    docs/codegen.md says how the compiler reads each). ``dialects`` preferred first;
+    ``flags`` are CODEGEN_* bits (set CODEGEN_SERIALIZE only where codegen_serialize works)."""
+
+    dialects: tuple[str, ...]
+    architecture: str
+    flags: int = 0
+    simd_width: int = 1
+    preferred_vector_width: int = 1
+    max_group_size: int = 1
+    compute_units: int = 1
+    local_memory_bytes: int = 0
+    max_grid_size: int = 0  # groups in grid dimension 0; 0 = 2^31 - 1
+
+
+class BufferArg(NamedTuple):
+    """A buffer argument of a codegen launch: the plugin's buffer object (None for a NULL
+    buffer) and a byte offset into it. int64 arguments arrive as ``int``, float64 as
+    ``float``."""
+
+    buffer: Any
+    byte_offset: int
 
 
 @dataclass(frozen=True)
@@ -146,6 +190,24 @@ class Plugin:
     #   create_event(device) -> obj; destroy_event(device, e); record_event(device, s, e)
     #   synchronize_event(device, e); query_event(device, e) -> bool
     #   stream_wait_event(device, s, e)
+
+    # ---- codegen table (optional as a whole: override codegen_target) -------------------
+    # A device runtime plus a codegen target is a complete port: hwport's compiler renders
+    # every op it has no kernel for in one of the target's dialects (docs/codegen.md: the
+    # kernel conventions of "c99", "opencl-c-1.2", "cuda-c++17") and the methods below build
+    # and launch it. The base class checks devices, dialects (compile and deserialize only see
+    # one the target lists), handles, grid and group sizes (>= 1, within max_grid_size and
+    # max_group_size) and argument kinds; a NULL stream launch is complete on return.
+    #   codegen_target(device) -> CodegenTarget | None    (None: HWP_ERROR_NOT_SUPPORTED)
+    #   codegen_compile(device, dialect, source, options: str) -> module   REQUIRED with it;
+    #       raise CompileError(log) for source that does not compile
+    #   codegen_function(module, name) -> function   REQUIRED; PluginError(NOT_FOUND) if none
+    #   codegen_launch(device, function, stream, grid, group, args)   REQUIRED: enqueue on the
+    #       stream and return; grid and group are (x, y, z), args [BufferArg | int | float]
+    #   codegen_unload(module)   (default: drops the reference)
+    #   codegen_serialize(module) -> bytes and codegen_deserialize(device, dialect, data) ->
+    #       module: both or neither (any exception in deserialize: HWP_ERROR_INVALID_ARGUMENT,
+    #       the host compiles the source again)
 
     # ---- kernels -----------------------------------------------------------------------
     def kernels(self) -> Iterator[Kernel]:

@@ -2,16 +2,33 @@
 
 Buffers are ``cl.Buffer``, streams are in-order command queues, events are markers, kernels are
 OpenCL C built by pyopencl on first use. Elementwise kernels take contiguous inputs (the host
-makes strided ones contiguous with this plugin's ``copy`` kernel, which takes any view).
+makes strided ones contiguous with this plugin's ``copy`` kernel, which takes any view). Its
+codegen target is pyopencl's build of "opencl-c-1.2" (codegen.h's conventions), launched on the
+same queues: every other op runs as a kernel hwport's compiler generates.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import numpy as np
 
-from hwport.device_plugins.python import DTYPE_CODES, Kernel, Plugin
+from hwport.device_plugins.python import (
+    CODEGEN_FLOAT16,
+    CODEGEN_FLOAT64,
+    CODEGEN_SERIALIZE,
+    CODEGEN_SIMT,
+    DTYPE_CODES,
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    BufferArg,
+    CodegenTarget,
+    CompileError,
+    Kernel,
+    Plugin,
+    PluginError,
+)
 
 try:
     import pyopencl as cl
@@ -55,6 +72,8 @@ ITEM_TYPES = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
 
 COMPLETE = cl.command_execution_status.COMPLETE if cl else 0
+PROBE = "__kernel void probe(__global int *p) { p[get_global_id(0)] = 1; }"
+MAGIC = b"HWPPYCL1"  # serialized modules: magic, device digest, binary digest, binary
 
 
 class Event:
@@ -227,3 +246,69 @@ class PyOpenCLDevice(Plugin):
                 yield Kernel(op, dtype, lambda call, op=op: self.elementwise(op, call))
         for dtype in DTYPE_CODES:
             yield Kernel("copy", dtype, self.copy, strided=True)
+
+    # ---- codegen target: dialect "opencl-c-1.2", pyopencl's build ----------------------
+    def identity(self, device):
+        d = self.devices[device]
+        text = "\0".join((d.platform.name, d.name, d.vendor, d.driver_version))
+        return hashlib.sha256(text.encode()).digest()[:16]
+
+    def codegen_target(self, device):
+        d = self.devices[device]
+        if not d.opencl_c_version.startswith(("OpenCL C 1.2", "OpenCL C 2", "OpenCL C 3")):
+            return None
+        probe = cl.Program(self.context, PROBE).build(devices=[d])
+        back = self.codegen_deserialize(device, "", self.codegen_serialize(probe))  # round trip
+        simd = cl.Kernel(back, "probe").get_work_group_info(
+            cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, d)
+        flags = CODEGEN_SIMT | CODEGEN_SERIALIZE | (CODEGEN_FLOAT64 if d.double_fp_config else 0)
+        return CodegenTarget(("opencl-c-1.2",), f"{d.name} (driver {d.driver_version})",
+                             flags | (CODEGEN_FLOAT16 if "cl_khr_fp16" in d.extensions else 0),
+                             simd_width=simd, preferred_vector_width=d.preferred_vector_width_float
+                             or 1, max_group_size=d.max_work_group_size,
+                             compute_units=d.max_compute_units, local_memory_bytes=d.local_mem_size)
+
+    def codegen_compile(self, device, dialect, source, options):
+        opts = ["-cl-opt-disable" if o == "-O0" else o for o in options.split()
+                if o == "-O0" or not o.startswith("-O")]  # OpenCL optimizes by default
+        if not any(o.startswith("-cl-std=") for o in opts):
+            opts.append("-cl-std=CL1.2")
+        program, d = cl.Program(self.context, source), self.devices[device]
+        try:
+            return program.build(opts, devices=[d])
+        except cl.RuntimeError as exc:  # the build failed: the compiler's output is its log
+            raise CompileError(program.get_build_info(d, cl.program_build_info.LOG) or str(exc),
+                               f"the OpenCL C does not compile: {exc}") from None
+
+    def codegen_function(self, module, name):
+        try:
+            kernel = cl.Kernel(module, name)
+        except cl.Error as exc:
+            raise PluginError(NOT_FOUND, f"the module has no kernel {name!r} ({exc})") from None
+        return kernel, threading.Lock()  # one thread at a time sets a kernel's arguments
+
+    def codegen_launch(self, device, function, stream, grid, group, args):
+        kernel, lock = function
+        values = [v for a in args for v in ((a.buffer, np.uint64(a.byte_offset))
+                  if isinstance(a, BufferArg) else (np.int64(a),) if isinstance(a, int)
+                  else (np.float64(a),))]
+        if len(values) != kernel.num_args:
+            raise PluginError(INVALID_ARGUMENT, f"{kernel.function_name} has {kernel.num_args} "
+                              f"parameters, the arguments make {len(values)}")
+        with lock:
+            kernel.set_args(*values)
+            self.enqueue(device, stream, cl.enqueue_nd_range_kernel, kernel,
+                         [n * g for n, g in zip(grid, group, strict=True)], list(group))
+
+    def codegen_serialize(self, module):
+        built = zip(module.get_info(cl.program_info.DEVICES),
+                    module.get_info(cl.program_info.BINARIES), strict=True)
+        device, binary = next((self.devices.index(d), b) for d, b in built if b)
+        return MAGIC + self.identity(device) + hashlib.sha256(binary).digest()[:16] + binary
+
+    def codegen_deserialize(self, device, dialect, data):
+        head, binary = data[:40], data[40:]
+        if head != MAGIC + self.identity(device) + hashlib.sha256(binary).digest()[:16]:
+            raise ValueError("not this device's serialized module, or corrupt")
+        d = self.devices[device]
+        return cl.Program(self.context, [d], [binary]).build(devices=[d])

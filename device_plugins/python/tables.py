@@ -20,10 +20,21 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from . import codegen_table
 from . import plugin as P
 from .views import DTYPE_NAMES, KernelCall, View
 
 _LIVE: list[Any] = []  # every bridge: the C side keeps pointers into it for the process's life
+
+
+def _immortal(obj: Any) -> None:
+    """One reference to ``obj`` that is never released, not even when the interpreter clears
+    module globals at exit: the host may still call the tables then (a compiled module or a
+    tensor released by the garbage collector calls unload or deallocate), and a freed cffi
+    callback would be a jump into freed memory."""
+    import ctypes
+
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 # Optional functions: table field -> the Plugin method that provides it.
 _OPTIONAL_DEVICE = ("init_device", "deinit_device", "set_device")
@@ -188,6 +199,8 @@ class Bridge:
             stream.struct_size = ffi.sizeof("HWP_StreamTable")
             self._stream_table(stream)
             api.stream = stream
+        if codegen_table.check_methods(plugin):
+            api.codegen = codegen_table.CodegenBridge(self).table()
         if P.provides(plugin, "shutdown"):
             api.shutdown = self.callback(dict(t.fields)["shutdown"].type, "shutdown",
                                          plugin.shutdown)
@@ -543,6 +556,7 @@ def init(ffi: Any, lib: Any, config: dict[str, Any], host: Any, out: Any, error:
         bridge = Bridge(ffi, lib, load_target(config["target"]))
         api = bridge.build(host)
         _LIVE.append(bridge)
+        _immortal(bridge)
         out[0] = api
         return P.OK
     except P.PluginError as exc:

@@ -67,19 +67,26 @@ def test_hwcheck_checks_the_python_examples_through_the_c_abi(tmp_path):
                  "stream::null_stream_waits_all_streams", "device::synchronize_all_streams",
                  "memory::async_copies", "memory::memset", "memory::d2d_offsets"):
         assert ocl[case]["status"] == "PASS", (case, ocl[case]["message"])
-    _check_paths(ocl)
+    # its codegen target passes the abi suite's codegen checks, serialization included
+    for case in ("abi::codegen_compile_error", "abi::codegen_launch", "abi::codegen_serialize"):
+        assert ocl[case]["status"] == "PASS", (case, ocl[case]["message"])
+    _check_paths(ocl, codegen=True)
 
 
-def _check_paths(results: dict[str, dict]) -> None:
+def _check_paths(results: dict[str, dict], codegen: bool = False) -> None:
     """Broadcast and strided inputs reach the kernels through the plugin's own copy kernel;
-    only the int32 operand of the mixed cases is cast on the CPU fallback (no cast kernel)."""
+    the int32 operand of the mixed cases (no cast kernel) is cast on the CPU fallback, or by a
+    kernel the eager JIT compiled through the plugin's codegen target."""
     kernels = {i: r["details"] for i, r in results.items() if i.startswith("kernels::")}
     assert len(kernels) > 10
     for case, details in kernels.items():
-        if "/mixed-" in case:
+        if "/mixed-" in case and codegen:
+            assert details["path"] == "native" and details["compiled_ops"] == ["cast"], case
+        elif "/mixed-" in case:
             assert details["path"] == "fallback" and details["fallback_ops"] == ["cast"], case
         else:
-            assert details["path"] == "native", (case, details["fallback_ops"])
+            assert details["path"] == "native", (case, details.get("fallback_ops"))
+            assert "compiled_ops" not in details, case
 
 
 @pytest.mark.slow
