@@ -38,11 +38,17 @@ class _Entry:
     module: Any  # compile.CompiledModule
 
 
+_PLANS_MAX = 4096  # launch plans kept (then forgotten all at once)
+
+
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 _INTS = ("int8", "uint8", "int16", "int32", "int64")
 _entries: dict[tuple, _Entry] = {}
 _unsupported: dict[tuple, str] = {}  # key -> why lower_group refused
 _unsupported_ops: dict[str, str] = {}  # op -> the last reason (for reports)
+# (op, dtype, place, attrs, dtypes, exact shapes) -> [(function, grid, group, args)], None
+# when refused: a repeated call of the same shapes skips the lookup and launch computation
+_plans: dict[tuple, list[tuple] | None] = {}
 
 
 def _freeze(v: Any) -> Any:
@@ -169,42 +175,73 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
     if not enabled():
         return False
     STATS["calls"] += 1
-    shapes = [tuple(int(d) for d in t.shape) for t in [*inputs, *outputs]]
-    key = (op, dtype, str(place), _freeze(attrs),
-           tuple(str(t.dtype) for t in [*inputs, *outputs]), shape_class(shapes))
-    if key in _unsupported:
-        return False
-    entry = _entries.get(key)
-    if entry is None:
-        entry = _entry(key, op, place, inputs, outputs, attrs)
-        if entry is None:
+    tensors = [*inputs, *outputs]
+    shapes = [tuple(t.shape) for t in tensors]
+    call = (op, dtype, str(place), _freeze(attrs), tuple(str(t.dtype) for t in tensors),
+            tuple(shapes))
+    plan = _plans.get(call, False)
+    if plan is False:  # not a call of these exact shapes seen before
+        key = (*call[:5], shape_class(shapes))
+        if key in _unsupported:
             return False
-    lowered = entry.lowered
-    dims = {("in", i): s for i, s in enumerate(shapes[:len(inputs)])}
-    dims.update({("out", j): s for j, s in enumerate(shapes[len(inputs):])})
-    launches = lowered.launches(dims)
-    if launches is None or any(launch.scratch for launch in launches):
-        return False  # this call refused (an argsort row too long for its rank sort)
+        entry = _entries.get(key)
+        if entry is None:
+            entry = _entry(key, op, place, inputs, outputs, attrs)
+            if entry is None:
+                return False
+        plan = _plan(entry, shapes, len(inputs))
+        with _lock:
+            if len(_plans) >= _PLANS_MAX:
+                _plans.clear()
+            _plans[call] = plan
+    if plan is None:
+        return False  # this call refused (a launch plan that does not take these shapes)
     # An empty input has no buffer (a NULL handle some plugins refuse); its kernels never read
     # it, so any tensor of the call with storage stands in for it.
-    stand_in = next((t for t, s in zip([*outputs, *inputs], [*shapes[len(inputs):],
-                                                              *shapes[:len(inputs)]],
-                                       strict=True) if math.prod(s) > 0), None)
-    for launch in launches:
+    stand_in = None
+    for fn, grid, group, spec in plan:
         args: list[Any] = []
-        for kind, value in launch.args:
+        for kind, value in spec:
             if kind == "in":
-                empty = math.prod(shapes[value]) == 0 and stand_in is not None
-                args.append(stand_in if empty else inputs[value])
+                args.append(inputs[value])
             elif kind == "out":
                 args.append(outputs[value])
-            elif kind == "i64":
-                args.append(int(value))
+            elif kind == "stand_in":
+                if stand_in is None:
+                    stand_in = next((t for t, s in zip([*outputs, *inputs],
+                                                       [*shapes[len(inputs):],
+                                                        *shapes[:len(inputs)]], strict=True)
+                                     if math.prod(s) > 0), None)
+                args.append(stand_in if stand_in is not None else inputs[value])
             else:
-                args.append(float(value))
-        entry.module.function(launch.kernel).launch(list(launch.grid), list(launch.group), args)
+                args.append(value)
+        fn.launch(grid, group, args)
     STATS["launched"] += 1
     return True
+
+
+def _plan(entry: _Entry, shapes: list[tuple[int, ...]], n_in: int) -> list[tuple] | None:
+    """The launches of a call of these shapes: (function, grid, group, args) with args
+    ("in", i) / ("out", j) / ("stand_in", i) (an empty input) or a converted scalar; None:
+    refused."""
+    dims = {("in", i): s for i, s in enumerate(shapes[:n_in])}
+    dims.update({("out", j): s for j, s in enumerate(shapes[n_in:])})
+    launches = entry.lowered.launches(dims)
+    if launches is None or any(launch.scratch for launch in launches):
+        return None
+    out = []
+    for launch in launches:
+        spec: list[tuple[str, Any]] = []
+        for kind, value in launch.args:
+            if kind == "in":
+                spec.append(("stand_in" if math.prod(shapes[value]) == 0 else "in", value))
+            elif kind == "out":
+                spec.append(("out", value))
+            else:
+                spec.append(("value", int(value) if kind == "i64" else float(value)))
+        out.append((entry.module.function(launch.kernel), list(launch.grid),
+                    list(launch.group), spec))
+    return out
 
 
 def install() -> None:
@@ -240,6 +277,7 @@ def reset() -> None:
     """Forgets the lowered groups and the unsupported keys (tests)."""
     with _lock:
         _entries.clear()
+        _plans.clear()
         _unsupported.clear()
         _unsupported_ops.clear()
         for k in STATS:
