@@ -1,19 +1,42 @@
 """cupy_device: a CUDA port through CuPy. Memory comes from CuPy's pool, streams and events are
 CuPy's, kernels are CuPy's elementwise kernels (its ufuncs) over views of the plugin's memory.
+Its codegen target is "cuda-c++17" through NVRTC (CuPy's compiler; modules are the compiled
+images, loaded with cuModuleLoadData), so every other op runs as a generated kernel.
 Without CuPy or a GPU it loads with 0 devices and says why (the host then skips it cleanly).
 """
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
-from hwport.device_plugins.python import DTYPE_CODES, Kernel, Plugin, numpy_dtype
+from hwport.device_plugins.python import (
+    CODEGEN_FLOAT16,
+    CODEGEN_FLOAT64,
+    CODEGEN_SERIALIZE,
+    CODEGEN_SIMT,
+    CODEGEN_SUBGROUP_SHUFFLE,
+    DTYPE_CODES,
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    BufferArg,
+    CodegenTarget,
+    CompileError,
+    Kernel,
+    Plugin,
+    PluginError,
+    numpy_dtype,
+)
 
 try:
     import cupy
+    import cupy.cuda.compiler
+    import cupy.cuda.function
 except ImportError:
     cupy = None
 
+MAGIC = b"HWPCUPY1"  # serialized modules: magic, device digest, image digest, image
 UFUNCS = ("abs", "negative:neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "add",
           "subtract", "multiply", "divide", "maximum", "minimum", "equal", "less:less_than")
 
@@ -148,3 +171,64 @@ class CupyDevice(Plugin):
         for dtype in DTYPE_CODES:
             yield Kernel("copy", dtype, lambda c: self.launch(
                 lambda x, out: cupy.copyto(out, x), c), True)
+
+    # ---- codegen target: dialect "cuda-c++17" through NVRTC ----------------------------
+    def identity(self, device):
+        p = cupy.cuda.runtime.getDeviceProperties(device)
+        text = f"{p['name']!r} sm_{p['major']}{p['minor']} {cupy.cuda.runtime.driverGetVersion()}"
+        return hashlib.sha256(text.encode()).digest()[:16]
+
+    def codegen_target(self, device):
+        p = cupy.cuda.runtime.getDeviceProperties(device)
+        flags = CODEGEN_SIMT | CODEGEN_SUBGROUP_SHUFFLE | CODEGEN_FLOAT64 | CODEGEN_SERIALIZE
+        if (p["major"], p["minor"]) >= (5, 3):
+            flags |= CODEGEN_FLOAT16
+        return CodegenTarget(("cuda-c++17",), f"sm_{p['major']}{p['minor']}", flags,
+                             simd_width=p["warpSize"], preferred_vector_width=4,
+                             max_group_size=p["maxThreadsPerBlock"],
+                             compute_units=p["multiProcessorCount"],
+                             local_memory_bytes=p["sharedMemPerBlock"],
+                             max_grid_size=p["maxGridSize"][0])
+
+    def load(self, device, image):
+        with cupy.cuda.Device(device):
+            module = cupy.cuda.function.Module()
+            module.load(image)
+        return module, image, device
+
+    def codegen_compile(self, device, dialect, source, options):
+        opts = tuple(o for o in options.split() if not o.startswith("-O"))  # NVRTC takes no -O
+        opts += () if any("-std=" in o for o in opts) else ("-std=c++17",)
+        try:
+            with cupy.cuda.Device(device):  # -arch: this device's
+                image = cupy.cuda.compiler.compile_using_nvrtc(source, opts)
+        except cupy.cuda.compiler.CompileException as exc:
+            raise CompileError(str(exc)) from None
+        image = image[0] if isinstance(image, tuple) else image  # (image, names) since v9
+        return self.load(device, image.encode() if isinstance(image, str) else image)
+
+    def codegen_function(self, module, name):
+        try:
+            return module[0].get_function(name), module[2]
+        except cupy.cuda.driver.CUDADriverError as exc:
+            raise PluginError(NOT_FOUND, f"the module has no kernel {name!r} ({exc})") from None
+
+    def codegen_launch(self, device, function, stream, grid, group, args):
+        fn, _ = function
+        if max(grid[1], grid[2]) > 65535:
+            raise PluginError(INVALID_ARGUMENT, f"grid {grid}: y and z at most 65535")
+        values = [np.uint64(0 if a.buffer is None else a.buffer.ptr + a.byte_offset)  # T *
+                  if isinstance(a, BufferArg) else np.int64(a) if isinstance(a, int)
+                  else np.float64(a) for a in args]
+        with cupy.cuda.Device(device):
+            fn(grid, group, tuple(values), stream=self.stream(stream))
+
+    def codegen_serialize(self, module):
+        _, image, device = module
+        return MAGIC + self.identity(device) + hashlib.sha256(image).digest()[:16] + image
+
+    def codegen_deserialize(self, device, dialect, data):
+        head, image = data[:40], data[40:]
+        if head != MAGIC + self.identity(device) + hashlib.sha256(image).digest()[:16]:
+            raise ValueError("not this device's serialized module, or corrupt")
+        return self.load(device, image)

@@ -6,6 +6,8 @@
   functions cached per module, launch checks and the arguments the plugin receives, unload,
   serialize's size query and capacity, deserialize of bad bytes, a device without a target,
   and incomplete method sets refused at load;
+- cupy_device's "cuda-c++17" target (NVRTC): without CuPy or a GPU it loads with its table and
+  0 devices (skipped cleanly); where both are, the same ops run through NVRTC-built kernels;
 - pyopencl_device's "opencl-c-1.2" target on PoCL: a fused group compiled by to_static's CINN
   backend, ops the plugin has no kernel for run by the eager JIT (no CPU fallback), a compile
   error's build log. The full hwcheck certification is test_python_plugin_hwcheck's (slow).
@@ -18,7 +20,7 @@ import json
 
 import pytest
 
-from .conftest import PYOPENCL_DEVICE, run_ok
+from .conftest import CUPY_DEVICE, PYOPENCL_DEVICE, run_ok
 
 TOY = '''
 import numpy as np
@@ -260,4 +262,43 @@ def test_pyopencl_device_compiles_fused_groups_and_jits_ops(tmp_path, plugin_env
     assert s["jit"]["sum"] < 1e-4 and s["jit"]["maximum"] == 0 and s["jit"]["cast"] == 0
     assert s["fell"] == []
     assert {"sum", "maximum", "cast"} <= set(s["compiled"]), s["compiled"]
+    assert "no_such_name" in s["log"]
+
+
+def test_cupy_device_has_an_nvrtc_target_or_skips_cleanly(tmp_path, plugin_env):
+    out = run_ok("""
+        import json
+        import numpy as np
+        import hwport
+        rt = hwport.runtime
+        (p,) = [q for q in rt.plugins() if q["device_type"] == "cupy"]
+        seen = {"plugin": p, "errors": rt.plugin_errors()}
+        if p["device_count"]:
+            from hwport.runtime import _core
+            where = "custom:cupy"
+            seen["info"] = _core.codegen_target_info(where)
+            a = np.linspace(-3, 3, 4099, dtype=np.float32)
+            x = hwport.to_tensor(a, place=where)
+            rt.reset_fallback_stats()
+            seen["sum"] = float(abs(x.sum().numpy() - a.sum()))
+            seen["cast"] = x.astype("int32").numpy().tolist() == a.astype(np.int32).tolist()
+            seen["fell"] = [list(k) for k in rt.fallback_stats()]
+            seen["compiled"] = sorted(k[0] for k in rt.compiled_stats() if k[1] == "cupy")
+            try:
+                _core.codegen_compile(where, "cuda-c++17", 'extern "C" __global__ void f(int *p) '
+                                      "{ p[0] = no_such_name; }", "")
+            except rt.CodegenCompileError as exc:
+                seen["log"] = exc.log
+        print(json.dumps(seen))
+    """, plugin_env(CUPY_DEVICE, HWPORT_CINN_CACHE_DIR=str(tmp_path / "cinn")))
+    s = json.loads(out.splitlines()[-1])
+    p = s["plugin"]
+    assert s["errors"] == [] and p["has_codegen_target"] and "codegen" in p["optional"], s
+    if not p["device_count"]:
+        assert p["device_count_note"], p
+        pytest.skip(f"cupy_device has no device here: {p['device_count_note']}")
+    assert s["info"]["dialects"] == ["cuda-c++17"] and s["info"]["serialize"], s["info"]
+    assert s["info"]["architecture"].startswith("sm_"), s["info"]
+    assert s["sum"] < 1e-2 and s["cast"] and s["fell"] == [], s
+    assert {"sum", "cast"} <= set(s["compiled"]), s["compiled"]
     assert "no_such_name" in s["log"]
