@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,7 @@ class OpDef:
     kernel: str | None = None
     kernel_dtypes: tuple[str, ...] = ()  # dtypes kernels are registered for (default: dtypes)
     api: ApiDef | None = None
+    spmd: SpmdSpec | None = None  # the SPMD dim mapping (ops.yaml `spmd`; see parse_spmd)
     attr_map: dict[str, AttrDef] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -151,6 +154,151 @@ def _api(raw: dict[str, Any] | None, inputs: tuple[InputDef, ...], attrs: list[A
     if missing:
         raise bad(f"api: required inputs {missing} are not in params")
     return api
+
+
+# ---- the SPMD dim mapping (ops.yaml `spmd`; the grammar is in ops.yaml's header) ----------
+SPMD_CLAUSES = {"replicate", "reduce", "permute", "reshape", "insert", "index", "vec", "swap",
+                "linear", "addend"}
+SPMD_SELECTORS = {"axis", "dims", "last", "pairs", "repeats"}
+SPMD_REDUCE_TYPES = {"sum", "avg", "max", "min", "prod", "any", "all", "none"}
+_SPMD_OPERAND = re.compile(r"^(\.\.\.)?([a-z]*)$")
+_SPMD_CLAUSE = re.compile(r"^(\w+)\(([^()]*)\)(?:\s+if\s+(.+))?$")
+_SPMD_COND = re.compile(r"^(?:(not)\s+)?(\w+)(?:\s*(==|!=)\s*(\w+))?$")
+
+
+@dataclass(frozen=True)
+class SpmdOperand:
+    """One tensor of the einsum: `...` (the dims the letters leave, numpy-broadcast) and
+    letters; replicated: `_` (the tensor is replicated whatever the others are)."""
+    ellipsis: bool = False
+    letters: str = ""
+    replicated: bool = False
+
+
+@dataclass(frozen=True)
+class SpmdClause:
+    name: str
+    args: tuple[str, ...]
+    cond: tuple[bool, str, str | None, str | None] | None = None  # (negated, name, op, word)
+
+
+@dataclass(frozen=True)
+class SpmdSpec:
+    text: str
+    inputs: tuple[SpmdOperand, ...]
+    outputs: tuple[SpmdOperand, ...]
+    clauses: tuple[SpmdClause, ...]
+
+    @property
+    def letters(self) -> set[str]:
+        return {c for o in (*self.inputs, *self.outputs) for c in o.letters}
+
+
+def parse_spmd(text: str, inputs: Sequence[InputDef], attrs: Sequence[AttrDef],
+               outputs: Sequence[InputDef]) -> SpmdSpec:
+    """An op's `spmd` string, checked against its inputs, attrs and outputs (ValueError)."""
+    parts = [p.strip() for p in text.split(";")]
+    if "->" not in parts[0]:
+        raise ValueError(f"spmd {text!r}: the first part must be an einsum `ins->outs`")
+    lhs, rhs = parts[0].split("->", 1)
+
+    def operands(side: str, defs: Sequence[InputDef], what: str) -> tuple[SpmdOperand, ...]:
+        items = [t.strip() for t in side.split(",")] if side.strip() else []
+        if len(items) != len(defs):
+            raise ValueError(f"spmd {text!r}: {len(items)} {what} operands for the op's "
+                             f"{len(defs)} {what}s {[d.name for d in defs]}")
+        out = []
+        for item in items:
+            if item == "_":
+                out.append(SpmdOperand(replicated=True))
+                continue
+            m = _SPMD_OPERAND.match(item)
+            if not m or len(set(m.group(2))) != len(m.group(2)):
+                raise ValueError(f"spmd {text!r}: bad operand {item!r} (`_`, or an optional "
+                                 "`...` then distinct lowercase letters)")
+            out.append(SpmdOperand(bool(m.group(1)), m.group(2)))
+        return tuple(out)
+
+    ins = operands(lhs, inputs, "input")
+    outs = operands(rhs, outputs, "output")
+    in_letters = {c for o in ins for c in o.letters}
+    attr_types = {a.name: a.type for a in attrs}
+    in_names = [i.name for i in inputs]
+    optional = {i.name for i in inputs if i.optional}
+    letters = in_letters | {c for o in outs for c in o.letters}
+    clauses = []
+    for part in parts[1:]:
+        m = _SPMD_CLAUSE.match(part)
+        if not m:
+            raise ValueError(f"spmd {text!r}: bad clause {part!r} (`name(args)` [if cond])")
+        name, args = m.group(1), tuple(a.strip() for a in m.group(2).split(",") if a.strip())
+        if name not in SPMD_CLAUSES:
+            raise ValueError(f"spmd {text!r}: unknown clause {name!r} (one of "
+                             f"{sorted(SPMD_CLAUSES)})")
+        cond = None
+        if m.group(3):
+            c = _SPMD_COND.match(m.group(3).strip())
+            if not c or (c.group(2) not in attr_types and c.group(2) not in optional):
+                raise ValueError(f"spmd {text!r}: bad condition {m.group(3)!r} (`[not] attr`, "
+                                 "`attr == word`, `attr != word`; or an optional input)")
+            cond = (bool(c.group(1)), c.group(2), c.group(3), c.group(4))
+
+        def need(ok: bool, what: str, name: str = name) -> None:
+            if not ok:
+                raise ValueError(f"spmd {text!r}: {name}(...): {what}")
+
+        def selector(arg: str) -> None:
+            if arg in letters:
+                return
+            kind, _, val = arg.partition(":")
+            need(kind in SPMD_SELECTORS and (val in attr_types or val.isdigit()),
+                 f"{arg!r} is neither a letter of the einsum nor a selector kind:attr with "
+                 f"kind one of {sorted(SPMD_SELECTORS)}")
+
+        if name == "replicate":
+            need(bool(args), "names letters or selectors")
+            for a in args:
+                selector(a)
+        elif name == "reduce":
+            need(2 <= len(args) <= 3 and args[-1] in SPMD_REDUCE_TYPES,
+                 f"takes (dims, [keepdim attr], type in {sorted(SPMD_REDUCE_TYPES)})")
+            selector(args[0])
+            if len(args) == 3:
+                need(attr_types.get(args[1]) == "bool", f"{args[1]!r} is not a bool attr")
+        elif name in ("permute", "insert"):
+            need(len(args) == 1 and args[0] in attr_types, "takes one attr")
+        elif name == "reshape":
+            need(not args, "takes no arguments")
+        elif name == "index":
+            need(len(args) == 2 and args[0] in attr_types and args[1] in in_letters,
+                 "takes (axis attr, the index operand's letter)")
+        elif name in ("vec", "swap"):
+            n = 2 if name == "vec" else 1
+            need(len(args) == n and args[0] in in_names, "names an input first")
+            op_letters = ins[in_names.index(args[0])].letters
+            need(len(op_letters) >= 2 and (name == "swap" or args[1] in op_letters),
+                 "needs an input with >= 2 letters (and vec: one of them)")
+        else:  # linear, addend
+            need(bool(args) and all(a in in_names for a in args), "names inputs")
+        clauses.append(SpmdClause(name, args, cond))
+    for o in outs:
+        need_ok = o.replicated or set(o.letters) <= in_letters or any(
+            c.name == "index" for c in clauses)
+        if not need_ok or (o.ellipsis and not any(i.ellipsis for i in ins)):
+            raise ValueError(f"spmd {text!r}: an output uses a letter or `...` no input has")
+    return SpmdSpec(text, ins, outs, tuple(clauses))
+
+
+def _spmd(raw: Any, inputs: tuple[InputDef, ...], attrs: list[AttrDef],
+          outputs: tuple[InputDef, ...], bad: Any) -> SpmdSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise bad("spmd must be a string")
+    try:
+        return parse_spmd(raw, inputs, attrs, outputs)
+    except ValueError as e:
+        raise bad(str(e)) from None
 
 
 def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
@@ -234,6 +382,8 @@ def _parse(raw: dict[str, Any]) -> dict[str, OpDef]:
             kernel=entry.get("kernel"),
             kernel_dtypes=tuple(_group(entry.get("kernel_dtypes", entry["dtypes"]))),
             api=api,
+            spmd=_spmd(entry.get("spmd"), inputs, attrs, _io(entry.get("outputs") or ["out"]),
+                       bad),
             attr_map={a.name: a for a in attrs},
         )
         ops[name] = op
