@@ -1,9 +1,17 @@
 """Semi-automatic parallelism (Paddle 3.0's auto-parallel API): ProcessMesh, placements, the
-SPMD rules derived from ops.yaml's `spmd` dim mappings."""
+SPMD rules derived from ops.yaml's `spmd` dim mappings, DistTensor (shard_tensor,
+dtensor_from_local, reshard) and the reshard planner."""
 
 from __future__ import annotations
 
 from .dist_attr import TensorDistAttr
+from .dist_tensor import (
+    DistTensor,
+    dtensor_from_local,
+    dtensor_to_local,
+    reshard,
+    shard_tensor,
+)
 from .placement import Partial, Placement, ReduceType, Replicate, Shard
 from .process_mesh import ProcessMesh
 from .spmd_rules import (
@@ -19,6 +27,7 @@ from .spmd_rules import (
 
 __all__ = [
     "DistMeta",
+    "DistTensor",
     "Partial",
     "Placement",
     "ProcessMesh",
@@ -28,9 +37,13 @@ __all__ = [
     "SpmdError",
     "SpmdResult",
     "TensorDistAttr",
+    "dtensor_from_local",
+    "dtensor_to_local",
     "infer_spmd",
     "local_attrs",
     "ops_without_spmd",
     "reset_spmd_stats",
+    "reshard",
+    "shard_tensor",
     "spmd_stats",
 ]

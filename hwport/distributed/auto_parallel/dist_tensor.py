@@ -1,0 +1,140 @@
+"""DistTensor: a tensor distributed over a ProcessMesh (this rank's local shard, the mesh, the
+placements, the global shape), and Paddle's constructors `shard_tensor`, `dtensor_from_local`,
+`dtensor_to_local`, and `reshard`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .dist_attr import TensorDistAttr
+from .placement import Placement
+from .process_mesh import ProcessMesh, current_rank
+from .simulate import split
+
+
+class DistTensor:
+    """This rank's piece of a distributed tensor. `local` is an hwport Tensor (None on a rank
+    outside the mesh); `shape` the global shape."""
+
+    def __init__(self, local: Any, mesh: ProcessMesh, placements: Sequence[Placement],
+                 shape: Sequence[int], dtype: Any = None, stop_gradient: bool = True) -> None:
+        if len(placements) != mesh.ndim:
+            raise ValueError(f"DistTensor: {len(placements)} placements for a mesh of "
+                             f"{mesh.ndim} dims")
+        self._local = local
+        self._mesh = mesh
+        self._shape = [int(d) for d in shape]
+        self._attr = TensorDistAttr.from_placements(list(placements), len(self._shape))
+        self._dtype = dtype if dtype is not None else getattr(local, "dtype", None)
+        self.stop_gradient = stop_gradient
+
+    # Paddle's names
+    @property
+    def process_mesh(self) -> ProcessMesh:
+        return self._mesh
+
+    @property
+    def placements(self) -> list[Placement]:
+        return self._attr.to_placements(self._mesh.ndim)
+
+    @property
+    def dist_attr(self) -> TensorDistAttr:
+        return self._attr
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self._shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self._dtype
+
+    def is_dist(self) -> bool:
+        return True
+
+    def _local_value(self) -> Any:
+        return self._local
+
+    def __repr__(self) -> str:
+        return (f"DistTensor(shape={self._shape}, dtype={self._dtype}, mesh={self._mesh}, "
+                f"placements={self.placements})")
+
+
+def _to_numpy(data: Any) -> np.ndarray:
+    if hasattr(data, "numpy"):
+        return np.asarray(data.numpy())
+    return np.asarray(data)
+
+
+def _local_tensor(value: np.ndarray, dtype: Any, place: Any, stop_gradient: bool) -> Any:
+    import hwport
+
+    return hwport.to_tensor(np.ascontiguousarray(value), dtype=dtype, place=place,
+                            stop_gradient=stop_gradient)
+
+
+def shard_tensor(data: Any, mesh: ProcessMesh, placements: Sequence[Placement],
+                 dtype: Any = None, place: Any = None, stop_gradient: bool | None = None
+                 ) -> DistTensor:
+    """Distribute `data` (the same global value on every rank) over `mesh`: this rank keeps its
+    shard; a Partial mesh dim keeps the value on coordinate 0 and the reduction's identity
+    (zeros for a sum) elsewhere, as Paddle does."""
+    if stop_gradient is None:
+        stop_gradient = bool(getattr(data, "stop_gradient", True))
+    if place is None and hasattr(data, "place"):
+        place = data.place
+    g = _to_numpy(data)
+    if dtype is None and hasattr(data, "dtype") and not isinstance(data, np.ndarray):
+        dtype = data.dtype
+    attr = TensorDistAttr.from_placements(list(placements), g.ndim)
+    coord = mesh.get_rank_coord(current_rank())
+    local = None
+    if coord is not None:
+        local = _local_tensor(split(g, attr, mesh.shape)[coord], dtype, place, stop_gradient)
+    return DistTensor(local, mesh, attr.to_placements(mesh.ndim), g.shape,
+                      dtype=local.dtype if local is not None else dtype,
+                      stop_gradient=stop_gradient)
+
+
+def dtensor_from_local(local_tensor: Any, mesh: ProcessMesh, placements: Sequence[Placement]
+                       ) -> DistTensor:
+    """A DistTensor from this rank's local tensor; the global shape is the local one times
+    the mesh dim size along each sharded dim (even shards, as Paddle assumes)."""
+    shape = list(local_tensor.shape)
+    attr = TensorDistAttr.from_placements(list(placements), len(shape))
+    for t, m in enumerate(attr.dims_mapping):
+        if m != -1:
+            shape[t] *= mesh.shape[m]
+    return DistTensor(local_tensor, mesh, attr.to_placements(mesh.ndim), shape,
+                      stop_gradient=bool(getattr(local_tensor, "stop_gradient", True)))
+
+
+def dtensor_to_local(dist_tensor: DistTensor, mesh: ProcessMesh | None = None,
+                     placements: Sequence[Placement] | None = None) -> Any:
+    """This rank's local tensor."""
+    return dist_tensor._local_value()
+
+
+def reshard(dist_tensor: DistTensor, mesh: ProcessMesh, placements: Sequence[Placement]
+            ) -> DistTensor:
+    """`dist_tensor` with `placements` on `mesh` (every rank of the job calls it): the planned
+    collectives (reshard_plan.py) run through hwport.distributed (reshard_exec.py)."""
+    from .reshard_exec import execute
+    from .reshard_plan import plan_reshard
+
+    dst = TensorDistAttr.from_placements(list(placements), dist_tensor.ndim)
+    local = dist_tensor._local_value()
+    itemsize = local.element_size() if local is not None and hasattr(local, "element_size") \
+        else 4
+    plan = plan_reshard(dist_tensor.process_mesh, dist_tensor.dist_attr, mesh, dst,
+                        dist_tensor.shape, itemsize)
+    out = execute(plan, local, dist_tensor.shape, dist_tensor.dtype)
+    return DistTensor(out, mesh, dst.to_placements(mesh.ndim), dist_tensor.shape,
+                      dtype=dist_tensor.dtype, stop_gradient=dist_tensor.stop_gradient)

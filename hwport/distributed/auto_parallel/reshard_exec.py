@@ -1,0 +1,195 @@
+"""Runs a ReshardPlan on this rank through hwport.distributed's collectives (Paddle's
+signatures): every rank of the job calls `execute` with the same plan; the groups of each
+step's mesh dim are made (new_group, collectively, in plan order) on first use and cached.
+Local slicing and padding happen on the host (numpy); the collectives run on the tensor's
+place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .placement import ReduceType
+from .reshard_plan import ReshardPlan, ReshardStep
+from .simulate import _IDENTITY, chunk_bounds, coords
+
+
+class HwportBackend:
+    """The collectives of hwport.distributed over hwport Tensors on `place`."""
+
+    def __init__(self, place: Any = None, dtype: Any = None) -> None:
+        import hwport
+        import hwport.distributed as dist
+
+        self.hw, self.dist, self.place, self.dtype = hwport, dist, place, dtype
+        self.np_dtype = np_dtype_of(dtype)
+        self._groups: dict[tuple[int, ...], Any] = {}
+
+    def rank(self) -> int:
+        return int(self.dist.get_rank())
+
+    def group(self, ranks: Sequence[int]) -> Any:
+        key = tuple(int(r) for r in ranks)
+        if key not in self._groups:
+            self._groups[key] = self.dist.new_group(list(key))
+        return self._groups[key]
+
+    def tensor(self, a: np.ndarray) -> Any:
+        return self.hw.to_tensor(np.ascontiguousarray(a), dtype=self.dtype, place=self.place)
+
+    def numpy(self, t: Any) -> np.ndarray:
+        return np.asarray(t.numpy())
+
+    def op(self, rt: ReduceType) -> Any:
+        code = {ReduceType.kRedAny: ReduceType.kRedMax,
+                ReduceType.kRedAll: ReduceType.kRedMin}.get(rt, rt)
+        return int(code)  # ReduceType 0..4 are Paddle's ReduceOp codes
+
+    def all_gather(self, a: np.ndarray, group: Any) -> list[np.ndarray]:
+        out: list[Any] = []
+        self.dist.all_gather(out, self.tensor(a), group=group)
+        return [self.numpy(t) for t in out]
+
+    def all_reduce(self, a: np.ndarray, rt: ReduceType, group: Any) -> np.ndarray:
+        t = self.tensor(a)
+        self.dist.all_reduce(t, op=self.op(rt), group=group)
+        return self.numpy(t)
+
+    def reduce_scatter(self, parts: list[np.ndarray], rt: ReduceType, group: Any
+                       ) -> np.ndarray:
+        out = self.tensor(np.zeros_like(parts[0]))
+        self.dist.reduce_scatter(out, [self.tensor(p) for p in parts], op=self.op(rt),
+                                 group=group)
+        return self.numpy(out)
+
+    def alltoall(self, parts: list[np.ndarray], group: Any) -> list[np.ndarray]:
+        out: list[Any] = []
+        self.dist.alltoall(out_tensor_list=out, in_tensor_list=[self.tensor(p) for p in parts],
+                           group=group)
+        return [self.numpy(t) for t in out]
+
+    def exchange(self, sends: list[tuple[int, np.ndarray]],
+                 recvs: list[tuple[int, tuple[int, ...], Any]]) -> list[np.ndarray]:
+        """Point to point: posts every receive, then every send, then waits (no deadlock)."""
+        bufs = [self.tensor(np.zeros(shape, dtype=dt)) for _, shape, dt in recvs]
+        tasks = [self.dist.irecv(b, src=s) for (s, _, _), b in zip(recvs, bufs, strict=True)]
+        tasks += [self.dist.isend(self.tensor(a), dst=d) for d, a in sends]
+        for t in tasks:
+            t.wait()
+        return [self.numpy(b) for b in bufs]
+
+
+def np_dtype_of(dtype: Any) -> np.dtype:
+    """The numpy dtype of an hwport dtype (or a name); float32 when None."""
+    if dtype is None:
+        return np.dtype(np.float32)
+    name = str(dtype).rsplit(".", 1)[-1]
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _take(a: np.ndarray, dim: int, start: int, stop: int) -> np.ndarray:
+    idx = [slice(None)] * a.ndim
+    idx[dim] = slice(start, stop)
+    return np.ascontiguousarray(a[tuple(idx)])
+
+
+def _pad_to(a: np.ndarray, dim: int, size: int) -> np.ndarray:
+    if a.shape[dim] == size:
+        return a
+    widths = [(0, 0)] * a.ndim
+    widths[dim] = (0, size - a.shape[dim])
+    return np.pad(a, widths)
+
+
+def _my_group(step: ReshardStep, be: Any, me: int) -> tuple[Any, int, int] | None:
+    """Makes every group of the step's mesh dim (all ranks, same order); returns (this rank's
+    group, its index in it, the group size), or None when this rank is not in the mesh."""
+    mesh, i = step.mesh, step.mesh_dim
+    assert i is not None
+    mine = None
+    for c in coords(mesh.shape):
+        if c[i]:
+            continue
+        ranks = [mesh.process_id_at(c[:i] + (k,) + c[i + 1:]) for k in range(mesh.shape[i])]
+        g = be.group(ranks)
+        if me in ranks:
+            mine = (g, ranks.index(me), len(ranks))
+    return mine
+
+
+def run_step(step: ReshardStep, local: np.ndarray | None, shape: Sequence[int], be: Any
+             ) -> np.ndarray | None:
+    me = be.rank()
+    if step.kind == "send_recv":
+        sends, recvs, keep = [], [], None
+        dt = local.dtype if local is not None else None
+        for s, d, box in step.pairs:
+            if s == me and d == me:
+                keep = np.ascontiguousarray(local[tuple(slice(a, b) for a, b in box)])
+            elif s == me:
+                sends.append((d, np.ascontiguousarray(local[tuple(slice(a, b) for a, b in box)])))
+            elif d == me:
+                recvs.append((s, tuple(b - a for a, b in box), None))
+        recvs = [(s, shp, dt if dt is not None else be.np_dtype) for s, shp, _ in recvs]
+        got = be.exchange(sends, recvs)
+        return got[0] if got else keep
+    mine = _my_group(step, be, me)
+    if mine is None or local is None:
+        return None
+    group, k, n = mine
+    t = step.tensor_dim
+    if step.kind == "slice":
+        return _take(local, t, *chunk_bounds(shape[t], n, k))
+    if step.kind == "to_partial":
+        if k and step.reduce_type in _IDENTITY:
+            return np.full(local.shape, _IDENTITY[ReduceType(step.reduce_type)], local.dtype)
+        return local
+    if step.kind == "all_reduce":
+        return be.all_reduce(local, ReduceType(step.reduce_type), group)
+    if step.kind == "all_gather":
+        c = -(-shape[t] // n)
+        parts = be.all_gather(_pad_to(local, t, c), group)
+        real = [chunk_bounds(shape[t], n, j) for j in range(n)]
+        return np.concatenate([_take(p, t, 0, b - a) for p, (a, b) in zip(parts, real,
+                                                                          strict=True)], axis=t)
+    if step.kind == "reduce_scatter":
+        c = -(-shape[t] // n)
+        padded = _pad_to(local, t, c * n)
+        parts = [_take(padded, t, j * c, (j + 1) * c) for j in range(n)]
+        out = be.reduce_scatter(parts, ReduceType(step.reduce_type), group)
+        a, b = chunk_bounds(shape[t], n, k)
+        return _take(out, t, 0, b - a)
+    if step.kind == "all_to_all":
+        u = step.to_dim
+        assert u is not None
+        cu, ct = -(-shape[u] // n), -(-shape[t] // n)
+        parts = [_pad_to(_pad_to(_take(local, u, *chunk_bounds(shape[u], n, j)), u, cu), t, ct)
+                 for j in range(n)]
+        got = be.alltoall(parts, group)
+        a, b = chunk_bounds(shape[u], n, k)
+        pieces = []
+        for j, p in enumerate(got):
+            ta, tb = chunk_bounds(shape[t], n, j)
+            pieces.append(_take(_take(p, t, 0, tb - ta), u, 0, b - a))
+        return np.concatenate(pieces, axis=t)
+    raise ValueError(f"unknown reshard step {step.kind!r}")
+
+
+def execute(plan: ReshardPlan, local: Any, shape: Sequence[int], dtype: Any = None,
+            backend: Any = None) -> Any:
+    """This rank's local value after `plan` (None when it ends outside the destination
+    mesh). `local` an hwport Tensor (or None); `backend` defaults to hwport.distributed's
+    collectives on the local tensor's place."""
+    be = backend if backend is not None else HwportBackend(
+        getattr(local, "place", None), dtype if dtype is not None else getattr(local, "dtype",
+                                                                              None))
+    value = None if local is None else be.numpy(local)
+    for step in plan.steps:
+        value = run_step(step, value, shape, be)
+    return None if value is None else be.tensor(value)
