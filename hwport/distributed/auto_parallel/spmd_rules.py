@@ -62,10 +62,14 @@ class SpmdError(ValueError):
     """A spec that does not fit a call (a bug in ops.yaml's `spmd`, named with the op)."""
 
 
-def spmd_stats() -> dict[str, dict[str, int]]:
-    """Rule calls per op since the last reset: {"derived": {...}, "fallback": {...}} (the
-    fallback ones ran replicated because the op has no spec)."""
-    return {k: dict(v) for k, v in _STATS.items()}
+def spmd_stats(kind: str | None = None) -> dict[str, Any]:
+    """Rule calls per op since the last reset: kind="fallback" (ran replicated: the op has no
+    spec), "derived" (from its spec), or None for both ({"derived": ..., "fallback": ...})."""
+    if kind is None:
+        return {k: dict(v) for k, v in _STATS.items()}
+    if kind not in _STATS:
+        raise ValueError(f"spmd_stats: kind must be one of {sorted(_STATS)}, got {kind!r}")
+    return dict(_STATS[kind])
 
 
 def reset_spmd_stats() -> None:

@@ -158,6 +158,9 @@ def test_fallback_replicates_and_counts(monkeypatch: pytest.MonkeyPatch) -> None
     rule("exp", t((4, 6), (0, -1), {1: SUM}))
     rule("abs", t((4, 6), (0, 1)))
     assert spmd_stats() == {"fallback": {"exp": 2}, "derived": {"abs": 1}}
+    assert spmd_stats("fallback") == {"exp": 2}
+    with pytest.raises(ValueError):
+        spmd_stats("cpu")
     assert "exp" in rules.ops_without_spmd()
     # and the fallback is correct
     x = np.random.default_rng(0).standard_normal((4, 6))
