@@ -114,7 +114,16 @@ def _row_body(spec: GroupSpec, target: TargetInfo, row_cache: bool = True) -> li
     last = len(spec.phases) - 1 if shared is not None else len(spec.phases)
     for n, phase in enumerate(spec.phases[:last]):
         out += _phase(n, phase, spec, target, hn, tn)
-    if shared is not None:
+    stash = _stash(spec, shared) if shared is not None else None
+    if stash is not None:
+        # the output the one element write stores holds the shared value from the last phase
+        # until the writes rescale it in place (no row cache, no row length limit)
+        buf, index = stash
+        phase = spec.phases[last]
+        out += _phase(last, phase, spec, target, hn, tn, (shared, buf, index))
+        out += _element_loop(spec, target, const(0), spec.inner, tn, hn,
+                             {shared: Load(buf, index, shared.dtype)})
+    elif shared is not None:
         # the last phase and the writes compute one costly element value (softmax's exp):
         # kept in a row cache when the row fits, else computed twice
         cache, fits = Var("rowcache"), Var("fits", "bool")
@@ -122,7 +131,8 @@ def _row_body(spec: GroupSpec, target: TargetInfo, row_cache: bool = True) -> li
         phase = spec.phases[last]
         cap = ROW_CACHE * 4 // (8 if shared.dtype in ("float64", "int64") else 4)
         then: list[Stmt] = [Alloc(cache.name, shared.dtype, cap)]
-        then += _phase(last, phase, spec, target, hn, tn, (shared, cache.name), assign=True)
+        then += _phase(last, phase, spec, target, hn, tn, (shared, cache.name, INNER),
+                       assign=True)
         then += _element_loop(spec, target, const(0), spec.inner, tn, hn, {shared: cached})
         orelse = _phase(last, phase, spec, target, hn, tn, assign=True)
         orelse += _element_loop(spec, target, const(0), spec.inner, tn, hn)
@@ -137,6 +147,24 @@ def _row_body(spec: GroupSpec, target: TargetInfo, row_cache: bool = True) -> li
         out += lets
         out += [Store(w.buf, w.index, v) for w, v in zip(spec.row_writes, vals, strict=True)]
     return out
+
+
+def _stash(spec: GroupSpec, shared: Expr) -> tuple[str, Expr] | None:
+    """(buffer, index) of the one element write, when it can hold the shared value between the
+    last phase and the writes: its buffer has the value's dtype, and its value, with the
+    shared value read back from it, reads no other element of the row (so an output that
+    shares storage with an input is still read before it is overwritten)."""
+    if len(spec.element_writes) != 1:
+        return None
+    w = spec.element_writes[0]
+    buf = next((b for b in spec.buffers if b.name == w.buf), None)
+    if buf is None or buf.dtype != shared.dtype or INNER.name not in free_vars(w.index):
+        return None
+    marker = Var("stash_marker", shared.dtype)
+    value = transform(w.value, lambda e: marker if e == shared else None)
+    if any(isinstance(x, Load) and INNER.name in free_vars(x.index) for x in nodes([value])):
+        return None
+    return w.buf, w.index
 
 
 def _element_loop(spec: GroupSpec, target: TargetInfo, start: Expr, extent: Expr,
@@ -154,20 +182,21 @@ def _element_loop(spec: GroupSpec, target: TargetInfo, start: Expr, extent: Expr
 
 
 def _phase(n: int, phase: Phase, spec: GroupSpec, target: TargetInfo, hn: Namer,
-           tn: Namer, keep: tuple[Expr, str] | None = None, assign: bool = False
+           tn: Namer, keep: tuple[Expr, str, Expr] | None = None, assign: bool = False
            ) -> list[Stmt]:
-    """One reduction phase; keep = (an element subexpression, the array it is stored in)."""
+    """One reduction phase; keep = (an element subexpression, the array it is stored in, at
+    which index)."""
     w = lanes_for(target, phase.acc_dtype)
     lanes = f"lanes{n}"
     acc = Var(f"acc{n}", phase.acc_dtype)
     value = phase.value
     kept: list[Stmt] = []
     if keep is not None:
-        sub_e, array = keep
+        sub_e, array, at = keep
         kv = Var(f"kept{n}", sub_e.dtype)
         value = transform(value, lambda e: kv if e == sub_e else None)
-        lets0, (sub_e,) = hoist([sub_e], {INNER.name}, hn)
-        kept = [*lets0, Let(kv, sub_e), Store(array, INNER, kv)]
+        lets0, (sub_e, at) = hoist([sub_e, at], {INNER.name}, hn)
+        kept = [*lets0, Let(kv, sub_e), Store(array, at, kv)]
     lets, (value,) = hoist([value], {INNER.name}, hn)
     inner_lets, (value,) = cse([value], tn)
     lets = kept[:-2] + lets if kept else lets

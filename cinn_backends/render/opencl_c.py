@@ -6,11 +6,13 @@ vload_half/vstore_half_rte (no cl_khr_fp16 needed) and bit shifts."""
 
 from __future__ import annotations
 
+import copy
 from typing import ClassVar
 
-from ..loop_ir import Alloc, For, Kernel
+from ..loop_ir import Alloc, For, Kernel, Stmt
 from .c99 import ERFF, EXPF, FAST, TANHF
 from .expr import HELPER_NAMES, SUFFIX, CLikeRenderer, helper_source, used_calls, used_dtypes
+from .opencl_vector import VALUE_TYPES, WIDTHS, helper_text, render_loop
 
 CTYPES = {"bool": "int", "int8": "char", "uint8": "uchar", "int16": "short", "int32": "int",
           "int64": "long", "float16": "ushort", "bfloat16": "ushort", "float32": "float",
@@ -79,6 +81,38 @@ class OpenCLRenderer(CLikeRenderer):
                                                   {}, self.inline)]
         parts += self.cast_helpers(kernels)
         return "".join(parts)
+
+    vector_helpers: set[tuple[str, int]]  # those the kernel being rendered calls
+    vector_allocs: dict[str, int]  # private arrays of W lanes held in a vector variable
+
+    def render(self, kernels: list[Kernel]) -> str:
+        """The kernels' source: vectorized loops with vector types (opencl_vector.py), the
+        vector helpers they call after the prelude (a copy of the renderer collects them: the
+        registered renderer is shared between threads)."""
+        r = copy.copy(self)
+        r.vector_helpers = set()
+        r.vector_allocs = {}
+        bodies = [r.kernel(k) for k in kernels]
+        helpers = [helper_text(h) for h in sorted({h for h, _ in r.vector_helpers})]
+        return "\n".join([self.prelude(kernels) + "".join(helpers), *bodies])
+
+    def stmts(self, body: list[Stmt], level: int, out: list[str]) -> None:
+        for s in body:
+            if isinstance(s, Alloc) and s.scope == "private" and s.size in WIDTHS and \
+                    s.dtype in VALUE_TYPES and hasattr(self, "vector_allocs"):
+                # a lane accumulator: a vector variable (what a CPU implementation keeps in a
+                # register), its lanes reached through a pointer by the scalar loops
+                t = VALUE_TYPES[s.dtype][0]
+                out.append(f"{'  ' * level}{t}{s.size} {s.name}_v; {t} *{s.name} = "
+                           f"({t} *)&{s.name}_v;")
+                self.vector_allocs[s.name] = s.size
+                continue
+            if isinstance(s, For) and s.kind == "vectorized":
+                lines = render_loop(self, s, level)
+                if lines is not None:
+                    out += lines
+                    continue
+            super().stmts([s], level, out)
 
     def signature(self, k: Kernel) -> list[str]:
         params: list[str] = []

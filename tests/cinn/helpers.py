@@ -46,9 +46,11 @@ def group_of(p: pir.Program) -> tuple[list[pir.Operation], list[pir.Value], list
     return ops, ins, outs  # type: ignore[return-value]
 
 
-def lower(p: pir.Program, target: TargetInfo = CPU) -> LoweredGroup:
+def lower(p: pir.Program, target: TargetInfo = CPU, tuning: Any = None) -> LoweredGroup:
     ops, ins, outs = group_of(p)
-    return lower_group(ops, ins, outs, target)
+    if tuning is None:
+        return lower_group(ops, ins, outs, target)
+    return lower_group(ops, ins, outs, target, tuning=tuning)
 
 
 def out_specs(p: pir.Program) -> list[tuple[tuple[int, ...], Any]]:
@@ -93,6 +95,13 @@ def run_everywhere(p: pir.Program, feeds: Sequence[np.ndarray], *, interp: bool 
             info = TargetInfo.from_dict(_core.codegen_target_info("custom:opencl"))
             got["custom:opencl"] = runners.run_core(lower(p, info), list(feeds), specs,
                                                     "custom:opencl")
+            # the item schedule (a CPU row body per work-item), whose vectorized loops the
+            # OpenCL renderer writes with vector types (render/opencl_vector.py)
+            from hwport.cinn_backends.tuning import Tuning
+
+            got["custom:opencl-item"] = runners.run_core(
+                lower(p, info, Tuning("item", group=1, per_unit=2)), list(feeds), specs,
+                "custom:opencl")
     if not got:
         pytest.skip("nothing to run the group on")
     return got

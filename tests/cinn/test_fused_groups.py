@@ -204,33 +204,43 @@ def test_elementwise_outputs_of_two_shapes():
     assert_all_close(run_everywhere(p, [x, y]), [x + y, -y], 0, 0)
 
 
-def test_softmax_row_cache_and_its_fallback(monkeypatch):
-    """The CPU schedule keeps softmax's exp per row when the row fits its cache and computes
-    it twice otherwise: one kernel, both paths (a small cache here), a per-row output too."""
+def test_softmax_stash_row_cache_and_its_fallback(monkeypatch):
+    """The CPU schedule computes softmax's exp once per element: with one element write, the
+    last phase stores it in that output and the writes rescale it in place (no row cache, any
+    row length); with two element writes it keeps it in a row cache when the row fits and
+    computes it twice otherwise: one kernel, both paths (a small cache here)."""
     from hwport.cinn_backends import schedule_cpu
+    from hwport.cinn_backends.interpret import interpret
     from tests.cinn import runners
     from tests.cinn.helpers import out_specs
 
     monkeypatch.setattr(schedule_cpu, "ROW_CACHE", 32)
 
-    def body(o, x):
+    def softmax(o, x):
         e = o.exp(o.subtract(x, o.max(x, axis=[1], keepdim=True)))
         s = o.sum(e, axis=[1], keepdim=True)
         return [o.divide(e, s), s]
 
-    for n in (20, 50):
-        p = program([([3, n], "float32")], body, decompose=False)
-        lowered = lower(p)
-        assert "rowcache" in lowered.source
-        x = _x(3, n)
-        xs = _f64(x) - _f64(x).max(1, keepdims=True)
-        want = [np.exp(xs) / np.exp(xs).sum(1, keepdims=True), np.exp(xs).sum(1, keepdims=True)]
-        from hwport.cinn_backends.interpret import interpret
+    def two_writes(o, x):
+        e = o.exp(o.subtract(x, o.max(x, axis=[1], keepdim=True)))
+        s = o.sum(e, axis=[1], keepdim=True)
+        return [o.divide(e, s), o.multiply(e, e)]
 
-        assert_all_close({"interp": interpret(lowered, [x], out_specs(p))}, want, 2e-6, 1e-7)
-        if runners.have_cc():
-            got = runners.run_c99(lowered, [x], out_specs(p))
-            assert_all_close({"c99": got}, want, 2e-6, 1e-7)
+    for body, cached in ((softmax, False), (two_writes, True)):
+        for n in (20, 50):
+            p = program([([3, n], "float32")], body, decompose=False)
+            lowered = lower(p)
+            assert ("rowcache" in lowered.source) == cached, body.__name__
+            x = _x(3, n)
+            xs = _f64(x) - _f64(x).max(1, keepdims=True)
+            e = np.exp(xs)
+            want = [e / e.sum(1, keepdims=True),
+                    e.sum(1, keepdims=True) if body is softmax else e * e]
+            assert_all_close({"interp": interpret(lowered, [x], out_specs(p))}, want, 2e-6,
+                             1e-7)
+            if runners.have_cc():
+                got = runners.run_c99(lowered, [x], out_specs(p))
+                assert_all_close({"c99": got}, want, 2e-6, 1e-7)
 
 
 def test_empty_and_zero_dim_tensors():
