@@ -20,6 +20,7 @@ from .index_kernels import (
     ge0,
     grid_for,
     lt,
+    rows_kernel,
 )
 from .loop_ir import (
     BufferParam,
@@ -28,6 +29,7 @@ from .loop_ir import (
     Let,
     Load,
     ScalarParam,
+    Select,
     Stmt,
     Store,
     Var,
@@ -76,20 +78,26 @@ def _lowering(op: str, ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping
         raise Unsupported("gather: a 1-D index only")
     n_idx, x_axis, inner, total = Var("n_idx"), Var("x_axis"), Var("inner"), Var("total")
 
-    def body(f: Var) -> list[Stmt]:
-        i, r, j, o, k = Var("i"), Var("r"), Var("j"), Var("o"), Var("k")
-        return [Let(i, mod(f, inner)), Let(r, div(f, inner)), Let(j, mod(r, n_idx)),
-                Let(o, div(r, n_idx)), Let(k, cast(Load("in1", j, i_dtype), "int64")),
-                If(and_(ge0(k), lt(k, x_axis)),
-                   [Store("out0", f, Load("in0", add(mul(add(mul(o, x_axis), k), inner), i),
-                                          dtype))],
-                   [Store("out0", f, cast(const(0), dtype))])]
+    # a row (o, j) of `inner` elements: out[o, j, :] = x[o, index[j], :], zeros for an index
+    # out of range
+    j, o, k, src, ok = Var("j"), Var("o"), Var("k"), Var("src"), Var("ok", "bool")
 
-    kernel = flat_kernel([BufferParam("in0", dtype, "in", 0),
+    def row_part(r: Var) -> list[Stmt]:
+        return [Let(j, mod(r, n_idx)), Let(o, div(r, n_idx)),
+                Let(k, cast(Load("in1", j, i_dtype), "int64")),
+                Let(ok, and_(ge0(k), lt(k, x_axis))),
+                Let(src, mul(add(mul(o, x_axis), Select(ok, k, const(0), "int64")), inner))]
+
+    def col_part(r: Var, i: Var) -> list[Stmt]:
+        return [Store("out0", add(mul(r, inner), i),
+                      Select(ok, Load("in0", add(src, i), dtype), cast(const(0), dtype),
+                             dtype))]
+
+    kernel = rows_kernel([BufferParam("in0", dtype, "in", 0),
                           BufferParam("in1", i_dtype, "in", 1),
                           BufferParam("out0", dtype, "out", 0)],
                          [ScalarParam("total"), ScalarParam("n_idx"), ScalarParam("x_axis"),
-                          ScalarParam("inner")], total, body, target)
+                          ScalarParam("inner")], total, inner, row_part, col_part, target)
 
     def plan(names: list[str], shapes: Shapes) -> list[Launch]:
         out = [int(d) for d in shapes[("out", 0)]]

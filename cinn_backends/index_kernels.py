@@ -12,7 +12,8 @@ kernels, launches(shapes)); it raises analysis.Unsupported for anything else.
 - arange: out[i] = start + i * step, in float64 rounded once (float dtypes; a target without
   float64 is refused) or in wrapping int64 (integer dtypes), as phi_ops.reference's arange.
 - concat: one launch per input of one copy kernel: out[o, off + m, i] = x[o, m, i] over the
-  (outer, size along axis, inner) view of each input.
+  (outer, size along axis, inner) view of each input, as outer contiguous blocks of
+  size * inner elements.
 - pad: out[j] = x[j - before] inside x, else the value converted as `fill` converts it (the
   value is a kernel argument: one kernel per dtype and rank)."""
 
@@ -57,7 +58,7 @@ from .target import TargetInfo
 from .targets import renderer_for
 
 __all__ = ["OPS", "IndexLowered", "delinearize", "finish", "flat_kernel", "grid_for",
-           "lower_index_op", "store_value"]
+           "lower_index_op", "rows_kernel", "store_value"]
 
 Meta = tuple[tuple[int, ...], str]  # (shape, dtype)
 Shapes = Mapping[tuple[str, int], Sequence[int]]
@@ -119,6 +120,35 @@ def flat_kernel(buffers: list[BufferParam], scalars: list[ScalarParam], total: E
     loop = For(g, const(0), Var("grid_x"), "parallel", [
         Let(lo, mul(g, chunk)), Let(hi, minimum(add(lo, chunk), total)),
         For(k, lo, sub(hi, lo), "serial", body(k))])
+    return Kernel("", buffers, [*scalars, ScalarParam("chunk")], [loop])
+
+
+def rows_kernel(buffers: list[BufferParam], scalars: list[ScalarParam], total: Expr,
+                cols: Expr, row_part: Callable[[Var], list[Stmt]],
+                col_part: Callable[[Var, Var], list[Stmt]], target: TargetInfo) -> Kernel:
+    """A kernel over the flat index f = row * cols + col in [0, total): row_part(row) once per
+    row (its lets: an index load, an offset), col_part(row, col) per element. On a vector CPU
+    target a chunk of f runs as its rows with an inner vectorized loop over their columns (no
+    division per element); on a SIMT target a work-item per element (launched as flat_kernel's
+    grid_for says)."""
+    if target.is_simt:
+        def flat(f: Var) -> list[Stmt]:
+            row, col = Var("row"), Var("col")
+            return [Let(col, mod(f, cols)), Let(row, div(f, cols)), *row_part(row),
+                    *col_part(row, col)]
+        return flat_kernel(buffers, scalars, total, flat, target)
+    g, chunk, lo, hi = Var("flat_g"), Var("chunk"), Var("flat_lo"), Var("flat_hi")
+    row, col, r_lo, r_hi = Var("row"), Var("col"), Var("row_lo"), Var("row_hi")
+    c_lo, c_hi, base = Var("col_lo"), Var("col_hi"), Var("row_base")
+    loop = For(g, const(0), Var("grid_x"), "parallel", [
+        Let(lo, mul(g, chunk)), Let(hi, minimum(add(lo, chunk), total)),
+        Let(r_lo, div(lo, cols)), Let(r_hi, div(add(hi, sub(cols, const(1))), cols)),
+        For(row, r_lo, sub(r_hi, r_lo), "serial", [
+            Let(base, mul(row, cols)),
+            Let(c_lo, Binary("max", sub(lo, base), const(0), INDEX)),
+            Let(c_hi, minimum(sub(hi, base), cols)),
+            *row_part(row),
+            For(col, c_lo, sub(c_hi, c_lo), "vectorized", col_part(row, col))])])
     return Kernel("", buffers, [*scalars, ScalarParam("chunk")], [loop])
 
 
@@ -253,21 +283,21 @@ def _concat(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
         raise Unsupported(f"concat: axis {axis} out of range")
-    mid, inner, out_mid, off = Var("mid"), Var("inner"), Var("out_mid"), Var("off")
+    # input o's block of mid * inner contiguous elements goes to output row o at offset off
+    block, out_block, off = Var("block"), Var("out_block"), Var("off")
     total = Var("total")
+    dst = Var("dst")
 
-    def body(f: Var) -> list[Stmt]:
-        i, m, o = Var("i"), Var("m"), Var("o")
-        row = Var("row")
-        return [Let(i, mod(f, inner)), Let(row, div(f, inner)), Let(m, mod(row, mid)),
-                Let(o, div(row, mid)),
-                Store("out0", add(mul(add(mul(o, out_mid), add(off, m)), inner), i),
-                      Load("in0", f, dtype))]
+    def row_part(o: Var) -> list[Stmt]:
+        return [Let(dst, add(mul(o, out_block), off))]
 
-    kernel = flat_kernel([BufferParam("in0", dtype, "in", 0),
-                           BufferParam("out0", dtype, "out", 0)],
-                          [ScalarParam("total"), ScalarParam("mid"), ScalarParam("inner"),
-                           ScalarParam("out_mid"), ScalarParam("off")], total, body, target)
+    def col_part(o: Var, j: Var) -> list[Stmt]:
+        return [Store("out0", add(dst, j), Load("in0", add(mul(o, block), j), dtype))]
+
+    kernel = rows_kernel([BufferParam("in0", dtype, "in", 0),
+                          BufferParam("out0", dtype, "out", 0)],
+                         [ScalarParam("total"), ScalarParam("block"), ScalarParam("out_block"),
+                          ScalarParam("off")], total, block, row_part, col_part, target)
 
     def plan(names: list[str], shapes: Shapes) -> list[Launch]:
         out = [int(d) for d in shapes[("out", 0)]]
@@ -280,8 +310,8 @@ def _concat(ins: Sequence[Meta], outs: Sequence[Meta], attrs: Mapping[str, Any],
             if n:
                 grid, group, extra = grid_for(n, target)
                 launches.append(Launch(names[0], grid, group, [
-                    ("in", j), ("out", 0), ("i64", n), ("i64", shape[axis]),
-                    ("i64", inner_n), ("i64", out[axis]), ("i64", offset), *extra]))
+                    ("in", j), ("out", 0), ("i64", n), ("i64", shape[axis] * inner_n),
+                    ("i64", out[axis] * inner_n), ("i64", offset * inner_n), *extra]))
             offset += shape[axis]
         return launches
 
