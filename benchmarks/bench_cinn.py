@@ -230,6 +230,9 @@ def template_cases(quick: bool) -> list[tuple[str, object, list[np.ndarray]]]:
         ("argsort (rows of 1024)", lambda a: hwport.argsort(a, axis=-1), [x]),
         ("topk 8 (rows of 1024)", lambda a: hwport.topk(a, 8, axis=-1)[0], [x]),
         ("where", hwport.where, [cond, x, y]),
+        ("scatter add (256 rows)", lambda a, i, u: hwport.ops.scatter(a, i, u, axis=0,
+                                                                       reduce="add"),
+         [x, idx[: r // 4], f32(r // 4, c)]),
     ]
     return cases
 
@@ -244,7 +247,10 @@ def bench_template(repeat: int, quick: bool, only: str = "") -> list[str]:
     """The template plugin (every op an eager-JIT kernel, one thread: the template launches
     its grid serially) vs custom:cpu's hand-written kernels, on the same inputs."""
     lines = ["\n[custom:mydev] the template's compiled kernels vs custom:cpu's hand-written "
-             "ones (ratio = cpu time / template time)"]
+             "ones (ratio = cpu time / template time; the template launches serially: one "
+             f"thread; custom:cpu: HWPORT_CPU_THREADS={os.environ.get('HWPORT_CPU_THREADS', '')}"
+             f" ({os.cpu_count()} cores); template compiler: "
+             f"{os.environ.get('HWPORT_CC') or 'cc'})"]
     if TEMPLATE_SO is None:
         return lines + ["  the template plugin did not build (no C compiler): skipped"]
     rt = hwport.runtime

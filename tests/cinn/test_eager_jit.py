@@ -140,11 +140,13 @@ print(json.dumps({"ok": ok and short, **stats(), "n": n, "lowered": eager_jit.ST
     assert "argsort" in doc["compiled"] and doc["lowered"] == 1  # one shape class, one lowering
 
 
-def test_tiled_matmul_and_merge_or_heap_argsort_are_exact(mydev: Path) -> None:
+def test_tiled_matmul_sorts_and_blocked_scatter_are_exact(mydev: Path) -> None:
     """matmul_kernel's register tiles (full and clipped edge tiles, several packed k blocks,
-    batches, wrapping integers, a float16 output that takes the unpacked path) and
-    sort_kernel's CPU sorts (the merge sort of rows up to MERGE_ROW, the in-place heapsort of
-    longer ones) against the CPU plugin's kernels, with NaN, ties and both orders."""
+    batches, wrapping integers, a float16 output that takes the unpacked path), sort_kernel's
+    CPU sorts (the merge sort of rows up to MERGE_ROW, the in-place heapsort of longer ones)
+    with NaN, ties and both orders, and scatter_kernel's row blocks (rows longer than a block,
+    repeated indices: the last assign wins, adds accumulate in order) against the CPU
+    plugin's kernels."""
     doc = run_json(PRELUDE + """
 from hwport.cinn_backends import eager_jit, sort_kernel
 C = "custom:cpu"
@@ -180,10 +182,22 @@ ai = rng.integers(-3, 3, (50, 3, 4)).astype("int64")
 got, want = both(lambda v: hwport.argsort(v, axis=0, descending=True), ai)
 checks["argsort_int_inner"] = np.array_equal(got, want) and np.array_equal(
     hwport.argsort(t(ai), axis=0).numpy(), np.argsort(ai, 0, kind="stable"))
+from hwport.cinn_backends import scatter_kernel
+for xs, axis, n in (((4, 6, scatter_kernel.BLOCK + 44), 1, 10), ((9, 5), 0, 30)):
+    for dt in ("float32", "int32", "bool"):
+        for red in ("assign", "add"):
+            x = (rng.standard_normal(xs) * 3).astype(dt)
+            us = list(xs)
+            us[axis] = n
+            u = (rng.standard_normal(us) * 3).astype(dt)
+            idx = rng.integers(0, xs[axis], n).astype("int64")
+            got, want = both(lambda a, i, v, r=red, ax=axis: hwport.ops.scatter(a, i, v, axis=ax,
+                                                                            reduce=r), x, idx, u)
+            checks[f"scatter_{xs}_{dt}_{red}"] = np.array_equal(got, want)
 print(json.dumps({"checks": checks, **stats()}))
 """, mydev)
     assert all(doc["checks"].values()), doc["checks"]
-    assert doc["cpu"] == [] and {"matmul", "argsort"} <= set(doc["compiled"])
+    assert doc["cpu"] == [] and {"matmul", "argsort", "scatter"} <= set(doc["compiled"])
 
 
 def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
