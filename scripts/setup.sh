@@ -23,7 +23,7 @@ VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.hwport-requirements.sha256"
 APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev libsleef-dev
-              pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
+              pocl-opencl-icd ocl-icd-opencl-dev opencl-headers openmpi-bin libopenmpi-dev)
 # Build + test requirements. The entries of pyproject.toml's [build-system].requires,
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
 # these, so a dependency added there is picked up here without editing this file.
@@ -73,6 +73,11 @@ missing_prereqs() {
   if ! compgen -G "/etc/OpenCL/vendors/*.icd" >/dev/null; then
     echo "pocl-opencl-icd (an OpenCL implementation)"
   fi
+  # Open MPI: mpirun and the MPI adapter of the collectives (ccl_adapters/mpi; without it the
+  # build skips the adapter and says so, and hwport.distributed cannot start).
+  if ! have mpirun || ! have mpicc; then
+    echo "openmpi-bin libopenmpi-dev (Open MPI: mpirun, mpicc)"
+  fi
   if ! have "$PYTHON"; then
     echo "$PYTHON"
     return
@@ -94,7 +99,7 @@ EOF
 
 missing="$(missing_prereqs)"
 if [[ -z "$missing" ]]; then
-  note "all present (C/C++ compiler, make, git, OpenBLAS, OpenCL/PoCL, $PYTHON with venv and headers);" \
+  note "all present (C/C++ compiler, make, git, OpenBLAS, OpenCL/PoCL, Open MPI, $PYTHON with venv and headers);" \
        "apt skipped"
 elif ((OFFLINE)); then
   # No apt without network: build with what is there. The build skips OpenBLAS and OpenCL when

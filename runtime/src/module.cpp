@@ -304,6 +304,7 @@ PYBIND11_MODULE(_core, m) {
   bind_autograd(m);
   bind_codegen(m);
   bind_jit(m);
+  bind_ccl(m);
 
   m.def("load_plugins", [](const std::vector<std::pair<std::string, bool>>& candidates,
                            const std::string& probe_exe, double probe_timeout_s) {

@@ -31,6 +31,10 @@ struct Plugin {
   // has_codegen_target: it covers and fills every required function (compile .. unload).
   HWP_CodegenTable codegen{};
   bool has_codegen_target = false;
+  // The CCL table at the host's size; has_ccl_table: a 1.2 table with every required
+  // function (otherwise collectives go through the host's adapter).
+  HWP_CclTable ccl{};
+  bool has_ccl_table = false;
   HWP_ProfilerTable profiler{};
   bool has_device_timing = false;  // profiler.start and profiler.stop (ABI 1.2)
   const char* (*get_last_error_fn)(void) = nullptr;

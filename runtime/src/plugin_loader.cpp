@@ -383,6 +383,8 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   HWP_StreamTable stream{};
   HWP_ProfilerTable profiler{};
   HWP_CodegenTable codegen{};
+  HWP_CclTable ccl{};
+  const bool has_ccl_table = HWP_HAS_FIELD(api, HWP_PluginApi, ccl) && api->ccl;
   const bool has_codegen_table = HWP_HAS_FIELD(api, HWP_PluginApi, codegen) && api->codegen;
   const bool has_stream_table = HWP_HAS_FIELD(api, HWP_PluginApi, stream) && api->stream;
   const bool has_profiler_table = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) && api->profiler;
@@ -396,7 +398,9 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
                                           &profiler, reason)) ||
       (has_codegen_table && !read_struct(api->codegen,
                                          "HWP_PluginApi.codegen (the HWP_CodegenTable)",
-                                         &codegen, reason)))
+                                         &codegen, reason)) ||
+      (has_ccl_table &&
+       !read_struct(api->ccl, "HWP_PluginApi.ccl (the HWP_CclTable)", &ccl, reason)))
     return nullptr;
   const size_t device_required = END_OF(HWP_DeviceTable, synchronize_device);
   if (device.struct_size < device_required) {
@@ -438,7 +442,20 @@ std::unique_ptr<Plugin> load_plugin(const std::string& path,
   plugin->device = device;
   plugin->memory = memory;
   if (HWP_HAS_FIELD(api, HWP_PluginApi, shutdown)) plugin->shutdown = api->shutdown;
-  plugin->has_ccl = HWP_HAS_FIELD(api, HWP_PluginApi, ccl) && api->ccl;
+  plugin->has_ccl = has_ccl_table;
+  if (has_ccl_table) {
+    // A 1.0/1.1 table (struct_size only), or one missing a required function: the host's
+    // adapter serves the plugin instead (docs/abi.md, "The CCL table").
+    plugin->has_ccl_table = ccl.struct_size >= END_OF(HWP_CclTable, group_end) &&
+                            ccl.unique_id_size > 0 &&
+                            ccl.unique_id_size <= HWP_CCL_UNIQUE_ID_MAX_BYTES &&
+                            ccl.get_unique_id && ccl.comm_init && ccl.comm_split &&
+                            ccl.comm_destroy && ccl.comm_abort && ccl.comm_get_async_error &&
+                            ccl.all_reduce && ccl.broadcast && ccl.all_gather && ccl.send &&
+                            ccl.recv && ccl.group_start && ccl.group_end;
+    ccl.struct_size = sizeof(ccl);
+    plugin->ccl = ccl;
+  }
   plugin->has_codegen = has_codegen_table;
   if (has_codegen_table) {
     // A 1.0/1.1 table (struct_size only), or one missing a required function: no target.

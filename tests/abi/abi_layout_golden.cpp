@@ -31,6 +31,7 @@ constexpr bool hwp_golden_streq(const char *a, const char *b) {
 HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MAJOR, 1);
 HWP_GOLDEN_VALUE(HWP_ABI_VERSION_MINOR, 2);
 HWP_GOLDEN_VALUE(HWP_MAX_NDIM, 16);
+HWP_GOLDEN_VALUE(HWP_CCL_UNIQUE_ID_MAX_BYTES, 128);
 static_assert(hwp_golden_streq(HWP_PLUGIN_INIT_SYMBOL, "hwport_plugin_init"),
               "the entry point symbol is part of the ABI");
 
@@ -40,6 +41,9 @@ static_assert(std::is_same<HWP_DType, int32_t>::value, "typedef HWP_DType change
 static_assert(std::is_same<HWP_KernelFn, HWP_Status (*)(const HWP_KernelContext *)>::value,
     "typedef HWP_KernelFn changed");
 static_assert(std::is_same<HWP_AttrType, int32_t>::value, "typedef HWP_AttrType changed");
+static_assert(std::is_same<HWP_CclAdapterInitFn, HWP_Status (*)(const HWP_CclAdapterHost *,
+    const HWP_CclTable **, const char *(**get_last_error)(void))>::value, "typedef HWP_CclAdapterInitFn changed");
+static_assert(std::is_same<HWP_CclReduceOp, int32_t>::value, "typedef HWP_CclReduceOp changed");
 static_assert(std::is_same<HWP_CodegenArgKind, int32_t>::value,
     "typedef HWP_CodegenArgKind changed");
 static_assert(std::is_same<HWP_DeviceSpanSink, void (*)(void *, const HWP_DeviceSpan *)>::value,
@@ -98,6 +102,13 @@ HWP_GOLDEN_VALUE(HWP_ATTR_FLOAT64_ARRAY, 5);
 HWP_GOLDEN_VALUE(HWP_ATTR_DTYPE, 6);
 // HWP_KernelFlag
 HWP_GOLDEN_VALUE(HWP_KERNEL_ACCEPTS_STRIDED, 1);
+// HWP_CclReduceOpCode
+HWP_GOLDEN_VALUE(HWP_CCL_SUM, 0);
+HWP_GOLDEN_VALUE(HWP_CCL_PROD, 1);
+HWP_GOLDEN_VALUE(HWP_CCL_MAX, 2);
+HWP_GOLDEN_VALUE(HWP_CCL_MIN, 3);
+HWP_GOLDEN_VALUE(HWP_CCL_AVG, 4);
+HWP_GOLDEN_VALUE(HWP_CCL_REDUCE_OP_COUNT, 5);
 // HWP_CodegenFlag
 HWP_GOLDEN_VALUE(HWP_CODEGEN_SIMT, 1);
 HWP_GOLDEN_VALUE(HWP_CODEGEN_SUBGROUP_SHUFFLE, 2);
@@ -233,8 +244,55 @@ HWP_GOLDEN_FIELD(HWP_KernelRegistration, flags, 20, uint32_t);
 HWP_GOLDEN_FIELD(HWP_KernelRegistration, fn, 24, HWP_KernelFn);
 HWP_GOLDEN_FIELD(HWP_KernelRegistration, user_data, 32, void *);
 
-HWP_GOLDEN_SIZE(HWP_CclTable, 8, 8);
+HWP_GOLDEN_SIZE(HWP_CclTable, 144, 8);
 HWP_GOLDEN_FIELD(HWP_CclTable, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CclTable, unique_id_size, 8, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CclTable, get_unique_id, 16, HWP_Status (*)(void *));
+HWP_GOLDEN_FIELD(HWP_CclTable, comm_init, 24, HWP_Status (*)(int32_t, int32_t, const void *,
+    int32_t, HWP_CclComm *));
+HWP_GOLDEN_FIELD(HWP_CclTable, comm_split, 32, HWP_Status (*)(HWP_CclComm, int32_t, int32_t,
+    HWP_CclComm *));
+HWP_GOLDEN_FIELD(HWP_CclTable, comm_destroy, 40, HWP_Status (*)(HWP_CclComm));
+HWP_GOLDEN_FIELD(HWP_CclTable, comm_abort, 48, HWP_Status (*)(HWP_CclComm));
+HWP_GOLDEN_FIELD(HWP_CclTable, comm_get_async_error, 56, HWP_Status (*)(HWP_CclComm, HWP_Status *));
+HWP_GOLDEN_FIELD(HWP_CclTable, all_reduce, 64, HWP_Status (*)(HWP_Buffer, uint64_t, HWP_Buffer,
+    uint64_t, uint64_t, HWP_DType, HWP_CclReduceOp, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, broadcast, 72, HWP_Status (*)(HWP_Buffer, uint64_t, HWP_Buffer,
+    uint64_t, uint64_t, HWP_DType, int32_t, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, all_gather, 80, HWP_Status (*)(HWP_Buffer, uint64_t, HWP_Buffer,
+    uint64_t, uint64_t, HWP_DType, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, send, 88, HWP_Status (*)(HWP_Buffer, uint64_t, uint64_t, HWP_DType,
+    int32_t, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, recv, 96, HWP_Status (*)(HWP_Buffer, uint64_t, uint64_t, HWP_DType,
+    int32_t, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, group_start, 104, HWP_Status (*)(void));
+HWP_GOLDEN_FIELD(HWP_CclTable, group_end, 112, HWP_Status (*)(void));
+HWP_GOLDEN_FIELD(HWP_CclTable, reduce, 120, HWP_Status (*)(HWP_Buffer, uint64_t, HWP_Buffer,
+    uint64_t, uint64_t, HWP_DType, HWP_CclReduceOp, int32_t, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, reduce_scatter, 128, HWP_Status (*)(HWP_Buffer, uint64_t,
+    HWP_Buffer, uint64_t, uint64_t, HWP_DType, HWP_CclReduceOp, HWP_CclComm, HWP_Stream));
+HWP_GOLDEN_FIELD(HWP_CclTable, all_to_all, 136, HWP_Status (*)(HWP_Buffer, uint64_t, HWP_Buffer,
+    uint64_t, uint64_t, HWP_DType, HWP_CclComm, HWP_Stream));
+
+HWP_GOLDEN_SIZE(HWP_CclDeviceAccess, 56, 8);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, device, 8, int32_t);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, flags, 12, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, device_table, 16, const HWP_DeviceTable *);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, memory, 24, const HWP_MemoryTable *);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, stream, 32, const HWP_StreamTable *);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, get_last_error, 40, const char *(*)(void));
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, dlpack_device_type, 48, int32_t);
+HWP_GOLDEN_FIELD(HWP_CclDeviceAccess, dlpack_device_id, 52, int32_t);
+
+HWP_GOLDEN_SIZE(HWP_CclAdapterHost, 40, 8);
+HWP_GOLDEN_FIELD(HWP_CclAdapterHost, struct_size, 0, size_t);
+HWP_GOLDEN_FIELD(HWP_CclAdapterHost, abi_major, 8, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CclAdapterHost, abi_minor, 12, uint32_t);
+HWP_GOLDEN_FIELD(HWP_CclAdapterHost, host_context, 16, void *);
+HWP_GOLDEN_FIELD(HWP_CclAdapterHost, describe_device, 24, HWP_Status (*)(void *, int32_t,
+    HWP_CclDeviceAccess *));
+HWP_GOLDEN_FIELD(HWP_CclAdapterHost, log, 32, void (*)(void *, int32_t, const char *));
 
 HWP_GOLDEN_SIZE(HWP_CodegenTargetInfo, 64, 8);
 HWP_GOLDEN_FIELD(HWP_CodegenTargetInfo, struct_size, 0, size_t);

@@ -1,0 +1,128 @@
+"""Collective bandwidth through hwport's CCL path vs raw mpi4py on the same buffers.
+
+    .venv/bin/python benchmarks/bench_ccl.py [--ranks 2,4] [--sizes-mib 1,4,16,64,256]
+
+Starts itself under mpirun for each rank count. In each run, per size, on custom:cpu tensors:
+  hwport   the communicator of the CCL table (the MPI adapter here): comm.all_reduce(t, t, SUM)
+           in place, comm.all_gather(part, full), comm.reduce_scatter(full, part)
+  api      the public call (hwport.distributed.all_reduce(t)) for all_reduce
+  mpi4py   MPI.COMM_WORLD.Allreduce(IN_PLACE, a) / Allgather / Reduce_scatter_block on numpy
+           views (DLPack, zero-copy) of the very same memory
+Bus bandwidth in nccl-tests' convention: all_reduce algbw x 2(n-1)/n; all_gather and
+reduce_scatter algbw x (n-1)/n, algbw = the whole buffer's bytes / time. The time of a step is
+the slowest rank's; each figure is the best of --repeats rounds of --iters calls. The ratio is
+hwport busbw / mpi4py busbw (target >= 0.95).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def worker(args: argparse.Namespace) -> None:
+    import numpy as np
+    from mpi4py import MPI
+
+    import hwport
+    import hwport.distributed as dist
+
+    dist.init_parallel_env()
+    world = MPI.COMM_WORLD
+    n = world.Get_size()
+    rank = world.Get_rank()
+    place = str(hwport.get_device())  # this rank's device (init_parallel_env set it)
+    comm = dist.get_group(0)._comm(place, "bench")
+    rows = []
+
+    def timed(fn) -> float:
+        best = float("inf")
+        for _ in range(args.repeats):
+            world.Barrier()
+            start = time.perf_counter()
+            for _ in range(args.iters):
+                fn()
+            elapsed = (time.perf_counter() - start) / args.iters
+            best = min(best, world.allreduce(elapsed, op=MPI.MAX))
+        return best
+
+    def measure(mib: int) -> None:
+        count = (mib << 20) // 4
+        part_count = count // n
+        full = hwport.to_tensor(np.ones(count, np.float32))
+        part = hwport.to_tensor(np.ones(part_count, np.float32))
+        full_np, part_np = np.from_dlpack(full), np.from_dlpack(part)
+        assert full_np.ctypes.data != 0
+        gather_full = hwport.to_tensor(np.ones(part_count * n, np.float32))
+        gather_np = np.from_dlpack(gather_full)
+        size = count * 4
+        cases = {
+            "all_reduce": (
+                lambda: comm.all_reduce(full, full, 0),
+                lambda: world.Allreduce(MPI.IN_PLACE, full_np, op=MPI.SUM),
+                2 * (n - 1) / n, size),
+            "all_gather": (
+                lambda: comm.all_gather(part, gather_full),
+                lambda: world.Allgather(part_np, gather_np),
+                (n - 1) / n, part_count * n * 4),
+            "reduce_scatter": (
+                lambda: comm.reduce_scatter(gather_full, part, 0),
+                lambda: world.Reduce_scatter_block(gather_np, part_np, op=MPI.SUM),
+                (n - 1) / n, part_count * n * 4),
+        }
+        for name, (ours, theirs, factor, nbytes) in cases.items():
+            ours()
+            theirs()  # warm both
+            t_ours, t_theirs = timed(ours), timed(theirs)
+            row = {"op": name, "ranks": n, "mib": mib,
+                   "hwport_busbw": nbytes / t_ours * factor / 1e9,
+                   "mpi4py_busbw": nbytes / t_theirs * factor / 1e9}
+            if name == "all_reduce":
+                t_api = timed(lambda: dist.all_reduce(full))
+                row["api_busbw"] = nbytes / t_api * factor / 1e9
+            rows.append(row)
+
+    for mib in args.sizes_mib:
+        measure(mib)
+    if rank == 0:
+        print("ROWS " + json.dumps(rows), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ranks", default="2,4")
+    parser.add_argument("--sizes-mib", default="1,4,16,64,256")
+    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.sizes_mib = [int(s) for s in str(args.sizes_mib).split(",")]
+    if args.worker:
+        worker(args)
+        return
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+    print(f"{'op':15} {'ranks':>5} {'MiB':>5} {'hwport GB/s':>12} {'mpi4py GB/s':>12} "
+          f"{'ratio':>6} {'api GB/s':>9}")
+    for nranks in [int(r) for r in args.ranks.split(",")]:
+        command = ["mpirun", "--oversubscribe", "-n", str(nranks), sys.executable, __file__,
+                   "--worker", "--sizes-mib", ",".join(map(str, args.sizes_mib)),
+                   "--iters", str(args.iters), "--repeats", str(args.repeats)]
+        out = subprocess.run(command, env=env, capture_output=True, text=True)
+        line = next((x for x in out.stdout.splitlines() if x.startswith("ROWS ")), None)
+        if out.returncode != 0 or line is None:
+            sys.exit(f"{nranks} ranks failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        for row in json.loads(line[5:]):
+            ratio = row["hwport_busbw"] / row["mpi4py_busbw"]
+            api = f"{row['api_busbw']:9.2f}" if "api_busbw" in row else ""
+            print(f"{row['op']:15} {row['ranks']:5d} {row['mib']:5d} {row['hwport_busbw']:12.2f} "
+                  f"{row['mpi4py_busbw']:12.2f} {ratio:6.2f} {api}")
+
+
+if __name__ == "__main__":
+    main()

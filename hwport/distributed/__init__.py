@@ -1,0 +1,66 @@
+"""hwport.distributed: collectives through each device's CCL table (or the MPI adapter), process
+groups, and (in ``auto_parallel``) Paddle-style semi-automatic parallelism.
+
+Launch with ``mpirun -n N python script.py`` or ``python -m hwport.distributed.launch
+--nproc_per_node N script.py``; call ``init_parallel_env()`` on every rank first.
+"""
+
+from __future__ import annotations
+
+from hwport.distributed.collective import (
+    ReduceOp,
+    Task,
+    all_gather,
+    all_reduce,
+    alltoall,
+    alltoall_single,
+    barrier,
+    broadcast,
+    gather,
+    irecv,
+    isend,
+    recv,
+    reduce,
+    reduce_scatter,
+    scatter,
+    send,
+)
+from hwport.distributed.env import (
+    ParallelEnv,
+    get_rank,
+    get_world_size,
+    init_parallel_env,
+    is_initialized,
+)
+from hwport.distributed.group import Group, destroy_process_group, get_group, new_group
+from hwport.distributed.stats import reset_traffic, traffic
+
+__all__ = [
+    "Group",
+    "ParallelEnv",
+    "ReduceOp",
+    "Task",
+    "all_gather",
+    "all_reduce",
+    "alltoall",
+    "alltoall_single",
+    "barrier",
+    "broadcast",
+    "destroy_process_group",
+    "gather",
+    "get_group",
+    "get_rank",
+    "get_world_size",
+    "init_parallel_env",
+    "irecv",
+    "is_initialized",
+    "isend",
+    "new_group",
+    "recv",
+    "reduce",
+    "reduce_scatter",
+    "reset_traffic",
+    "scatter",
+    "send",
+    "traffic",
+]
