@@ -282,9 +282,7 @@ def parse_spmd(text: str, inputs: Sequence[InputDef], attrs: Sequence[AttrDef],
             need(bool(args) and all(a in in_names for a in args), "names inputs")
         clauses.append(SpmdClause(name, args, cond))
     for o in outs:
-        need_ok = o.replicated or set(o.letters) <= in_letters or any(
-            c.name == "index" for c in clauses)
-        if not need_ok or (o.ellipsis and not any(i.ellipsis for i in ins)):
+        if not set(o.letters) <= in_letters or (o.ellipsis and not any(i.ellipsis for i in ins)):
             raise ValueError(f"spmd {text!r}: an output uses a letter or `...` no input has")
     return SpmdSpec(text, ins, outs, tuple(clauses))
 
