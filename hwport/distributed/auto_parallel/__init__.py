@@ -5,6 +5,7 @@ dtensor_from_local, reshard) and the reshard planner."""
 from __future__ import annotations
 
 from .dist_attr import TensorDistAttr
+from .dist_ops import dist_call
 from .dist_tensor import (
     DistTensor,
     dtensor_from_local,
@@ -37,6 +38,7 @@ __all__ = [
     "SpmdError",
     "SpmdResult",
     "TensorDistAttr",
+    "dist_call",
     "dtensor_from_local",
     "dtensor_to_local",
     "infer_spmd",

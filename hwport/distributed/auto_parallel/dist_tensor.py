@@ -98,8 +98,13 @@ def shard_tensor(data: Any, mesh: ProcessMesh, placements: Sequence[Placement],
     local = None
     if coord is not None:
         local = _local_tensor(split(g, attr, mesh.shape)[coord], dtype, place, stop_gradient)
-    return DistTensor(local, mesh, attr.to_placements(mesh.ndim), g.shape,
-                      dtype=local.dtype if local is not None else dtype,
+    if local is not None:
+        dtype = local.dtype
+    elif dtype is None:  # a rank outside the mesh still knows the tensor's dtype
+        from phi_ops.promotion import dtype_name
+
+        dtype = dtype_name(g.dtype)
+    return DistTensor(local, mesh, attr.to_placements(mesh.ndim), g.shape, dtype=dtype,
                       stop_gradient=stop_gradient)
 
 
@@ -135,6 +140,9 @@ def reshard(dist_tensor: DistTensor, mesh: ProcessMesh, placements: Sequence[Pla
         else 4
     plan = plan_reshard(dist_tensor.process_mesh, dist_tensor.dist_attr, mesh, dst,
                         dist_tensor.shape, itemsize)
+    if not plan.steps:  # already there: the same local tensor
+        return DistTensor(local, mesh, dst.to_placements(mesh.ndim), dist_tensor.shape,
+                          dtype=dist_tensor.dtype, stop_gradient=dist_tensor.stop_gradient)
     out = execute(plan, local, dist_tensor.shape, dist_tensor.dtype)
     return DistTensor(out, mesh, dst.to_placements(mesh.ndim), dist_tensor.shape,
                       dtype=dist_tensor.dtype, stop_gradient=dist_tensor.stop_gradient)

@@ -139,6 +139,8 @@ def run_step(step: ReshardStep, local: np.ndarray | None, shape: Sequence[int], 
         recvs = [(s, shp, dt if dt is not None else be.np_dtype) for s, shp, _ in recvs]
         got = be.exchange(sends, recvs)
         return got[0] if got else keep
+    if step.mesh.shape[step.mesh_dim] == 1:  # a group of one: every step leaves it as is
+        return local if step.mesh.contains(me) else None
     mine = _my_group(step, be, me)
     if mine is None or local is None:
         return None

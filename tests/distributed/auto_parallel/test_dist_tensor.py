@@ -42,8 +42,8 @@ def test_partial_and_replicate() -> None:
 
 
 def test_rank_outside_the_mesh_holds_nothing() -> None:
-    d = shard_tensor(np.zeros((4,)), ProcessMesh([4, 5]), [Shard(0)])
-    assert d._local_value() is None and d.shape == [4]
+    d = shard_tensor(np.zeros((4,), np.float32), ProcessMesh([4, 5]), [Shard(0)])
+    assert d._local_value() is None and d.shape == [4] and str(d.dtype) == "float32"
 
 
 def test_dtensor_from_local() -> None:
