@@ -10,7 +10,8 @@ Starts itself under mpirun for each rank count. In each run, per size, on custom
            views (DLPack, zero-copy) of the very same memory
 Bus bandwidth in nccl-tests' convention: all_reduce algbw x 2(n-1)/n; all_gather and
 reduce_scatter algbw x (n-1)/n, algbw = the whole buffer's bytes / time. The time of a step is
-the slowest rank's; each figure is the best of --repeats rounds of --iters calls. The ratio is
+the slowest rank's; each figure is the best of --repeats rounds of --iters calls (rounds of
+the two sides interleaved). The ratio is
 hwport busbw / mpi4py busbw (target >= 0.95).
 """
 
@@ -39,15 +40,20 @@ def worker(args: argparse.Namespace) -> None:
     comm = dist.get_group(0)._comm(place, "bench")
     rows = []
 
-    def timed(fn) -> float:
-        best = float("inf")
+    def once(fn) -> float:
+        world.Barrier()
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            fn()
+        return world.allreduce((time.perf_counter() - start) / args.iters, op=MPI.MAX)
+
+    def timed(*fns) -> list[float]:
+        """Best time of each function, the rounds interleaved so that load on this shared
+        machine hits both sides alike."""
+        best = [float("inf")] * len(fns)
         for _ in range(args.repeats):
-            world.Barrier()
-            start = time.perf_counter()
-            for _ in range(args.iters):
-                fn()
-            elapsed = (time.perf_counter() - start) / args.iters
-            best = min(best, world.allreduce(elapsed, op=MPI.MAX))
+            for i, fn in enumerate(fns):
+                best[i] = min(best[i], once(fn))
         return best
 
     def measure(mib: int) -> None:
@@ -77,12 +83,12 @@ def worker(args: argparse.Namespace) -> None:
         for name, (ours, theirs, factor, nbytes) in cases.items():
             ours()
             theirs()  # warm both
-            t_ours, t_theirs = timed(ours), timed(theirs)
+            t_ours, t_theirs = timed(ours, theirs)
             row = {"op": name, "ranks": n, "mib": mib,
                    "hwport_busbw": nbytes / t_ours * factor / 1e9,
                    "mpi4py_busbw": nbytes / t_theirs * factor / 1e9}
             if name == "all_reduce":
-                t_api = timed(lambda: dist.all_reduce(full))
+                (t_api,) = timed(lambda: dist.all_reduce(full))
                 row["api_busbw"] = nbytes / t_api * factor / 1e9
             rows.append(row)
 
@@ -97,7 +103,7 @@ def main() -> None:
     parser.add_argument("--ranks", default="2,4")
     parser.add_argument("--sizes-mib", default="1,4,16,64,256")
     parser.add_argument("--iters", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.sizes_mib = [int(s) for s in str(args.sizes_mib).split(",")]

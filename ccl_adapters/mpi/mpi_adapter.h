@@ -65,7 +65,11 @@ void mpi_publish_progress(HWP_CclComm comm, uint64_t seq, int what);
  * not arrive and marks `comm` aborted (comm may be NULL for bootstrap traffic; `peer` is the
  * other rank of a send/recv, -1 for collectives). */
 HWP_Status mpi_wait_all(HWP_CclComm comm, int n, MPI_Request *requests, const char *what,
-                        uint64_t seq, int peer);
+                        uint64_t seq, int peer, int may_sleep);
+/* Outside a group, before a blocking collective: every member announces (seq, kind) in a small
+ * non-blocking all-gather polled by the watchdog; a member in another collective fails every
+ * member at once, one that never comes fails them at the timeout. */
+HWP_Status mpi_arrive(HWP_CclComm comm, uint64_t seq, int what);
 /* Fails every later call on `comm` (and makes the process end the job at exit). */
 void mpi_mark_aborted(HWP_CclComm comm, const char *message);
 /* Collective over MPI_COMM_WORLD at adapter init: the window of progress slots. */

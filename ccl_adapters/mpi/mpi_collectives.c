@@ -181,7 +181,7 @@ static PendingOp *new_op(HWP_CclComm comm, int what, int peer, HWP_DType dtype) 
 static HWP_Status finish(PendingOp *op) {
   HWP_CclComm comm = op->comm;
   HWP_Status st = mpi_wait_all(comm, 1, &op->request, mpi_collective_name(op->what), op->seq,
-                               op->peer);
+                               op->peer, 0);
   if (st == HWP_OK && op->temp) memcpy(op->result_host, op->temp, op->temp_bytes);
   if (st == HWP_OK && op->avg_host)
     mpi_scale_average(op->avg_host, op->avg_count, op->dtype, comm->nranks);
@@ -239,6 +239,29 @@ static HWP_Status begin(const char *name, int what, HWP_CclComm comm, uint64_t c
   return HWP_OK;
 }
 
+/* Issues a collective: outside a group, once every member has arrived (mpi_arrive), as the
+ * blocking call (MPI's tuned algorithms, progressed inside the call); inside a group,
+ * non-blocking, finished at group_end. */
+#define POST(op, blocking_call, nonblocking_call)                          \
+  do {                                                                     \
+    int rc_;                                                               \
+    if (t_group_depth == 0) {                                              \
+      HWP_Status arrived_ = mpi_arrive((op)->comm, (op)->seq, (op)->what); \
+      if (arrived_ != HWP_OK) {                                            \
+        free_op(op);                                                       \
+        return arrived_;                                                   \
+      }                                                                    \
+      mpi_lock();                                                          \
+      rc_ = blocking_call;                                                 \
+      mpi_unlock();                                                        \
+    } else {                                                               \
+      mpi_lock();                                                          \
+      rc_ = nonblocking_call;                                              \
+      mpi_unlock();                                                        \
+    }                                                                      \
+    return issue(op, rc_);                                                 \
+  } while (0)
+
 #define TRY(expr)                  \
   do {                             \
     HWP_Status st_ = (expr);       \
@@ -273,11 +296,9 @@ HWP_Status mpi_ccl_all_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer 
     op->avg_host = target;
     op->avg_count = count;
   }
-  mpi_lock();
-  int rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : s, target, (int)count, dt, mop, comm->comm,
-                          &op->request);
-  mpi_unlock();
-  return issue(op, rc);
+  const void *src = in_place ? MPI_IN_PLACE : s;
+  POST(op, MPI_Allreduce(src, target, (int)count, dt, mop, comm->comm),
+       MPI_Iallreduce(src, target, (int)count, dt, mop, comm->comm, &op->request));
 }
 
 HWP_Status mpi_ccl_broadcast(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
@@ -299,10 +320,8 @@ HWP_Status mpi_ccl_broadcast(HWP_Buffer send, uint64_t send_offset, HWP_Buffer r
   TRY(host_view(op, recv, recv_offset, bytes, 0, stream, &r));
   if (is_root && s != r) memmove(r, s, bytes);
   write_back(op, r);
-  mpi_lock();
-  int rc = MPI_Ibcast(r, (int)count, dt, root, comm->comm, &op->request);
-  mpi_unlock();
-  return issue(op, rc);
+  POST(op, MPI_Bcast(r, (int)count, dt, root, comm->comm),
+       MPI_Ibcast(r, (int)count, dt, root, comm->comm, &op->request));
 }
 
 HWP_Status mpi_ccl_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
@@ -337,11 +356,9 @@ HWP_Status mpi_ccl_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv
       op->avg_count = count;
     }
   }
-  mpi_lock();
-  int rc = MPI_Ireduce(in_place ? MPI_IN_PLACE : s, target, (int)count, dt, mop, root,
-                       comm->comm, &op->request);
-  mpi_unlock();
-  return issue(op, rc);
+  const void *src = in_place ? MPI_IN_PLACE : s;
+  POST(op, MPI_Reduce(src, target, (int)count, dt, mop, root, comm->comm),
+       MPI_Ireduce(src, target, (int)count, dt, mop, root, comm->comm, &op->request));
 }
 
 HWP_Status mpi_ccl_all_gather(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
@@ -364,11 +381,9 @@ HWP_Status mpi_ccl_all_gather(HWP_Buffer send, uint64_t send_offset, HWP_Buffer 
   } else {
     TRY(receive_into(op, r, total, s, bytes, &target));
   }
-  mpi_lock();
-  int rc = MPI_Iallgather(in_place ? MPI_IN_PLACE : s, (int)count, dt, target, (int)count, dt,
-                          comm->comm, &op->request);
-  mpi_unlock();
-  return issue(op, rc);
+  const void *src = in_place ? MPI_IN_PLACE : s;
+  POST(op, MPI_Allgather(src, (int)count, dt, target, (int)count, dt, comm->comm),
+       MPI_Iallgather(src, (int)count, dt, target, (int)count, dt, comm->comm, &op->request));
 }
 
 HWP_Status mpi_ccl_reduce_scatter(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
@@ -393,10 +408,8 @@ HWP_Status mpi_ccl_reduce_scatter(HWP_Buffer send, uint64_t send_offset, HWP_Buf
     op->avg_host = target;
     op->avg_count = count;
   }
-  mpi_lock();
-  int rc = MPI_Ireduce_scatter_block(s, target, (int)count, dt, mop, comm->comm, &op->request);
-  mpi_unlock();
-  return issue(op, rc);
+  POST(op, MPI_Reduce_scatter_block(s, target, (int)count, dt, mop, comm->comm),
+       MPI_Ireduce_scatter_block(s, target, (int)count, dt, mop, comm->comm, &op->request));
 }
 
 HWP_Status mpi_ccl_all_to_all(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
@@ -413,10 +426,8 @@ HWP_Status mpi_ccl_all_to_all(HWP_Buffer send, uint64_t send_offset, HWP_Buffer 
   TRY(host_view(op, recv, recv_offset, total, 0, stream, &r));
   write_back(op, r);
   TRY(receive_into(op, r, total, s, total, &target));
-  mpi_lock();
-  int rc = MPI_Ialltoall(s, (int)count, dt, target, (int)count, dt, comm->comm, &op->request);
-  mpi_unlock();
-  return issue(op, rc);
+  POST(op, MPI_Alltoall(s, (int)count, dt, target, (int)count, dt, comm->comm),
+       MPI_Ialltoall(s, (int)count, dt, target, (int)count, dt, comm->comm, &op->request));
 }
 
 HWP_Status mpi_ccl_send(HWP_Buffer buffer, uint64_t offset, uint64_t count, HWP_DType dtype,

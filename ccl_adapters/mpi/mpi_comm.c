@@ -183,7 +183,7 @@ static HWP_Status comm_init(int32_t nranks, int32_t rank, const void *id, int32_
       MPI_Request req;
       MPI_Irecv(pair, 2, MPI_INT, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &req);
       mpi_unlock();
-      st = mpi_wait_all(NULL, 1, &req, what, 0, -1);
+      st = mpi_wait_all(NULL, 1, &req, what, 0, -1, 1);
       mpi_lock();
       if (st != HWP_OK) break;
       if (pair[0] < 0 || pair[0] >= nranks || members[pair[0]] != -1)
@@ -194,14 +194,15 @@ static HWP_Status comm_init(int32_t nranks, int32_t rank, const void *id, int32_
         members[pair[0]] = pair[1];
     }
     for (int r = 0; r < nranks && st == HWP_OK; r++)
-      if (members[r] != world_rank) MPI_Send(members, nranks, MPI_INT, members[r], tag, MPI_COMM_WORLD);
+      if (members[r] != world_rank)
+        MPI_Send(members, nranks, MPI_INT, members[r], tag, MPI_COMM_WORLD);
   } else {
     int pair[2] = {rank, world_rank};
     MPI_Send(pair, 2, MPI_INT, uid.creator, tag, MPI_COMM_WORLD);
     MPI_Request req;
     MPI_Irecv(members, nranks, MPI_INT, uid.creator, tag, MPI_COMM_WORLD, &req);
     mpi_unlock();
-    st = mpi_wait_all(NULL, 1, &req, what, 0, -1);
+    st = mpi_wait_all(NULL, 1, &req, what, 0, -1, 1);
     mpi_lock();
   }
   MPI_Comm mc = MPI_COMM_NULL;
@@ -224,7 +225,8 @@ static HWP_Status comm_init(int32_t nranks, int32_t rank, const void *id, int32_
 }
 
 static HWP_Status comm_split(HWP_CclComm comm, int32_t color, int32_t key, HWP_CclComm *out) {
-  if (!comm || !out) return mpi_error(HWP_ERROR_INVALID_ARGUMENT, "comm_split: comm or out is NULL");
+  if (!comm || !out)
+    return mpi_error(HWP_ERROR_INVALID_ARGUMENT, "comm_split: comm or out is NULL");
   if (comm->aborted) return mpi_error(HWP_ERROR_DEVICE, "comm_split: the communicator was aborted");
   MPI_Comm mc = MPI_COMM_NULL;
   mpi_lock();
@@ -337,5 +339,5 @@ HWP_EXPORT HWP_Status hwport_ccl_mpi_bcast_bytes(void *data, uint32_t nbytes, in
   mpi_unlock();
   if (rc != MPI_SUCCESS)
     return mpi_error(HWP_ERROR_DEVICE, "MPI_Ibcast failed: %s", mpi_error_text(rc));
-  return mpi_wait_all(NULL, 1, &req, "bootstrap broadcast", 0, -1);
+  return mpi_wait_all(NULL, 1, &req, "bootstrap broadcast", 0, -1, 1);
 }

@@ -32,7 +32,8 @@ HWP_Status mpi_progress_init(void) {
   int rc = MPI_Win_allocate((MPI_Aint)(SLOT_WORDS * sizeof(int64_t)), sizeof(int64_t),
                             MPI_INFO_NULL, MPI_COMM_WORLD, &g_slot, &g_win);
   if (rc != MPI_SUCCESS)
-    return mpi_error(HWP_ERROR_DEVICE, "MPI_Win_allocate (the watchdog's progress slots) failed: %s",
+    return mpi_error(HWP_ERROR_DEVICE,
+                     "MPI_Win_allocate (the watchdog's progress slots) failed: %s",
                      mpi_error_text(rc));
   memset(g_slot, 0, SLOT_WORDS * sizeof(int64_t));
   return HWP_OK;
@@ -140,7 +141,7 @@ static HWP_Status report_timeout(HWP_CclComm comm, const char *what, uint64_t se
 }
 
 HWP_Status mpi_wait_all(HWP_CclComm comm, int n, MPI_Request *requests, const char *what,
-                        uint64_t seq, int peer) {
+                        uint64_t seq, int peer, int may_sleep) {
   if (n == 0) return HWP_OK;
   const double limit = mpi_timeout_seconds();
   const double start = now_seconds();
@@ -155,9 +156,11 @@ HWP_Status mpi_wait_all(HWP_CclComm comm, int n, MPI_Request *requests, const ch
     if (done) return HWP_OK;
     if ((polls & 63) == 0 && now_seconds() - start > limit)
       return report_timeout(comm, what, seq, peer, limit);
-    /* Spin first (latency), then yield the core (ranks may outnumber cores), then sleep. */
+    /* Spin first (latency), then yield the core (ranks may outnumber cores); small control
+     * messages may then sleep. Transfers never sleep: a non-blocking collective advances only
+     * inside MPI calls. */
     if (polls > 2000) {
-      if (now_seconds() - start > 0.05) {
+      if (may_sleep && now_seconds() - start > 0.05) {
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
       } else {
@@ -165,4 +168,41 @@ HWP_Status mpi_wait_all(HWP_CclComm comm, int n, MPI_Request *requests, const ch
       }
     }
   }
+}
+
+HWP_Status mpi_arrive(HWP_CclComm comm, uint64_t seq, int what) {
+  if (mpi_timeout_seconds() <= 0) return HWP_OK; /* HWPORT_CCL_TIMEOUT=0: no watchdog */
+  const int n = comm->nranks;
+  int64_t mine[2] = {(int64_t)seq, (int64_t)what};
+  int64_t *all = malloc(2 * (size_t)n * sizeof(int64_t));
+  if (!all) return mpi_error(HWP_ERROR_OUT_OF_MEMORY, "out of host memory");
+  MPI_Request req;
+  mpi_lock();
+  int rc = MPI_Iallgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, comm->comm, &req);
+  mpi_unlock();
+  HWP_Status st = rc == MPI_SUCCESS
+                      ? mpi_wait_all(comm, 1, &req, mpi_collective_name(what), seq, -1, 1)
+                      : mpi_error(HWP_ERROR_DEVICE, "%s: MPI failed: %s",
+                                  mpi_collective_name(what), mpi_error_text(rc));
+  if (st == HWP_OK) {
+    char msg[1024];
+    size_t len = 0;
+    int mismatched = 0;
+    for (int r = 0; r < n; r++) {
+      if (all[2 * r] == mine[0] && all[2 * r + 1] == mine[1]) continue;
+      if (!mismatched++)
+        len = appendf(msg, sizeof msg, len,
+                      "%s #%llu on a communicator of %d ranks: not every rank is in it:",
+                      mpi_collective_name(what), (unsigned long long)seq, n);
+      len = appendf(msg, sizeof msg, len, "%s rank %d (global rank %d) is in %s #%lld",
+                    mismatched > 1 ? ";" : "", r, comm->world_ranks[r],
+                    mpi_collective_name((int)all[2 * r + 1]), (long long)all[2 * r]);
+    }
+    if (mismatched) {
+      mpi_mark_aborted(comm, msg);
+      st = mpi_error(HWP_ERROR_DEVICE, "%s", msg);
+    }
+  }
+  free(all);
+  return st;
 }

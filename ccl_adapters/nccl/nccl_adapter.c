@@ -157,7 +157,8 @@ static HWP_Status comm_init(int32_t nranks, int32_t rank, const void *id, int32_
     st = c->dev.device_table->set_device(c->dev.device);
   ncclUniqueId uid;
   memcpy(&uid, id, sizeof uid);
-  if (st == HWP_OK) st = nccl_status(g_nccl.CommInitRank(&c->comm, nranks, uid, rank), "ncclCommInitRank");
+  if (st == HWP_OK)
+    st = nccl_status(g_nccl.CommInitRank(&c->comm, nranks, uid, rank), "ncclCommInitRank");
   if (st != HWP_OK) {
     free(c);
     return st;
@@ -308,7 +309,8 @@ static HWP_Status all_to_all(HWP_Buffer send, uint64_t so, HWP_Buffer recv, uint
   const size_t block = count * size;
   st = group_start();
   for (int peer = 0; st == HWP_OK && peer < c->nranks; peer++) {
-    st = nccl_status(g_nccl.Send((char *)s + peer * block, count, nt, peer, c->comm, cs), "ncclSend");
+    st = nccl_status(g_nccl.Send((char *)s + peer * block, count, nt, peer, c->comm, cs),
+                     "ncclSend");
     if (st == HWP_OK)
       st = nccl_status(g_nccl.Recv((char *)r + peer * block, count, nt, peer, c->comm, cs),
                        "ncclRecv");

@@ -22,9 +22,10 @@ def _has_device(device_type: str) -> bool:
 
 def _checked(result: subprocess.CompletedProcess[str], nranks: int) -> list[int]:
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    counts = [int(m) for m in re.findall(r"CHECKED (\d+)", result.stdout)]
-    assert len(counts) == nranks, result.stdout[-4000:]
-    return counts
+    found = sorted((int(r), int(n)) for r, n in re.findall(r"rank (\d+) CHECKED (\d+)",
+                                                          result.stdout))
+    assert [r for r, _ in found] == list(range(nranks)), result.stdout[-4000:]
+    return [n for _, n in found]
 
 
 def test_every_collective_dtype_and_small_size_on_two_ranks() -> None:
@@ -62,8 +63,8 @@ def test_large_sizes(elements: int) -> None:
 
 
 def test_the_watchdog_names_the_rank_that_did_not_arrive() -> None:
-    result = run_ranks("watchdog_check.py", 4, "60", extra_env={"HWPORT_CCL_TIMEOUT": "2"},
-                       timeout=120)
+    result = run_ranks("watchdog_check.py", 4, "skip", "60",
+                       extra_env={"HWPORT_CCL_TIMEOUT": "2"}, timeout=120)
     out = result.stdout + result.stderr
     reports = re.findall(r"rank (\d) WATCHDOG (.*)", out)
     assert sorted(int(r) for r, _ in reports) == [0, 2, 3], out[-4000:]
@@ -75,6 +76,22 @@ def test_the_watchdog_names_the_rank_that_did_not_arrive() -> None:
         assert "rank 2 (" not in message and "rank 3 (" not in message, message
     assert "NO ERROR" not in out
     assert result.returncode != 0  # the job ends with a failure, not a hang
+
+
+def test_mismatched_collectives_fail_every_rank_at_once() -> None:
+    # no timeout needed: the ranks compare (sequence number, collective) before moving data
+    result = run_ranks("watchdog_check.py", 4, "mismatch", timeout=120)
+    out = result.stdout + result.stderr
+    reports = dict(re.findall(r"rank (\d) WATCHDOG (.*)", out))
+    assert sorted(reports) == ["0", "1", "2", "3"], out[-4000:]
+    for rank, message in reports.items():
+        if rank == "1":
+            assert "broadcast #2" in message and "rank 0 (global rank 0) is in all_reduce #2" \
+                in message, message
+        else:
+            assert "all_reduce #2" in message, message
+            assert "rank 1 (global rank 1) is in broadcast #2" in message, message
+    assert "NO ERROR" not in out
 
 
 def test_launch_module_runs_the_script_on_n_ranks() -> None:

@@ -1,8 +1,12 @@
-"""Rank 1 skips an all_reduce (run under mpirun with HWPORT_CCL_TIMEOUT=2 on 4 ranks).
+"""Rank 1 breaks the order of collectives (run under mpirun on 4 ranks).
 
-The other ranks must raise, naming rank 1 as the one that did not arrive; each prints
-'WATCHDOG <message>'. Then the job ends (a rank whose collective was abandoned cannot finalize
-MPI, so its exit ends the job with a failure status)."""
+  skip <seconds>  rank 1 sleeps instead of the second all_reduce (HWPORT_CCL_TIMEOUT=2): the
+                  others must raise at the timeout, naming rank 1 as the one that did not arrive
+  mismatch        rank 1 calls broadcast where the others call all_reduce: every rank must
+                  raise at once, naming rank 1 and the collective it is in
+
+Each rank that raises prints 'WATCHDOG <message>' and exits with 3. After an abandoned
+collective MPI cannot be finalized, so the job ends with a failure status."""
 
 from __future__ import annotations
 
@@ -12,16 +16,20 @@ import time
 import hwport
 import hwport.distributed as dist
 
+mode = sys.argv[1]
 dist.init_parallel_env()
 rank = dist.get_rank()
 x = hwport.to_tensor([float(rank)])
 dist.all_reduce(x)  # #1: everyone
 print(f"rank {rank} first all_reduce {x.numpy()[0]}", flush=True)
-if rank == 1:
-    time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 30)
-    sys.exit(0)
 try:
-    dist.all_reduce(x)  # #2: rank 1 never comes
+    if rank == 1 and mode == "skip":
+        time.sleep(float(sys.argv[2]))
+        sys.exit(0)
+    elif rank == 1:
+        dist.broadcast(x, src=0)
+    else:
+        dist.all_reduce(x)  # #2
 except RuntimeError as error:
     print(f"rank {rank} WATCHDOG {error}", flush=True)
     sys.exit(3)

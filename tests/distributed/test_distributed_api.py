@@ -1,0 +1,81 @@
+"""hwport.distributed in one process: what works before init_parallel_env, argument errors,
+Paddle's signatures, and the launcher's mpirun command line."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+
+import hwport
+import hwport.distributed as dist
+from hwport.distributed import launch
+
+
+def test_rank_and_size_before_init_come_from_the_launcher(monkeypatch) -> None:
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "3")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "8")
+    assert dist.get_rank() == 3 and dist.get_world_size() == 8
+    monkeypatch.delenv("OMPI_COMM_WORLD_RANK")
+    monkeypatch.delenv("OMPI_COMM_WORLD_SIZE")
+    assert dist.get_rank() == 0 and dist.get_world_size() == 1
+    assert not dist.is_initialized()
+
+
+def test_collectives_before_init_say_what_to_call() -> None:
+    x = hwport.to_tensor([1.0])
+    for call in (lambda: dist.all_reduce(x), lambda: dist.broadcast(x, src=0),
+                 lambda: dist.new_group([0]), dist.barrier):
+        with pytest.raises(RuntimeError, match="init_parallel_env"):
+            call()
+
+
+def test_arguments_are_checked_before_any_communication() -> None:
+    with pytest.raises(TypeError, match="all_reduce: tensor must be a hwport Tensor"):
+        dist.all_reduce([1.0])
+    with pytest.raises(ValueError, match="all_reduce: op must be one of ReduceOp"):
+        dist.all_reduce(hwport.to_tensor([1.0]), op=7)
+
+
+def test_signatures_are_paddles() -> None:
+    expected = {
+        "all_reduce": ["tensor", "op", "group", "sync_op"],
+        "all_gather": ["tensor_list", "tensor", "group", "sync_op"],
+        "broadcast": ["tensor", "src", "group", "sync_op"],
+        "reduce": ["tensor", "dst", "op", "group", "sync_op"],
+        "reduce_scatter": ["tensor", "tensor_list", "op", "group", "sync_op"],
+        "alltoall": ["out_tensor_list", "in_tensor_list", "group", "sync_op"],
+        "send": ["tensor", "dst", "group", "sync_op"],
+        "recv": ["tensor", "src", "group", "sync_op"],
+        "isend": ["tensor", "dst", "group"],
+        "irecv": ["tensor", "src", "group"],
+        "scatter": ["tensor", "tensor_list", "src", "group", "sync_op"],
+        "gather": ["tensor", "gather_list", "dst", "group", "sync_op"],
+        "barrier": ["group"],
+        "new_group": ["ranks", "backend", "timeout", "nccl_comm_init_option", "nccl_config"],
+        "get_rank": ["group"],
+        "get_world_size": ["group"],
+    }
+    for name, params in expected.items():
+        assert list(inspect.signature(getattr(dist, name)).parameters) == params, name
+    assert (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PROD,
+            dist.ReduceOp.AVG) == (0, 1, 2, 3, 4)
+
+
+def test_launch_builds_the_mpirun_command(monkeypatch) -> None:
+    monkeypatch.setattr(launch.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(launch.os, "cpu_count", lambda: 2)
+    args, rest = launch.parse(["--nproc_per_node", "4", "train.py", "--lr", "0.1"])
+    command = launch.build_command(args, rest)
+    assert command[:4] == ["/usr/bin/mpirun", "-n", "4", "--oversubscribe"]
+    assert command[-3:] == ["train.py", "--lr", "0.1"]
+    args, rest = launch.parse(["--nproc_per_node", "2", "--hostfile", "hosts", "--nnodes", "2",
+                               "t.py"])
+    command = launch.build_command(args, rest)
+    assert command[:5] == ["/usr/bin/mpirun", "-n", "4", "--hostfile", "hosts"]
+    assert "--oversubscribe" not in command
+    env = launch.launch_environment()
+    assert env["OMPI_MCA_btl_vader_single_copy_mechanism"] == "none"
+    if os.geteuid() == 0:
+        assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
