@@ -76,7 +76,7 @@ def _to_numpy(data: Any) -> np.ndarray:
 def _local_tensor(value: np.ndarray, dtype: Any, place: Any, stop_gradient: bool) -> Any:
     import hwport
 
-    return hwport.to_tensor(np.ascontiguousarray(value), dtype=dtype, place=place,
+    return hwport.to_tensor(np.array(value, order="C"), dtype=dtype, place=place,
                             stop_gradient=stop_gradient)
 
 

@@ -17,7 +17,8 @@ from .simulate import _IDENTITY, chunk_bounds, coords
 
 
 class HwportBackend:
-    """The collectives of hwport.distributed over hwport Tensors on `place`."""
+    """The collectives of hwport.distributed over hwport Tensors on `place` (results reshaped
+    to the shapes sent: a 0-d tensor may come back as [1])."""
 
     def __init__(self, place: Any = None, dtype: Any = None) -> None:
         import hwport
@@ -37,7 +38,7 @@ class HwportBackend:
         return self._groups[key]
 
     def tensor(self, a: np.ndarray) -> Any:
-        return self.hw.to_tensor(np.ascontiguousarray(a), dtype=self.dtype, place=self.place)
+        return self.hw.to_tensor(np.array(a, order="C"), dtype=self.dtype, place=self.place)
 
     def numpy(self, t: Any) -> np.ndarray:
         return np.asarray(t.numpy())
@@ -50,25 +51,25 @@ class HwportBackend:
     def all_gather(self, a: np.ndarray, group: Any) -> list[np.ndarray]:
         out: list[Any] = []
         self.dist.all_gather(out, self.tensor(a), group=group)
-        return [self.numpy(t) for t in out]
+        return [self.numpy(t).reshape(a.shape) for t in out]
 
     def all_reduce(self, a: np.ndarray, rt: ReduceType, group: Any) -> np.ndarray:
         t = self.tensor(a)
         self.dist.all_reduce(t, op=self.op(rt), group=group)
-        return self.numpy(t)
+        return self.numpy(t).reshape(a.shape)
 
     def reduce_scatter(self, parts: list[np.ndarray], rt: ReduceType, group: Any
                        ) -> np.ndarray:
         out = self.tensor(np.zeros_like(parts[0]))
         self.dist.reduce_scatter(out, [self.tensor(p) for p in parts], op=self.op(rt),
                                  group=group)
-        return self.numpy(out)
+        return self.numpy(out).reshape(parts[0].shape)
 
     def alltoall(self, parts: list[np.ndarray], group: Any) -> list[np.ndarray]:
         out: list[Any] = []
         self.dist.alltoall(out_tensor_list=out, in_tensor_list=[self.tensor(p) for p in parts],
                            group=group)
-        return [self.numpy(t) for t in out]
+        return [self.numpy(t).reshape(p.shape) for t, p in zip(out, parts, strict=True)]
 
     def exchange(self, sends: list[tuple[int, np.ndarray]],
                  recvs: list[tuple[int, tuple[int, ...], Any]]) -> list[np.ndarray]:
@@ -78,7 +79,8 @@ class HwportBackend:
         tasks += [self.dist.isend(self.tensor(a), dst=d) for d, a in sends]
         for t in tasks:
             t.wait()
-        return [self.numpy(b) for b in bufs]
+        return [self.numpy(b).reshape(shape) for b, (_, shape, _) in zip(bufs, recvs,
+                                                                          strict=True)]
 
 
 def np_dtype_of(dtype: Any) -> np.dtype:
@@ -96,7 +98,7 @@ def np_dtype_of(dtype: Any) -> np.dtype:
 def _take(a: np.ndarray, dim: int, start: int, stop: int) -> np.ndarray:
     idx = [slice(None)] * a.ndim
     idx[dim] = slice(start, stop)
-    return np.ascontiguousarray(a[tuple(idx)])
+    return np.array(a[tuple(idx)], order="C")
 
 
 def _pad_to(a: np.ndarray, dim: int, size: int) -> np.ndarray:
@@ -131,9 +133,9 @@ def run_step(step: ReshardStep, local: np.ndarray | None, shape: Sequence[int], 
         dt = local.dtype if local is not None else None
         for s, d, box in step.pairs:
             if s == me and d == me:
-                keep = np.ascontiguousarray(local[tuple(slice(a, b) for a, b in box)])
+                keep = np.array(local[tuple(slice(a, b) for a, b in box)], order="C")
             elif s == me:
-                sends.append((d, np.ascontiguousarray(local[tuple(slice(a, b) for a, b in box)])))
+                sends.append((d, np.array(local[tuple(slice(a, b) for a, b in box)], order="C")))
             elif d == me:
                 recvs.append((s, tuple(b - a for a, b in box), None))
         recvs = [(s, shp, dt if dt is not None else be.np_dtype) for s, shp, _ in recvs]

@@ -54,3 +54,8 @@ def test_dtensor_from_local() -> None:
     assert d._local_value() is local
     with pytest.raises(ValueError):
         DistTensor(local, mesh, [Replicate()], [3, 5])
+
+
+def test_zero_dim_values_stay_zero_dim() -> None:
+    d = shard_tensor(np.array(2.5, np.float32), ProcessMesh([0, 1]), [Partial()])
+    assert d.shape == [] and d._local_value().shape == []

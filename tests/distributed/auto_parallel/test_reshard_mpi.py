@@ -1,6 +1,7 @@
 """Reshard and ops on DistTensors through the real collectives, under mpirun:
 mpi_reshard_check.py (4 ranks: shards and the adapter's byte counts) and
-mpi_pipeline_check.py (8 ranks: Paddle 3.0's two-mesh pipeline example, forward)."""
+mpi_pipeline_check.py (8 ranks: Paddle 3.0's two-mesh pipeline example, forward) and
+mpi_gpt_check.py (4 ranks: a GPT block with data x tensor parallelism, forward)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,10 @@ def test_two_mesh_pipeline_under_mpirun() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ok = sorted(int(r) for r in re.findall(r"pipeline ok (\d)", proc.stdout))
     assert ok == list(range(8)), proc.stdout
+
+
+def test_gpt_block_dp_x_tp_under_mpirun() -> None:
+    proc = mpirun.run("mpi_gpt_check.py", 4)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    ok = sorted(int(r) for r in re.findall(r"gpt ok (\d)", proc.stdout))
+    assert ok == [0, 1, 2, 3], proc.stdout
