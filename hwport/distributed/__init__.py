@@ -35,6 +35,12 @@ from hwport.distributed.env import (
 from hwport.distributed.group import Group, destroy_process_group, get_group, new_group
 from hwport.distributed.stats import reset_traffic, traffic
 
+# isort: split
+# Semi-automatic parallelism (ProcessMesh, Shard/Replicate/Partial, shard_tensor, reshard, ...):
+# whatever hwport.distributed.auto_parallel exports is part of this namespace, as in Paddle.
+from hwport.distributed import auto_parallel
+from hwport.distributed.auto_parallel import *  # noqa: F403
+
 __all__ = [
     "Group",
     "ParallelEnv",
@@ -64,3 +70,4 @@ __all__ = [
     "send",
     "traffic",
 ]
+__all__ += auto_parallel.__all__
