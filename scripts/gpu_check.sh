@@ -133,7 +133,7 @@ assert cuda and cuda[0]["device_count"] > 0, "the CUDA plugin sees no device"
 run cuda_tests cuda_tests.log 120 "$PY" -m pytest -q -ra -p no:cacheprovider \
   -m "gpu or not gpu" --junitxml="$WORK/cuda_tests.xml" tests/device_plugins/test_cuda_plugin.py \
   tests/device_plugins/test_cuda_codegen.py tests/device_plugins/test_cuda_cupy_oracle.py \
-  tests/runtime/test_dlpack_device.py
+  tests/runtime/test_dlpack_device.py tests/distributed/test_nccl_adapter.py
 
 # ---- 4. the op oracle on custom:cuda (every op, dtype and layout case) ---------------------
 run oracle oracle.log 120 "$PY" -m pytest -q -ra -p no:cacheprovider --maxfail=300 \

@@ -54,6 +54,24 @@ def _default_place() -> str:
     return f"custom:{device_type}:{index}"
 
 
+def _load_optional_adapters() -> None:
+    """NCCL for CUDA devices when libnccl loads; otherwise they use MPI (staged). The reason
+    it did not load is kept in adapter_errors()."""
+    from hwport import runtime
+
+    if not any(p["device_type"] == "cuda" and p["device_count"] > 0 for p in runtime.plugins()):
+        return
+    try:
+        _core.ccl_load_adapter("nccl", str(adapter_path("nccl")))
+    except Exception as error:  # noqa: BLE001 (optional: recorded, MPI serves the device)
+        _State.adapter_errors["nccl"] = str(error)
+
+
+def adapter_errors() -> dict[str, str]:
+    """Why an optional CCL adapter (nccl) was not loaded, by name."""
+    return dict(_State.adapter_errors)
+
+
 def init_parallel_env(nccl_config: Any = None) -> Any:
     """Starts the parallel environment (collective over the MPI job) and returns the world
     group. Calling it again returns the same group."""
@@ -71,6 +89,7 @@ def init_parallel_env(nccl_config: Any = None) -> Any:
             "launch with `mpirun -n N python script.py` or `python -m "
             "hwport.distributed.launch --nproc_per_node N script.py`."
         ) from error
+    _load_optional_adapters()
     _State.rank, _State.world_size = _core.ccl_world()
     _State.place = _default_place()
     _core.set_device(_State.place)  # as Paddle does: new tensors go to this rank's device
