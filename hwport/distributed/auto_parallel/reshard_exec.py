@@ -13,7 +13,7 @@ import numpy as np
 
 from .placement import ReduceType
 from .reshard_plan import ReshardPlan, ReshardStep
-from .simulate import _IDENTITY, chunk_bounds, coords
+from .simulate import _IDENTITY, chunk_bounds, coords, local_shape
 
 
 class HwportBackend:
@@ -95,6 +95,10 @@ def np_dtype_of(dtype: Any) -> np.dtype:
     return np.dtype(name)
 
 
+def _boxed(box: Sequence[tuple[int, int]]) -> tuple[slice, ...]:
+    return tuple(slice(a, b) for a, b in box)
+
+
 def _take(a: np.ndarray, dim: int, start: int, stop: int) -> np.ndarray:
     idx = [slice(None)] * a.ndim
     idx[dim] = slice(start, stop)
@@ -129,18 +133,26 @@ def run_step(step: ReshardStep, local: np.ndarray | None, shape: Sequence[int], 
              ) -> np.ndarray | None:
     me = be.rank()
     if step.kind == "send_recv":
-        sends, recvs, keep = [], [], None
-        dt = local.dtype if local is not None else None
-        for s, d, box in step.pairs:
-            if s == me and d == me:
-                keep = np.array(local[tuple(slice(a, b) for a, b in box)], order="C")
-            elif s == me:
-                sends.append((d, np.array(local[tuple(slice(a, b) for a, b in box)], order="C")))
-            elif d == me:
-                recvs.append((s, tuple(b - a for a, b in box), None))
-        recvs = [(s, shp, dt if dt is not None else be.np_dtype) for s, shp, _ in recvs]
+        sends, recvs, places = [], [], []
+        for s, d, sbox, dbox in step.pairs:
+            if s == me and d != me:
+                sends.append((d, np.array(local[_boxed(sbox)], order="C")))
+            elif d == me and s != me:
+                recvs.append((s, tuple(b - a for a, b in sbox),
+                              local.dtype if local is not None else be.np_dtype))
+                places.append(dbox)
         got = be.exchange(sends, recvs)
-        return got[0] if got else keep
+        coord = step.mesh.get_rank_coord(me)
+        if coord is None:
+            return None
+        dt = local.dtype if local is not None else be.np_dtype
+        out = np.zeros(local_shape(shape, step.after, step.mesh.shape, coord), dtype=dt)
+        for s, d, sbox, dbox in step.pairs:
+            if s == me and d == me:
+                out[_boxed(dbox)] = local[_boxed(sbox)]
+        for dbox, piece in zip(places, got, strict=True):
+            out[_boxed(dbox)] = piece
+        return out
     if step.mesh.shape[step.mesh_dim] == 1:  # a group of one: every step leaves it as is
         return local if step.mesh.contains(me) else None
     mine = _my_group(step, be, me)

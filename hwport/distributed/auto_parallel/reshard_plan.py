@@ -13,10 +13,11 @@ Local slices go first (the collectives after them move less), then partials, the
 that move (a shard moving to another mesh dim of the same size travels point to point: only
 the ranks whose chunk changes receive it), then the remaining slices and new partials. Uneven
 shards (size not a multiple of n) travel padded to ceil(size / n) per chunk (`padded`).
-Across meshes: with meshes of one shape, each rank sends its local value to the rank at its
-coordinate in the destination mesh, then the same-mesh plan runs there; otherwise the source
-is made Replicate on its mesh and every destination rank receives exactly its destination
-shard from one source rank (spread round-robin).
+Across meshes: source partials are reduced on the source mesh (scattered into a free dim
+where one is large enough), then every destination rank receives each piece of its shard from
+one rank that holds it (itself when it does: meshes may share processes; else round-robin over
+the holders), so each element crosses once per rank that needs it; ranks that a destination
+Partial fills with its identity receive nothing.
 
 Bytes are counted as what each rank receives (nccl-tests' bus convention: a ring all-reduce
 moves 2(n-1)/n of the buffer per rank); `total_bytes` sums them over the ranks.
@@ -51,7 +52,8 @@ class ReshardStep:
     reduce_type: ReduceType | None = None
     padded: bool = False
     bytes_per_rank: dict[int, int] = field(default_factory=dict)  # rank -> bytes received
-    pairs: tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...] = ()
+    pairs: tuple[tuple[int, int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]],
+                 ...] = ()
     src_attr: TensorDistAttr | None = None  # send_recv: the layout on the source ranks
 
     @property
@@ -171,7 +173,8 @@ def plan_same_mesh(mesh: ProcessMesh, src: TensorDistAttr, dst: TensorDistAttr,
                 holder = c[:i] + (c[j],) + c[i + 1:]
                 r, h = mesh.process_id_at(c), mesh.process_id_at(holder)
                 ls = local_shape(shape, before, ms, holder)
-                pairs.append((h, r, tuple((0, d) for d in ls)))
+                whole_box = tuple((0, d) for d in ls)
+                pairs.append((h, r, whole_box, whole_box))
                 received[r] = 0 if h == r else math.prod(ls) * itemsize
             steps.append(ReshardStep("send_recv", mesh, state(), mesh_dim=i, tensor_dim=t,
                                      to_dim=j, bytes_per_rank=received, pairs=tuple(pairs),
@@ -210,32 +213,65 @@ def plan_reshard(src_mesh: ProcessMesh, src: TensorDistAttr, dst_mesh: ProcessMe
     shape = tuple(int(d) for d in shape)
     if src_mesh == dst_mesh:
         return plan_same_mesh(src_mesh, src, dst, shape, itemsize)
-    if src_mesh.shape == dst_mesh.shape:
-        pairs = []
-        received: dict[int, int] = {}
-        for c in coords(src_mesh.shape):
-            box = tuple((0, b - a) for a, b in _box(shape, src, src_mesh.shape, c))
-            s, d = src_mesh.process_id_at(c), dst_mesh.process_id_at(c)
-            pairs.append((s, d, box))  # the whole local value
-            received[d] = math.prod(b - a for a, b in box) * itemsize
-        move = ReshardStep("send_recv", dst_mesh, src, bytes_per_rank=received,
-                           pairs=tuple(pairs), src_attr=src)
-        return ReshardPlan([move, *plan_same_mesh(dst_mesh, src, dst, shape, itemsize).steps])
-    rep = TensorDistAttr.replicated(len(shape))
-    first = plan_same_mesh(src_mesh, src, rep, shape, itemsize).steps
-    whole = TensorDistAttr(dst.dims_mapping)  # dst without its partials
+    steps: list[ReshardStep] = []
+    if src.partial:  # reduced on the source mesh first, scattered where a dim is free
+        mid = _without_partials(src, shape, src_mesh.shape)
+        steps += plan_same_mesh(src_mesh, src, mid, shape, itemsize).steps
+        src = mid
+    whole = TensorDistAttr(dst.dims_mapping)
+    # ranks off coordinate 0 of a partial dim whose identity fills them need no data
+    idle = {i for i, rt in dst.partial.items() if rt in _IDENTITY_TYPES}
+    needing = [c for c in coords(dst_mesh.shape) if not any(c[i] for i in idle)]
+    steps.append(_pieces(src_mesh, src, dst_mesh, whole, needing, shape, itemsize))
+    steps += plan_same_mesh(dst_mesh, whole, dst, shape, itemsize).steps
+    return ReshardPlan(steps)
+
+
+_IDENTITY_TYPES = {ReduceType.kRedSum, ReduceType.kRedProd, ReduceType.kRedAny,
+                   ReduceType.kRedAll}
+
+
+def _without_partials(attr: TensorDistAttr, shape: Sequence[int], mesh_shape: Sequence[int]
+                      ) -> TensorDistAttr:
+    """`attr` with each partial mesh dim resolved: into a shard of the largest free tensor dim
+    (a reduce-scatter), else replicated (an all-reduce)."""
+    dims = list(attr.dims_mapping)
+    for i in sorted(attr.partial):
+        free = [t for t in range(len(shape)) if dims[t] == -1 and shape[t] >= mesh_shape[i]]
+        if free:
+            dims[max(free, key=lambda t: shape[t])] = i
+    return TensorDistAttr(tuple(dims))
+
+
+def _pieces(src_mesh: ProcessMesh, src: TensorDistAttr, dst_mesh: ProcessMesh,
+            dst: TensorDistAttr, needing: Sequence[tuple[int, ...]], shape: Sequence[int],
+            itemsize: int) -> ReshardStep:
+    """Point to point across meshes: every destination rank in `needing` receives each piece of
+    its shard from one rank holding it (itself when it does; else round-robin over the
+    holders), so every element crosses once per rank that needs it."""
+    holders: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    for c in coords(src_mesh.shape):
+        holders.setdefault(_box(shape, src, src_mesh.shape, c), []).append(
+            src_mesh.process_id_at(c))
     pairs = []
-    received = {}
-    srcs = src_mesh.process_ids
-    for k, c in enumerate(coords(dst_mesh.shape)):
-        box = _box(shape, whole, dst_mesh.shape, c)
+    received = {dst_mesh.process_id_at(c): 0 for c in coords(dst_mesh.shape)}
+    for k, c in enumerate(needing):
         d = dst_mesh.process_id_at(c)
-        pairs.append((srcs[k % len(srcs)], d, box))
-        received[d] = math.prod(b - a for a, b in box) * itemsize
-    move = ReshardStep("send_recv", dst_mesh, whole, bytes_per_rank=received,
-                       pairs=tuple(pairs), src_attr=rep)
-    last = plan_same_mesh(dst_mesh, whole, dst, shape, itemsize).steps
-    return ReshardPlan([*first, move, *last])
+        dbox = _box(shape, dst, dst_mesh.shape, c)
+        for sbox, who in holders.items():
+            inter = tuple((max(a0, b0), min(a1, b1)) for (a0, a1), (b0, b1) in
+                          zip(sbox, dbox, strict=True))
+            if any(a >= b for a, b in inter):
+                continue
+            s = d if d in who else who[k % len(who)]
+            pairs.append((s, d, tuple((a - o, b - o) for (a, b), (o, _) in zip(inter, sbox,
+                                                                                strict=True)),
+                          tuple((a - o, b - o) for (a, b), (o, _) in zip(inter, dbox,
+                                                                          strict=True))))
+            if s != d:
+                received[d] += math.prod(b - a for a, b in inter) * itemsize
+    return ReshardStep("send_recv", dst_mesh, dst, bytes_per_rank=received, pairs=tuple(pairs),
+                       src_attr=src)
 
 
 def _box(shape: Sequence[int], attr: TensorDistAttr, mesh_shape: Sequence[int],

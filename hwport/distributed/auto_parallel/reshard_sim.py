@@ -10,7 +10,7 @@ import numpy as np
 
 from .placement import ReduceType
 from .reshard_plan import ReshardPlan, ReshardStep
-from .simulate import _IDENTITY, _combine, chunk_bounds, coords
+from .simulate import _IDENTITY, _combine, chunk_bounds, coords, local_shape
 
 
 def _take(a: np.ndarray, dim: int, start: int, stop: int) -> np.ndarray:
@@ -26,6 +26,10 @@ def _pad_to(a: np.ndarray, dim: int, size: int) -> np.ndarray:
     widths = [(0, 0)] * a.ndim
     widths[dim] = (0, size - a.shape[dim])
     return np.pad(a, widths)
+
+
+def _box(box: Sequence[tuple[int, int]]) -> tuple[slice, ...]:
+    return tuple(slice(a, b) for a, b in box)
 
 
 def _groups(step: ReshardStep) -> list[list[int]]:
@@ -45,9 +49,13 @@ def run_step(step: ReshardStep, values: Mapping[int, np.ndarray], shape: Sequenc
     """The ranks' local values after one step (values: rank -> local value)."""
     out = dict(values)
     if step.kind == "send_recv":
+        dtype = next(iter(values.values())).dtype
         moved = {}
-        for s, d, box in step.pairs:
-            moved[d] = np.array(values[s][tuple(slice(a, b) for a, b in box)])
+        for c in coords(step.mesh.shape):
+            moved[step.mesh.process_id_at(c)] = np.zeros(
+                local_shape(shape, step.after, step.mesh.shape, c), dtype=dtype)
+        for s, d, sbox, dbox in step.pairs:
+            moved[d][_box(dbox)] = values[s][_box(sbox)]
         return moved
     for group in _groups(step):
         n = len(group)

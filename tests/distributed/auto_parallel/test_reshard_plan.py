@@ -175,3 +175,44 @@ def test_max_partial() -> None:
     assert plan.kinds() == ["reduce_scatter"] and plan.steps[0].reduce_type == MAX
     plan = plan_same_mesh(mesh, A((-1,), {0: MAX}), A((-1,), {0: SUM}), (6,))
     assert plan.kinds() == ["all_reduce", "to_partial"]
+
+
+def _region(shape: tuple[int, ...], attr: A, mesh: ProcessMesh, rank: int) -> list[range]:
+    c = mesh.get_rank_coord(rank)
+    return [range(*s.indices(d)) for s, d in
+            zip(sim.shard_index(shape, attr, mesh.shape, c), shape, strict=True)]
+
+
+def test_cross_mesh_moves_the_minimum() -> None:
+    """Across meshes (disjoint, shared processes, different shapes) without partials, each
+    destination rank receives exactly the part of its shard its process does not hold."""
+    rng = np.random.default_rng(21)
+    m0 = ProcessMesh([[0, 1], [2, 3]])
+    for dst_mesh in (ProcessMesh([[4, 5], [6, 7]]), ProcessMesh([4, 5, 6]),
+                     ProcessMesh([[2, 3], [0, 1]]), ProcessMesh([0, 1, 2, 3, 4, 5])):
+        for _ in range(40):
+            nd = int(rng.integers(1, 4))
+            shape = tuple(int(rng.choice([1, 2, 3, 4, 6, 7])) for _ in range(nd))
+            src = A(random_attr(shape, m0.shape, rng, partial_ok=False).dims_mapping)
+            dst = A(random_attr(shape, dst_mesh.shape, rng, partial_ok=False).dims_mapping)
+            plan = plan_reshard(m0, src, dst_mesh, dst, shape, 8)
+            bound = 0
+            for r in dst_mesh.process_ids:
+                want = _region(shape, dst, dst_mesh, r)
+                size = math.prod(len(w) for w in want)
+                if m0.contains(r):
+                    have = _region(shape, src, m0, r)
+                    size -= math.prod(len(range(max(w.start, h.start), min(w.stop, h.stop)))
+                                      for w, h in zip(want, have, strict=True))
+                bound += size * 8
+            assert plan.total_bytes == bound, (src, dst_mesh, dst, shape, plan.steps)
+            check_transition(m0, src, dst_mesh, dst, rng.standard_normal(shape), rng)
+
+
+def test_cross_mesh_partial_destination_sends_to_coordinate_0_only() -> None:
+    m0, m1 = ProcessMesh([0, 1]), ProcessMesh([2, 3])
+    plan = plan_reshard(m0, A((0, -1)), m1, A((-1, -1), {0: SUM}), (4, 6), 4)
+    assert plan.kinds() == ["send_recv", "to_partial"]
+    assert plan.steps[0].bytes_per_rank == {2: 4 * 6 * 4, 3: 0}
+    check_transition(m0, A((0, -1)), m1, A((-1, -1), {0: SUM}),
+                     np.random.default_rng(2).standard_normal((4, 6)), np.random.default_rng(3))
