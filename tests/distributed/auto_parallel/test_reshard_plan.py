@@ -141,6 +141,7 @@ ND_CASES = [  # 2x2 mesh: (src, dst) dims_mapping / partial
     (A((0, -1)), A((1, -1))),
     (A((-1, 1)), A((0, -1))),
     (A((0, 1)), A((0, -1))),
+    (A((0, 1)), A((1, 0))),  # a cycle between mesh dims: point to point
 ]
 
 
@@ -216,3 +217,16 @@ def test_cross_mesh_partial_destination_sends_to_coordinate_0_only() -> None:
     assert plan.steps[0].bytes_per_rank == {2: 4 * 6 * 4, 3: 0}
     check_transition(m0, A((0, -1)), m1, A((-1, -1), {0: SUM}),
                      np.random.default_rng(2).standard_normal((4, 6)), np.random.default_rng(3))
+
+
+@pytest.mark.parametrize("mesh", MESHES[2:], ids=lambda m: "x".join(map(str, m.shape)))
+def test_same_mesh_shard_moves_never_exceed_what_ranks_lack(mesh: ProcessMesh) -> None:
+    rng = np.random.default_rng(31)
+    for _ in range(100):
+        nd = int(rng.integers(1, 4))
+        shape = tuple(int(rng.choice([1, 2, 3, 4, 6, 8])) for _ in range(nd))
+        src = A(random_attr(shape, mesh.shape, rng, partial_ok=False).dims_mapping)
+        dst = A(random_attr(shape, mesh.shape, rng, partial_ok=False).dims_mapping)
+        plan = plan_same_mesh(mesh, src, dst, shape, 4)
+        assert plan.total_bytes == lower_bound(mesh, src, dst, shape, 4), (src, dst, shape)
+        check_transition(mesh, src, mesh, dst, rng.standard_normal(shape), rng)

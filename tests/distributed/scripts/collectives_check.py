@@ -174,8 +174,34 @@ def main() -> None:
         odd = dist.new_group([r for r in range(dist.get_world_size()) if r % 2 == 1])
         for place in args.places.split(","):
             total += run(place, sizes, dtypes, odd)
+    if args.subgroup:
+        total += check_split()
     dist.barrier()
     print(f"rank {dist.get_rank()} CHECKED {total}", flush=True)
+
+
+def check_split() -> int:
+    """comm_split of the world's communicator by rank parity, keys reversing the order."""
+    world = dist.get_group(0)
+    place = str(hwport.get_device())
+    comm = world._comm(place, "split")
+    me, n = world.rank, world.nranks
+    members = [r for r in range(n) if r % 2 == me % 2]
+    new_rank = sorted(members, reverse=True).index(me)
+    split = comm.split(me % 2, -me, new_rank, len(members))
+    assert split.rank == new_rank and split.nranks == len(members)
+    x = hwport.to_tensor(np.array([float(me), 1.0], np.float32))
+    split.all_reduce(x, x, 0)
+    check(x.numpy(), np.array([sum(members), len(members)], np.float32), "split all_reduce",
+          "float32")
+    # rank order of the split communicator follows the keys: gather shows it
+    out = hwport.to_tensor(np.zeros(len(members), np.float32))
+    split.all_gather(hwport.to_tensor(np.array([float(me)], np.float32)), out)
+    check(out.numpy(), np.array(sorted(members, reverse=True), np.float32), "split order",
+          "float32")
+    # color < 0: no communicator
+    assert comm.split(-1, 0, -1, 0) is None
+    return 2
 
 
 if __name__ == "__main__":
