@@ -10,5 +10,6 @@ cd "$ROOT"
 bash scripts/setup.sh
 bash scripts/install_torch.sh
 
-printf '\n==> [test] python -m pytest -q -ra %s\n' "$*"
-exec "$ROOT/.venv/bin/python" -m pytest -q -ra "$@"
+printf '\n==> [test] python -m pytest -q -ra --durations=25 %s\n' "$*"
+# --durations: the slowest tests, to keep the suite inside its time budget
+exec "$ROOT/.venv/bin/python" -m pytest -q -ra --durations=25 "$@"
