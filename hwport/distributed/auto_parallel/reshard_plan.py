@@ -105,7 +105,18 @@ def _without(ls: Sequence[int], *skip: int) -> int:
 
 def plan_same_mesh(mesh: ProcessMesh, src: TensorDistAttr, dst: TensorDistAttr,
                    shape: Sequence[int], itemsize: int = 4) -> ReshardPlan:
-    """The steps from `src` to `dst` on one mesh (see the module docstring)."""
+    """The steps from `src` to `dst` on one mesh (see the module docstring). Without partials,
+    when the collectives would move more than each rank lacks (a shard cycling between mesh
+    dims: [Shard(0), Shard(1)] -> [Shard(1), Shard(0)]), the pieces go point to point."""
+    plan = _collective_plan(mesh, src, dst, shape, itemsize)
+    if src.partial or dst.partial or not plan.steps:
+        return plan
+    direct = _pieces(mesh, src, mesh, dst, coords(mesh.shape), shape, itemsize)
+    return ReshardPlan([direct]) if direct.total_bytes < plan.total_bytes else plan
+
+
+def _collective_plan(mesh: ProcessMesh, src: TensorDistAttr, dst: TensorDistAttr,
+                     shape: Sequence[int], itemsize: int) -> ReshardPlan:
     shape = tuple(int(d) for d in shape)
     if src.ndim != len(shape) or dst.ndim != len(shape):
         raise ValueError(f"reshard: dist attrs {src} -> {dst} do not fit shape {list(shape)}")

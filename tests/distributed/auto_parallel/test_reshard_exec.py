@@ -4,13 +4,16 @@ the collectives the plan names."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
 from hwport.distributed.auto_parallel import ProcessMesh, TensorDistAttr
 from hwport.distributed.auto_parallel import simulate as sim
 from hwport.distributed.auto_parallel.reshard_exec import run_step
-from hwport.distributed.auto_parallel.reshard_plan import plan_reshard
+from hwport.distributed.auto_parallel.reshard_plan import _collective_plan, plan_reshard
 
 from .sim_harness import random_attr
 from .thread_backend import ThreadBackend, ThreadWorld
@@ -19,8 +22,9 @@ A = TensorDistAttr
 
 
 def run_transition(world_size: int, src_mesh: ProcessMesh, src: A, dst_mesh: ProcessMesh,
-                   dst: A, g: np.ndarray, rng: np.random.Generator) -> None:
-    plan = plan_reshard(src_mesh, src, dst_mesh, dst, g.shape, g.itemsize)
+                   dst: A, g: np.ndarray, rng: np.random.Generator,
+                   planner: Callable[..., Any] = plan_reshard) -> None:
+    plan = planner(src_mesh, src, dst_mesh, dst, g.shape, g.itemsize)
     start = {src_mesh.process_id_at(c): v
              for c, v in sim.split(g, src, src_mesh.shape, rng).items()}
 
@@ -73,3 +77,19 @@ def test_integer_values_are_exact() -> None:
     g = rng.integers(-100, 100, size=(5, 6)).astype(np.int32)
     run_transition(4, mesh, A((0, 1)), mesh, A((1, 0)), g, rng)
     run_transition(4, mesh, A((-1, 0), {1: 0}), mesh, A((1, -1)), g, rng)
+
+
+def test_padded_collectives() -> None:
+    """The collectives' plans for uneven shards (plan_same_mesh prefers point to point there:
+    the padding travels), run through the executor's padding and trimming."""
+    rng = np.random.default_rng(14)
+    mesh = ProcessMesh([[0, 1, 2], [3, 4, 5]])
+
+    def collectives(m: ProcessMesh, s: A, _m: ProcessMesh, d: A, shape: tuple, item: int) -> Any:
+        return _collective_plan(m, s, d, shape, item)
+
+    for _ in range(30):
+        shape = tuple(int(rng.choice([1, 4, 5, 7])) for _ in range(int(rng.integers(1, 4))))
+        run_transition(6, mesh, random_attr(shape, mesh.shape, rng), mesh,
+                       random_attr(shape, mesh.shape, rng), rng.standard_normal(shape), rng,
+                       collectives)

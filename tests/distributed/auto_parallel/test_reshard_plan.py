@@ -14,7 +14,11 @@ import pytest
 
 from hwport.distributed.auto_parallel import ProcessMesh, ReduceType, TensorDistAttr
 from hwport.distributed.auto_parallel import simulate as sim
-from hwport.distributed.auto_parallel.reshard_plan import plan_reshard, plan_same_mesh
+from hwport.distributed.auto_parallel.reshard_plan import (
+    _collective_plan,
+    plan_reshard,
+    plan_same_mesh,
+)
 from hwport.distributed.auto_parallel.reshard_sim import run_plan
 
 from .sim_harness import random_attr
@@ -163,11 +167,22 @@ def test_partial_then_slice_reduces_less() -> None:
 
 def test_uneven_shards_are_padded() -> None:
     mesh = ProcessMesh([0, 1, 2])
-    plan = plan_same_mesh(mesh, A((0, -1)), A((-1, 0)), (7, 5), 4)
-    assert plan.kinds() == ["all_to_all"] and plan.steps[0].padded
-    check_transition(mesh, A((0, -1)), mesh, A((-1, 0)),
-                     np.random.default_rng(5).standard_normal((7, 5)), np.random.default_rng(6))
-    assert not plan_same_mesh(mesh, A((0, -1)), A((-1, -1)), (6, 5)).steps[0].padded
+    coll = _collective_plan(mesh, A((0, -1)), A((-1, 0)), (7, 5), 8)
+    assert coll.kinds() == ["all_to_all"] and coll.steps[0].padded
+    g = np.random.default_rng(5).standard_normal((7, 5))
+    out = run_plan(coll, _by_rank(mesh, sim.split(g, A((0, -1)), mesh.shape)), g.shape)
+    want = sim.split(g, A((-1, 0)), mesh.shape)
+    for c in sim.coords(mesh.shape):
+        np.testing.assert_array_equal(out[mesh.process_id_at(c)], want[c])
+    # the padding travels: point to point moves less, and is chosen
+    plan = plan_same_mesh(mesh, A((0, -1)), A((-1, 0)), (7, 5), 8)
+    assert plan.kinds() == ["send_recv"] and plan.total_bytes < coll.total_bytes
+    assert not _collective_plan(mesh, A((0, -1)), A((-1, -1)), (6, 5), 8).steps[0].padded
+    # with a partial source the reduce-scatter is padded
+    plan = plan_same_mesh(mesh, A((-1, -1), {0: SUM}), A((0, -1)), (7, 5), 8)
+    assert plan.kinds() == ["reduce_scatter"] and plan.steps[0].padded
+    check_transition(mesh, A((-1, -1), {0: SUM}), mesh, A((0, -1)), g,
+                     np.random.default_rng(6))
 
 
 def test_max_partial() -> None:
