@@ -4,6 +4,7 @@
     hwcheck run [--plugin NAME|PATH]... [--suite S]... [-k PATTERN]... [--dtype D]... [--seed N]
                 [--jobs N] [--timeout S] [--json FILE] [--jsonl FILE] [--junit FILE]
                 [--html FILE] [--baseline FILE] [--thorough]
+                [--ranks N] [--ccl-sizes COUNTS] [--ccl-large]     (the ccl suite, under mpirun)
     hwcheck report FILE [--html OUT]
 
 Exit status of `run`: 0 when nothing failed; 1 on any FAIL, CRASH, TIMEOUT or XPASS; 2 for a
@@ -29,7 +30,7 @@ from . import listing, runner
 from .report_html import render_html
 from .report_text import Progress, render
 from .results import JsonLinesLog, Run, baseline_failures, exit_code, load_run, write_junit
-from .suites import SUITE_NAMES
+from .suites import DEFAULT_SUITES, SUITE_NAMES
 
 DEFAULT_JSONL = "hwcheck-results.jsonl"
 
@@ -54,8 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="a loaded plugin's device type, or a plugin file to load directly "
                         "(repeatable; default: every loaded plugin that has a device)")
     r.add_argument("--suite", action="append", metavar="NAME",
-                   help=f"suites to run (repeatable or comma-separated; default: all of "
-                        f"{', '.join(SUITE_NAMES)})")
+                   help=f"suites to run (repeatable or comma-separated; default: "
+                        f"{', '.join(DEFAULT_SUITES)}; also: "
+                        f"{', '.join(s for s in SUITE_NAMES if s not in DEFAULT_SUITES)})")
     r.add_argument("-k", action="append", default=[], metavar="PATTERN", dest="patterns",
                    help="select cases whose id contains PATTERN (a glob when it has *?[; a "
                         "full case id selects that case alone)")
@@ -77,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--thorough", action="store_true",
                    help="the exhaustive size ladder in the thresholds and transfers suites "
                         "(every 2^k-1, 2^k, 2^k+1) instead of its boundaries")
+    r.add_argument("--ranks", type=int, default=runner.RunOptions.ranks, metavar="N",
+                   help="ranks the ccl suite runs on (mpirun -n N; default %(default)s)")
+    r.add_argument("--ccl-sizes", metavar="COUNTS",
+                   help="the ccl suite's element counts per rank, comma-separated (default: 0, "
+                        "1, 1023, 65537 and 4 MiB + 1 element of each dtype)")
+    r.add_argument("--ccl-large", action="store_true",
+                   help="the ccl suite also moves 64 MiB buffers (and times them)")
 
     rep = sub.add_parser("report", help="render a saved run (JSON or JSON lines)")
     rep.add_argument("file", help="a --json document or a --jsonl log of `hwcheck run`")
@@ -106,13 +115,23 @@ def _write_outputs(run: Run, args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    suites = _split(args.suite) or list(SUITE_NAMES)
+    suites = _split(args.suite) or list(DEFAULT_SUITES)
     unknown = [s for s in suites if s not in SUITE_NAMES]
     if unknown:
         raise runner.HwcheckUsageError(f"unknown suite(s) {', '.join(unknown)}; expected "
                                        f"{', '.join(SUITE_NAMES)}")
     if args.jobs < 1 or args.timeout <= 0:
         raise runner.HwcheckUsageError("--jobs must be >= 1 and --timeout > 0")
+    if args.ranks < 1:
+        raise runner.HwcheckUsageError("--ranks must be >= 1")
+    try:
+        ccl_sizes = sorted({int(v) for v in _split([args.ccl_sizes])}) \
+            if args.ccl_sizes else None
+    except ValueError:
+        raise runner.HwcheckUsageError(f"--ccl-sizes {args.ccl_sizes}: expected element "
+                                       f"counts, e.g. 0,1,1023") from None
+    if ccl_sizes is not None and min(ccl_sizes) < 0:
+        raise runner.HwcheckUsageError("--ccl-sizes: counts must be >= 0")
     skipped: list[str] = []
     targets = runner.resolve_targets(args.plugin, skipped=skipped)
     for s in skipped:
@@ -124,6 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = runner.RunOptions(suites=suites, patterns=args.patterns, dtypes=_split(args.dtype),
                              seed=args.seed, jobs=args.jobs, timeout=args.timeout,
                              thorough=args.thorough, expected_failures=expected,
+                             ranks=args.ranks, ccl_sizes=ccl_sizes, ccl_large=args.ccl_large,
                              on_result=progress.update,
                              on_total=progress.set_total)
     jsonl = args.jsonl or (str(Path(args.json).with_suffix(".jsonl")) if args.json
@@ -135,6 +155,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "seed": args.seed, "jobs": args.jobs, "timeout_s": args.timeout, "suites": suites,
             "patterns": list(args.patterns), "dtypes": _split(args.dtype) or None,
             "baseline": args.baseline, "thorough": args.thorough,
+            **({"ranks": args.ranks, "ccl_sizes": ccl_sizes, "ccl_large": args.ccl_large}
+               if "ccl" in suites else {}),
             "abi_version": ".".join(map(str, _core.ABI_VERSION)),
             "host": {"python": platform.python_version(), "platform": platform.platform(),
                      "cpus": os.cpu_count()},

@@ -30,7 +30,7 @@ from typing import Any
 from . import listing
 from .model import Case, Result, Status, Target
 from .results import JsonLinesLog, PluginResult, Run, apply_baseline
-from .suites import SUITE_NAMES, load_suite
+from .suites import DEFAULT_SUITES, load_suite
 
 STARTUP_TIMEOUT_S = 60.0
 MAX_START_FAILURES = 3  # a target whose workers cannot start this often in a row is abandoned
@@ -122,13 +122,16 @@ def resolve_targets(specs: Sequence[str], env: dict[str, str] | None = None,
 
 @dataclass
 class RunOptions:
-    suites: Sequence[str] = SUITE_NAMES
+    suites: Sequence[str] = DEFAULT_SUITES
     patterns: Sequence[str] = ()
     dtypes: Sequence[str] | None = None
     seed: int = 0
     jobs: int = 1
     timeout: float = 60.0
     thorough: bool = False  # the exhaustive size ladders (thresholds, transfers)
+    ranks: int = 2  # the ccl suite's mpirun -n
+    ccl_sizes: Sequence[int] | None = None  # the ccl suite's element counts (None: default)
+    ccl_large: bool = False  # the ccl suite's 64 MiB buffers
     expected_failures: set[str] = field(default_factory=set)
     on_result: Callable[[PluginResult], None] | None = None
     on_total: Callable[[int], None] | None = None
@@ -165,6 +168,13 @@ def repro_command(rt: ResolvedTarget, case: Case, opts: RunOptions) -> str:
         parts += ["--timeout", f"{opts.timeout:g}"]
     if opts.thorough:
         parts.append("--thorough")
+    if case.suite == "ccl":
+        if opts.ranks != RunOptions.ranks:
+            parts += ["--ranks", str(opts.ranks)]
+        if opts.ccl_sizes is not None:
+            parts += ["--ccl-sizes", ",".join(map(str, opts.ccl_sizes))]
+        if opts.ccl_large:
+            parts.append("--ccl-large")
     return shlex.join(parts)
 
 
@@ -172,7 +182,9 @@ def collect(rt: ResolvedTarget, opts: RunOptions) -> tuple[list[Case], list[Resu
     """The selected cases of every requested suite for one target, with seeds; a suite whose
     collect() raises gives one ERROR result instead."""
     options = {"plugin": rt.info, "dtypes": list(opts.dtypes) if opts.dtypes else None,
-               "seed": opts.seed, "k": list(opts.patterns), "thorough": opts.thorough}
+               "seed": opts.seed, "k": list(opts.patterns), "thorough": opts.thorough,
+               "ranks": opts.ranks, "ccl_large": opts.ccl_large,
+               "ccl_sizes": list(opts.ccl_sizes) if opts.ccl_sizes is not None else None}
     cases: list[Case] = []
     errors: list[Result] = []
     for name in opts.suites:
@@ -436,7 +448,14 @@ def run(targets: Sequence[ResolvedTarget], opts: RunOptions, log: JsonLinesLog |
 
         for err in errors:
             emit(err.case, err)
-        _TargetRun(rt, cases, opts, emit).run()
+        # Suites with run_batch (ccl: N ranks under mpirun) run their cases themselves.
+        batch_suites = {c.suite for c in cases if hasattr(load_suite(c.suite), "run_batch")}
+        batched = [c for c in cases if c.suite in batch_suites]
+        _TargetRun(rt, [c for c in cases if c.suite not in batch_suites], opts, emit).run()
+        for name in dict.fromkeys(c.suite for c in batched):
+            load_suite(name).run_batch(
+                rt.target, [c for c in batched if c.suite == name],
+                {"ranks": opts.ranks, "timeout": opts.timeout}, emit)
         got.sort(key=lambda r: order.get(r.result.case.id, -1))
         out.results.extend(got)
     return out

@@ -6,7 +6,9 @@ import importlib
 from types import ModuleType
 
 SUITE_NAMES = ("abi", "device", "memory", "stream", "transfers", "profiler", "kernels",
-               "thresholds", "guards", "coverage", "compiler")
+               "thresholds", "guards", "coverage", "compiler", "ccl")
+# What `hwcheck run` runs without --suite: ccl launches mpirun, so it runs when named.
+DEFAULT_SUITES = tuple(s for s in SUITE_NAMES if s != "ccl")
 
 
 def load_suite(name: str) -> ModuleType:
