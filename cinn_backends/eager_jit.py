@@ -71,7 +71,7 @@ def shape_class(shapes: Sequence[Sequence[int]]) -> tuple:
 
 def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
                    attrs: dict[str, Any]) -> tuple:
-    """A one-op pd_op program over the inputs: (ops, input values, result values). The
+    """A one-op pd_op program over the inputs: (program, ops, input values, result values). The
     attributes a kernel reads from its output (a creation op's shape and dtype) come from the
     first output."""
     from hwport import pir
@@ -96,7 +96,7 @@ def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
         result = getattr(b.pd_op, op)(*args, **kwargs)
     results = list(result) if isinstance(result, list | tuple) else [result]
     ops = [o for o in p.block.ops if o.name != "builtin.data"]
-    return ops, vals, results
+    return p, ops, vals, results
 
 
 def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
@@ -117,7 +117,7 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in inputs]
         out_metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in outputs]
         return index_kernels.lower_index_op(op, metas, out_metas, attrs, target)
-    ops, vals, results = _build_program(op, inputs, outputs, attrs)
+    program, ops, vals, results = _build_program(op, inputs, outputs, attrs)
     if len(results) != len(outputs):
         raise NotImplementedError(f"pd_op.{op} has {len(results)} results, the call "
                                   f"{len(outputs)} outputs")
@@ -126,7 +126,39 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
         got = (tuple(r.type.shape), str(r.type.dtype))
         if got != want:
             raise NotImplementedError(f"pd_op.{op} output {j} is {got}, the call's {want}")
-    return lower_group(ops, vals, results, target)
+    from .analysis import Unsupported
+
+    try:
+        return lower_group(ops, vals, results, target)
+    except Unsupported:
+        decomposed = _decomposed(program, results)
+        if decomposed is None:
+            raise
+        return lower_group(decomposed[0], vals, decomposed[1], target)
+
+
+def _decomposed(program: Any, results: Sequence[Any]) -> tuple[list[Any], list[Any]] | None:
+    """A composite's one-op program as its decomposition's primitives (cinn_decompose, then
+    canonicalize, cse, dce): (ops, the values standing for the results), or None when nothing
+    decomposed. lower_group then takes them as one group (softmax, layer_norm: one kernel
+    per row) or refuses."""
+    from hwport import pir
+    from hwport.pir.passes import PassManager
+
+    from . import decompose  # noqa: F401 (registers cinn_decompose)
+
+    with pir.Builder(program) as b:
+        for j, r in enumerate(results):
+            b.output(r, f"out{j}")
+    PassManager("cinn_decompose,canonicalize,cse,dce").run(program)
+    ops = [o for o in program.block.ops if o.name not in ("builtin.data",
+                                                           "builtin.shadow_output")]
+    outs = [o.operand(0) for o in program.block.ops if o.name == "builtin.shadow_output"]
+    if len(outs) != len(results) or any(o.name.startswith("pd_op.") and o.info is not None
+                                        and o.info.op_def is not None
+                                        and not o.info.op_def.is_primitive for o in ops):
+        return None
+    return ops, outs
 
 
 def _entry(key: tuple, op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],

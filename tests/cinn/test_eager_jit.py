@@ -200,6 +200,37 @@ print(json.dumps({"checks": checks, **stats()}))
     assert doc["cpu"] == [] and {"matmul", "argsort", "scatter"} <= set(doc["compiled"])
 
 
+def test_a_composite_asked_directly_lowers_as_one_fused_group(mydev: Path) -> None:
+    """The provider takes a composite (softmax, layer_norm, rms_norm, relu, gelu) as its
+    decomposition lowered as one group: one kernel launch per call, the CPU plugin's results.
+    (The runtime asks the provider per primitive today; this is the provider's side of asking
+    it for the composite first.)"""
+    doc = run_json(PRELUDE + """
+from hwport.cinn_backends import eager_jit
+F = hwport.nn.functional
+C = "custom:cpu"
+x = rng.standard_normal((37, 300)).astype("float32")
+w = rng.standard_normal(300).astype("float32")
+b = rng.standard_normal(300).astype("float32")
+cases = [("softmax", [x], {"axis": -1}, lambda a: F.softmax(a, axis=-1)),
+         ("layer_norm", [x, w, b], {"normalized_ndim": 1, "epsilon": 1e-5},
+          lambda a, w_, b_: F.layer_norm(a, [300], w_, b_, 1e-5)),
+         ("rms_norm", [x, w], {"normalized_ndim": 1, "epsilon": 1e-6},
+          lambda a, w_: F.rms_norm(a, [300], w_, 1e-6)),
+         ("relu", [x], {}, F.relu), ("gelu", [x], {"approximate": False}, F.gelu)]
+checks, kernels = {}, {}
+for op, arrays, attrs, fn in cases:
+    want = fn(*[hwport.to_tensor(a, place=C) for a in arrays]).numpy()
+    out = t(np.zeros(want.shape, "float32"))
+    ok = eager_jit.provide(op, "float32", P, [t(a) for a in arrays], [out], attrs)
+    checks[op] = bool(ok) and np.allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+    kernels[op] = [len(e.lowered.kernels) for k, e in eager_jit._entries.items() if k[0] == op]
+print(json.dumps({"checks": checks, "kernels": kernels}))
+""", mydev)
+    assert all(doc["checks"].values()), doc["checks"]
+    assert all(k == [1] for k in doc["kernels"].values()), doc["kernels"]
+
+
 def test_fallback_error_mode_allows_compiled_runs(mydev: Path) -> None:
     doc = run_json(PRELUDE + REFUSING_ARGSORT + """
 a = rng.standard_normal((4, 6)).astype("float32")
