@@ -16,7 +16,8 @@ from hwport.runtime._core import Tensor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["backward", "enable_grad", "grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["PyLayer", "PyLayerContext", "backward", "enable_grad", "grad", "is_grad_enabled",
+           "no_grad", "set_grad_enabled"]
 
 
 class _GradMode:
@@ -125,3 +126,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     retain = create_graph if retain_graph is None else retain_graph
     return _core.autograd_grad(outs, ins, grads or None, bool(retain), bool(create_graph),
                                bool(allow_unused))
+
+
+# isort: split
+from hwport.py_layer import PyLayer, PyLayerContext  # noqa: E402 (after the grad-mode helpers)

@@ -100,6 +100,11 @@ PyObject* record_bound(const pipeline::OpSpec& op, const pipeline::BoundArgs& a)
 // Tensor.to(place): `moved` (src's data on another device) linked to src through the `copy`
 // op's rule, so a gradient flows back (the engine moves it to src's device). Returns moved.
 py::object record_device_copy(const py::object& src, py::object moved);
+// PyLayer (hwport.autograd.PyLayer): `outputs` (a tensor or a tuple/list of them, made from
+// `inputs` with grad mode off) get a node whose backward is backward(*grads) -> one gradient
+// per input. Returns the outputs to hand back (an output that is an input becomes a new view).
+py::object record_py_layer(const std::string& name, py::object backward, const py::list& inputs,
+                           py::object outputs);
 
 // loss.backward() / hwport.grad(): the gradients of `outputs` (seeded with grad_outputs, None:
 // ones for a one-element output) flow back through the graph. `inputs` empty: accumulated into

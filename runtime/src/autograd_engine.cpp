@@ -68,12 +68,17 @@ Obj fit(Obj g, const Edge& e, const Node& node, size_t input) {
   }
   if (e.device && pipeline::as_tensor(g.ptr())->device() != e.device)
     g = py::cast(to_device(*pipeline::as_tensor(g.ptr()), e.device));
-  if (pipeline::as_tensor(g.ptr())->shape != e.shape)
+  if (pipeline::as_tensor(g.ptr())->shape != e.shape) {
+    const std::string got = shape_str(pipeline::as_tensor(g.ptr())->shape);
+    if (!node.op)
+      raise(ErrorKind::Value, "backward of PyLayer '" + node.name() + "' gave its tensor input " +
+                                  std::to_string(input) + " a gradient of shape " + got +
+                                  "; the input has shape " + shape_str(e.shape));
     raise(ErrorKind::Runtime,
           "autograd: the VJP rule of '" + node.name() + "' gave its input " +
-              std::string(node.op->inputs[input].name) + " a gradient of shape " +
-              shape_str(pipeline::as_tensor(g.ptr())->shape) + "; the input has shape " +
-              shape_str(e.shape) + " (a bug in ops.yaml `vjps`)");
+              std::string(node.op->inputs[input].name) + " a gradient of shape " + got +
+              "; the input has shape " + shape_str(e.shape) + " (a bug in ops.yaml `vjps`)");
+  }
   return g;
 }
 
@@ -154,6 +159,41 @@ void mark_needed(const std::vector<std::shared_ptr<Node>>& all, Run& run) {
   }
 }
 
+// A PyLayer's backward: called with a gradient per output (zeros where none arrived), it
+// returns one gradient (or None) per tensor input of its forward.
+void run_py_layer(const std::shared_ptr<Node>& n, std::vector<Obj>& grads, Run& run) {
+  for (size_t j = 0; j < grads.size(); ++j)
+    if (grads[j].is_none() && n->out_info[j].differentiable) grads[j] = zeros(n->out_info[j]);
+  py::tuple args(grads.size());
+  for (size_t j = 0; j < grads.size(); ++j) args[j] = grads[j];
+  py::object result = n->py_backward(*args);
+  std::vector<Obj> per_input;
+  if (py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result)) {
+    for (const py::handle& g : result) per_input.push_back(py::reinterpret_borrow<Obj>(g));
+  } else {
+    per_input.push_back(result);
+  }
+  if (per_input.size() != n->edges.size())
+    raise(ErrorKind::Value, "backward of PyLayer '" + n->name() + "' returned " +
+                                std::to_string(per_input.size()) +
+                                " gradients; its forward had " +
+                                std::to_string(n->edges.size()) +
+                                " tensor inputs (return one per input, None for those that "
+                                "need none)");
+  for (size_t k = 0; k < n->edges.size(); ++k) {
+    const Edge& e = n->edges[k][0];
+    if (!e.needed || per_input[k].is_none()) continue;
+    if (!pipeline::as_tensor(per_input[k].ptr()))
+      raise(ErrorKind::Type, "backward of PyLayer '" + n->name() + "': gradient " +
+                                 std::to_string(k) + " is not a Tensor");
+    Obj g = fit(per_input[k], e, *n, k);
+    if (e.leaf)
+      run.to_leaf(e.leaf, std::move(g));
+    else
+      run.to_node(e, std::move(g));
+  }
+}
+
 // The rule's in[] (inputs, outputs, gradients) and its results, per input.
 void run_node(const std::shared_ptr<Node>& n, std::vector<Obj>& grads, Run& run) {
   if (n->released)
@@ -161,6 +201,10 @@ void run_node(const std::shared_ptr<Node>& n, std::vector<Obj>& grads, Run& run)
           "backward: the graph through op '" + n->name() + "' was freed by an earlier "
           "backward; pass retain_graph=True to the first backward() (or hwport.grad) to run "
           "backward through it again");
+  if (n->py_backward) {
+    run_py_layer(n, grads, run);
+    return;
+  }
   if (!n->rule)
     raise(ErrorKind::NotSupported, "backward: op '" + n->name() +
                                        "' has no VJP rule yet (ops.yaml `vjps`)");

@@ -81,8 +81,11 @@ struct Node : std::enable_shared_from_this<Node> {
   enum Shape_ { kSingle, kTuple, kList } out_shape = kSingle;
   std::vector<py::object> attrs;  // in OpSpec order
   bool released = false;
+  // A PyLayer's node (op is null): backward(*grads) returns one gradient per tensor input.
+  py::object py_backward;
+  std::string py_name;
 
-  std::string name() const { return op ? op->name : "?"; }
+  std::string name() const { return op ? op->name : (py_name.empty() ? "?" : py_name); }
   void release();  // drops what was saved (after a backward without retain_graph)
 };
 

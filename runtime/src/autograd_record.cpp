@@ -131,6 +131,32 @@ py::object through_decomposition_call(const std::shared_ptr<layers::OpCall>& cal
 
 namespace {
 
+// Makes `node` the grad_fn of out's floating-point tensors (saving them when `save_outs`).
+void link_outputs(const std::shared_ptr<Node>& node, const py::object& out, bool save_outs) {
+  int kind = 0;
+  std::vector<PyObject*> items = flatten(out.ptr(), &kind);
+  node->out_shape = static_cast<decltype(node->out_shape)>(kind);
+  for (size_t j = 0; j < items.size(); ++j) {
+    OutputInfo info;
+    Tensor* t = pipeline::as_tensor(items[j]);
+    if (t) {
+      info.shape = t->shape;
+      info.dtype = t->dtype;
+      info.device = t->device();
+      info.differentiable = is_floating(t->dtype);
+      if (info.differentiable) {
+        Meta& m = meta_for(*t);
+        m.set_requires_grad(true);
+        m.grad_fn = node;
+        m.output_nr = static_cast<uint32_t>(j);
+        info.meta = t->autograd.meta;
+      }
+    }
+    node->out_info.push_back(std::move(info));
+    node->outputs.push_back(save_outs ? save(items[j], true, false, false) : Saved());
+  }
+}
+
 // Links `out` (the op's result on `inputs`, one per op input: a tensor, a list of them, None)
 // to a new node of `rule` (nullptr: its rule is missing, backward raises). attrs: in OpSpec
 // order. Returns the result to hand back (an output that was an input becomes a new tensor).
@@ -173,28 +199,7 @@ py::object link(const pipeline::OpSpec* op, const VjpEntry* rule, const py::list
       node->inputs[k] = save(inputs[k].ptr(), (data >> k) & 1u, ((meta & ~data) >> k) & 1u);
   }
   node->attrs = std::move(attrs);
-  int kind = 0;
-  std::vector<PyObject*> items = flatten(out.ptr(), &kind);
-  node->out_shape = static_cast<decltype(node->out_shape)>(kind);
-  for (size_t j = 0; j < items.size(); ++j) {
-    OutputInfo info;
-    Tensor* t = pipeline::as_tensor(items[j]);
-    if (t) {
-      info.shape = t->shape;
-      info.dtype = t->dtype;
-      info.device = t->device();
-      info.differentiable = is_floating(t->dtype);
-      if (info.differentiable) {
-        Meta& m = meta_for(*t);
-        m.set_requires_grad(true);
-        m.grad_fn = node;
-        m.output_nr = static_cast<uint32_t>(j);
-        info.meta = t->autograd.meta;
-      }
-    }
-    node->out_info.push_back(std::move(info));
-    node->outputs.push_back(outs ? save(items[j], true, false, false) : Saved());
-  }
+  link_outputs(node, out, outs);
   return out;
 }
 
@@ -256,6 +261,22 @@ py::object record(const std::shared_ptr<layers::OpCall>& call, const layers::Nex
     if (!raw) attrs = dict_attrs(*op, call->attrs());
   }
   return link(op, rule, now, std::move(attrs), std::move(out));
+}
+
+py::object record_py_layer(const std::string& name, py::object backward,
+                           const py::list& inputs, py::object outputs) {
+  outputs = fresh_outputs(std::move(outputs), inputs);
+  auto node = std::make_shared<Node>();
+  node->py_name = name;
+  node->py_backward = std::move(backward);
+  node->sequence = ++g_sequence;
+  node->edges.resize(inputs.size());
+  node->input_is_list.assign(inputs.size(), false);
+  node->inputs.resize(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k)
+    node->edges[k].push_back(edge_for(inputs[k].ptr(), true));
+  link_outputs(node, outputs, false);
+  return outputs;
 }
 
 py::object record_device_copy(const py::object& src, py::object moved) {

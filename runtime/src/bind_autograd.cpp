@@ -216,6 +216,10 @@ void bind_autograd(py::module_& m) {
         py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = py::none(),
         py::arg("retain_graph") = false, py::arg("create_graph") = false,
         py::arg("allow_unused") = false);
+  m.def("_record_py_layer", &autograd::record_py_layer, py::arg("name"), py::arg("backward"),
+        py::arg("inputs"), py::arg("outputs"),
+        "PyLayer: links outputs (made with grad mode off) to a node whose backward is "
+        "backward(*grads) -> one gradient per input.");
   m.def("is_grad_enabled", &autograd::grad_enabled);
   m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
   m.def("_autograd_live_nodes", &autograd::live_nodes);
