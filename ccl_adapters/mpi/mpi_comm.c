@@ -246,9 +246,11 @@ static HWP_Status comm_split(HWP_CclComm comm, int32_t color, int32_t key, HWP_C
 
 static void release(HWP_CclComm comm, int abandon) {
   if (!comm) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized); /* mpi4py may have finalized MPI before the host lets go */
   mpi_lock();
   /* An aborted communicator may still have requests in flight: leave it to the job's end. */
-  if (!abandon && comm->comm != MPI_COMM_NULL) MPI_Comm_free(&comm->comm);
+  if (!abandon && !finalized && comm->comm != MPI_COMM_NULL) MPI_Comm_free(&comm->comm);
   mpi_unlock();
   free(comm->world_ranks);
   free(comm);
