@@ -79,3 +79,29 @@ def test_launch_builds_the_mpirun_command(monkeypatch) -> None:
     assert env["OMPI_MCA_btl_vader_single_copy_mechanism"] == "none"
     if os.geteuid() == 0:
         assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+
+
+def test_a_single_process_job_without_mpirun() -> None:
+    from tests.conftest import run_isolated
+    from tests.distributed.mpi_run import mpi_environment, mpi_skip_reason
+
+    if mpi_skip_reason():
+        pytest.skip(mpi_skip_reason())
+    result = run_isolated(
+        "import hwport, hwport.distributed as dist\n"
+        "from hwport.runtime import _core\n"
+        "group = dist.init_parallel_env()\n"
+        "print('WORLD', group.ranks, dist.get_rank(), dist.get_world_size())\n"
+        "print('BACKENDS', _core.ccl_backend('custom:cpu'), _core.ccl_backend('custom:opencl'))\n"
+        "x = hwport.to_tensor([1.0, 2.0])\n"
+        "dist.all_reduce(x)\n"
+        "parts = []\n"
+        "dist.all_gather(parts, x)\n"
+        "print('RESULT', x.numpy().tolist(), len(parts), dist.init_parallel_env() is group)\n",
+        env=mpi_environment(),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WORLD [0] 0 1" in result.stdout
+    # neither reference plugin has a CCL table of its own: the MPI adapter serves both
+    assert "BACKENDS mpi mpi" in result.stdout
+    assert "RESULT [1.0, 2.0] 1 True" in result.stdout
