@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from typing import TextIO
 
+from .ccl_report import format_busbw
 from .model import FAILING, Status
 from .results import STATUS_ORDER, PluginResult, Run, exit_code, summarize
 from .tiers import assess, format_tiers
@@ -105,6 +106,9 @@ def render(run: Run) -> str:
     took = run.meta.get("duration_s")
     counts = ", ".join(f"{c[str(s)]} {s}" for s in STATUS_ORDER if c[str(s)])
     code = exit_code(run.results)
+    busbw = format_busbw(run.results)
+    if busbw:
+        parts += ["", busbw]
     if run.results:
         parts += ["", format_tiers(assess(run.results, run.meta))]
     parts += ["", f"hwcheck: {len(run.results)} cases ({counts or 'none'})"

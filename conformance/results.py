@@ -52,9 +52,12 @@ class Run:
     results: list[PluginResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
+        from .ccl_report import busbw_rows
         from .tiers import assess
 
+        busbw = busbw_rows(self.results)
         return {"schema": SCHEMA, **self.meta, "summary": summarize(self.results),
+                **({"ccl_busbw": busbw} if busbw else {}),
                 "tiers": assess(self.results, self.meta), "exit_code": exit_code(self.results),
                 "results": [r.to_json() for r in self.results]}
 

@@ -30,6 +30,8 @@ class Tier:
     suites: dict[str, frozenset[Status]] = field(default_factory=dict)
     conditions: tuple[Condition, ...] = ()
     assessed: bool = True  # False: named for a later issue, no checks yet
+    # Options besides -k and --dtype that narrow the run for this tier: (option, meta key).
+    narrowing: tuple[tuple[str, str], ...] = ()
 
 
 def _kernels_ran_natively(results: Sequence[Any], meta: dict[str, Any]) -> list[str]:
@@ -40,6 +42,22 @@ def _kernels_ran_natively(results: Sequence[Any], meta: dict[str, Any]) -> list[
                    and r.result.details.get("path") == "fallback"})
     return [f"kernels: {len(fell)} op(s) ran on the CPU fallback in some case: "
             f"{', '.join(fell[:10])}{' ...' if len(fell) > 10 else ''}"] if fell else []
+
+
+def _collectives_ran(results: Sequence[Any], meta: dict[str, Any]) -> list[str]:
+    """The ccl suite ran on at least 2 ranks, made its communicator, and all_reduce (sum) of
+    float32 passed at every size: a table that answers NOT_SUPPORTED to everything, or a run
+    on one rank, certifies nothing."""
+    reasons = []
+    ccl = {r.result.case.name: r.result.status for r in results if r.result.case.suite == "ccl"}
+    if int(meta.get("ranks") or 0) < 2:
+        reasons.append(f"ccl: ran on {meta.get('ranks', '?')} rank(s); certifying needs >= 2")
+    if ccl.get("comm_init") != Status.PASS:
+        reasons.append("ccl: comm_init did not pass")
+    sums = [s for name, s in ccl.items() if name.startswith("all_reduce/sum/float32/")]
+    if not sums or any(s != Status.PASS for s in sums):
+        reasons.append("ccl: all_reduce/sum/float32 did not pass at every size")
+    return reasons
 
 
 TIERS: tuple[Tier, ...] = (
@@ -59,8 +77,13 @@ TIERS: tuple[Tier, ...] = (
          "oracle; compile errors carry the build log; one kernel per shape class; a warm "
          "process compiles nothing",
          {"abi": PASS_OR_OPTIONAL, "compiler": PASS_ONLY}),
-    Tier("collectives", "the CCL table's collectives are correct (a later issue)",
-         assessed=False),
+    Tier("collectives", "every collective of the CCL table (the plugin's own, or the host's "
+         "MPI adapter over its device) is exact (integers) or within the reduction tolerance "
+         "(floats) for every dtype at sizes from 0 to 4 MiB per rank on >= 2 ranks, in place "
+         "too, ordered on the stream, and answers bad arguments with an error status; the "
+         "table itself is well formed",
+         {"abi": PASS_OR_OPTIONAL, "ccl": PASS_OR_OPTIONAL}, (_collectives_ran,),
+         narrowing=(("--ccl-sizes", "ccl_sizes"),)),
     Tier("training", "models train to the reference's loss curves (a later issue)",
          assessed=False),
 )
@@ -76,7 +99,8 @@ def assess_plugin(tier: Tier, results: Sequence[Any], meta: dict[str, Any]) -> d
     if missing:
         return {"status": NOT_ASSESSED, "reasons": [f"suite {s} did not run" for s in missing]}
     narrowed = [f"{opt} narrowed the run" for opt, key in (("-k", "patterns"),
-                                                           ("--dtype", "dtypes"))
+                                                           ("--dtype", "dtypes"),
+                                                           *tier.narrowing)
                 if meta.get(key)]
     if narrowed:
         return {"status": NOT_ASSESSED, "reasons": narrowed}

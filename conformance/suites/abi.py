@@ -15,7 +15,8 @@ properties_struct_size and stats_struct_size (never write past the struct_size t
 exported_symbols (the dynamic symbol table exports hwport_plugin_init and nothing else) and
 resolves_symbols (every symbol binds in a clean process, without the libraries Python has
 loaded: a plugin must depend on every library it calls, libm included), and the codegen_*
-checks of the codegen table when the plugin has one (suites/abi_codegen.py).
+checks of the codegen table when the plugin has one (suites/abi_codegen.py), and the ccl_*
+checks of the CCL table (suites/abi_ccl.py; NOT_SUPPORTED without one: the MPI adapter serves).
 
 When the plugin does not load, the device, memory and stream suites collect one FAIL case,
 <suite>::plugin-loads, naming the abi case that failed (see direct_common).
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Case, CheckFailed, NotSupported, Result, Status, Target
-from . import abi_codegen, direct_common
+from . import abi_ccl, abi_codegen, direct_common
 from .direct_common import require
 
 NAME = "abi"
@@ -299,4 +300,5 @@ CHECKS = {
     "exported_symbols": exported_symbols,
     "resolves_symbols": resolves_symbols,
     **abi_codegen.CHECKS,
+    **abi_ccl.CHECKS,
 }

@@ -69,8 +69,10 @@ ORDERING = ("all_reduce", "broadcast", "all_gather", "send_recv")
 ORDERING_COUNT = 65537
 
 
-def case_list(counts: list[int] | None = None, large: bool = False) -> list[Case]:
-    """Every case of the suite, in the order the ranks run them."""
+def case_list(counts: list[int] | None = None, large: bool = False,
+              dtypes: list[str] | None = None) -> list[Case]:
+    """Every case of the suite, in the order the ranks run them (`dtypes`: --dtype narrows
+    the per-dtype cases)."""
     out = [Case(NAME, "comm_init", {"run": "comm_init"})]
 
     def coll(kind: str, op: str | None, dtype: str, count: int, inplace: bool = False) -> Case:
@@ -82,7 +84,8 @@ def case_list(counts: list[int] | None = None, large: bool = False) -> list[Case
             params["op"] = op
         return Case(NAME, name, params)
 
-    for dtype in DTYPES:
+    chosen = [d for d in DTYPES if not dtypes or d in dtypes]
+    for dtype in chosen:
         ns = sizes(dtype, counts, large)
         for c in ns:
             out += [coll("all_reduce", op, dtype, c) for op in OPS
@@ -93,12 +96,14 @@ def case_list(counts: list[int] | None = None, large: bool = False) -> list[Case
             out += [coll("reduce_scatter", op, dtype, c) for op in ROOTED_OPS]
             out.append(coll("all_to_all", None, dtype, c))
             out.append(coll("send_recv", None, dtype, c))
-    for dtype in DTYPES:
+    # --ccl-sizes: in-place and ordering cases use its largest count
+    mid = (INPLACE_COUNT, ORDERING_COUNT) if counts is None else (max(*counts, 1),) * 2
+    for dtype in chosen:
         for kind in INPLACE:
             op = "max" if kind in ("all_reduce", "reduce") else None
-            out.append(coll(kind, op, dtype, INPLACE_COUNT, inplace=True))
+            out.append(coll(kind, op, dtype, mid[0], inplace=True))
     out += [Case(NAME, f"ordering/{k}", {"run": "ordering", "collective": k,
-                                         "count": ORDERING_COUNT}) for k in ORDERING]
+                                         "count": mid[1]}) for k in ORDERING]
     out += [Case(NAME, f"error/{c}", {"run": "error", "check": c}) for c in ERROR_CHECKS]
     out += [Case(NAME, f"group/send_recv/n{c}", {"run": "group", "count": c})
             for c in sizes("float32", counts, large)]
@@ -110,7 +115,8 @@ def case_list(counts: list[int] | None = None, large: bool = False) -> list[Case
 
 
 def collect(target: Target, options: dict[str, Any]) -> list[Case]:
-    return case_list(options.get("ccl_sizes"), bool(options.get("ccl_large")))
+    return case_list(options.get("ccl_sizes"), bool(options.get("ccl_large")),
+                     options.get("dtypes"))
 
 
 def run(target: Target, case: Case, state: dict[str, Any]) -> Result:
