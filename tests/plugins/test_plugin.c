@@ -505,7 +505,17 @@ static const HWP_StreamTable tp_trap_stream_table = {
     sizeof(HWP_StreamTable), trap_stream_create, trap_stream_destroy, trap_stream_sync,
     trap_stream_sync,        trap_event_create,  trap_event_op,       trap_stream_event,
     trap_event_op,           trap_event_op,      trap_stream_event, NULL, NULL};
-static const HWP_CclTable tp_trap_ccl_table = {sizeof(HWP_CclTable)};
+static HWP_Status trap_ccl_unique_id(void *id) {
+  (void)id; TP_TRAP_BODY("HWP_CclTable.get_unique_id");
+}
+static HWP_Status trap_ccl_comm_init(int32_t n, int32_t r, const void *id, int32_t d,
+                                     HWP_CclComm *out) {
+  (void)n; (void)r; (void)id; (void)d; (void)out; TP_TRAP_BODY("HWP_CclTable.comm_init");
+}
+/* A 1.0/1.1 CCL table: struct_size only; the 1.2 functions lie beyond it (the host's MPI
+ * adapter must serve the plugin without ever calling them). */
+static const HWP_CclTable tp_trap_ccl_table = {sizeof(size_t), 128, trap_ccl_unique_id,
+                                               trap_ccl_comm_init};
 static HWP_Status trap_profiler_start(int32_t d, HWP_DeviceSpanSink sink, void *context) {
   (void)d; (void)sink; (void)context; TP_TRAP_BODY("HWP_PluginApi.profiler->start");
 }
