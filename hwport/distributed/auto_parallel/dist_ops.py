@@ -19,6 +19,10 @@ def _dtype_name(t: DistTensor) -> str:
     return str(t.dtype).rsplit(".", 1)[-1]
 
 
+def _floating(dtype: Any) -> bool:
+    return str(dtype).rsplit(".", 1)[-1].startswith(("float", "bfloat", "complex"))
+
+
 def dist_call(op: str, inputs: Sequence[DistTensor | Sequence[DistTensor] | None],
               attrs: Mapping[str, Any] | None = None, mesh: ProcessMesh | None = None
               ) -> DistTensor | list[DistTensor]:
@@ -35,6 +39,11 @@ def dist_call(op: str, inputs: Sequence[DistTensor | Sequence[DistTensor] | None
     if not flat:
         raise ValueError(f"dist_call({op}): needs at least one DistTensor input")
     mesh = mesh or flat[0].process_mesh
+    from .dist_autograd import allreduce_grad, grad_wanted, split_dims
+    from .reshard_exec import ensure_groups
+
+    ensure_groups(mesh)
+    wants_grad = grad_wanted(*flat)
 
     def here(t: DistTensor) -> DistTensor:
         return t if t.process_mesh == mesh else reshard(t, mesh, t.placements)
@@ -72,11 +81,19 @@ def dist_call(op: str, inputs: Sequence[DistTensor | Sequence[DistTensor] | None
             call_attrs["shape"] = local_attrs(op, res.attrs, shapes)["shape"]
         if op == "squeeze":
             call_attrs["axis"] = res.attrs["axis"]
-        args = [None if t is None else [x._local_value() for x in t] if isinstance(t, list)
-                else t._local_value() for t in ready]
+        def local(x: DistTensor) -> Any:
+            # an input Replicate where the op splits its work: its gradient is summed there
+            v = x._local_value()
+            if wants_grad and not x.stop_gradient:
+                v = allreduce_grad(v, mesh, split_dims(x.dist_attr, out_attrs, mesh.ndim))
+            return v
+
+        args = [None if t is None else [local(x) for x in t] if isinstance(t, list)
+                else local(t) for t in ready]
         got = dispatch.call(op, args, call_attrs)
         locals_ = list(got) if isinstance(got, list | tuple) else [got]
     result = [DistTensor(loc, mesh, a.to_placements(mesh.ndim), m.shape, dtype=m.dtype
-                         if loc is None else loc.dtype)
+                         if loc is None else loc.dtype,
+                         stop_gradient=not wants_grad or not _floating(m.dtype))
               for loc, a, m in zip(locals_, out_attrs, outs, strict=True)]
     return result[0] if len(result) == 1 and not load_ops()[op].outputs[0].variadic else result

@@ -29,7 +29,59 @@ class DistTensor:
         self._shape = [int(d) for d in shape]
         self._attr = TensorDistAttr.from_placements(list(placements), len(self._shape))
         self._dtype = dtype if dtype is not None else getattr(local, "dtype", None)
-        self.stop_gradient = stop_gradient
+        self._stop_gradient = bool(stop_gradient)
+        self.name: str | None = None
+
+    # ---- autograd (dist_autograd.py) ------------------------------------------------------
+    @property
+    def stop_gradient(self) -> bool:
+        """Whether the tensor needs no gradient (the same on every rank)."""
+        return self._stop_gradient
+
+    @stop_gradient.setter
+    def stop_gradient(self, value: bool) -> None:
+        self._stop_gradient = bool(value)
+        if self._local is not None and self._local.stop_gradient != bool(value):
+            self._local.stop_gradient = bool(value)
+
+    @property
+    def grad(self) -> DistTensor | None:
+        """The gradient, a DistTensor with this tensor's placements (Partial dims read as
+        Replicate: the gradient of a partial value is whole on every rank); None where this
+        rank holds no piece or no gradient reached it."""
+        from .dist_autograd import dual
+
+        g = None if self._local is None else self._local.grad
+        if g is None:
+            return None
+        return DistTensor(g, self._mesh, dual(self._attr).to_placements(self._mesh.ndim),
+                          self._shape, dtype=g.dtype)
+
+    def clear_grad(self) -> None:
+        if self._local is not None:
+            self._local.grad = None
+
+    clear_gradient = clear_grad
+
+    def backward(self, grad_tensor: DistTensor | None = None, retain_graph: bool = False
+                 ) -> None:
+        """Backward from this DistTensor, on every rank of the job. A rank holding a piece
+        seeds its local gradient (ones, or `grad_tensor`'s local value); every rank also runs
+        the backward of the cross-mesh moves its forward sent (dist_autograd.backward_roots)."""
+        from hwport.autograd import backward
+
+        from .dist_autograd import backward_roots, seed_for
+
+        outs, grads = [], []
+        if self._local is not None:
+            outs.append(self._local)
+            grads.append(seed_for(self._attr, self._mesh, self._local) if grad_tensor is None
+                         else grad_tensor._local_value())
+        for r in backward_roots():
+            outs.append(r)
+            grads.append(r * 0)
+        if outs:
+            backward(outs, grads, retain_graph)
 
     # Paddle's names
     @property
@@ -136,6 +188,17 @@ def reshard(dist_tensor: DistTensor, mesh: ProcessMesh, placements: Sequence[Pla
 
     dst = TensorDistAttr.from_placements(list(placements), dist_tensor.ndim)
     local = dist_tensor._local_value()
+    from .dist_autograd import grad_wanted, reshard_with_grad
+    from .reshard_exec import ensure_groups
+
+    ensure_groups(dist_tensor.process_mesh)
+    if mesh != dist_tensor.process_mesh:
+        ensure_groups(mesh)
+    if grad_wanted(dist_tensor):
+        out = reshard_with_grad(local, dist_tensor.process_mesh, dist_tensor.dist_attr, mesh,
+                                dst, dist_tensor.shape, dist_tensor.dtype)
+        return DistTensor(out, mesh, dst.to_placements(mesh.ndim), dist_tensor.shape,
+                          dtype=dist_tensor.dtype, stop_gradient=False)
     itemsize = local.element_size() if local is not None and hasattr(local, "element_size") \
         else 4
     plan = plan_reshard(dist_tensor.process_mesh, dist_tensor.dist_attr, mesh, dst,

@@ -7,7 +7,7 @@ place."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -18,7 +18,10 @@ from .simulate import _IDENTITY, chunk_bounds, coords, local_shape
 
 class HwportBackend:
     """The collectives of hwport.distributed over hwport Tensors on `place` (results reshaped
-    to the shapes sent: a 0-d tensor may come back as [1])."""
+    to the shapes sent: a 0-d tensor may come back as [1]). Groups are made once per process
+    (new_group is collective over the job) and kept: see ensure_groups."""
+
+    _groups: ClassVar[dict[tuple[int, ...], Any]] = {}  # every backend of the process shares them
 
     def __init__(self, place: Any = None, dtype: Any = None) -> None:
         import hwport
@@ -26,7 +29,6 @@ class HwportBackend:
 
         self.hw, self.dist, self.place, self.dtype = hwport, dist, place, dtype
         self.np_dtype = np_dtype_of(dtype)
-        self._groups: dict[tuple[int, ...], Any] = {}
 
     def rank(self) -> int:
         return int(self.dist.get_rank())
@@ -81,6 +83,32 @@ class HwportBackend:
             t.wait()
         return [self.numpy(b).reshape(shape) for b, (_, shape, _) in zip(bufs, recvs,
                                                                           strict=True)]
+
+
+def ensure_groups(mesh: Any, backend: Any = None) -> None:
+    """Makes the communication groups of every dim of `mesh` (every rank of the job calls it,
+    in the same order, as forward code does): so that a backward, whose collectives run only on
+    the ranks that hold a piece of the graph, never has to make one."""
+    import hwport.distributed as dist
+
+    if backend is None and not dist.is_initialized():
+        return
+    be = backend if backend is not None else HwportBackend()
+    for i, n in enumerate(mesh.shape):
+        if n == 1:
+            continue
+        for c in coords(mesh.shape):
+            if not c[i]:
+                be.group([mesh.process_id_at(c[:i] + (k,) + c[i + 1:]) for k in range(n)])
+
+
+def group_along(mesh: Any, mesh_dim: int, rank: int, backend: Any = None) -> Any:
+    """The group of `rank` along `mesh_dim` of `mesh` (made by ensure_groups)."""
+    be = backend if backend is not None else HwportBackend()
+    coord = mesh.get_rank_coord(rank)
+    ranks = [mesh.process_id_at(coord[:mesh_dim] + (k,) + coord[mesh_dim + 1:])
+             for k in range(mesh.shape[mesh_dim])]
+    return be.group(ranks)
 
 
 def np_dtype_of(dtype: Any) -> np.dtype:
