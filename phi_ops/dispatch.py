@@ -273,6 +273,12 @@ def _kernel_attr(v: Any) -> Any:
 
 # ---- dispatch ---------------------------------------------------------------------------
 
+# The pipeline's dist layer (hwport.distributed.auto_parallel.dist_dispatch sets it):
+# dist_layer(name, args, given_attrs) runs a call that has a DistTensor argument, or returns
+# NotImplemented. Reached only where an argument is not a Tensor, so plain calls never pay.
+dist_layer: Any = None
+
+
 def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = None,
          selecting: _core.OpCall | None = None) -> Any:
     """Runs op `name` on `args` (tensor inputs in ops.yaml order) with `attrs`.
@@ -280,8 +286,14 @@ def call(name: str, args: Sequence[Any], attrs: dict[str, Any], place: Any = Non
     `selecting`: the C++ pipeline has run the call through the layers already (its OpCall):
     only kernel selection is left, which records its path there."""
     op = _OPS[name]
+    given = attrs
     attrs = _attrs(op, attrs)
-    inputs = _inputs(op, args, place)
+    try:
+        inputs = _inputs(op, args, place)
+    except TypeError:  # not a Tensor: a DistTensor goes to the dist layer (zero fast-path cost)
+        if dist_layer is not None and (out := dist_layer(name, args, given)) is not NotImplemented:
+            return out
+        raise
     metas = [[_meta(t) for t in v] if isinstance(v, list) else _meta(v) for v in inputs]
     key_index = op.key_input_index()
     inputs, metas = _promote_unsupported(op, inputs, metas, key_index)

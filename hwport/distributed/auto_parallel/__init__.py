@@ -4,6 +4,7 @@ dtensor_from_local, reshard) and the reshard planner."""
 
 from __future__ import annotations
 
+from . import dist_dispatch as _dist_dispatch
 from .dist_attr import TensorDistAttr
 from .dist_ops import dist_call
 from .dist_tensor import (
@@ -15,6 +16,9 @@ from .dist_tensor import (
 )
 from .placement import Partial, Placement, ReduceType, Replicate, Shard
 from .process_mesh import ProcessMesh
+from .shard_dataloader import ShardDataloader, shard_dataloader
+from .shard_layer import shard_layer
+from .shard_optimizer import ShardingStage1, shard_optimizer
 from .spmd_rules import (
     DistMeta,
     SpmdError,
@@ -26,6 +30,8 @@ from .spmd_rules import (
     spmd_stats,
 )
 
+_dist_dispatch.install()
+
 __all__ = [
     "DistMeta",
     "DistTensor",
@@ -35,6 +41,8 @@ __all__ = [
     "ReduceType",
     "Replicate",
     "Shard",
+    "ShardDataloader",
+    "ShardingStage1",
     "SpmdError",
     "SpmdResult",
     "TensorDistAttr",
@@ -46,6 +54,9 @@ __all__ = [
     "ops_without_spmd",
     "reset_spmd_stats",
     "reshard",
+    "shard_dataloader",
+    "shard_layer",
+    "shard_optimizer",
     "shard_tensor",
     "spmd_stats",
 ]

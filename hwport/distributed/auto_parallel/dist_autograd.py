@@ -59,6 +59,14 @@ def dual(attr: TensorDistAttr) -> TensorDistAttr:
     return TensorDistAttr(attr.dims_mapping)
 
 
+def grad_attr(attr: TensorDistAttr) -> TensorDistAttr:
+    """How a tensor's local gradients assemble into the global gradient: dual(attr), with
+    Partial(avg) dims read as Partial(sum) (each rank's gradient is 1/n of the whole)."""
+    dual(attr)
+    return TensorDistAttr(attr.dims_mapping, {d: ReduceType.kRedSum for d, rt in
+                                              attr.partial.items() if rt == ReduceType.kRedAvg})
+
+
 def avg_scale(attr: TensorDistAttr, mesh: ProcessMesh) -> float:
     """The product of 1/n over the mesh dims where `attr` is Partial(avg)."""
     s = 1.0

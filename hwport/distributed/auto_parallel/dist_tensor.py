@@ -46,15 +46,16 @@ class DistTensor:
 
     @property
     def grad(self) -> DistTensor | None:
-        """The gradient, a DistTensor with this tensor's placements (Partial dims read as
-        Replicate: the gradient of a partial value is whole on every rank); None where this
-        rank holds no piece or no gradient reached it."""
-        from .dist_autograd import dual
+        """The gradient, a DistTensor with this tensor's placements, except that a
+        Partial(sum) dim reads Replicate (every summand's gradient is the whole gradient) and
+        a Partial(avg) dim Partial(sum) (each of the n ranks holds 1/n of it); None where
+        this rank holds no piece or no gradient reached it."""
+        from .dist_autograd import grad_attr
 
         g = None if self._local is None else self._local.grad
         if g is None:
             return None
-        return DistTensor(g, self._mesh, dual(self._attr).to_placements(self._mesh.ndim),
+        return DistTensor(g, self._mesh, grad_attr(self._attr).to_placements(self._mesh.ndim),
                           self._shape, dtype=g.dtype)
 
     def clear_grad(self) -> None:
