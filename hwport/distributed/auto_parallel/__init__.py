@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from . import dist_dispatch as _dist_dispatch
 from .dist_attr import TensorDistAttr
+from .dist_model import DistModel, to_static
 from .dist_ops import dist_call
 from .dist_tensor import (
     DistTensor,
@@ -34,6 +35,7 @@ _dist_dispatch.install()
 
 __all__ = [
     "DistMeta",
+    "DistModel",
     "DistTensor",
     "Partial",
     "Placement",
@@ -59,4 +61,5 @@ __all__ = [
     "shard_optimizer",
     "shard_tensor",
     "spmd_stats",
+    "to_static",
 ]

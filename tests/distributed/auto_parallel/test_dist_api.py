@@ -154,3 +154,38 @@ def test_partial_max_has_no_gradient() -> None:
     d = shard_tensor(np.ones(3, np.float32), MESH, [Partial("max")], stop_gradient=False)
     with pytest.raises(NotImplementedError, match="Partial"):
         (d * 1.0).sum().backward()
+
+
+def test_to_static_runs_one_training_step_per_call() -> None:
+    from hwport.distributed import to_static
+
+    rng = np.random.default_rng(2)
+    data = [[rng.standard_normal((3, 4)).astype(np.float32),
+             rng.standard_normal((3, 2)).astype(np.float32)] for _ in range(3)]
+    ref = _Two()
+    model = _Two()
+    model.set_state_dict(ref.state_dict())
+    shard_layer(model, MESH2)
+    loader = shard_dataloader(data, MESH2, shard_dims="dp")
+    def mse(out: object, label: object) -> object:  # F.mse_loss checks for a plain Tensor
+        d = out - label
+        return (d * d).mean()
+
+    dm = to_static(model, loader, mse,
+                   hwport.optimizer.SGD(learning_rate=0.1, parameters=model.parameters()))
+    ref_opt = hwport.optimizer.SGD(learning_rate=0.1, parameters=ref.parameters())
+    dm.train()
+    for (x, label), (rx, rl) in zip(loader, data, strict=True):
+        got = dm(x, label)
+        want = mse(ref(hwport.to_tensor(rx)), hwport.to_tensor(rl))
+        want.backward()
+        ref_opt.step()
+        ref_opt.clear_grad()
+        np.testing.assert_allclose(got._local_value().numpy(), want.numpy(), rtol=1e-5)
+    dm.eval()
+    x, label = next(iter(loader))
+    before = model.fc.weight._local_value().numpy().copy()
+    assert dm(x, label).stop_gradient
+    np.testing.assert_array_equal(model.fc.weight._local_value().numpy(), before)
+    dm.predict()
+    assert dm(x).shape == [3, 2]
