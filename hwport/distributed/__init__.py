@@ -8,6 +8,7 @@ Launch with ``mpirun -n N python script.py`` or ``python -m hwport.distributed.l
 from __future__ import annotations
 
 from hwport.distributed.collective import (
+    P2POp,
     ReduceOp,
     Task,
     all_gather,
@@ -15,6 +16,7 @@ from hwport.distributed.collective import (
     alltoall,
     alltoall_single,
     barrier,
+    batch_isend_irecv,
     broadcast,
     gather,
     irecv,
@@ -43,6 +45,7 @@ from hwport.distributed.auto_parallel import *  # noqa: F403
 
 __all__ = [
     "Group",
+    "P2POp",
     "ParallelEnv",
     "ReduceOp",
     "Task",
@@ -51,6 +54,7 @@ __all__ = [
     "alltoall",
     "alltoall_single",
     "barrier",
+    "batch_isend_irecv",
     "broadcast",
     "destroy_process_group",
     "gather",

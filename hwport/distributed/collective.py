@@ -14,6 +14,7 @@ from typing import Any
 
 from hwport.distributed import env
 from hwport.distributed.group import Group, resolve
+from hwport.runtime import _core
 
 
 class ReduceOp:
@@ -300,6 +301,49 @@ def irecv(tensor: Any, src: int | None = None, group: Group | None = None) -> Ta
     task = recv(tensor, src, group, sync_op=False)
     assert task is not None
     return task
+
+
+class P2POp:
+    """One send or receive of ``batch_isend_irecv`` (``op`` is ``isend`` or ``irecv``)."""
+
+    def __init__(self, op: Callable[..., Any], tensor: Any, peer: int,
+                 group: Group | None = None) -> None:
+        if op not in (isend, irecv):
+            raise ValueError(
+                "hwport.distributed.P2POp: op must be hwport.distributed.isend or irecv, got "
+                f"{op!r}"
+            )
+        _check_tensor(tensor, "P2POp")
+        self.op, self.tensor, self.peer, self.group = op, tensor, int(peer), group
+
+
+def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Task]:
+    """Issues every send and receive of the list together (the CCL table's group), so pairs in
+    any order cannot deadlock; returns one completed task per op."""
+    if not p2p_op_list:
+        return []
+    for i, p in enumerate(p2p_op_list):
+        if not isinstance(p, P2POp):
+            raise TypeError(
+                f"hwport.distributed.batch_isend_irecv: p2p_op_list[{i}] is not a P2POp"
+            )
+    place = str(p2p_op_list[0].tensor.place)
+    posted = []
+    for p in p2p_op_list:
+        g = resolve(p.group)
+        comm = g._comm(str(p.tensor.place), "batch_isend_irecv")
+        peer = _group_rank(g, p.peer, "batch_isend_irecv", "peer")
+        posted.append((p, comm, peer, _contiguous(p.tensor)))
+    _core.ccl_group_start(place)
+    try:
+        for p, comm, peer, work in posted:
+            (comm.send if p.op is isend else comm.recv)(work, peer)
+    finally:
+        _core.ccl_group_end(place)
+    for p, _, _, work in posted:
+        if p.op is irecv:
+            _write_back(p.tensor, work)
+    return [Task() for _ in posted]
 
 
 def barrier(group: Group | None = None) -> None:

@@ -53,6 +53,17 @@ void bind_ccl(py::module_& m) {
         return ccl_comm_init(d, nranks, rank, raw);
       },
       py::arg("place"), py::arg("nranks"), py::arg("rank"), py::arg("id"));
+  m.def(
+      "ccl_group_start",
+      [](py::handle place) { ccl_group(device_from_py(place), true); }, py::arg("place"));
+  m.def(
+      "ccl_group_end",
+      [](py::handle place) {
+        Device* d = device_from_py(place);
+        py::gil_scoped_release nogil;
+        ccl_group(d, false);
+      },
+      py::arg("place"));
   m.def("ccl_world", &ccl_world, "(rank, size) of the MPI job.");
   m.def(
       "ccl_world_broadcast",

@@ -198,6 +198,13 @@ std::string ccl_world_broadcast(const std::string& data, int32_t root) {
   return buf;
 }
 
+void ccl_group(Device* device, bool start) {
+  CclBackend* b = ccl_backend_for(device);
+  const HWP_Status st = start ? b->table.group_start() : b->table.group_end();
+  if (st != HWP_OK)
+    raise(ErrorKind::Runtime, b->describe(start ? "group_start" : "group_end", st));
+}
+
 std::map<std::string, CclTraffic> ccl_traffic() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_traffic;
@@ -243,6 +250,12 @@ void same_dtype(const Tensor& a, const Tensor& b, const char* op) {
                                 " and the output " + dtype_name(b.dtype) +
                                 "; they must be the same dtype");
 }
+void check_rank(int32_t rank, int32_t nranks, const char* op, const char* what) {
+  if (rank < 0 || rank >= nranks)
+    raise(ErrorKind::Value, std::string(op) + ": " + what + " " + std::to_string(rank) +
+                                " is not a rank of the communicator (0.." +
+                                std::to_string(nranks - 1) + ")");
+}
 void check_count(uint64_t got, uint64_t want, const char* op, const char* what) {
   if (got != want)
     raise(ErrorKind::Value, std::string(op) + ": " + what + " has " + std::to_string(got) +
@@ -269,6 +282,7 @@ void CclComm::broadcast(const Tensor& in, const Tensor& out, int32_t root) {
   check_tensor(out, device_, "broadcast", "the output");
   same_dtype(in, out, "broadcast");
   check_count(elements(out), elements(in), "broadcast", "the output");
+  check_rank(root, nranks_, "broadcast", "root");
   const HWP_Status st = backend_->table.broadcast(CCL_ARGS(in), CCL_ARGS(out), elements(in),
                                                   HWP_DT(in), root, c,
                                                   device_->current_stream());
@@ -282,6 +296,7 @@ void CclComm::reduce(const Tensor& in, const Tensor& out, int32_t op, int32_t ro
   check_tensor(out, device_, "reduce", "the output");
   same_dtype(in, out, "reduce");
   check_count(elements(out), elements(in), "reduce", "the output");
+  check_rank(root, nranks_, "reduce", "root");
   HWP_Stream s = device_->current_stream();
   HWP_Status st;
   if (backend_->table.reduce) {
@@ -373,6 +388,7 @@ void CclComm::all_to_all(const Tensor& in, const Tensor& out) {
 void CclComm::send(const Tensor& t, int32_t peer) {
   HWP_CclComm c = checked("send");
   check_tensor(t, device_, "send", "the tensor");
+  check_rank(peer, nranks_, "send", "peer");
   const HWP_Status st = backend_->table.send(CCL_ARGS(t), elements(t), HWP_DT(t), peer, c,
                                              device_->current_stream());
   if (st != HWP_OK) fail("send", st);
@@ -382,6 +398,7 @@ void CclComm::send(const Tensor& t, int32_t peer) {
 void CclComm::recv(const Tensor& t, int32_t peer) {
   HWP_CclComm c = checked("recv");
   check_tensor(t, device_, "recv", "the tensor");
+  check_rank(peer, nranks_, "recv", "peer");
   const HWP_Status st = backend_->table.recv(CCL_ARGS(t), elements(t), HWP_DT(t), peer, c,
                                              device_->current_stream());
   if (st != HWP_OK) fail("recv", st);

@@ -84,6 +84,9 @@ std::shared_ptr<CclComm> ccl_comm_init(Device* device, int32_t nranks, int32_t r
 // broadcast of bytes from `root` (collective over the world).
 std::pair<int32_t, int32_t> ccl_world();
 std::string ccl_world_broadcast(const std::string& data, int32_t root);
+// group_start / group_end of `device`'s backend (per calling thread; calls in between are
+// issued together at the outermost end).
+void ccl_group(Device* device, bool start);
 // Traffic per collective kind since load (or the last reset).
 std::map<std::string, CclTraffic> ccl_traffic();
 void ccl_reset_traffic();

@@ -32,15 +32,15 @@ def test_every_collective_dtype_and_small_size_on_two_ranks() -> None:
     result = run_ranks("collectives_check.py", 2, "--places", "default",
                        "--sizes", "0,1,17,4099")
     counts = _checked(result, 2)
-    # 10 dtypes x 4 sizes x (5 all_reduce ops (4 for bool) + 6 others)
-    assert counts == [(10 * 11 - 1) * 4] * 2
+    # 10 dtypes x 4 sizes x (5 all_reduce ops (4 for bool) + 7 others)
+    assert counts == [(10 * 12 - 1) * 4] * 2
 
 
 def test_four_ranks_and_a_subgroup() -> None:
     result = run_ranks("collectives_check.py", 4, "--places", "default",
                        "--sizes", "3,1000", "--subgroup")
     counts = _checked(result, 4)
-    per_place = (10 * 11 - 1) * 2
+    per_place = (10 * 12 - 1) * 2
     # ranks 1 and 3 also ran everything on the group of odd ranks; all split the world
     assert counts == [per_place + 2, 2 * per_place + 2, per_place + 2, 2 * per_place + 2]
 
@@ -49,7 +49,7 @@ def test_four_ranks_and_a_subgroup() -> None:
 def test_opencl_buffers_are_staged_through_the_host() -> None:
     result = run_ranks("collectives_check.py", 2, "--places", "custom:opencl",
                        "--sizes", "0,5,4099")
-    assert _checked(result, 2) == [(10 * 11 - 1) * 3] * 2
+    assert _checked(result, 2) == [(10 * 12 - 1) * 3] * 2
 
 
 @pytest.mark.parametrize("elements", [
@@ -59,7 +59,7 @@ def test_opencl_buffers_are_staged_through_the_host() -> None:
 def test_large_sizes(elements: int) -> None:
     result = run_ranks("collectives_check.py", 2, "--places", "default",
                        "--sizes", str(elements), "--dtypes", "float32,int8")
-    assert _checked(result, 2) == [2 * 11] * 2
+    assert _checked(result, 2) == [2 * 12] * 2
 
 
 def test_the_watchdog_names_the_rank_that_did_not_arrive() -> None:

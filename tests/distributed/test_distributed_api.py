@@ -56,11 +56,46 @@ def test_signatures_are_paddles() -> None:
         "new_group": ["ranks", "backend", "timeout", "nccl_comm_init_option", "nccl_config"],
         "get_rank": ["group"],
         "get_world_size": ["group"],
+        "batch_isend_irecv": ["p2p_op_list"],
     }
     for name, params in expected.items():
         assert list(inspect.signature(getattr(dist, name)).parameters) == params, name
     assert (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PROD,
             dist.ReduceOp.AVG) == (0, 1, 2, 3, 4)
+
+
+def test_bad_roots_and_peers_are_value_errors_before_any_transfer() -> None:
+    from tests.conftest import run_isolated
+    from tests.distributed.mpi_run import mpi_environment, mpi_skip_reason
+
+    if mpi_skip_reason():
+        pytest.skip(mpi_skip_reason())
+    result = run_isolated(
+        "import hwport, hwport.distributed as dist\n"
+        "dist.init_parallel_env()\n"
+        "comm = dist.get_group(0)._comm(str(hwport.get_device()), 'test')\n"
+        "x = hwport.to_tensor([1.0])\n"
+        "for call in (lambda: comm.reduce(x, x, 0, 3), lambda: comm.broadcast(x, x, -1),\n"
+        "             lambda: comm.send(x, 1), lambda: comm.recv(x, 5)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ValueError as e:\n"
+        "        print('REFUSED', e)\n"
+        "dist.all_reduce(x)\n"
+        "print('STILL WORKS', x.numpy().tolist())\n",
+        env=mpi_environment(),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    refused = [line for line in result.stdout.splitlines() if line.startswith("REFUSED")]
+    assert refused == [
+        "REFUSED reduce: root 3 is not a rank of the communicator (0..0)",
+        "REFUSED broadcast: root -1 is not a rank of the communicator (0..0)",
+        "REFUSED send: peer 1 is not a rank of the communicator (0..0)",
+        "REFUSED recv: peer 5 is not a rank of the communicator (0..0)",
+    ]
+    assert "STILL WORKS [1.0]" in result.stdout
+    with pytest.raises(ValueError, match=r"op must be hwport\.distributed\.isend or irecv"):
+        dist.P2POp(dist.all_reduce, hwport.to_tensor([1.0]), 0)
 
 
 def test_launch_builds_the_mpirun_command(monkeypatch) -> None:

@@ -151,7 +151,15 @@ def run(place: str, sizes: list[int], dtypes: list[str], group: dist.Group | Non
                 task.wait()
             check(incoming.numpy(), data((me - 1) % n, case, size, dtype),
                   f"send/recv {dtype}[{size}]", dtype)
-            checked += 6
+            # the same exchange as one batch, receive posted first on every rank
+            case += 1
+            incoming = t(np.zeros(size, NUMPY[dtype]))
+            dist.batch_isend_irecv([
+                dist.P2POp(dist.irecv, incoming, left, group),
+                dist.P2POp(dist.isend, t(data(me, case, size, dtype)), right, group)])
+            check(incoming.numpy(), data((me - 1) % n, case, size, dtype),
+                  f"batch_isend_irecv {dtype}[{size}]", dtype)
+            checked += 7
     return checked
 
 
