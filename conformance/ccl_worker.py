@@ -327,12 +327,39 @@ def _expect_error(ctx: Ctx, what: str, call) -> dict[str, Any]:
     return {"error": message}
 
 
+def _raw_expect_error(ctx: Ctx, what: str, call) -> dict[str, Any]:
+    """A plugin's own table called directly (the host checks roots and peers itself before
+    they reach a table, so only a direct call tests the table's own checks)."""
+    raw = ctx.raw()
+    buf = raw.upload(np.zeros(8, np.float32))
+    try:
+        status = call(raw, buf)
+    finally:
+        raw.h.free(buf, raw.device)
+    if status == raw.OK:
+        raise CheckFailed(f"{what} returned HWP_OK (expected an error status)")
+    _usable_after(ctx, what)
+    return {"status": raw.status_name(status), "error": raw.h.last_error()}
+
+
 def _errors(ctx: Ctx, case: dict[str, Any]) -> dict[str, Any]:
     comm = ctx.require_comm()
     check = case["params"]["check"]
     n = ctx.n
     x = ctx.tensor(np.arange(7, dtype=np.float32))
     out = ctx.tensor(np.zeros(7, np.float32))
+    f32 = 8  # HWP_DTYPE_FLOAT32
+    if check == "broadcast_bad_root" and ctx.own_table:
+        d = _raw_expect_error(ctx, f"broadcast with root {n} (of {n} ranks)",
+                              lambda raw, b: raw.t.broadcast(b, 0, b, 0, 7, f32, n, raw.comm,
+                                                             raw.NULL))
+        d.update(_raw_expect_error(ctx, "broadcast with root -1",
+                                   lambda raw, b: raw.t.broadcast(b, 0, b, 0, 7, f32, -1,
+                                                                  raw.comm, raw.NULL)))
+        return d
+    if check == "send_bad_peer" and ctx.own_table:
+        return _raw_expect_error(ctx, f"send to peer {n} (of {n} ranks)",
+                                 lambda raw, b: raw.t.send(b, 0, 7, f32, n, raw.comm, raw.NULL))
     if check == "broadcast_bad_root":
         d = _expect_error(ctx, f"broadcast with root {n} (of {n} ranks)",
                           lambda: comm.broadcast(x, out, n))
@@ -342,6 +369,10 @@ def _errors(ctx: Ctx, case: dict[str, Any]) -> dict[str, Any]:
         if ctx.own_table and ctx.raw().fn("reduce") is None:
             raise NotSupported("the table's reduce is NULL: the host's fallback (all_reduce, "
                                "then root keeps the result) serves it")
+        if ctx.own_table:
+            return _raw_expect_error(ctx, f"reduce with root {n} (of {n} ranks)",
+                                     lambda raw, b: raw.t.reduce(b, 0, b, 0, 7, f32, 0, n,
+                                                                 raw.comm, raw.NULL))
         return _expect_error(ctx, f"reduce with root {n} (of {n} ranks)",
                              lambda: comm.reduce(x, out, OP_CODES["sum"], n))
     if check == "send_bad_peer":
