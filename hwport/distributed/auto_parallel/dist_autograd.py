@@ -101,43 +101,83 @@ def _reshard_local(local: Any, src_mesh: ProcessMesh, src: TensorDistAttr,
     return execute(plan, local, shape, dtype)
 
 
+class _Layers:
+    """The two PyLayers of the dist layer, made once (hwport.py_layer is imported lazily).
+    Their parameters travel in the ctx, never in closures: a class made per call is cyclic
+    garbage, and one whose closure holds tensors keeps a whole graph (and its device memory)
+    alive until the cycle collector runs."""
+
+    def __init__(self) -> None:
+        from hwport.py_layer import PyLayer
+
+        class ReshardFn(PyLayer):
+            @staticmethod
+            def forward(ctx: Any, x: Any, real: bool, spec: tuple) -> Any:
+                ctx.spec = spec
+                src_mesh, src, dst_mesh, dst, shape, dtype = spec[:6]
+                out = _reshard_local(x if real else None, src_mesh, src, dst_mesh, dst, shape,
+                                     dtype)
+                return out if out is not None else _placeholder()
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                src_mesh, _, dst_mesh, _, shape, dtype, in_dst, scale, g_src, g_dst = ctx.spec
+                g = grad if in_dst else None
+                back = _reshard_local(g, dst_mesh, g_dst, src_mesh, g_src, shape, dtype)
+                if back is None:
+                    return _placeholder()
+                return _scaled(back, 1.0 / scale if scale != 1.0 else 1.0)
+
+        class AllReduceGrad(PyLayer):
+            @staticmethod
+            def forward(ctx: Any, x: Any, spec: tuple) -> Any:
+                ctx.spec = spec
+                return x.clone() if hasattr(x, "clone") else x * 1
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                import hwport.distributed as dist
+
+                from .reshard_exec import group_along
+
+                mesh, dims, me = ctx.spec
+                g = grad.clone()
+                for d in dims:
+                    dist.all_reduce(g, group=group_along(mesh, d, me))
+                return g
+
+        self.reshard = ReshardFn
+        self.allreduce_grad = AllReduceGrad
+
+
+_LAYERS: list[_Layers] = []
+
+
+def _layers() -> _Layers:
+    if not _LAYERS:
+        _LAYERS.append(_Layers())
+    return _LAYERS[0]
+
+
 def reshard_with_grad(local: Any, src_mesh: ProcessMesh, src: TensorDistAttr,
                       dst_mesh: ProcessMesh, dst: TensorDistAttr, shape: list[int],
                       dtype: Any) -> Any:
     """The reshard as one autograd node (every rank of the job calls it). Returns this rank's
     local value after it (None outside the destination mesh)."""
-    from hwport.py_layer import PyLayer
-
     me = current_rank()
     in_src, in_dst = src_mesh.contains(me), dst_mesh.contains(me)
     if not in_src and not in_dst:
         _reshard_local(None, src_mesh, src, dst_mesh, dst, shape, dtype)
         return None
-    g_src, g_dst = dual(src), dual(dst)
     scale = avg_scale(dst, dst_mesh) / avg_scale(src, src_mesh)  # gradient: times 1/scale
-    held = local if local is not None else None
-
-    class ReshardFn(PyLayer):
-        @staticmethod
-        def forward(ctx: Any, x: Any) -> Any:
-            out = _reshard_local(held, src_mesh, src, dst_mesh, dst, shape, dtype)
-            return out if out is not None else _placeholder()
-
-        @staticmethod
-        def backward(ctx: Any, grad: Any) -> Any:
-            g = grad if in_dst else None
-            back = _reshard_local(g, dst_mesh, g_dst, src_mesh, g_src, shape, dtype)
-            if back is None:
-                return _placeholder()
-            return _scaled(back, 1.0 / scale if scale != 1.0 else 1.0)
-
+    spec = (src_mesh, src, dst_mesh, dst, shape, dtype, in_dst, scale, dual(src), dual(dst))
     x = local
     if x is None:  # this rank receives a tensor it held no piece of: a placeholder input
         import hwport
 
         x = hwport.zeros([], dtype="float32")
         x.stop_gradient = False
-    out = ReshardFn.apply(x)
+    out = _layers().reshard.apply(x, local is not None, spec)
     if not in_dst:
         _PENDING.append(out)
         return None
@@ -147,30 +187,10 @@ def reshard_with_grad(local: Any, src_mesh: ProcessMesh, src: TensorDistAttr,
 def allreduce_grad(local: Any, mesh: ProcessMesh, mesh_dims: list[int]) -> Any:
     """Identity forward; the gradient all-reduced (sum) over each of `mesh_dims` (Megatron's
     f). Groups come from ensure_groups (made in the forward on every rank)."""
-    from hwport.py_layer import PyLayer
-
-    from .reshard_exec import group_along
-
     dims = [d for d in mesh_dims if mesh.shape[d] > 1]
     if not dims or local is None:
         return local
-    me = current_rank()
-
-    class AllReduceGrad(PyLayer):
-        @staticmethod
-        def forward(ctx: Any, x: Any) -> Any:
-            return x.clone() if hasattr(x, "clone") else x * 1
-
-        @staticmethod
-        def backward(ctx: Any, grad: Any) -> Any:
-            import hwport.distributed as dist
-
-            g = grad.clone()
-            for d in dims:
-                dist.all_reduce(g, group=group_along(mesh, d, me))
-            return g
-
-    return AllReduceGrad.apply(local)
+    return _layers().allreduce_grad.apply(local, (mesh, dims, current_rank()))
 
 
 def split_dims(in_attr: TensorDistAttr, out_attrs: list[TensorDistAttr], ndim: int) -> list[int]:
