@@ -116,7 +116,7 @@ def _load_builtin_dialects() -> None:
     if _LOADED:
         return
     _LOADED.append(True)
-    from .dialects import builtin, cf, cinn, kernel, pd_op  # noqa: F401 (they register themselves)
+    from .dialects import builtin, cf, cinn, dist, kernel, pd_op  # noqa: F401 (they register themselves)
 
 
 # ---- attribute kinds ------------------------------------------------------------------------

@@ -150,6 +150,10 @@ class Executor:
                 instrs.append(("launch", launch.function, list(launch.grid), list(launch.group),
                                [slot(v) for v in op.operands], [slot(r) for r in op.results],
                                [list(a) for a in launch.args]))
+            elif name.startswith("dist."):
+                from .dialects import dist
+
+                instrs.append(dist.instruction(op, slot))
             elif name == "kernel.view":
                 instrs.append(("view", slot(op.operand(0)), slot(op.result()),
                                op.attr("shape"), op.attr("strides"), op.attr("offset")))

@@ -110,6 +110,29 @@ def _group_rank(group: Group, rank: int, what: str, arg: str) -> int:
     return local
 
 
+def _recorded(call: str, comm: Any, src: Any, dst: Any, rebind: bool = True,
+              **attrs: int) -> None:
+    """Inside a jit.to_static capture, the collective just run becomes a dist.<call> op of the
+    program (reading src, its result what dst holds now)."""
+    from hwport.jit.capture import active_recorder
+
+    rec = active_recorder()
+    if rec is not None:
+        rec.on_collective(call, comm, attrs, src, dst, rebind)
+
+
+def _not_in_capture(what: str) -> None:
+    """Background sends and receives cannot join a program (it runs its collectives in order
+    on one stream, so an exchange that relied on their overlap would deadlock)."""
+    from hwport.jit.capture import active_recorder
+
+    rec = active_recorder()
+    if rec is not None:
+        rec.fail(f"hwport.distributed.{what} inside jit.to_static: a program runs its "
+                 "collectives in order; use the blocking send / recv in an order that pairs "
+                 "them, or call it outside the function")
+
+
 def _comm(group: Group | None, tensor: Any, what: str) -> tuple[Group, Any]:
     g = resolve(group)
     return g, g._comm(str(tensor.place), what)
@@ -123,6 +146,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Group | None = None,
     _, comm = _comm(group, tensor, "all_reduce")
     work = _contiguous(tensor)
     comm.all_reduce(work, work, code)
+    _recorded("all_reduce", comm, work, work, reduce_op=code)
     _write_back(tensor, work)
     return _task(sync_op)
 
@@ -135,6 +159,7 @@ def broadcast(tensor: Any, src: int, group: Group | None = None,
     root = _group_rank(g, src, "broadcast", "src")
     work = _contiguous(tensor)
     comm.broadcast(work, work, root)
+    _recorded("broadcast", comm, work, work, root=root)
     _write_back(tensor, work)
     return _task(sync_op)
 
@@ -148,6 +173,7 @@ def reduce(tensor: Any, dst: int, op: Any = ReduceOp.SUM, group: Group | None = 
     root = _group_rank(g, dst, "reduce", "dst")
     work = _contiguous(tensor)
     comm.reduce(work, work, code, root)
+    _recorded("reduce", comm, work, work, g.rank == root, reduce_op=code, root=root)
     if g.rank == root:
         _write_back(tensor, work)
     return _task(sync_op)
@@ -192,6 +218,7 @@ def all_gather(tensor_list: list[Any], tensor: Any, group: Group | None = None,
     src = _contiguous(tensor)
     out = hwport.zeros([g.nranks, *tensor.shape], dtype=tensor.dtype, place=tensor.place)
     comm.all_gather(src, out)
+    _recorded("all_gather", comm, src, out)
     _unstack_into(out, tensor_list, g.nranks)
     return _task(sync_op)
 
@@ -210,6 +237,7 @@ def reduce_scatter(tensor: Any, tensor_list: Sequence[Any], op: Any = ReduceOp.S
     src = _stacked(tensor_list, "reduce_scatter", "tensor_list", tensor)
     work = _contiguous(tensor)
     comm.reduce_scatter(src, work, code)
+    _recorded("reduce_scatter", comm, src, work, reduce_op=code)
     _write_back(tensor, work)
     return _task(sync_op)
 
@@ -231,6 +259,7 @@ def alltoall(out_tensor_list: list[Any], in_tensor_list: Sequence[Any],
     src = _stacked(in_tensor_list, "alltoall", "in_tensor_list", first)
     out = hwport.zeros(list(src.shape), dtype=first.dtype, place=first.place)
     comm.all_to_all(src, out)
+    _recorded("all_to_all", comm, src, out)
     _unstack_into(out, out_tensor_list, g.nranks)
     return _task(sync_op)
 
@@ -248,8 +277,9 @@ def alltoall_single(out_tensor: Any, in_tensor: Any, in_split_sizes: list[int] |
             raise NotImplementedError(
                 f"hwport.distributed.alltoall_single: unequal {name} {sizes} are not supported"
             )
-    work = _contiguous(out_tensor)
-    comm.all_to_all(_contiguous(in_tensor), work)
+    work, src = _contiguous(out_tensor), _contiguous(in_tensor)
+    comm.all_to_all(src, work)
+    _recorded("all_to_all", comm, src, work)
     _write_back(out_tensor, work)
     return _task(sync_op)
 
@@ -263,7 +293,9 @@ def send(tensor: Any, dst: int = 0, group: Group | None = None,
     work = _contiguous(tensor)
     if sync_op:
         comm.send(work, peer)
+        _recorded("send", comm, work, None, peer=peer)
         return None
+    _not_in_capture("isend")
     return _in_background(lambda: comm.send(work, peer))
 
 
@@ -280,8 +312,11 @@ def recv(tensor: Any, src: int = 0, group: Group | None = None,
         _write_back(tensor, work)
 
     if sync_op:
-        run()
+        comm.recv(work, peer)
+        _recorded("recv", comm, None, work, peer=peer)
+        _write_back(tensor, work)
         return None
+    _not_in_capture("irecv")
     return _in_background(run)
 
 
@@ -327,6 +362,7 @@ def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Task]:
             raise TypeError(
                 f"hwport.distributed.batch_isend_irecv: p2p_op_list[{i}] is not a P2POp"
             )
+    _not_in_capture("batch_isend_irecv")
     place = str(p2p_op_list[0].tensor.place)
     posted = []
     for p in p2p_op_list:
@@ -373,6 +409,7 @@ def scatter(tensor: Any, tensor_list: Sequence[Any] | None = None, src: int = 0,
     else:
         full = hwport.zeros([g.nranks, *tensor.shape], dtype=tensor.dtype, place=tensor.place)
     comm.broadcast(full, full, root)
+    _recorded("broadcast", comm, full, full, root=root)
     tensor.set_value(full[g.rank])
     return _task(sync_op)
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from hwport.pir import Builder, Program
 from hwport.pir.eager_attrs import recorded_kwargs
+from hwport.pir.types import TensorType
 
 
 class CaptureBreak(Exception):
@@ -319,6 +320,30 @@ class Recorder:
             self._draw_each_run(draw)
         return out
 
+    def on_collective(self, call: str, comm: Any, attrs: dict[str, int], src: Any,
+                      dst: Any, rebind: bool = True) -> None:
+        """After hwport.distributed ran `call` on communicator `comm`, reading `src` and writing
+        `dst` (either None: a recv reads nothing, a send writes nothing): a dist.<call> op
+        (pir/dialects/dist.py) whose result is what `dst` holds from now on (unless not
+        `rebind`: a reduce's result on a rank other than the root, which keeps its value)."""
+        if self.depth or self.error is not None or self._paused:
+            return
+        from hwport.pir.dialects.dist import register_comm
+
+        inputs = [] if src is None else [self.value_id(src)]
+        outputs = []
+        if dst is not None and not rebind:
+            vid = self._new_id()
+            self.record.metas[vid] = (tuple(dst.shape), str(dst.dtype))
+            outputs.append(vid)
+        elif dst is not None:
+            vid = self._new_id()
+            self._name(dst, vid)
+            self._layouts[self._layout(dst)] = vid  # the storage holds the new value now
+            outputs.append(vid)
+        self._calls[-1].append(Call(f"dist.{call}", inputs,
+                                    {"comm_id": register_comm(comm), **attrs}, outputs))
+
     def _through_decomposition(self, op: str, inputs: list[Any]) -> bool:
         """Whether autograd records this call as its decomposition's sub-ops: the backward
         then reads their results, so the record holds the sub-ops, not the op."""
@@ -581,6 +606,9 @@ def build(record: Record, outputs: list[int],
                         return env[ys[0]], value(ys[1:])
 
                     res = b.cf.while_(value(c.inputs[0]), value(c.inputs[1:]), body_fn)
+                elif c.op.startswith("dist."):  # a collective (pir/dialects/dist.py)
+                    types = [TensorType(*record.metas[o]) for o in c.outputs]
+                    res = b.create(c.op, [value(i) for i in c.inputs], types, c.attrs).results
                 else:
                     res = getattr(b.pd_op, c.op)(*(value(i) for i in c.inputs), **c.attrs)
                 res = list(res) if isinstance(res, list | tuple) else [res]

@@ -470,6 +470,13 @@ def _lower_ops(lw: Lowering, ops: Sequence[Operation], mapped: dict[Value, Any])
                 lower_group_ops(lw, op, mapped)
         elif name == "cf.yield":
             lw.block.append(Operation.create(name, [_tensor(op, get(v)) for v in op.operands]))
+        elif name.startswith("dist."):  # a collective keeps its form (the executor gives it
+            operands = [_tensor(op, get(v)) for v in op.operands]  # contiguous inputs)
+            new = Operation.create(name, operands, [r.type for r in op.results],
+                                   dict(op.attributes))
+            lw.block.append(new)
+            for r, v in zip(op.results, new.results, strict=True):
+                mapped[r] = lw.root(v)
         elif name.startswith("kernel."):
             raise LoweringError(f"{name}: the program is already lowered")
         else:

@@ -2,6 +2,9 @@
 // kernel-dialect program into the plain lists this constructor takes (see pir/executor.py).
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "bindings.h"
 #include "codegen.h"
 #include "errors.h"
@@ -78,6 +81,22 @@ Executor::Instr instr_from_py(const py::tuple& t, size_t at) {
       }
       ins.launch_args.push_back(arg);
     }
+    return ins;
+  }
+  if (kind == "ccl") {  // ("ccl", comm, call, reduce_op, root or peer, ins, outs)
+    static const char* const calls[] = {"all_reduce", "broadcast", "reduce", "all_gather",
+                                        "reduce_scatter", "all_to_all", "send", "recv"};
+    ins.kind = Executor::Kind::Ccl;
+    ins.comm = t[1].cast<std::shared_ptr<CclComm>>();
+    const std::string call = py::str(t[2]);
+    const auto* found = std::find(std::begin(calls), std::end(calls), call);
+    if (found == std::end(calls))
+      raise(ErrorKind::Value, "Executor: unknown collective '" + call + "'");
+    ins.ccl = static_cast<Executor::CclCall>(found - std::begin(calls));
+    ins.reduce_op = t[3].cast<int32_t>();
+    ins.peer = t[4].cast<int32_t>();
+    ins.in = t[5].cast<std::vector<int>>();
+    ins.out = t[6].cast<std::vector<int>>();
     return ins;
   }
   if (kind != "kernel") raise(ErrorKind::Value, "Executor: unknown instruction kind '" + kind + "'");

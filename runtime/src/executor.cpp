@@ -145,6 +145,20 @@ Executor::Executor(Device* device, std::vector<SlotMeta> slots,
       ins.kernel = ins.function->name();
       continue;
     }
+    if (ins.kind == Kind::Ccl) {
+      if (!ins.comm)
+        raise(ErrorKind::Value, "Executor: collective at instruction " + std::to_string(i) +
+                                    " has no communicator");
+      if (ins.comm->device() != device_)
+        raise(ErrorKind::Value, "Executor: the collective at instruction " + std::to_string(i) +
+                                    " communicates on " + ins.comm->device()->name +
+                                    ", the program runs on " + device_->name);
+      const bool sends = ins.ccl == CclCall::Send, recvs = ins.ccl == CclCall::Recv;
+      if (ins.in.size() != (recvs ? 0u : 1u) || ins.out.size() != (sends ? 0u : 1u))
+        raise(ErrorKind::Value, "Executor: malformed collective at instruction " +
+                                    std::to_string(i));
+      continue;
+    }
     ins.op = op_id(ins.kernel);
     for (int s : ins.out) ins.skip |= numel(meta_[s].shape) == 0;
   }
@@ -224,7 +238,8 @@ void Executor::add_contiguous_copies() {
   for (size_t k = 0; k < instrs_.size(); ++k) {
     Instr& ins = instrs_[k];
     start[k] = out.size();
-    const bool launch = ins.kind == Kind::Launch;  // a compiled kernel reads contiguous inputs
+    // a compiled kernel and a collective read contiguous inputs
+    const bool launch = ins.kind == Kind::Launch || ins.kind == Kind::Ccl;
     if ((ins.kind == Kind::Kernel && ins.op != core_ops().copy && !ins.skip) || launch) {
       const KernelEntry* entry =
           launch ? nullptr : device_->plugin->kernels.find(ins.op, ins.dtype);
@@ -546,6 +561,23 @@ void Executor::copy_slots(const std::vector<int>& from, const std::vector<int>& 
   }
 }
 
+void Executor::run_collective(const Instr& ins) {
+  static const Tensor none;
+  const Tensor& in = ins.in.empty() ? none : slots_[ins.in[0]];
+  const Tensor& out = ins.out.empty() ? none : slots_[ins.out[0]];
+  CclComm& c = *ins.comm;
+  switch (ins.ccl) {
+    case CclCall::AllReduce: c.all_reduce(in, out, ins.reduce_op); break;
+    case CclCall::Broadcast: c.broadcast(in, out, ins.peer); break;
+    case CclCall::Reduce: c.reduce(in, out, ins.reduce_op, ins.peer); break;
+    case CclCall::AllGather: c.all_gather(in, out); break;
+    case CclCall::ReduceScatter: c.reduce_scatter(in, out, ins.reduce_op); break;
+    case CclCall::AllToAll: c.all_to_all(in, out); break;
+    case CclCall::Send: c.send(in, ins.peer); break;
+    case CclCall::Recv: c.recv(out, ins.peer); break;
+  }
+}
+
 void Executor::run_range(size_t begin, size_t end) {
   for (size_t i = begin; i < end;) {
     const Instr& ins = instrs_[i];
@@ -581,6 +613,15 @@ void Executor::run_range(size_t begin, size_t end) {
       continue;
     }
     if (ins.skip) {
+      ++i;
+      continue;
+    }
+    if (ins.kind == Kind::Ccl) {
+      try {
+        run_collective(ins);
+      } catch (const Error& e) {
+        raise(e.kind(), where(i) + e.what());
+      }
       ++i;
       continue;
     }
@@ -683,6 +724,14 @@ std::string Executor::describe() const {
       slots(ins.in);
       os << ") grid [" << ins.grid[0] << ", " << ins.grid[1] << ", " << ins.grid[2]
          << "] group [" << ins.group[0] << ", " << ins.group[1] << ", " << ins.group[2] << "]\n";
+      continue;
+    }
+    if (ins.kind == Kind::Ccl) {
+      static const char* const names[] = {"all_reduce", "broadcast", "reduce", "all_gather",
+                                          "reduce_scatter", "all_to_all", "send", "recv"};
+      os << (ins.out.empty() ? "" : " = ") << "ccl " << names[static_cast<int>(ins.ccl)] << "(";
+      slots(ins.in);
+      os << ") rank " << ins.comm->rank() << " of " << ins.comm->nranks() << "\n";
       continue;
     }
     if (ins.kind == Kind::View) {

@@ -17,6 +17,9 @@
 // defined before it alive for the whole loop. A launch runs a compiled kernel (codegen.h) with
 // a fixed grid and group over value slots: its outputs are planned like a kernel's (fresh,
 // contiguous, never over an input), its inputs given contiguous (a view is copied first).
+// A collective (pir dialect `dist`, from a captured distributed step) runs a communicator's
+// call (ccl.h) on the device's current stream, in program order, over slots planned the same
+// way: contiguous inputs, fresh outputs; a send has no output and a recv no input.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "ccl.h"
 #include "codegen.h"
 #include "dispatch.h"
 #include "tensor.h"
@@ -33,7 +37,10 @@ namespace hwport {
 
 class Executor {
  public:
-  enum class Kind { Kernel, View, If, While, Launch };
+  enum class Kind { Kernel, View, If, While, Launch, Ccl };
+  // A collective's call (Kind::Ccl).
+  enum class CclCall { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll,
+                       Send, Recv };
   // A launch's argument: in[index] or out[index] (the tensor's buffer and byte offset), or a
   // constant.
   struct LaunchArg {
@@ -68,6 +75,10 @@ class Executor {
     std::shared_ptr<CodegenFunction> function;
     uint32_t grid[3] = {1, 1, 1}, group[3] = {1, 1, 1};
     std::vector<LaunchArg> launch_args;
+    // Ccl: `comm`'s `call` with its reduce op and root / peer.
+    std::shared_ptr<CclComm> comm;
+    CclCall ccl = CclCall::AllReduce;
+    int32_t reduce_op = 0, peer = 0;
   };
   struct SlotMeta {
     Shape shape;
@@ -128,6 +139,7 @@ class Executor {
   void plan_memory();
   void run_fallback(size_t i, bool refused);
   void run_range(size_t begin, size_t end);
+  void run_collective(const Instr& ins);
   bool read_condition(int slot, size_t i);
   void copy_slots(const std::vector<int>& from, const std::vector<int>& to, size_t skip_from);
   std::string where(size_t i) const;

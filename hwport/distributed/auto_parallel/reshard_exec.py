@@ -1,8 +1,12 @@
 """Runs a ReshardPlan on this rank through hwport.distributed's collectives (Paddle's
 signatures): every rank of the job calls `execute` with the same plan; the groups of each
 step's mesh dim are made (new_group, collectively, in plan order) on first use and cached.
-Local slicing and padding happen on the host (numpy); the collectives run on the tensor's
-place."""
+
+The steps are written over a backend's array operations (take, pad_to, concat, full,
+assemble) and collectives: HwportBackend runs them as hwport ops and collectives on the
+tensor's place (no host round trip, and a jit.to_static capture records every one of them, so
+a distributed step becomes one program); NumpyArrays gives the same operations over numpy
+arrays for the simulated backends of the tests."""
 
 from __future__ import annotations
 
@@ -16,10 +20,41 @@ from .reshard_plan import ReshardPlan, ReshardStep
 from .simulate import _IDENTITY, chunk_bounds, coords, local_shape
 
 
+class NumpyArrays:
+    """The array operations of run_step over numpy arrays."""
+
+    def take(self, a: np.ndarray, dim: int, start: int, stop: int) -> np.ndarray:
+        idx = [slice(None)] * a.ndim
+        idx[dim] = slice(start, stop)
+        return np.array(a[tuple(idx)], order="C")
+
+    def pad_to(self, a: np.ndarray, dim: int, size: int) -> np.ndarray:
+        if a.shape[dim] == size:
+            return a
+        widths = [(0, 0)] * a.ndim
+        widths[dim] = (0, size - a.shape[dim])
+        return np.pad(a, widths)
+
+    def concat(self, parts: list[np.ndarray], dim: int) -> np.ndarray:
+        return np.concatenate(parts, axis=dim)
+
+    def full_like(self, a: np.ndarray, value: float) -> np.ndarray:
+        return np.full(a.shape, value, a.dtype)
+
+    def assemble(self, shape: Sequence[int], dtype: Any,
+                 pieces: list[tuple[Sequence[tuple[int, int]], np.ndarray]]) -> np.ndarray:
+        """A zero array of `shape` with each piece written at its box."""
+        out = np.zeros(tuple(shape), dtype=dtype)
+        for box, piece in pieces:
+            out[_boxed(box)] = piece
+        return out
+
+
 class HwportBackend:
-    """The collectives of hwport.distributed over hwport Tensors on `place` (results reshaped
-    to the shapes sent: a 0-d tensor may come back as [1]). Groups are made once per process
-    (new_group is collective over the job) and kept: see ensure_groups."""
+    """The collectives of hwport.distributed and the array operations over hwport Tensors on
+    `place` (results reshaped to the shapes sent: a 0-d tensor may come back as [1]). Groups
+    are made once per process (new_group is collective over the job) and kept: see
+    ensure_groups."""
 
     _groups: ClassVar[dict[tuple[int, ...], Any]] = {}  # every backend of the process shares them
 
@@ -50,39 +85,98 @@ class HwportBackend:
                 ReduceType.kRedAll: ReduceType.kRedMin}.get(rt, rt)
         return int(code)  # ReduceType 0..4 are Paddle's ReduceOp codes
 
-    def all_gather(self, a: np.ndarray, group: Any) -> list[np.ndarray]:
-        out: list[Any] = []
-        self.dist.all_gather(out, self.tensor(a), group=group)
-        return [self.numpy(t).reshape(a.shape) for t in out]
+    # -- array operations (hwport ops: recorded by a capture like any other) --
+    def take(self, a: Any, dim: int, start: int, stop: int) -> Any:
+        if start == 0 and stop == a.shape[dim]:
+            return a
+        return self.hw.slice(a, axes=[dim], starts=[start], ends=[stop]).contiguous()
 
-    def all_reduce(self, a: np.ndarray, rt: ReduceType, group: Any) -> np.ndarray:
-        t = self.tensor(a)
+    def pad_to(self, a: Any, dim: int, size: int) -> Any:
+        if a.shape[dim] == size:
+            return a
+        pad = [0] * (2 * a.ndim)
+        pad[2 * dim + 1] = size - a.shape[dim]
+        import hwport.nn.functional as F
+
+        return F.pad(a, pad)
+
+    def concat(self, parts: list[Any], dim: int) -> Any:
+        return parts[0] if len(parts) == 1 else self.hw.concat(parts, axis=dim)
+
+    def full_like(self, a: Any, value: float) -> Any:
+        return self.hw.full(list(a.shape), value, dtype=a.dtype)
+
+    def assemble(self, shape: Sequence[int], dtype: Any,
+                 pieces: list[tuple[Sequence[tuple[int, int]], Any]]) -> Any:
+        """Zeros of `shape` with each piece at its box (boxes are disjoint): each piece padded
+        to the whole shape, the padded pieces added (or or-ed: bool)."""
+        shape = [int(d) for d in shape]
+        whole = [(box, p) for box, p in pieces
+                 if [b - a for a, b in box] == shape]
+        if whole:
+            return whole[0][1]
+        import hwport.nn.functional as F
+
+        out = None
+        for box, piece in pieces:
+            pad = [v for (a, b), n in zip(box, shape, strict=True) for v in (a, n - b)]
+            padded = F.pad(piece, pad) if any(pad) else piece
+            out = padded if out is None else (
+                self.hw.logical_or(out, padded) if str(padded.dtype).endswith("bool")
+                else out + padded)
+        if out is None:
+            return self.hw.zeros(shape, dtype=self._dtype_of(dtype))
+        return out
+
+    # -- collectives --
+    def all_gather(self, a: Any, group: Any) -> list[Any]:
+        out: list[Any] = []
+        self.dist.all_gather(out, a, group=group)
+        return [t.reshape(list(a.shape)) for t in out]
+
+    def all_reduce(self, a: Any, rt: ReduceType, group: Any) -> Any:
+        t = a.clone() if a.is_contiguous() else a.contiguous()
         self.dist.all_reduce(t, op=self.op(rt), group=group)
-        return self.numpy(t).reshape(a.shape)
+        return t.reshape(list(a.shape))
 
-    def reduce_scatter(self, parts: list[np.ndarray], rt: ReduceType, group: Any
-                       ) -> np.ndarray:
-        out = self.tensor(np.zeros_like(parts[0]))
-        self.dist.reduce_scatter(out, [self.tensor(p) for p in parts], op=self.op(rt),
-                                 group=group)
-        return self.numpy(out).reshape(parts[0].shape)
+    def reduce_scatter(self, parts: list[Any], rt: ReduceType, group: Any) -> Any:
+        out = self.hw.zeros(list(parts[0].shape), dtype=parts[0].dtype)
+        self.dist.reduce_scatter(out, parts, op=self.op(rt), group=group)
+        return out.reshape(list(parts[0].shape))
 
-    def alltoall(self, parts: list[np.ndarray], group: Any) -> list[np.ndarray]:
+    def alltoall(self, parts: list[Any], group: Any) -> list[Any]:
         out: list[Any] = []
-        self.dist.alltoall(out_tensor_list=out, in_tensor_list=[self.tensor(p) for p in parts],
-                           group=group)
-        return [self.numpy(t).reshape(p.shape) for t, p in zip(out, parts, strict=True)]
+        self.dist.alltoall(out_tensor_list=out, in_tensor_list=parts, group=group)
+        return [t.reshape(list(p.shape)) for t, p in zip(out, parts, strict=True)]
 
-    def exchange(self, sends: list[tuple[int, np.ndarray]],
-                 recvs: list[tuple[int, tuple[int, ...], Any]]) -> list[np.ndarray]:
-        """Point to point: posts every receive, then every send, then waits (no deadlock)."""
-        bufs = [self.tensor(np.zeros(shape, dtype=dt)) for _, shape, dt in recvs]
+    def exchange(self, sends: list[tuple[int, Any]],
+                 recvs: list[tuple[int, tuple[int, ...], Any]],
+                 order: list[tuple[str, int]] | None = None) -> list[Any]:
+        """Point to point. Eagerly: posts every receive, then every send, then waits (no
+        deadlock). Inside a jit.to_static capture: blocking sends and receives in `order`
+        (("send", i) / ("recv", j) in the plan's pair order, the same sequence on every rank,
+        so each pair meets), which the program repeats."""
+        from hwport.jit.capture import active_recorder
+
+        bufs = [self.hw.zeros(list(shape), dtype=self._dtype_of(dt)) for _, shape, dt in recvs]
+        if active_recorder() is not None and order is not None:
+            for kind, i in order:
+                if kind == "send":
+                    self.dist.send(sends[i][1].contiguous(), dst=sends[i][0])
+                else:
+                    self.dist.recv(bufs[i], src=recvs[i][0])
+            return bufs
         tasks = [self.dist.irecv(b, src=s) for (s, _, _), b in zip(recvs, bufs, strict=True)]
-        tasks += [self.dist.isend(self.tensor(a), dst=d) for d, a in sends]
+        tasks += [self.dist.isend(a.contiguous(), dst=d) for d, a in sends]
         for t in tasks:
             t.wait()
-        return [self.numpy(b).reshape(shape) for b, (_, shape, _) in zip(bufs, recvs,
-                                                                          strict=True)]
+        return bufs
+
+    def _dtype_of(self, dt: Any) -> Any:
+        """An hwport dtype (recv buffers: the local tensor's dtype, else the backend's)."""
+        if dt is None or isinstance(dt, np.dtype):
+            return self.dtype
+        return dt
 
 
 def ensure_groups(mesh: Any, backend: Any = None) -> None:
@@ -127,20 +221,6 @@ def _boxed(box: Sequence[tuple[int, int]]) -> tuple[slice, ...]:
     return tuple(slice(a, b) for a, b in box)
 
 
-def _take(a: np.ndarray, dim: int, start: int, stop: int) -> np.ndarray:
-    idx = [slice(None)] * a.ndim
-    idx[dim] = slice(start, stop)
-    return np.array(a[tuple(idx)], order="C")
-
-
-def _pad_to(a: np.ndarray, dim: int, size: int) -> np.ndarray:
-    if a.shape[dim] == size:
-        return a
-    widths = [(0, 0)] * a.ndim
-    widths[dim] = (0, size - a.shape[dim])
-    return np.pad(a, widths)
-
-
 def _my_group(step: ReshardStep, be: Any, me: int) -> tuple[Any, int, int] | None:
     """Makes every group of the step's mesh dim (all ranks, same order); returns (this rank's
     group, its index in it, the group size), or None when this rank is not in the mesh."""
@@ -157,30 +237,36 @@ def _my_group(step: ReshardStep, be: Any, me: int) -> tuple[Any, int, int] | Non
     return mine
 
 
-def run_step(step: ReshardStep, local: np.ndarray | None, shape: Sequence[int], be: Any
-             ) -> np.ndarray | None:
+def _box_of(be: Any, a: Any, box: Sequence[tuple[int, int]]) -> Any:
+    for dim, (start, stop) in enumerate(box):
+        a = be.take(a, dim, start, stop)
+    return a
+
+
+def run_step(step: ReshardStep, local: Any, shape: Sequence[int], be: Any) -> Any:
+    """This rank's value after `step` (None outside its destination): `local` is an array of
+    the backend (an hwport Tensor for HwportBackend) or None."""
     me = be.rank()
     if step.kind == "send_recv":
-        sends, recvs, places = [], [], []
+        sends, recvs, places, order = [], [], [], []
         for s, d, sbox, dbox in step.pairs:
             if s == me and d != me:
-                sends.append((d, np.array(local[_boxed(sbox)], order="C")))
+                order.append(("send", len(sends)))
+                sends.append((d, _box_of(be, local, sbox)))
             elif d == me and s != me:
+                order.append(("recv", len(recvs)))
                 recvs.append((s, tuple(b - a for a, b in sbox),
                               local.dtype if local is not None else be.np_dtype))
                 places.append(dbox)
-        got = be.exchange(sends, recvs)
+        got = be.exchange(sends, recvs, order=order)
         coord = step.mesh.get_rank_coord(me)
         if coord is None:
             return None
         dt = local.dtype if local is not None else be.np_dtype
-        out = np.zeros(local_shape(shape, step.after, step.mesh.shape, coord), dtype=dt)
-        for s, d, sbox, dbox in step.pairs:
-            if s == me and d == me:
-                out[_boxed(dbox)] = local[_boxed(sbox)]
-        for dbox, piece in zip(places, got, strict=True):
-            out[_boxed(dbox)] = piece
-        return out
+        pieces = [(dbox, _box_of(be, local, sbox)) for s, d, sbox, dbox in step.pairs
+                  if s == me and d == me]
+        pieces += list(zip(places, got, strict=True))
+        return be.assemble(local_shape(shape, step.after, step.mesh.shape, coord), dt, pieces)
     if step.mesh.shape[step.mesh_dim] == 1:  # a group of one: every step leaves it as is
         return local if step.mesh.contains(me) else None
     mine = _my_group(step, be, me)
@@ -189,39 +275,39 @@ def run_step(step: ReshardStep, local: np.ndarray | None, shape: Sequence[int], 
     group, k, n = mine
     t = step.tensor_dim
     if step.kind == "slice":
-        return _take(local, t, *chunk_bounds(shape[t], n, k))
+        return be.take(local, t, *chunk_bounds(shape[t], n, k))
     if step.kind == "to_partial":
         if k and step.reduce_type in _IDENTITY:
-            return np.full(local.shape, _IDENTITY[ReduceType(step.reduce_type)], local.dtype)
+            return be.full_like(local, _IDENTITY[ReduceType(step.reduce_type)])
         return local
     if step.kind == "all_reduce":
         return be.all_reduce(local, ReduceType(step.reduce_type), group)
     if step.kind == "all_gather":
         c = -(-shape[t] // n)
-        parts = be.all_gather(_pad_to(local, t, c), group)
+        parts = be.all_gather(be.pad_to(local, t, c), group)
         real = [chunk_bounds(shape[t], n, j) for j in range(n)]
-        return np.concatenate([_take(p, t, 0, b - a) for p, (a, b) in zip(parts, real,
-                                                                          strict=True)], axis=t)
+        return be.concat([be.take(p, t, 0, b - a) for p, (a, b) in zip(parts, real,
+                                                                       strict=True)], t)
     if step.kind == "reduce_scatter":
         c = -(-shape[t] // n)
-        padded = _pad_to(local, t, c * n)
-        parts = [_take(padded, t, j * c, (j + 1) * c) for j in range(n)]
+        padded = be.pad_to(local, t, c * n)
+        parts = [be.take(padded, t, j * c, (j + 1) * c) for j in range(n)]
         out = be.reduce_scatter(parts, ReduceType(step.reduce_type), group)
         a, b = chunk_bounds(shape[t], n, k)
-        return _take(out, t, 0, b - a)
+        return be.take(out, t, 0, b - a)
     if step.kind == "all_to_all":
         u = step.to_dim
         assert u is not None
         cu, ct = -(-shape[u] // n), -(-shape[t] // n)
-        parts = [_pad_to(_pad_to(_take(local, u, *chunk_bounds(shape[u], n, j)), u, cu), t, ct)
-                 for j in range(n)]
+        parts = [be.pad_to(be.pad_to(be.take(local, u, *chunk_bounds(shape[u], n, j)), u, cu),
+                           t, ct) for j in range(n)]
         got = be.alltoall(parts, group)
         a, b = chunk_bounds(shape[u], n, k)
         pieces = []
         for j, p in enumerate(got):
             ta, tb = chunk_bounds(shape[t], n, j)
-            pieces.append(_take(_take(p, t, 0, tb - ta), u, 0, b - a))
-        return np.concatenate(pieces, axis=t)
+            pieces.append(be.take(be.take(p, t, 0, tb - ta), u, 0, b - a))
+        return be.concat(pieces, t)
     raise ValueError(f"unknown reshard step {step.kind!r}")
 
 
@@ -233,7 +319,15 @@ def execute(plan: ReshardPlan, local: Any, shape: Sequence[int], dtype: Any = No
     be = backend if backend is not None else HwportBackend(
         getattr(local, "place", None), dtype if dtype is not None else getattr(local, "dtype",
                                                                               None))
-    value = None if local is None else be.numpy(local)
+    value = local
+    if local is not None and not isinstance(be, HwportBackend):
+        value = be.numpy(local)
     for step in plan.steps:
         value = run_step(step, value, shape, be)
-    return None if value is None else be.tensor(value)
+    if value is None:
+        return None
+    if not isinstance(be, HwportBackend):
+        return be.tensor(value)
+    if value is local:  # a fresh tensor, as every other step gives
+        return value.clone()
+    return value if value.is_contiguous() else value.contiguous()

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from hwport.distributed.auto_parallel.placement import ReduceType
+from hwport.distributed.auto_parallel.reshard_exec import NumpyArrays
 from hwport.distributed.auto_parallel.simulate import _combine
 
 
@@ -52,7 +53,7 @@ class ThreadWorld:
         return out
 
 
-class ThreadBackend:
+class ThreadBackend(NumpyArrays):
     def __init__(self, world: ThreadWorld, rank: int, np_dtype: Any) -> None:
         self.world, self._rank, self.np_dtype = world, rank, np.dtype(np_dtype)
         self.seq: dict[Any, int] = {}
@@ -108,7 +109,8 @@ class ThreadBackend:
         return [v[me] for v in vals]
 
     def exchange(self, sends: list[tuple[int, np.ndarray]],
-                 recvs: list[tuple[int, tuple[int, ...], Any]]) -> list[np.ndarray]:
+                 recvs: list[tuple[int, tuple[int, ...], Any]],
+                 order: list[tuple[str, int]] | None = None) -> list[np.ndarray]:
         self.calls.append("send_recv")
         w = self.world
         with w.mail_cv:
