@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,9 +63,10 @@ def test_large_sizes(elements: int) -> None:
     assert _checked(result, 2) == [2 * 12] * 2
 
 
-def test_the_watchdog_names_the_rank_that_did_not_arrive() -> None:
-    result = run_ranks("watchdog_check.py", 4, "skip", "60",
-                       extra_env={"HWPORT_CCL_TIMEOUT": "2"}, timeout=120)
+def test_the_watchdog_names_the_rank_that_did_not_arrive(tmp_path: Path) -> None:
+    result = run_ranks("watchdog_check.py", 4, "skip", "60", timeout=120,
+                       extra_env={"HWPORT_CCL_TIMEOUT": "2",
+                                  "HWPORT_TEST_REPORT_DIR": str(tmp_path)})
     out = result.stdout + result.stderr
     reports = re.findall(r"rank (\d) WATCHDOG (.*)", out)
     assert sorted(int(r) for r, _ in reports) == [0, 2, 3], out[-4000:]
@@ -78,9 +80,10 @@ def test_the_watchdog_names_the_rank_that_did_not_arrive() -> None:
     assert result.returncode != 0  # the job ends with a failure, not a hang
 
 
-def test_mismatched_collectives_fail_every_rank_at_once() -> None:
+def test_mismatched_collectives_fail_every_rank_at_once(tmp_path: Path) -> None:
     # no timeout needed: the ranks compare (sequence number, collective) before moving data
-    result = run_ranks("watchdog_check.py", 4, "mismatch", timeout=120)
+    result = run_ranks("watchdog_check.py", 4, "mismatch", timeout=120,
+                       extra_env={"HWPORT_TEST_REPORT_DIR": str(tmp_path)})
     out = result.stdout + result.stderr
     reports = dict(re.findall(r"rank (\d) WATCHDOG (.*)", out))
     assert sorted(reports) == ["0", "1", "2", "3"], out[-4000:]

@@ -6,10 +6,13 @@
                   raise at once, naming rank 1 and the collective it is in
 
 Each rank that raises prints 'WATCHDOG <message>' and exits with 3. After an abandoned
-collective MPI cannot be finalized, so the job ends with a failure status."""
+collective MPI cannot be finalized, so the job ends with a failure status: the first rank to
+exit aborts the job, so a rank that raised first waits (a file per reporting rank in
+$HWPORT_TEST_REPORT_DIR, up to 60 s) until every rank expected to raise has printed."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -32,5 +35,12 @@ try:
         dist.all_reduce(x)  # #2
 except RuntimeError as error:
     print(f"rank {rank} WATCHDOG {error}", flush=True)
+    folder = os.environ.get("HWPORT_TEST_REPORT_DIR")
+    if folder:
+        open(os.path.join(folder, str(rank)), "w").close()
+        expected = dist.get_world_size() - (1 if mode == "skip" else 0)
+        deadline = time.monotonic() + 60
+        while len(os.listdir(folder)) < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
     sys.exit(3)
 print(f"rank {rank} NO ERROR", flush=True)
