@@ -26,6 +26,10 @@ from typing import Any
 from hwport.runtime import _core
 from hwport.runtime._core import Tensor
 
+# fn(new, old) per output the autograd record rewrapped (jit.to_static's capture registers one:
+# both wrappers are one value of its program)
+output_hooks: list[Any] = []
+
 
 class PyLayerContext:
     """What forward hands to backward (Paddle's PyLayerContext)."""
@@ -104,6 +108,8 @@ class PyLayer:
 
         new = _core._record_py_layer(name, backward, inputs, tuple(outs[i] for i in linked))
         for i, t in zip(linked, new, strict=True):
+            for hook in output_hooks:
+                hook(t, outs[i])
             outs[i] = t
         if single:
             return outs[0]

@@ -344,6 +344,15 @@ class Recorder:
         self._calls[-1].append(Call(f"dist.{call}", inputs,
                                     {"comm_id": register_comm(comm), **attrs}, outputs))
 
+    def alias(self, new: Any, old: Any) -> None:
+        """`new` holds `old`'s value (a PyLayer's output, which the autograd record rewraps
+        with its node): reads of either are the same program value."""
+        if self.depth or self.error is not None or self._paused:
+            return
+        vid = self.value_id(old)
+        self._keep.append(new)
+        self._ids[id(new)] = vid
+
     def _through_decomposition(self, op: str, inputs: list[Any]) -> bool:
         """Whether autograd records this call as its decomposition's sub-ops: the backward
         then reads their results, so the record holds the sub-ops, not the op."""
@@ -523,6 +532,7 @@ class Recorder:
 @contextmanager
 def recording(recorder: Recorder) -> Iterator[Recorder]:
     """Puts `recorder` in the pipeline's trace slot and on the tensors' value reads."""
+    from hwport import py_layer
     from hwport import tensor as tensor_mod
     from hwport.random import default_generator
     from hwport.runtime import _core
@@ -534,6 +544,7 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
     _core.layer_enter("trace")
     tensor_mod.value_read_hooks.append(recorder.on_read)
     tensor_mod.value_write_hooks.append(recorder.on_write)
+    py_layer.output_hooks.append(recorder.alias)
     gen = default_generator
     draw, draw_for = gen.draw, gen.draw_for
 
@@ -553,6 +564,7 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
         yield recorder
     finally:
         del gen.draw, gen.draw_for
+        py_layer.output_hooks.remove(recorder.alias)
         tensor_mod.value_write_hooks.remove(recorder.on_write)
         tensor_mod.value_read_hooks.remove(recorder.on_read)
         _core.layer_leave("trace")

@@ -62,6 +62,9 @@ def _constant_key(v: Any) -> Any:
 
 # ---- one cached program -------------------------------------------------------------------
 
+FROM_PROGRAM = object()  # an output leaf the program gives (others, None too, are kept)
+
+
 @dataclass
 class _Entry:
     eager_reason: str | None = None
@@ -70,7 +73,7 @@ class _Entry:
     feed_names: tuple[str, ...] = ()
     params: dict[str, Tensor] | None = None  # name -> the tensor bound (layer's ones by name)
     out_tree: Any = None
-    out_leaves: list[Any] | None = None  # None where the program gives the output
+    out_leaves: list[Any] | None = None  # FROM_PROGRAM where the program gives the output
     specialized: dict[Any, _Entry] | None = None  # symbolic dims that did not generalize
     before_run: list[Callable[[], None]] | None = None  # host work first (optimizer scalars)
     written: list[Tensor] | None = None  # parameters the program writes (outputs after ours)
@@ -84,11 +87,11 @@ class _Entry:
         for op, ordinal, attrs in self.run_attrs or ():
             self.executor.set_kernel_attrs(op, ordinal, attrs())
         outs = self.executor.run(dict(zip(self.feed_names, tensors, strict=True)))
-        n = sum(v is None for v in self.out_leaves)  # (the writes are the executor's)
+        n = sum(v is FROM_PROGRAM for v in self.out_leaves)  # (the writes are the executor's)
         for param, g in zip(self.grads or (), outs[n:], strict=True):
             param.grad = g.clone()  # (an output of the arena: the next run reuses it)
         it = iter(outs[:n])
-        leaves = [next(it) if v is None else v for v in self.out_leaves]
+        leaves = [next(it) if v is FROM_PROGRAM else v for v in self.out_leaves]
         return unflatten(self.out_tree, leaves)
 
 
@@ -350,7 +353,7 @@ class StaticFunction:
         out_leaves: list[Any] = []
         out_tree = flatten(result, out_leaves)
         outputs = [recorder.value_id(v) for v in out_leaves if isinstance(v, Tensor)]
-        kept = [None if isinstance(v, Tensor) else v for v in out_leaves]
+        kept = [FROM_PROGRAM if isinstance(v, Tensor) else v for v in out_leaves]
         params = {name: recorder.tensor_of(vid) for vid, name in record.params.items()}
         written = [(recorder.tensor_of(pid), vid) for pid, vid in record.writes.items()]
         grads = [(t, recorder.value_id(g)) for t in params.values()

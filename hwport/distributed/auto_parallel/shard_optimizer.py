@@ -64,24 +64,24 @@ class _ZeroSlot:
                                      place=self.local.place, stop_gradient=False)
 
     def load_grad(self) -> None:
-        import hwport
-
+        """The slot's gradient: this rank's chunk of the parameter's (hwport ops, so a
+        jit.to_static capture records it)."""
         g = self.local.grad
-        self.slot.grad = None if g is None else hwport.to_tensor(
-            np.array(g.numpy().reshape(-1)[self.a:self.b]), dtype=g.dtype, place=g.place)
+        self.slot.grad = None if g is None else g.reshape([-1])[self.a:self.b].contiguous()
 
     def gather(self) -> None:
+        """Every rank's updated chunk, all-gathered over the group into the parameter."""
         import hwport
         import hwport.distributed as dist
+        import hwport.nn.functional as F
 
-        mine = np.zeros(self.chunk, dtype=self.slot.numpy().dtype)
-        mine[:self.b - self.a] = self.slot.numpy()
+        mine = self.slot.detach() if hasattr(self.slot, "detach") else self.slot
+        if self.b - self.a < self.chunk:  # the last chunks are padded to equal sizes
+            mine = F.pad(mine, [0, self.chunk - (self.b - self.a)])
         parts: list[Any] = []
-        dist.all_gather(parts, hwport.to_tensor(mine, place=self.local.place),
-                        group=self.group)
-        whole = np.concatenate([t.numpy().reshape(-1) for t in parts])[:self.size]
-        self.local.set_value(hwport.to_tensor(whole.reshape(self.local.shape),
-                                              dtype=self.local.dtype, place=self.local.place))
+        dist.all_gather(parts, mine.contiguous(), group=self.group)
+        whole = hwport.concat([t.reshape([-1]) for t in parts])[:self.size]
+        self.local.set_value(whole.reshape(list(self.local.shape)))
 
 
 class _ShardOptimizer:

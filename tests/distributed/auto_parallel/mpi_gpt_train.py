@@ -3,11 +3,13 @@ mean square loss) as an hwport.nn.Layer written with the normal API (F.layer_nor
 reshape, transpose, F.scaled_dot_product_attention, F.gelu, operators), trained 10 AdamW
 steps with data x tensor parallelism on a 2 x 2 ("dp", "mp") mesh: shard_layer with Megatron's
 layout (gpt_block.LAYOUT), shard_dataloader over "dp", shard_optimizer (twice: states sharded
-like the parameters, and ZeRO-1 over "dp" with ShardingStage1).
+like the parameters, and ZeRO-1 over "dp" with ShardingStage1), each once eagerly and once
+through dist.to_static (every step after the first one run of that rank's program).
 
 Every step's loss and every rank's final parameter shards equal a single-process hwport run
 of the same layer and AdamW (float32); so do the first step's gradients (Adam's steps alone
-would not see a gradient off by a constant factor). Prints "gpt-train ok <rank>"."""
+would not see a gradient off by a constant factor; not visible through to_static). Prints
+"gpt-train ok <rank>"."""
 
 from __future__ import annotations
 
@@ -62,11 +64,21 @@ class GptBlock(hwport.nn.Layer):
         return (y * y).mean()
 
 
-def train(model: Any, opt: Any, batches: Any, grads: dict[str, Any]) -> list[float]:
-    """Trains; `grads` gets the first step's gradients (name -> placements or None, numpy)."""
+def train(model: Any, opt: Any, batches: Any, grads: dict[str, Any],
+          static: bool = False) -> list[float]:
+    """Trains; `grads` gets the first step's gradients (name -> placements or None, numpy),
+    except through dist.to_static (`static`: each step one program run, its gradients
+    cleared inside it)."""
     losses = []
+    # the block returns its loss: the DistModel's loss function passes it on (label unused)
+    dm = dist.to_static(model, batches, lambda out, _label: out, opt) if static else None
     for batch in batches:
         x = batch[0]
+        if dm is not None:
+            loss = dm(x, x)
+            losses.append(float(reshard(loss, loss.process_mesh, [Replicate(), Replicate()])
+                                ._local_value().numpy()))
+            continue
         loss = model(hwport.to_tensor(x) if isinstance(x, np.ndarray) else x)
         loss.backward()
         if not losses:
@@ -104,18 +116,19 @@ def main() -> int:
 
     ok = True
     coord = mesh.get_rank_coord(rank)
-    for zero in (None, ShardingStage1("dp", mesh)):
+    for zero, static in ((None, False), (ShardingStage1("dp", mesh), False), (None, True),
+                         (ShardingStage1("dp", mesh), True)):
         model = shard_layer(GptBlock(params), mesh, shard_fn)
         opt = shard_optimizer(hwport.optimizer.AdamW(learning_rate=1e-2,
                                                      parameters=model.parameters()), zero)
         loader = shard_dataloader(data, meshes=mesh, shard_dims="dp")
         grads: dict[str, Any] = {}
-        got = train(model, opt, loader, grads)
-        what = "ZeRO-1" if zero else "sharded states"
+        got = train(model, opt, loader, grads, static)
+        what = ("ZeRO-1" if zero else "sharded states") + (", to_static" if static else "")
         if not np.allclose(got, want, rtol=1e-4, atol=0):
             print(f"rank {rank} ({what}): losses {got}, single process {want}", file=sys.stderr)
             ok = False
-        if sorted(grads) != sorted(ref_grads):
+        if not static and sorted(grads) != sorted(ref_grads):
             print(f"rank {rank}: gradients of {sorted(grads)}", file=sys.stderr)
             ok = False
         for k, (placements, g) in grads.items():

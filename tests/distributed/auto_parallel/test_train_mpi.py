@@ -1,8 +1,9 @@
 """Autograd and training through DistTensors under mpirun (the proofs of issue 18):
 mpi_grad_check.py (4 ranks: the backward of 156 reshards, same mesh and across meshes),
-mpi_gpt_train.py (4 ranks: a GPT block, dp x tp, 10 AdamW steps, states sharded and ZeRO-1),
-mpi_pipeline_train.py (8 ranks: Paddle 3.0's two-mesh pipeline, 10 AdamW steps; CI sizes,
-the issue's sizes in the slow variant). Each compares with single-process hwport."""
+mpi_gpt_train.py (4 ranks: a GPT block, dp x tp, 10 AdamW steps, states sharded and ZeRO-1,
+each eagerly and through dist.to_static), mpi_pipeline_train.py (8 ranks: Paddle 3.0's
+two-mesh pipeline, 10 AdamW steps, eagerly and through dist.to_static; CI sizes, the issue's
+sizes in the slow variant). Each compares with single-process hwport."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def test_gpt_block_dp_x_tp_trains_like_one_process() -> None:
 
 def test_two_mesh_pipeline_trains_like_one_process() -> None:
     proc = mpirun.run("mpi_pipeline_train.py", 8)
+    assert _ranks(proc, r"pipeline-train ok (\d)") == list(range(8)), proc.stdout
+
+
+def test_two_mesh_pipeline_trains_like_one_process_through_to_static() -> None:
+    """dist.to_static: every step after the first is one run of each rank's program (the
+    reshard's send/recv between the meshes inside it)."""
+    proc = mpirun.run("mpi_pipeline_train.py", 8, args=["64", "256", "4", "8", "10", "static"])
     assert _ranks(proc, r"pipeline-train ok (\d)") == list(range(8)), proc.stdout
 
 
