@@ -47,7 +47,7 @@ def test_two_mesh_pipeline_trains_like_one_process_through_to_static() -> None:
 
 @pytest.mark.slow
 def test_two_mesh_pipeline_full_size_trains_like_one_process() -> None:
-    """w0 [1024, 4096], w1 [4096, 1024], x [4, 8, 1024]: ~2 s per step on 2 cores."""
+    """w0 [1024, 4096], w1 [4096, 1024], x [4, 8, 1024]: ~0.2 s per step on 2 cores."""
     proc = mpirun.run("mpi_pipeline_train.py", 8, timeout=900,
                       args=["1024", "4096", "4", "8", "10"])
     assert _ranks(proc, r"pipeline-train ok (\d)") == list(range(8)), proc.stdout
