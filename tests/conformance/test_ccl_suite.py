@@ -1,7 +1,8 @@
 """hwcheck's ccl suite (conformance/suites/ccl.py), run the way a vendor runs it: `hwcheck run
 --suite ccl --ranks 2`, which launches mpirun itself. It passes on the reference plugins through
-the MPI adapter and on the zoo's correct own table, and it catches the zoo's collective bugs
-(tests/plugins/zoo_ccl.c) in exactly the cases they touch. CI runs small sizes and few dtypes;
+the MPI adapter and on the zoo's correct own tables, and it catches the zoo's collective bugs
+(tests/plugins/zoo_ccl.c: a size threshold, an unchecked root, a table ignoring its stream)
+in exactly the cases they touch. CI runs small sizes and few dtypes;
 the full default sweep is marked slow."""
 
 from __future__ import annotations
@@ -154,6 +155,29 @@ def test_a_size_threshold_bug_fails_exactly_above_the_threshold(tmp_path: Path) 
                           "element 4096 of 5001")
     assert results["ccl::all_reduce/sum/float32/n5001"]["details"]["first_mismatch"] == 4096
     assert "--suite ccl" in results["ccl::all_reduce/sum/float32/n5001"]["details"]["repro"]
+
+
+@needs_mpi
+def test_a_table_that_ignores_its_stream_fails_the_ordering_cases_only(tmp_path: Path) -> None:
+    """ccl_streams and ccl_ignores_stream have streams whose work (their add kernel too) runs
+    only when the host waits for it. The first waits for a collective's stream before using
+    its buffers and passes everything; the second uses them at once: the input the kernel
+    before it writes is not there yet, so exactly the ordering cases fail, while every case
+    where the host synchronized first passes."""
+    args = ("--ccl-sizes", SMALL, "--dtype", "float32")
+    for sub in ("good", "bad"):
+        (tmp_path / sub).mkdir()
+    out, results, _ = run_ccl(tmp_path / "good", str(zoo_plugin_path("ccl_streams")), *args)
+    assert out.returncode == 0, out.stdout[-4000:]
+    ordering = {f"ccl::ordering/{k}" for k in ("all_reduce", "broadcast", "all_gather",
+                                               "send_recv")}
+    assert ordering <= by_status(results, "PASS")
+    out, results, _ = run_ccl(tmp_path / "bad", str(zoo_plugin_path("ccl_ignores_stream")),
+                              *args)
+    assert out.returncode == 1
+    assert by_status(results, "FAIL") == ordering
+    assert "element 0 of 5001: got 0.0" in results["ccl::ordering/all_reduce"]["message"]
+    assert "no host synchronization" in results["ccl::ordering/all_reduce"]["message"]
 
 
 @needs_mpi

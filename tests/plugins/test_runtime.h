@@ -413,12 +413,13 @@ static HWP_Status tr_get_memory_stats(int32_t device, HWP_MemoryStats *stats) {
 #define TR_STREAM_MAGIC 0x53545257u /* "STRW" */
 #define TR_EVENT_MAGIC 0x45565457u  /* "EVTW" */
 
-typedef enum { TR_OP_COPY, TR_OP_MEMSET, TR_OP_WAIT } tr_op_kind;
+typedef enum { TR_OP_COPY, TR_OP_MEMSET, TR_OP_WAIT, TR_OP_ADD_F32 } tr_op_kind;
 
 typedef struct tr_op {
   tr_op_kind kind;
   void *dst;
   const void *src;
+  const void *src2; /* TR_OP_ADD_F32: dst = src + src2, nbytes / 4 floats */
   uint64_t nbytes;
   uint8_t value;
   int32_t wait_slot; /* TR_OP_WAIT: the event's stream as recorded when the wait was enqueued */
@@ -460,6 +461,10 @@ static void tr_run_op(tr_op *op) {
     memmove(op->dst, op->src, (size_t)op->nbytes);
   } else if (op->kind == TR_OP_MEMSET) {
     memset(op->dst, op->value, (size_t)op->nbytes);
+  } else if (op->kind == TR_OP_ADD_F32) {
+    uint64_t i;
+    for (i = 0; i < op->nbytes / sizeof(float); ++i)
+      ((float *)op->dst)[i] = ((const float *)op->src)[i] + ((const float *)op->src2)[i];
   }
 }
 
@@ -798,6 +803,37 @@ static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, 
   op->src = src;
   op->value = value;
   op->nbytes = nbytes;
+  return tr_enqueue(s, op);
+}
+
+/* A float32 add as stream work (a kernel of a plugin whose kernels are stream operations, as
+ * a GPU's are): on the NULL stream it runs now, after the device's work. */
+static HWP_Status tr_submit_add_f32(int32_t device, HWP_Stream stream, float *out,
+                                    const float *a, const float *b, uint64_t n) {
+  tr_stream *s = NULL;
+  tr_op *op;
+  HWP_Status st;
+  if (n == 0) return HWP_OK;
+  if (stream == NULL) {
+    tr_op now;
+    memset(&now, 0, sizeof now);
+    now.kind = TR_OP_ADD_F32;
+    now.dst = out;
+    now.src = a;
+    now.src2 = b;
+    now.nbytes = n * sizeof(float);
+    tr_device_wait(device);
+    tr_run_op(&now);
+    return HWP_OK;
+  }
+  if ((st = tr_stream_of(device, stream, "add", &s)) != HWP_OK) return st;
+  op = (tr_op *)calloc(1, sizeof *op);
+  if (op == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "add: no host memory");
+  op->kind = TR_OP_ADD_F32;
+  op->dst = out;
+  op->src = a;
+  op->src2 = b;
+  op->nbytes = n * sizeof(float);
   return tr_enqueue(s, op);
 }
 

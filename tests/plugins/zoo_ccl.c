@@ -1,7 +1,8 @@
 /* Zoo plugins with a CCL table of their own (hwcheck's abi::ccl_* checks and its ccl suite,
  * tests/conformance/test_ccl_*.py): the zoo's device runtime (test_runtime.h: two
  * malloc-backed devices whose HWP_Buffer is the host pointer, no stream table, one "add"
- * float32 kernel) and a small CCL table over MPI directly. Built by hwport_add_zoo, linked
+ * float32 kernel; the ccl_*stream* variants have streams, see below) and a small CCL table
+ * over MPI directly. Built by hwport_add_zoo, linked
  * with MPI::MPI_C (tests/plugins/CMakeLists.txt, only where MPI is found).
  *
  * The table is correct but simple: a communicator spans the whole MPI job (comm_init with
@@ -25,7 +26,14 @@
  *                      table and uses its MPI adapter; the abi suite must say so.
  *   ccl_bad_id_size    unique_id_size is 0 (must be 1..HWP_CCL_UNIQUE_ID_MAX_BYTES).
  *   ccl_short_table    struct_size reaches comm_init only: larger than bare, short of
- *                      group_end. */
+ *                      group_end.
+ *   ccl_streams        a stream table (test_runtime.h's TR_STREAMS_DEFERRED: a stream's work
+ *                      runs, in order, only when the host waits for it) and an add kernel
+ *                      that is stream work, as a GPU's kernels are; every collective first
+ *                      waits for its stream's earlier work (correct: the suite passes).
+ *   ccl_ignores_stream the same, but the collectives use the buffers at once: the kernel that
+ *                      wrote the input has not run yet. Right whenever the host synchronized
+ *                      first, wrong in the suite's ordering cases only. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +46,8 @@
 #define ZC_ID_ccl_null_required 4
 #define ZC_ID_ccl_bad_id_size 5
 #define ZC_ID_ccl_short_table 6
+#define ZC_ID_ccl_streams 7
+#define ZC_ID_ccl_ignores_stream 8
 
 #ifndef HWP_TEST_VARIANT
 #error "compile with -DHWP_TEST_VARIANT=<variant> (see the list at the top of this file)"
@@ -52,6 +62,12 @@
 #error "unknown HWP_TEST_VARIANT"
 #endif
 
+#define ZC_STREAMS (ZC_IS(ccl_streams) || ZC_IS(ccl_ignores_stream))
+#if ZC_STREAMS
+#define TR_WITH_STREAMS 1
+#define TR_STREAMS_DEFERRED 1
+#endif
+
 #include "half.h" /* device_plugins/cpu: float16 / bfloat16 conversions */
 #include "test_runtime.h"
 
@@ -61,7 +77,19 @@
 struct HWP_CclComm_st {
   MPI_Comm comm;
   int rank, nranks;
+  int32_t device;
 };
+
+/* Before a collective touches its buffers: the stream's earlier work must be done. */
+static HWP_Status zc_order(HWP_CclComm comm, HWP_Stream stream) {
+#if ZC_STREAMS && !ZC_IS(ccl_ignores_stream)
+  if (comm != NULL && stream != NULL) return tr_synchronize_stream(comm->device, stream);
+#else
+  (void)comm; /* ccl_ignores_stream: the bug; the others have only the synchronous stream */
+  (void)stream;
+#endif
+  return HWP_OK;
+}
 
 /* ---- a minimal kernel (a plugin needs kernels or a codegen table) --------------------- */
 static HWP_Status zc_add_f32(const HWP_KernelContext *ctx) {
@@ -81,11 +109,20 @@ static HWP_Status zc_add_f32(const HWP_KernelContext *ctx) {
     for (d = 0; d < v->ndim; ++d) m *= v->shape[d];
     if (m != n) return tr_fail(HWP_ERROR_NOT_SUPPORTED, "add: no broadcasting");
   }
+#if ZC_STREAMS
+  return tr_submit_add_f32(ctx->device, ctx->stream,
+                           (float *)((char *)out->buffer + out->byte_offset),
+                           (const float *)((const char *)a->buffer + a->byte_offset),
+                           (const float *)((const char *)b->buffer + b->byte_offset),
+                           (uint64_t)n);
+  (void)i;
+#else
   for (i = 0; i < n; ++i)
     ((float *)((char *)out->buffer + out->byte_offset))[i] =
         ((const float *)((const char *)a->buffer + a->byte_offset))[i] +
         ((const float *)((const char *)b->buffer + b->byte_offset))[i];
   return HWP_OK;
+#endif
 }
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -233,13 +270,14 @@ static HWP_Status zc_start_mpi(void) {
   return HWP_OK;
 }
 
-static HWP_Status zc_wrap(MPI_Comm c, HWP_CclComm *out) {
+static HWP_Status zc_wrap(MPI_Comm c, int32_t device, HWP_CclComm *out) {
   HWP_CclComm comm = (HWP_CclComm)calloc(1, sizeof *comm);
   if (comm == NULL) {
     MPI_Comm_free(&c);
     return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "comm: out of host memory");
   }
   comm->comm = c;
+  comm->device = device;
   MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   MPI_Comm_rank(c, &comm->rank);
   MPI_Comm_size(c, &comm->nranks);
@@ -266,7 +304,7 @@ static HWP_Status zc_comm_init(int32_t nranks, int32_t rank, const void *id, int
                    (int)nranks);
   if ((st = zc_mpi(MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c), "comm_init")) != HWP_OK)
     return st;
-  return zc_wrap(c, out);
+  return zc_wrap(c, device, out);
 }
 
 static HWP_Status zc_comm_split(HWP_CclComm comm, int32_t color, int32_t key, HWP_CclComm *out) {
@@ -281,7 +319,7 @@ static HWP_Status zc_comm_split(HWP_CclComm comm, int32_t color, int32_t key, HW
     *out = NULL;
     return HWP_OK;
   }
-  return zc_wrap(c, out);
+  return zc_wrap(c, comm->device, out);
 }
 
 static HWP_Status zc_comm_destroy(HWP_CclComm comm) {
@@ -310,8 +348,8 @@ static HWP_Status zc_all_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffe
   uint64_t n = count;
   char *all;
   HWP_Status st = zc_check("all_reduce", comm, count, dtype);
-  (void)stream; /* no stream table: work on the NULL stream is synchronous */
   if (st != HWP_OK) return st;
+  if ((st = zc_order(comm, stream)) != HWP_OK) return st;
   if (op < 0 || op >= HWP_CCL_REDUCE_OP_COUNT)
     return tr_fail(HWP_ERROR_INVALID_ARGUMENT, "all_reduce: unknown reduction %d", (int)op);
   if (dtype == HWP_DTYPE_BOOL && op == HWP_CCL_AVG)
@@ -359,8 +397,8 @@ static HWP_Status zc_broadcast(HWP_Buffer send, uint64_t send_offset, HWP_Buffer
                                int32_t root, HWP_CclComm comm, HWP_Stream stream) {
   const size_t size = zc_itemsize(dtype);
   HWP_Status st = zc_check("broadcast", comm, count, dtype);
-  (void)stream;
   if (st != HWP_OK) return st;
+  if ((st = zc_order(comm, stream)) != HWP_OK) return st;
 #if ZC_IS(ccl_bad_root)
   MPI_Comm_set_errhandler(comm->comm, MPI_ERRORS_ARE_FATAL); /* the bug: root unchecked */
 #else
@@ -382,8 +420,8 @@ static HWP_Status zc_all_gather(HWP_Buffer send, uint64_t send_offset, HWP_Buffe
   const size_t bytes = (size_t)count * zc_itemsize(dtype);
   char *mine;
   HWP_Status st = zc_check("all_gather", comm, count, dtype);
-  (void)stream;
   if (st != HWP_OK) return st;
+  if ((st = zc_order(comm, stream)) != HWP_OK) return st;
   if (count == 0) return HWP_OK;
   mine = (char *)malloc(bytes); /* a copy: the send block may lie inside recv (in place) */
   if (mine == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "all_gather: out of host memory");
@@ -428,13 +466,15 @@ static HWP_Status zc_p2p(int is_send, HWP_Buffer buffer, uint64_t offset, uint64
 
 static HWP_Status zc_send(HWP_Buffer buffer, uint64_t offset, uint64_t count, HWP_DType dtype,
                           int32_t peer, HWP_CclComm comm, HWP_Stream stream) {
-  (void)stream;
+  HWP_Status st = zc_order(comm, stream);
+  if (st != HWP_OK) return st;
   return zc_p2p(1, buffer, offset, count, dtype, peer, comm);
 }
 
 static HWP_Status zc_recv(HWP_Buffer buffer, uint64_t offset, uint64_t count, HWP_DType dtype,
                           int32_t peer, HWP_CclComm comm, HWP_Stream stream) {
-  (void)stream;
+  HWP_Status st = zc_order(comm, stream);
+  if (st != HWP_OK) return st;
   return zc_p2p(0, buffer, offset, count, dtype, peer, comm);
 }
 
@@ -478,13 +518,20 @@ static const HWP_CclTable zc_ccl_table = {
 static const HWP_DeviceTable zc_device_table = {
     sizeof(HWP_DeviceTable), tr_get_device_count, tr_synchronize_device, tr_get_properties,
     NULL, NULL, NULL};
+#if ZC_STREAMS
+#define ZC_ASYNC_COPIES tr_copy_h2d_async, tr_copy_d2h_async, tr_copy_d2d_async, tr_memset_async
+#define ZC_STREAM_TABLE &tr_stream_table
+#else
+#define ZC_ASYNC_COPIES NULL, NULL, NULL, NULL
+#define ZC_STREAM_TABLE NULL
+#endif
 static const HWP_MemoryTable zc_memory_table = {
     sizeof(HWP_MemoryTable), tr_allocate, tr_deallocate, tr_copy_h2d, tr_copy_d2h, tr_copy_d2d,
-    NULL, NULL, NULL, NULL, tr_get_memory_stats, NULL, NULL, NULL, TR_DLPACK_MEMORY};
+    ZC_ASYNC_COPIES, tr_get_memory_stats, NULL, NULL, NULL, TR_DLPACK_MEMORY};
 static const HWP_PluginApi zc_api = {
     sizeof(HWP_PluginApi), HWP_ABI_VERSION_MAJOR, HWP_ABI_VERSION_MINOR,
     "test_" ZC_STR(HWP_TEST_VARIANT), "1.0.0", &zc_device_table, &zc_memory_table,
-    tr_get_last_error, NULL, &zc_ccl_table, NULL, NULL, NULL};
+    tr_get_last_error, ZC_STREAM_TABLE, &zc_ccl_table, NULL, NULL, NULL};
 
 HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out);
 HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
