@@ -774,9 +774,11 @@ static HWP_Status tr_stream_wait_event(int32_t device, HWP_Stream stream, HWP_Ev
   return tr_enqueue(s, op);
 }
 
-/* A stream-ordered copy or fill: on a NULL stream, synchronous (after the device's work). */
-static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, void *dst,
-                            const void *src, uint8_t value, uint64_t nbytes, const char *fn) {
+/* A stream-ordered copy, fill or add (src2: the add's second operand): on a NULL stream,
+ * synchronous (after the device's work). */
+static HWP_Status tr_submit_op(int32_t device, HWP_Stream stream, tr_op_kind kind, void *dst,
+                               const void *src, const void *src2, uint8_t value,
+                               uint64_t nbytes, const char *fn) {
   tr_stream *s = NULL;
   tr_op *op;
   HWP_Status st;
@@ -787,6 +789,7 @@ static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, 
     now.kind = kind;
     now.dst = dst;
     now.src = src;
+    now.src2 = src2;
     now.value = value;
     now.nbytes = nbytes;
 #ifndef TR_NULL_STREAM_NO_WAIT /* the bug: "synchronous" taken as "run it now" */
@@ -801,40 +804,22 @@ static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, 
   op->kind = kind;
   op->dst = dst;
   op->src = src;
+  op->src2 = src2;
   op->value = value;
   op->nbytes = nbytes;
   return tr_enqueue(s, op);
 }
 
-/* A float32 add as stream work (a kernel of a plugin whose kernels are stream operations, as
- * a GPU's are): on the NULL stream it runs now, after the device's work. */
+static HWP_Status tr_submit(int32_t device, HWP_Stream stream, tr_op_kind kind, void *dst,
+                            const void *src, uint8_t value, uint64_t nbytes, const char *fn) {
+  return tr_submit_op(device, stream, kind, dst, src, NULL, value, nbytes, fn);
+}
+
+/* out = a + b over n floats as stream work (a plugin whose kernels are stream operations, as
+ * a GPU's are). */
 static HWP_Status tr_submit_add_f32(int32_t device, HWP_Stream stream, float *out,
                                     const float *a, const float *b, uint64_t n) {
-  tr_stream *s = NULL;
-  tr_op *op;
-  HWP_Status st;
-  if (n == 0) return HWP_OK;
-  if (stream == NULL) {
-    tr_op now;
-    memset(&now, 0, sizeof now);
-    now.kind = TR_OP_ADD_F32;
-    now.dst = out;
-    now.src = a;
-    now.src2 = b;
-    now.nbytes = n * sizeof(float);
-    tr_device_wait(device);
-    tr_run_op(&now);
-    return HWP_OK;
-  }
-  if ((st = tr_stream_of(device, stream, "add", &s)) != HWP_OK) return st;
-  op = (tr_op *)calloc(1, sizeof *op);
-  if (op == NULL) return tr_fail(HWP_ERROR_OUT_OF_MEMORY, "add: no host memory");
-  op->kind = TR_OP_ADD_F32;
-  op->dst = out;
-  op->src = a;
-  op->src2 = b;
-  op->nbytes = n * sizeof(float);
-  return tr_enqueue(s, op);
+  return tr_submit_op(device, stream, TR_OP_ADD_F32, out, a, b, 0, n * sizeof(float), "add");
 }
 
 static HWP_Status tr_copy_h2d_async(int32_t device, HWP_Stream stream, HWP_Buffer dst,
