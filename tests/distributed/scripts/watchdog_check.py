@@ -8,7 +8,8 @@
 Each rank that raises prints 'WATCHDOG <message>' and exits with 3. After an abandoned
 collective MPI cannot be finalized, so the job ends with a failure status: the first rank to
 exit aborts the job, so a rank that raised first waits (a file per reporting rank in
-$HWPORT_TEST_REPORT_DIR, up to 60 s) until every rank expected to raise has printed."""
+$HWPORT_TEST_REPORT_DIR holding its message, up to 60 s) until every rank expected to raise
+has reported. The test reads the files: the ranks' printed lines can interleave."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ except RuntimeError as error:
     print(f"rank {rank} WATCHDOG {error}", flush=True)
     folder = os.environ.get("HWPORT_TEST_REPORT_DIR")
     if folder:
-        open(os.path.join(folder, str(rank)), "w").close()
+        with open(os.path.join(folder, str(rank)), "w") as report:
+            report.write(str(error))
         expected = dist.get_world_size() - (1 if mode == "skip" else 0)
         deadline = time.monotonic() + 60
         while len(os.listdir(folder)) < expected and time.monotonic() < deadline:
