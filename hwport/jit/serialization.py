@@ -79,6 +79,12 @@ def save(layer: Any, path: str, input_spec: Any = None, **configs: Any) -> None:
                          "static in input_spec")
     if entry.eager_reason is not None:
         raise ValueError(f"jit.save: the forward cannot be one program: {entry.eager_reason}")
+    collectives = sorted({op.name for op in entry.program.block.ops
+                          if op.name.startswith("dist.")})
+    if collectives:
+        raise ValueError(f"jit.save: the forward runs collectives ({', '.join(collectives)}) on "
+                         "communicators that exist only in this process; save the layer "
+                         "without its distributed calls (e.g. its local shard's forward)")
     prefix = os.fspath(path)
     folder = os.path.dirname(prefix)
     if folder:

@@ -2,11 +2,14 @@
 no mpirun): a captured function's program holds its collectives (two equal all_reduces stay
 two: they are not Pure), round-trips through the text format, runs after cse/dce with the
 collectives kept, and the verifier refuses wrong result types, a reduce_scatter operand
-without the nranks dim and an unknown communicator id. Prints "OK" at the end."""
+without the nranks dim and an unknown communicator id; jit.save refuses such a program.
+Prints "OK" at the end."""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 
 import numpy as np
 
@@ -71,4 +74,22 @@ refused(lambda b: b.create("dist.reduce_scatter", [b.data("x", [3, 4], "float32"
                            [t((4,))], {"comm_id": comm_id}), "must be [nranks=1, ...]")
 refused(lambda b: b.create("dist.all_reduce", [b.data("x", [3], "float32")], [t((3,))],
                            {"comm_id": 987654}), "is not registered in this process")
+
+
+# jit.save refuses a program whose communicators live only in this process
+class AllReduced(hwport.nn.Layer):
+    def forward(self, x: hwport.Tensor) -> hwport.Tensor:
+        y = x * 1.0
+        dist.all_reduce(y)
+        return y
+
+
+layer = hwport.jit.to_static(AllReduced())
+layer(hwport.to_tensor(x))
+try:
+    hwport.jit.save(layer, os.path.join(tempfile.mkdtemp(), "m"),
+                    input_spec=[hwport.static.InputSpec([2, 3], "float32")])
+    raise AssertionError("jit.save took a program with collectives")
+except ValueError as e:
+    assert "collectives (dist.all_reduce)" in str(e), e
 print("OK", flush=True)
