@@ -217,6 +217,11 @@ bool try_jit(int op, DType dtype, Device* device, const Tensor* const* inputs, i
 
 }  // namespace
 
+bool run_compiled(int op, DType dtype, Device* device, const Tensor* const* inputs,
+                  int num_inputs, Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
+  return try_jit(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs);
+}
+
 void set_jit_provider(JitProvider provider) { g_jit_provider.store(provider); }
 
 void set_launch_timer(LaunchTimer* timer) { t_launch_timer = timer; }

@@ -75,11 +75,17 @@ void count_fallback(int op, const Device* device, DType dtype);
 // compiled kernels. Inputs are on `device` and contiguous, outputs allocated contiguous. True:
 // the outputs are written (counted in compiled_stats); false: the CPU fallback runs. Never
 // throws (bind_jit.cpp reports a provider's exception as a warning and returns false). Not
-// asked from inside itself (a nested miss takes the CPU fallback) nor by the program executor.
+// asked from inside itself (a nested miss takes the CPU fallback).
 using JitProvider = bool (*)(int op, DType dtype, Device* device, const Tensor* const* inputs,
                              int num_inputs, Tensor* const* outputs, int num_outputs,
                              const Attrs& attrs);
 void set_jit_provider(JitProvider provider);  // nullptr: none
+// Asks the provider to run (op, dtype) on `device` as run_kernel does before its CPU fallback
+// (strided inputs made contiguous by the device's copy kernel); true when compiled kernels wrote
+// the outputs (counted), false when there is no provider or target, or it passed. The program
+// executor calls it for an instruction the device has no kernel for, before its staged fallback.
+bool run_compiled(int op, DType dtype, Device* device, const Tensor* const* inputs,
+                  int num_inputs, Tensor* const* outputs, int num_outputs, const Attrs& attrs);
 // (op, device type, dtype name) -> number of eager calls run by compiled kernels.
 std::map<std::tuple<std::string, std::string, std::string>, uint64_t> compiled_stats();
 

@@ -636,14 +636,21 @@ void Executor::run_range(size_t begin, size_t end) {
     }
     try {
       if (ins.fallback) {
-        run_fallback(i, false);
+        // a device with a codegen target compiles the op, as eager does; else the CPU
+        if (!run_compiled(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
+                          static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
+                          static_cast<int>(ins.out.size()), ins.attrs))
+          run_fallback(i, false);
       } else {
         run_kernel(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
                    static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
                    static_cast<int>(ins.out.size()), ins.attrs, &workspaces_);
         if (!workspaces_.refused.empty()) {  // the kernel refused the call: eager falls back
           workspaces_.refused.clear();
-          run_fallback(i, true);
+          if (!run_compiled(ins.op, ins.dtype, device_, in_ptrs_[i].data(),
+                            static_cast<int>(ins.in.size()), out_ptrs_[i].data(),
+                            static_cast<int>(ins.out.size()), ins.attrs))
+            run_fallback(i, true);
         }
       }
     } catch (const Error& e) {

@@ -62,7 +62,8 @@ class Executor {
     // An optimizer update: out[j] may be written over in[own_inputs[j]], all at once or none
     // (its kernel contract); empty for other kernels.
     std::vector<int> own_inputs;
-    bool fallback = false;     // no kernel on the device: the counted CPU fallback, staged
+    bool fallback = false;     // no kernel on the device: compiled (eager JIT) if the
+                               // device has a codegen target, else the CPU fallback, staged
     Shape shape, strides;  // View: the view's layout over its input's storage
     int64_t offset = 0;
     // If: in = {cond}, out = results; the then-region is [i + 1, mid), the else-region
