@@ -53,6 +53,10 @@ static pthread_mutex_t g_entry_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* Collective over MPI_COMM_WORLD. Without it (a failure here) every communicator keeps the
  * all-gather: not an error. */
 static void arrival_init(void) {
+  /* HWPORT_CCL_MPI_SHARED_ARRIVAL=0 keeps the all-gather on one node too (the tests run the
+   * watchdog both ways). The same on every rank: mpirun passes the environment to all. */
+  const char *knob = getenv("HWPORT_CCL_MPI_SHARED_ARRIVAL");
+  if (knob && strcmp(knob, "0") == 0) return;
   MPI_Comm node = MPI_COMM_NULL;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
       MPI_SUCCESS)
@@ -195,7 +199,7 @@ double mpi_timeout_seconds(void) {
   if (!s || !*s) return 600.0;
   char *end = NULL;
   double v = strtod(s, &end);
-  return (end != s && v > 0) ? v : 600.0;
+  return (end != s && v >= 0) ? v : 600.0; /* 0: no watchdog (docs/abi.md) */
 }
 
 static double now_seconds(void) {
@@ -298,7 +302,7 @@ HWP_Status mpi_wait_all(HWP_CclComm comm, int n, MPI_Request *requests, const ch
       return mpi_error(HWP_ERROR_DEVICE, "%s #%llu failed in MPI: %s", what,
                        (unsigned long long)seq, mpi_error_text(rc));
     if (done) return HWP_OK;
-    if ((polls & 63) == 0 && now_seconds() - start > limit)
+    if ((polls & 63) == 0 && limit > 0 && now_seconds() - start > limit)
       return report_timeout(comm, what, seq, peer, limit);
     /* Spin first (latency), then yield the core (ranks may outnumber cores); small control
      * messages may then sleep. Transfers never sleep: a non-blocking collective advances only
@@ -419,7 +423,7 @@ static HWP_Status arrive_shared(HWP_CclComm comm, uint64_t seq, int what) {
     }
     if ((round & 15) == 0) {
       const double waited = now_seconds() - start;
-      if (waited > limit) {
+      if (limit > 0 && waited > limit) {
         st = report_timeout(comm, mpi_collective_name(what), seq, -1, limit);
         break;
       }
@@ -437,5 +441,6 @@ static HWP_Status arrive_shared(HWP_CclComm comm, uint64_t seq, int what) {
 }
 
 HWP_Status mpi_arrive(HWP_CclComm comm, uint64_t seq, int what) {
+  if (mpi_timeout_seconds() <= 0) return HWP_OK; /* HWPORT_CCL_TIMEOUT=0: no watchdog */
   return comm->arrive_peer ? arrive_shared(comm, seq, what) : arrive_allgather(comm, seq, what);
 }
