@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi_adapter.h"
 
@@ -48,6 +49,10 @@ static MPI_Win g_arrive_win = MPI_WIN_NULL;
 static int64_t **g_node_tables; /* node rank -> its table (ARRIVE_ENTRIES * ARRIVE_WORDS) */
 static int *g_world_to_node;    /* world rank -> node rank, -1 when on another node */
 static unsigned char g_entry_used[ARRIVE_ENTRIES];
+/* Rounds a waiting rank spins before yielding its core: none when the node's ranks outnumber
+ * its cores (the late rank may be waiting for this very core). Not the affinity mask: mpirun
+ * binds each rank to one core when they fit. */
+static unsigned g_arrive_spins = 256;
 static pthread_mutex_t g_entry_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* Collective over MPI_COMM_WORLD. Without it (a failure here) every communicator keeps the
@@ -101,6 +106,8 @@ static void arrival_init(void) {
     free(world_to_node);
     return; /* the window stays allocated (freeing it is collective): unused */
   }
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && node_size > cores) g_arrive_spins = 0;
   /* Every node member's table is zero before any member can look at it. */
   MPI_Barrier(node);
   g_node_tables = tables;
@@ -381,7 +388,8 @@ static inline void cpu_relax(void) {
  * (ranks may outnumber cores, and the late member may need this one), and only after 50 ms
  * sleep between rounds. */
 static HWP_Status arrive_shared(HWP_CclComm comm, uint64_t seq, int what) {
-  enum { STACK_RANKS = 64, SPINS = 256 };
+  enum { STACK_RANKS = 64 };
+  const unsigned spins = g_arrive_spins;
   const int n = comm->nranks;
   int64_t stack[2 * STACK_RANKS];
   int64_t *seqs = n <= STACK_RANKS ? stack : malloc(2 * (size_t)n * sizeof(int64_t));
@@ -413,11 +421,11 @@ static HWP_Status arrive_shared(HWP_CclComm comm, uint64_t seq, int what) {
       st = check_kinds(comm, seq, what, seqs, kinds);
       break;
     }
-    if (round < SPINS) {
+    if (round < spins) {
       cpu_relax();
       continue;
     }
-    if (round == SPINS) {
+    if (round == spins) {
       start = now_seconds();
       limit = mpi_timeout_seconds();
     }
