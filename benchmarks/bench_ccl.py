@@ -13,6 +13,13 @@ reduce_scatter algbw x (n-1)/n, algbw = the whole buffer's bytes / time. The tim
 the slowest rank's; each figure is the best of --repeats rounds of --iters calls (rounds of
 the two sides interleaved). The ratio is
 hwport busbw / mpi4py busbw (target >= 0.95).
+
+    .venv/bin/python benchmarks/bench_ccl.py --overhead [--ranks 2,4] [--iters 2000]
+
+measures instead the time of one call on a small buffer (4 KiB of float32 per rank), where
+moving data costs little and what the call adds shows: hwport's and mpi4py's best microseconds
+per call, and the median over the rounds of (hwport - mpi4py), each round timing both sides back
+to back. On a loaded machine that median is the figure to read: both sides see the same load.
 """
 
 from __future__ import annotations
@@ -92,7 +99,36 @@ def worker(args: argparse.Namespace) -> None:
                 row["api_busbw"] = nbytes / t_api * factor / 1e9
             rows.append(row)
 
-    for mib in args.sizes_mib:
+    def overhead() -> None:
+        count = 1024 * n  # 4 KiB per rank's part
+        part_count = count // n
+        full = hwport.to_tensor(np.ones(count, np.float32))
+        part = hwport.to_tensor(np.ones(part_count, np.float32))
+        full_np, part_np = np.from_dlpack(full), np.from_dlpack(part)
+        cases = {
+            "all_reduce": (lambda: comm.all_reduce(full, full, 0),
+                           lambda: world.Allreduce(MPI.IN_PLACE, full_np, op=MPI.SUM)),
+            "all_gather": (lambda: comm.all_gather(part, full),
+                           lambda: world.Allgather(part_np, full_np)),
+            "reduce_scatter": (lambda: comm.reduce_scatter(full, part, 0),
+                               lambda: world.Reduce_scatter_block(full_np, part_np,
+                                                                  op=MPI.SUM)),
+        }
+        for name, (ours, theirs) in cases.items():
+            ours()
+            theirs()
+            # Each round times both sides back to back: the median of the rounds' differences
+            # holds up under load better than the difference of the best rounds.
+            pairs = [(once(ours), once(theirs)) for _ in range(args.repeats)]
+            added = sorted(a - b for a, b in pairs)[len(pairs) // 2]
+            rows.append({"op": name, "ranks": n, "bytes": count * 4,
+                         "hwport_us": min(a for a, _ in pairs) * 1e6,
+                         "mpi4py_us": min(b for _, b in pairs) * 1e6,
+                         "added_us": added * 1e6})
+
+    if args.overhead:
+        overhead()
+    for mib in [] if args.overhead else args.sizes_mib:
         measure(mib)
     if rank == 0:
         print("ROWS " + json.dumps(rows), flush=True)
@@ -102,10 +138,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranks", default="2,4")
     parser.add_argument("--sizes-mib", default="1,4,16,64,256")
-    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=None, help="calls per round (default 5)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--overhead", action="store_true",
+                        help="time per call on 4 KiB instead of bandwidth (default --iters 2000)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.iters is None:
+        args.iters = 2000 if args.overhead else 5
     args.sizes_mib = [int(s) for s in str(args.sizes_mib).split(",")]
     if args.worker:
         worker(args)
@@ -113,17 +153,27 @@ def main() -> None:
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                 "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
-    print(f"{'op':15} {'ranks':>5} {'MiB':>5} {'hwport GB/s':>12} {'mpi4py GB/s':>12} "
-          f"{'ratio':>6} {'api GB/s':>9}")
+    if args.overhead:
+        print(f"{'op':15} {'ranks':>5} {'bytes':>6} {'hwport us':>10} {'mpi4py us':>10} "
+              f"{'added us':>9}")  # median of the rounds' differences
+    else:
+        print(f"{'op':15} {'ranks':>5} {'MiB':>5} {'hwport GB/s':>12} {'mpi4py GB/s':>12} "
+              f"{'ratio':>6} {'api GB/s':>9}")
     for nranks in [int(r) for r in args.ranks.split(",")]:
         command = ["mpirun", "--oversubscribe", "-n", str(nranks), sys.executable, __file__,
                    "--worker", "--sizes-mib", ",".join(map(str, args.sizes_mib)),
                    "--iters", str(args.iters), "--repeats", str(args.repeats)]
+        command += ["--overhead"] if args.overhead else []
         out = subprocess.run(command, env=env, capture_output=True, text=True)
         line = next((x for x in out.stdout.splitlines() if x.startswith("ROWS ")), None)
         if out.returncode != 0 or line is None:
             sys.exit(f"{nranks} ranks failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
         for row in json.loads(line[5:]):
+            if args.overhead:
+                print(f"{row['op']:15} {row['ranks']:5d} {row['bytes']:6d} "
+                      f"{row['hwport_us']:10.1f} {row['mpi4py_us']:10.1f} "
+                      f"{row['added_us']:9.1f}")
+                continue
             ratio = row["hwport_busbw"] / row["mpi4py_busbw"]
             api = f"{row['api_busbw']:9.2f}" if "api_busbw" in row else ""
             print(f"{row['op']:15} {row['ranks']:5d} {row['mib']:5d} {row['hwport_busbw']:12.2f} "

@@ -41,6 +41,12 @@ struct HWP_CclComm_st {
   int32_t global_device;
   HWP_CclDeviceAccess dev;
   uint64_t seq; /* collectives issued on this communicator */
+  /* Arrival entries in node-shared memory (mpi_wait.c), when every member runs on this node:
+   * arrive_mine is this process's entry for the communicator, arrive_peer[r] member r's (NULL
+   * for this rank). NULL arrays: the members announce themselves with a small all-gather. */
+  int64_t *arrive_mine;
+  int64_t **arrive_peer;
+  int arrive_index; /* the entry's index in this process's table, -1 when none */
   int aborted;
   HWP_Status async_error;
   char async_message[1024];
@@ -66,10 +72,17 @@ void mpi_publish_progress(HWP_CclComm comm, uint64_t seq, int what);
  * other rank of a send/recv, -1 for collectives). */
 HWP_Status mpi_wait_all(HWP_CclComm comm, int n, MPI_Request *requests, const char *what,
                         uint64_t seq, int peer, int may_sleep);
-/* Outside a group, before a blocking collective: every member announces (seq, kind) in a small
- * non-blocking all-gather polled by the watchdog; a member in another collective fails every
- * member at once, one that never comes fails them at the timeout. */
+/* Outside a group, before a blocking collective: waits until every member has started
+ * collective `seq` on `comm`, comparing kinds. Members on one node read each other's arrival
+ * entries in shared memory (no message, no MPI call); others exchange (seq, kind) in a small
+ * non-blocking all-gather. A member in another collective fails every member at once, one that
+ * never comes fails them at the timeout. */
 HWP_Status mpi_arrive(HWP_CclComm comm, uint64_t seq, int what);
+/* Collective over `comm`'s members, when it is created: gives it arrival entries in shared
+ * memory if every member has one (else it keeps the all-gather). Never fails the creation. */
+void mpi_arrival_attach(HWP_CclComm comm);
+/* Local: frees this process's arrival entry of `comm`. */
+void mpi_arrival_detach(HWP_CclComm comm);
 /* Fails every later call on `comm` (and makes the process end the job at exit). */
 void mpi_mark_aborted(HWP_CclComm comm, const char *message);
 /* Collective over MPI_COMM_WORLD at adapter init: the window of progress slots. */

@@ -180,8 +180,11 @@ static PendingOp *new_op(HWP_CclComm comm, int what, int peer, HWP_DType dtype) 
 
 static HWP_Status finish(PendingOp *op) {
   HWP_CclComm comm = op->comm;
-  HWP_Status st = mpi_wait_all(comm, 1, &op->request, mpi_collective_name(op->what), op->seq,
-                               op->peer, 0);
+  /* A blocking collective left no request: nothing to wait for. */
+  HWP_Status st = op->request == MPI_REQUEST_NULL
+                      ? HWP_OK
+                      : mpi_wait_all(comm, 1, &op->request, mpi_collective_name(op->what),
+                                     op->seq, op->peer, 0);
   if (st == HWP_OK && op->temp) memcpy(op->result_host, op->temp, op->temp_bytes);
   if (st == HWP_OK && op->avg_host)
     mpi_scale_average(op->avg_host, op->avg_count, op->dtype, comm->nranks);
@@ -239,9 +242,10 @@ static HWP_Status begin(const char *name, int what, HWP_CclComm comm, uint64_t c
   return HWP_OK;
 }
 
-/* Issues a collective: outside a group, once every member has arrived (mpi_arrive), as the
- * blocking call (MPI's tuned algorithms, progressed inside the call); inside a group,
- * non-blocking, finished at group_end. */
+/* Issues a collective: outside a group, once every member has arrived (mpi_arrive: on one node
+ * a few loads from shared memory), as the blocking call (MPI's tuned algorithms, progressed
+ * inside the call; the non-blocking ones are much slower); inside a group, non-blocking,
+ * finished at group_end. */
 #define POST(op, blocking_call, nonblocking_call)                          \
   do {                                                                     \
     int rc_;                                                               \
@@ -274,7 +278,7 @@ static HWP_Status begin(const char *name, int what, HWP_CclComm comm, uint64_t c
 HWP_Status mpi_ccl_all_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
                              uint64_t recv_offset, uint64_t count, HWP_DType dtype,
                              HWP_CclReduceOp red, HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("all_reduce", MPI_COLL_ALL_REDUCE, comm, count, dtype, -1, stream, &op);
   if (st != HWP_OK) return st;
   const uint64_t bytes = count * mpi_dtype_size(dtype);
@@ -304,7 +308,7 @@ HWP_Status mpi_ccl_all_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer 
 HWP_Status mpi_ccl_broadcast(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
                             uint64_t recv_offset, uint64_t count, HWP_DType dtype, int32_t root,
                             HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("broadcast", MPI_COLL_BROADCAST, comm, count, dtype, root, stream, &op);
   if (st != HWP_OK) return st;
   if (root < 0) {
@@ -327,7 +331,7 @@ HWP_Status mpi_ccl_broadcast(HWP_Buffer send, uint64_t send_offset, HWP_Buffer r
 HWP_Status mpi_ccl_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
                          uint64_t recv_offset, uint64_t count, HWP_DType dtype,
                          HWP_CclReduceOp red, int32_t root, HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("reduce", MPI_COLL_REDUCE, comm, count, dtype, root, stream, &op);
   if (st != HWP_OK) return st;
   if (root < 0) {
@@ -364,7 +368,7 @@ HWP_Status mpi_ccl_reduce(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv
 HWP_Status mpi_ccl_all_gather(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
                              uint64_t recv_offset, uint64_t count, HWP_DType dtype,
                              HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("all_gather", MPI_COLL_ALL_GATHER, comm, count, dtype, -1, stream, &op);
   if (st != HWP_OK) return st;
   const uint64_t bytes = count * mpi_dtype_size(dtype);
@@ -389,7 +393,7 @@ HWP_Status mpi_ccl_all_gather(HWP_Buffer send, uint64_t send_offset, HWP_Buffer 
 HWP_Status mpi_ccl_reduce_scatter(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
                                  uint64_t recv_offset, uint64_t count, HWP_DType dtype,
                                  HWP_CclReduceOp red, HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st =
       begin("reduce_scatter", MPI_COLL_REDUCE_SCATTER, comm, count, dtype, -1, stream, &op);
   if (st != HWP_OK) return st;
@@ -415,7 +419,7 @@ HWP_Status mpi_ccl_reduce_scatter(HWP_Buffer send, uint64_t send_offset, HWP_Buf
 HWP_Status mpi_ccl_all_to_all(HWP_Buffer send, uint64_t send_offset, HWP_Buffer recv,
                              uint64_t recv_offset, uint64_t count, HWP_DType dtype,
                              HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("all_to_all", MPI_COLL_ALL_TO_ALL, comm, count, dtype, -1, stream, &op);
   if (st != HWP_OK) return st;
   const uint64_t total = count * mpi_dtype_size(dtype) * (uint64_t)comm->nranks;
@@ -432,7 +436,7 @@ HWP_Status mpi_ccl_all_to_all(HWP_Buffer send, uint64_t send_offset, HWP_Buffer 
 
 HWP_Status mpi_ccl_send(HWP_Buffer buffer, uint64_t offset, uint64_t count, HWP_DType dtype,
                         int32_t peer, HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("send", MPI_COLL_SEND, comm, count, dtype, peer, stream, &op);
   if (st != HWP_OK) return st;
   if (peer < 0) {
@@ -451,7 +455,7 @@ HWP_Status mpi_ccl_send(HWP_Buffer buffer, uint64_t offset, uint64_t count, HWP_
 
 HWP_Status mpi_ccl_recv(HWP_Buffer buffer, uint64_t offset, uint64_t count, HWP_DType dtype,
                         int32_t peer, HWP_CclComm comm, HWP_Stream stream) {
-  PendingOp *op;
+  PendingOp *op = NULL;
   HWP_Status st = begin("recv", MPI_COLL_RECV, comm, count, dtype, peer, stream, &op);
   if (st != HWP_OK) return st;
   if (peer < 0) {

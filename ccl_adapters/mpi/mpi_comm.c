@@ -145,6 +145,7 @@ static HWP_Status finish_comm(MPI_Comm mc, int32_t global_device, const HWP_CclD
   c->uid = uid;
   c->global_device = global_device;
   c->dev = *dev;
+  mpi_arrival_attach(c); /* collective over the members, as is this whole function */
   *out = c;
   return HWP_OK;
 }
@@ -252,6 +253,7 @@ static void release(HWP_CclComm comm, int abandon) {
   /* An aborted communicator may still have requests in flight: leave it to the job's end. */
   if (!abandon && !finalized && comm->comm != MPI_COMM_NULL) MPI_Comm_free(&comm->comm);
   mpi_unlock();
+  mpi_arrival_detach(comm);
   free(comm->world_ranks);
   free(comm);
 }

@@ -37,9 +37,20 @@ def test_every_collective_dtype_and_small_size_on_two_ranks() -> None:
     assert counts == [(10 * 12 - 1) * 4] * 2
 
 
-def test_four_ranks_and_a_subgroup() -> None:
+# The MPI adapter's ranks on one node wait for each other in shared memory; communicators across
+# nodes (and HWPORT_CCL_MPI_SHARED_ARRIVAL=0) exchange their (sequence, collective) in an
+# all-gather instead; HWPORT_CCL_TIMEOUT=0 turns the check off.
+ARRIVALS = {
+    "shared": {},
+    "allgather": {"HWPORT_CCL_MPI_SHARED_ARRIVAL": "0"},
+}
+
+
+@pytest.mark.parametrize("arrival", [*ARRIVALS, "unchecked"])
+def test_four_ranks_and_a_subgroup(arrival: str) -> None:
+    env = ARRIVALS.get(arrival, {"HWPORT_CCL_TIMEOUT": "0"})
     result = run_ranks("collectives_check.py", 4, "--places", "default",
-                       "--sizes", "3,1000", "--subgroup")
+                       "--sizes", "3,1000", "--subgroup", extra_env=env)
     counts = _checked(result, 4)
     per_place = (10 * 12 - 1) * 2
     # ranks 1 and 3 also ran everything on the group of odd ranks; all split the world
@@ -68,10 +79,11 @@ def _reports(folder: Path) -> list[tuple[str, str]]:
     return [(f.name, f.read_text()) for f in sorted(folder.iterdir())]
 
 
-def test_the_watchdog_names_the_rank_that_did_not_arrive(tmp_path: Path) -> None:
+@pytest.mark.parametrize("arrival", ARRIVALS)
+def test_the_watchdog_names_the_rank_that_did_not_arrive(tmp_path: Path, arrival: str) -> None:
     result = run_ranks("watchdog_check.py", 4, "skip", "60", timeout=120,
                        extra_env={"HWPORT_CCL_TIMEOUT": "2",
-                                  "HWPORT_TEST_REPORT_DIR": str(tmp_path)})
+                                  "HWPORT_TEST_REPORT_DIR": str(tmp_path), **ARRIVALS[arrival]})
     out = result.stdout + result.stderr
     reports = _reports(tmp_path)
     assert sorted(int(r) for r, _ in reports) == [0, 2, 3], out[-4000:]
@@ -85,10 +97,11 @@ def test_the_watchdog_names_the_rank_that_did_not_arrive(tmp_path: Path) -> None
     assert result.returncode != 0  # the job ends with a failure, not a hang
 
 
-def test_mismatched_collectives_fail_every_rank_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("arrival", ARRIVALS)
+def test_mismatched_collectives_fail_every_rank_at_once(tmp_path: Path, arrival: str) -> None:
     # no timeout needed: the ranks compare (sequence number, collective) before moving data
     result = run_ranks("watchdog_check.py", 4, "mismatch", timeout=120,
-                       extra_env={"HWPORT_TEST_REPORT_DIR": str(tmp_path)})
+                       extra_env={"HWPORT_TEST_REPORT_DIR": str(tmp_path), **ARRIVALS[arrival]})
     out = result.stdout + result.stderr
     reports = dict(_reports(tmp_path))
     assert sorted(reports) == ["0", "1", "2", "3"], out[-4000:]
