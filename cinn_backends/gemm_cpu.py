@@ -69,6 +69,7 @@ _BYTES = {"float32": 4, "float64": 8, "int64": 8}
 # multiply-adds contract to FMA where the ISA has it (C99 mode turns contraction off): twice
 # the micro-kernel's throughput, and each product-sum rounds once instead of twice
 _C99_OPTIONS = " -ffp-contract=fast"
+MIN_BLOCKS = 4  # work items a matmul is split into at least, where m allows
 LONG, SHORT = 64, 8  # k steps per micro-kernel call (k blocks are zero-padded to SHORT)
 
 
@@ -111,6 +112,7 @@ def gemm_kernel(xt: str, yt: str, ot: str, acc_t: str, target: TargetInfo,
     private_c = ot in STORAGE_ONLY  # partial sums in a private float32 block, not in out
     m, k_n, n = Var("m"), Var("k_n"), Var("n")
     mblk, nblk, items = Var("mblk"), Var("nblk"), Var("items")
+    mcb = Var("mcb")  # rows per block: MC, or fewer (a multiple of MR) to make more blocks
 
     def val(buf: str, index: Expr, dt: str) -> Expr:
         return cast(cast(Load(buf, index, dt), compute_dtype(dt)), acc_t)
@@ -125,8 +127,8 @@ def gemm_kernel(xt: str, yt: str, ot: str, acc_t: str, target: TargetInfo,
         zr, zc = Var("zr"), Var("zc")
         out: list[Stmt] = [
             Let(jb, mod(w, nblk)), Let(rest, div(w, nblk)), Let(ib, mod(rest, mblk)),
-            Let(b, div(rest, mblk)), Let(i0, mul(ib, const(mc_max))),
-            Let(j0, mul(jb, const(nc_max))), Let(mc, minimum(sub(m, i0), const(mc_max))),
+            Let(b, div(rest, mblk)), Let(i0, mul(ib, mcb)),
+            Let(j0, mul(jb, const(nc_max))), Let(mc, minimum(sub(m, i0), mcb)),
             Let(nc, minimum(sub(n, j0), const(nc_max))),
             Alloc("ap", acc_t, mc_max * kc_max), Alloc("bp", acc_t, kc_max * nc_max),
         ]
@@ -276,8 +278,8 @@ def gemm_kernel(xt: str, yt: str, ot: str, acc_t: str, target: TargetInfo,
     kernel = flat_kernel([BufferParam("in0", xt, "in", 0), BufferParam("in1", yt, "in", 1),
                           BufferParam("out0", ot, "out", 0)],
                          [ScalarParam("items"), ScalarParam("m"), ScalarParam("k_n"),
-                          ScalarParam("n"), ScalarParam("mblk"), ScalarParam("nblk")],
-                         items, body, target)
+                          ScalarParam("n"), ScalarParam("mblk"), ScalarParam("nblk"),
+                          ScalarParam("mcb")], items, body, target)
 
     def plan(names: list[str], shapes: Shapes) -> list[Launch]:
         x, out = [int(d) for d in shapes[("in", 0)]], [int(d) for d in shapes[("out", 0)]]
@@ -290,13 +292,19 @@ def gemm_kernel(xt: str, yt: str, ot: str, acc_t: str, target: TargetInfo,
             return [Launch(names[1], (count, 1, 1), (1, 1, 1), [
                 ("in", 0), ("in", 1), ("out", 0), ("i64", count), ("i64", m_), ("i64", k_),
                 ("i64", n_), ("i64", -(-n_ // NB)), ("i64", 1)])]
-        mb_, nb_ = -(-m_ // mc_max), -(-n_ // nc_max)
+        nb_ = -(-n_ // nc_max)
+        # at least MIN_BLOCKS work items where m allows (they run on the device's threads):
+        # shorter row blocks, never below MR rows
+        want_mb = -(-max(MIN_BLOCKS, target.compute_units) // (batch * nb_))
+        rows = -(-m_ // max(1, want_mb))  # rows per block for want_mb blocks
+        mcb_ = min(mc_max, max(mr, -(-rows // mr) * mr))
+        mb_ = -(-m_ // mcb_)
         count = batch * mb_ * nb_
         # one block per group, unless there are far more blocks than threads to share them
         chunk = max(1, count // max(1, 64 * target.compute_units))
         return [Launch(names[0], (-(-count // chunk), 1, 1), (1, 1, 1), [
             ("in", 0), ("in", 1), ("out", 0), ("i64", count), ("i64", m_), ("i64", k_),
-            ("i64", n_), ("i64", mb_), ("i64", nb_), ("i64", chunk)])]
+            ("i64", n_), ("i64", mb_), ("i64", nb_), ("i64", mcb_), ("i64", chunk)])]
 
     skinny = skinny_kernel(xt, yt, ot, acc_t, target)
     lowered = finish([kernel, skinny], target, dialect, plan)
