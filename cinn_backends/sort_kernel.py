@@ -51,6 +51,7 @@ from .loop_ir import (
     sub,
 )
 from .lower_group import Launch
+from .sort_network import BLOCK, LOG_BLOCK, block_sort
 from .target import TargetInfo
 
 __all__ = ["LOWERINGS", "MAX_ROW"]
@@ -272,6 +273,11 @@ def _heapsort(dtype: str, out_dtype: str, axis: int, descending: bool, target: T
                    step(a, b, add(lo, half), True, "m"))])]
 
         lvl, w, last, top = Var("lvl"), Var("w"), Var("last"), Var("top")
+        passes = Var("passes")
+
+        def first_key(ka: Expr, kb: Expr) -> Expr:
+            return _value_first_bits(descending, ka, kb) if nan_rules else _b("<", ka, kb)
+
         merge = [
             Alloc("kA", kdt, MERGE_ROW + 2), Alloc("kB", kdt, MERGE_ROW + 2),
             Alloc("iA", "int32", MERGE_ROW + 2), Alloc("iB", "int32", MERGE_ROW + 2),
@@ -280,12 +286,14 @@ def _heapsort(dtype: str, out_dtype: str, axis: int, descending: bool, target: T
                 Store("iA", add(p, const(1)), cast(p, "int32"))]),
             *[Store(arr, pos, const(0, kdt if arr[0] == "k" else "int32"))
               for arr in ("kA", "kB", "iA", "iB") for pos in (const(0), add(n, const(1)))],
-            Local(w, const(1)),
-            For(lvl, const(0), sub(depth, const(1)), "serial", [
-                If(_b("==", mod(lvl, const(2)), const(0)), merge_pass("A", "B", w),
-                   merge_pass("B", "A", w)),
+            *block_sort(kdt, nan_rules, descending, n, first_key),
+            Local(w, const(BLOCK)),
+            Let(passes, Binary("max", sub(depth, const(1 + LOG_BLOCK)), const(0), INDEX)),
+            For(lvl, const(0), passes, "serial", [
+                If(_b("==", mod(lvl, const(2)), const(0)), merge_pass("B", "A", w),
+                   merge_pass("A", "B", w)),
                 Assign(w, mul(w, const(2)))]),
-            If(_b("==", mod(sub(depth, const(1)), const(2)), const(0)),
+            If(_b("==", mod(passes, const(2)), const(1)),
                [For(p, const(0), n, "serial", [
                    Store("out0", at(p), cast(Load("iA", add(p, const(1)), "int32"),
                                              out_dtype))])],
