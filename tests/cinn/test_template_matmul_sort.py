@@ -6,8 +6,10 @@ rows with NaN, ties, -0.0 and infinities. Every call runs compiled: no CPU fallb
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.cinn.test_eager_jit import PRELUDE, mydev, run_json  # noqa: F401 (fixture)
@@ -145,3 +147,30 @@ def test_gemm_tiling_fits_the_registers_and_the_stack(lanes: int) -> None:
         assert (t.mc * t.kc + t.kc * t.nc) * size <= 448 * 1024, t
         assert (t.mc * t.kc + t.kc * t.nc + t.mc * t.nc) * 4 <= 576 * 1024, t
         assert t.mc % t.mr == 0 and t.nc % t.nr == 0, t
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+@pytest.mark.parametrize("lanes", [4, 8, 16])
+def test_gemm_each_tiling_against_numpy(lanes: int) -> None:
+    """Each register tiling (12 x 1 vectors of 4 or 8 lanes, 8 x 3 of 16) compiled with the
+    host's ISA and launched with its groups on concurrent threads (tests/cinn/runners.py),
+    against numpy: full and edge tiles, several k blocks, the skinny kernel, batches."""
+    from hwport.cinn_backends.index_kernels import lower_index_op
+    from hwport.cinn_backends.target import cpu_target
+    from tests.cinn.runners import run_c99
+
+    rng = np.random.default_rng(lanes)
+    target = cpu_target(vector_width=lanes)
+    for dtype, tol in (("float32", 1e-4), ("float64", 1e-12), ("float16", 3e-3)):
+        for xs, ys in (((50, 300), (300, 70)), ((3, 29, 530), (3, 530, 41)),
+                       ((5, 77), (77, 600)), ((150, 8), (8, 49))):
+            x = rng.standard_normal(xs).astype(dtype)
+            y = rng.standard_normal(ys).astype(dtype)
+            out = (*xs[:-1], ys[-1])
+            lowered = lower_index_op("matmul", [(xs, dtype), (ys, dtype)], [(out, dtype)], {},
+                                     target)
+            (got,) = run_c99(lowered, [x, y], [(out, np.dtype(dtype))])
+            want = np.matmul(x.astype("float64"), y.astype("float64"))
+            scale = np.sqrt(xs[-1]) * np.abs(want).max()
+            assert np.allclose(got.astype("float64"), want, rtol=tol, atol=tol * scale), \
+                (dtype, xs, ys)
