@@ -11,19 +11,23 @@ Per block of KC rows of k:
 - for each NR-wide micro-panel of bp (it stays in L1) and each MR-row micro-panel of ap (the
   block stays in L2): the micro-kernel, then the tile goes back clipped to the block.
 
-The micro-kernel is a vectorized loop over the tile's NR columns whose body keeps MR scalar
-accumulators and runs the whole k loop: vectorizing that outer loop turns each accumulator
-into one vector register (NR = the target's vector lanes of the accumulator's type), and each
-k step into one vector load of bp feeding MR multiply-adds with broadcast elements of ap.
-MR = 12 independent accumulators hide the multiply-add latency (6 reach ~75% of peak) and
-fit, with the load, in the 16 vector registers of SSE/AVX2. (A private accumulator array, the
-obvious spelling, stays in memory: GCC does not promote arrays accessed as vectors.)
+The micro-kernel is a vectorized loop over the lanes of one vector of the tile's columns
+whose body keeps MR x W scalar accumulators and runs a constant number of k steps (LONG, then
+SHORT for the rest of the block: GCC vectorizes an outer loop only around an inner loop of
+known trip count): vectorizing that outer loop turns each accumulator into a vector register,
+each k step into W vector loads of bp feeding MR x W multiply-adds with broadcast elements of
+ap. 12 x 1 below 16 lanes (12 independent accumulators hide the multiply-add latency, where 6
+reach ~75% of peak, and fit with the load in the 16 vector registers of SSE/AVX2); 8 x 3 at
+16 lanes (AVX-512: 32 registers). A private accumulator array, the obvious spelling, stays in
+memory: GCC does not promote arrays accessed as vectors.
 
-Partial sums over the k blocks live in out itself, in the accumulator's type (exact); a
-float16/bfloat16 out, which would round them, keeps them in a private float32 copy of the
-block (`cb`) and is written once, after the last k block. Fewer than SKINNY_M rows take
-gemm_skinny.py's kernel instead. The private arrays stay small (they
-live on the stack of the thread that runs the group)."""
+The block of out starts at zero and every micro-kernel call adds its accumulators to it
+(`+=`: a select between 0 and the partial sum also blocks the outer-loop vectorization); a
+float16/bfloat16 out, which would round the partial sums, keeps them in a private float32
+copy of the block (`cb`), written once at the end. Rows per block shrink (kernel argument
+`mcb`) so that a matmul makes at least MIN_BLOCKS work items. Fewer than SKINNY_M rows take
+gemm_skinny.py's kernel instead. The private arrays stay small (they live on the stack of the
+thread that runs the group: ~400 KB for float32)."""
 
 from __future__ import annotations
 
@@ -120,13 +124,13 @@ def gemm_kernel(xt: str, yt: str, ot: str, acc_t: str, target: TargetInfo,
     def ceil_div(a: Expr, d: int) -> Expr:
         return div(add(a, const(d - 1)), const(d))
 
-    def body(w: Var) -> list[Stmt]:
+    def body(item: Var) -> list[Stmt]:
         jb, rest, ib, b = Var("jb"), Var("rest"), Var("ib"), Var("b")
         i0, j0, mc, nc = Var("i0"), Var("j0"), Var("mc"), Var("nc")
         kb, k0, kc, kp = Var("kb"), Var("k0"), Var("kc"), Var("kp")
         zr, zc = Var("zr"), Var("zc")
         out: list[Stmt] = [
-            Let(jb, mod(w, nblk)), Let(rest, div(w, nblk)), Let(ib, mod(rest, mblk)),
+            Let(jb, mod(item, nblk)), Let(rest, div(item, nblk)), Let(ib, mod(rest, mblk)),
             Let(b, div(rest, mblk)), Let(i0, mul(ib, mcb)),
             Let(j0, mul(jb, const(nc_max))), Let(mc, minimum(sub(m, i0), mcb)),
             Let(nc, minimum(sub(n, j0), const(nc_max))),
