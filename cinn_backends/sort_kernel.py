@@ -4,8 +4,10 @@ ascending puts NaN last, descending puts NaN first, ties keep index order. No sc
 - A vector CPU target: one row per work item, ordered by (value in the op's order, index): a
   total order, so any sort gives exactly the stable sort's permutation. Rows of up to
   MERGE_ROW elements: a bottom-up merge sort of (key, index) pairs in private arrays (the
-  work item's stack), branch-free merges; longer rows: a heapsort of the row's indices in
-  place in the output. O(n log n) per row, any row length.
+  work item's stack), branch-free merges from both ends of each pair of runs at once, on
+  keys that compare with a plain `<` (_sort_key: NaN, infinities and descending folded in);
+  longer rows: a heapsort of the row's indices in place in the output. O(n log n) per row,
+  any row length.
 - A SIMT target: a rank sort, one flat loop over the elements; each counts the elements of its
   row that come before it and writes its own index at that position — fully parallel but O(n)
   work per element, so rows longer than MAX_ROW are left to the CPU fallback (the launch plan
@@ -49,6 +51,7 @@ from .loop_ir import (
     sub,
 )
 from .lower_group import Launch
+from .sort_network import BLOCK, LOG_BLOCK, block_sort
 from .target import TargetInfo
 
 __all__ = ["LOWERINGS", "MAX_ROW"]
@@ -128,6 +131,17 @@ def _value_first(dtype: str, descending: bool, va: Expr, vb: Expr) -> Expr:
     return first
 
 
+def _value_first_bits(descending: bool, va: Expr, vb: Expr) -> Expr:
+    """_value_first of float64 values with bitwise & and | (no short-circuit branches)."""
+    def band(x: Expr, y: Expr) -> Expr:
+        return Binary("&", x, y, "bool")
+
+    first = _b(">" if descending else "<", va, vb)
+    if descending:  # NaN first
+        return Binary("|", band(_b("!=", va, va), _b("==", vb, vb)), first, "bool")
+    return Binary("|", band(_b("!=", vb, vb), _b("==", va, va)), first, "bool")
+
+
 def _comes_before(dtype: str, descending: bool, va: Expr, ia: Expr, vb: Expr,
                   ib: Expr) -> Expr:
     """Whether (va, index ia) comes before (vb, index ib) in argsort's order."""
@@ -138,9 +152,29 @@ def _comes_before(dtype: str, descending: bool, va: Expr, ia: Expr, vb: Expr,
               _b("&&", tie, _b("<", ia, ib)))
 
 
+def _sort_key(dtype: str, descending: bool, v: Expr) -> tuple[Expr, str, bool]:
+    """(key, its dtype, whether keys compare with NaN rules): a key that orders by plain `<`
+    as argsort orders the values, ties (equal keys) only between equal values. float32,
+    float16 and bfloat16 values map exactly into float64 with NaN above +inf (+inf becomes
+    1e300, beyond every float32; descending negates), integers into int64 (descending: the
+    bitwise complement, order-reversing and exact for all of int64). float64 has no spare
+    value above +inf: it keeps its values and the NaN-aware comparison."""
+    if dtype == "float64":
+        return v, "float64", True
+    if is_float(dtype):
+        d = cast(v, "float64")
+        inf = const(float("inf"), "float64")
+        big = Select(_b("==", d, inf), const(1e300, "float64"), d, "float64")
+        key = Select(_b("!=", d, d), inf, big, "float64")
+        return (Unary("neg", key, "float64") if descending else key), "float64", False
+    k = cast(v, INDEX)
+    return (Unary("bnot", k, INDEX) if descending else k), INDEX, False
+
+
 def _heapsort(dtype: str, out_dtype: str, axis: int, descending: bool, target: TargetInfo,
               dialect: str | None) -> IndexLowered:
     cdt = compute_dtype(dtype)
+    _, kdt, nan_rules = _sort_key(dtype, descending, Var("v", cdt))
     n, inner, rows, depth = Var("n"), Var("inner"), Var("rows"), Var("depth")
 
     def body(f: Var) -> list[Stmt]:
@@ -184,45 +218,88 @@ def _heapsort(dtype: str, out_dtype: str, axis: int, descending: bool, target: T
 
         def merge_pass(src: str, dst: str, w: Expr) -> list[Stmt]:
             """Merges each pair of sorted runs of w pairs of (k{src}, i{src}) into the dst
-            arrays (a run at the end without a partner is copied)."""
+            arrays (a run at the end without a partner is copied); position p lives in slot
+            p + 1 (slot 0 and slot n + 1 are the ends a pointer may reach, never taken).
+            Both ends at once: the front takes the smallest remaining element, the back the
+            largest, two independent dependency chains per step (one chain, load -> compare
+            -> pointer, bounds a branch-free merge). Branch-free: which side is taken is
+            data (bitwise &, |; the slot as index arithmetic: GCC turns a select of the
+            values into a branch, which mispredicts about every other step)."""
             pi, q, lo, mid, hi = Var("pi"), Var("q"), Var("lo"), Var("mid"), Var("hi")
-            a, b, take = Var("a"), Var("b"), Var("take", "bool")
-            ka, kb_ = Var("ka", cdt), Var("kb", cdt)
+            a, b, c, d = Var("a"), Var("b"), Var("c"), Var("d")
+
+            def step(x: Var, y: Var, dst_pos: Expr, front: bool, tag: str) -> list[Stmt]:
+                """front: take x (left) unless y (right) comes first; back: take y (right)
+                unless x comes last. Ties: the left run's elements have the smaller indices,
+                so a tie takes left at the front, right at the back."""
+                kx, ky = Var(f"kx{tag}", kdt), Var(f"ky{tag}", kdt)
+                take, sel = Var(f"take{tag}", "bool"), Var(f"sel{tag}")
+                if front:  # x while it is in its run and y is exhausted or not before it
+                    y_first = _value_first_bits(descending, ky, kx) if nan_rules \
+                        else _b("<", ky, kx)
+                    cond = Binary("&", _b("<", x, mid), Binary("|", _b(">=", y, hi), Unary(
+                        "not", y_first, "bool"), "bool"), "bool")
+                    pick, other = x, y
+                else:  # y while it is in its run and x is exhausted or not after it
+                    y_first = _value_first_bits(descending, ky, kx) if nan_rules \
+                        else _b("<", ky, kx)
+                    cond = Binary("&", _b(">=", y, mid), Binary("|", _b("<", x, lo), Unary(
+                        "not", y_first, "bool"), "bool"), "bool")
+                    pick, other = y, x
+                t = cast(take, INDEX)
+                return [
+                    Let(kx, Load("k" + src, add(x, const(1)), kdt)),
+                    Let(ky, Load("k" + src, add(y, const(1)), kdt)),
+                    Let(take, cond), Let(sel, add(other, mul(sub(pick, other), t))),
+                    Store("k" + dst, add(dst_pos, const(1)),
+                          Load("k" + src, add(sel, const(1)), kdt)),
+                    Store("i" + dst, add(dst_pos, const(1)),
+                          Load("i" + src, add(sel, const(1)), "int32")),
+                    Assign(pick, add(pick, t) if front else sub(pick, t)),
+                    Assign(other, add(other, sub(const(1), t)) if front
+                           else sub(other, sub(const(1), t)))]
+
+            half = div(sub(hi, lo), const(2))
             return [For(pi, const(0), div(add(n, sub(mul(w, const(2)), const(1))),
                                           mul(w, const(2))), "serial", [
                 Let(lo, mul(pi, mul(w, const(2)))), Let(mid, minimum(add(lo, w), n)),
                 Let(hi, minimum(add(lo, mul(w, const(2))), n)),
-                Local(a, lo), Local(b, mid),
-                For(q, lo, sub(hi, lo), "serial", [
-                    Let(ka, Load("k" + src, a, cdt)), Let(kb_, Load("k" + src, b, cdt)),
-                    # stable: the left run's elements have the smaller indices, so a tie
-                    # takes the left one (no index comparison)
-                    Let(take, _b("&&", _b("<", a, mid), _b("||", _b(">=", b, hi), Unary(
-                        "not", _value_first(dtype, descending, kb_, ka), "bool")))),
-                    Store("k" + dst, q, Select(take, ka, kb_, cdt)),
-                    Store("i" + dst, q, Select(take, Load("i" + src, a, "int32"),
-                                               Load("i" + src, b, "int32"), "int32")),
-                    Assign(a, add(a, cast(take, INDEX))),
-                    Assign(b, add(b, sub(const(1), cast(take, INDEX))))])])]
+                Local(a, lo), Local(b, mid), Local(c, sub(mid, const(1))),
+                Local(d, sub(hi, const(1))),
+                For(q, const(0), half, "serial", [
+                    *step(a, b, add(lo, q), True, "f"),
+                    *step(c, d, sub(sub(hi, const(1)), q), False, "r")]),
+                If(_b("==", mod(sub(hi, lo), const(2)), const(1)),
+                   step(a, b, add(lo, half), True, "m"))])]
 
         lvl, w, last, top = Var("lvl"), Var("w"), Var("last"), Var("top")
+        passes = Var("passes")
+
+        def first_key(ka: Expr, kb: Expr) -> Expr:
+            return _value_first_bits(descending, ka, kb) if nan_rules else _b("<", ka, kb)
+
         merge = [
-            Alloc("kA", cdt, MERGE_ROW + 1), Alloc("kB", cdt, MERGE_ROW + 1),
-            Alloc("iA", "int32", MERGE_ROW + 1), Alloc("iB", "int32", MERGE_ROW + 1),
-            For(p, const(0), n, "serial", [Store("kA", p, key(p)),
-                                           Store("iA", p, cast(p, "int32"))]),
-            Store("kA", n, const(0, cdt)), Store("iA", n, const(0, "int32")),
-            Store("kB", n, const(0, cdt)), Store("iB", n, const(0, "int32")),
-            Local(w, const(1)),
-            For(lvl, const(0), sub(depth, const(1)), "serial", [
-                If(_b("==", mod(lvl, const(2)), const(0)), merge_pass("A", "B", w),
-                   merge_pass("B", "A", w)),
+            Alloc("kA", kdt, MERGE_ROW + 2), Alloc("kB", kdt, MERGE_ROW + 2),
+            Alloc("iA", "int32", MERGE_ROW + 2), Alloc("iB", "int32", MERGE_ROW + 2),
+            For(p, const(0), n, "serial", [
+                Store("kA", add(p, const(1)), _sort_key(dtype, descending, key(p))[0]),
+                Store("iA", add(p, const(1)), cast(p, "int32"))]),
+            *[Store(arr, pos, const(0, kdt if arr[0] == "k" else "int32"))
+              for arr in ("kA", "kB", "iA", "iB") for pos in (const(0), add(n, const(1)))],
+            *block_sort(kdt, nan_rules, descending, n, first_key),
+            Local(w, const(BLOCK)),
+            Let(passes, Binary("max", sub(depth, const(1 + LOG_BLOCK)), const(0), INDEX)),
+            For(lvl, const(0), passes, "serial", [
+                If(_b("==", mod(lvl, const(2)), const(0)), merge_pass("B", "A", w),
+                   merge_pass("A", "B", w)),
                 Assign(w, mul(w, const(2)))]),
-            If(_b("==", mod(sub(depth, const(1)), const(2)), const(0)),
+            If(_b("==", mod(passes, const(2)), const(1)),
                [For(p, const(0), n, "serial", [
-                   Store("out0", at(p), cast(Load("iA", p, "int32"), out_dtype))])],
+                   Store("out0", at(p), cast(Load("iA", add(p, const(1)), "int32"),
+                                             out_dtype))])],
                [For(p, const(0), n, "serial", [
-                   Store("out0", at(p), cast(Load("iB", p, "int32"), out_dtype))])])]
+                   Store("out0", at(p), cast(Load("iB", add(p, const(1)), "int32"),
+                                             out_dtype))])])]
         heap = [
             For(p, const(0), n, "serial", [Store("out0", at(p), cast(p, out_dtype))]),
             For(s_, const(0), div(n, const(2)), "serial", [
