@@ -2,8 +2,9 @@
  * (embedded after elementwise_prelude.cl and expf.cl by phi_ops/codegen/gen_opencl_elementwise.py;
  * not compiled alone).
  *
- * kv_<op> kernels (generated for the ops of VECTOR_EXPR in the generator, float32/float16/
- * bfloat16 only) take contiguous, element-aligned operands and make every work-item process
+ * kv_<op> kernels (generated for the ops of VECTOR_EXPR in the generator, float32 and float16
+ * only: bfloat16 through ushortN <-> uintN conversions measured 1.5x slower than kc_ on PoCL
+ * 3.1, so it keeps kc_) take contiguous, element-aligned operands and make every work-item process
  * `arg` vectors of EW_VW elements in a row with vloadN/vstoreN: the host passes -DEW_VW=<the
  * device's CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, as 4, 8 or 16>. The implicit vectorization
  * of kc_<op> across work-items (PoCL's work-group loop vectorizer) leaves per-element address
@@ -12,7 +13,7 @@
  * float32 about 25% less CPU time). Results are bit-identical to k_/kc_: the same operations
  * in the same order (FP_CONTRACT OFF), only in lanes. The elements past the last whole
  * work-group of vectors go through kc_/k_ (the host splits the range). */
-#if defined(EW_VW) && (defined(DT_float32) || defined(DT_float16) || defined(DT_bfloat16))
+#if defined(EW_VW) && (defined(DT_float32) || defined(DT_float16))
 #define EW_HAS_VEC 1
 #define VT OCL_CAT(float, EW_VW)
 #define VU OCL_CAT(uint, EW_VW)
@@ -32,24 +33,9 @@ static inline VT ew_vsigmoid(VT x) {
 #if defined(DT_float32)
 #define EW_VLD(p, i) OCL_CAT(vload, EW_VW)((i), (__global const float *)(p))
 #define EW_VST(p, i, v) OCL_CAT(vstore, EW_VW)((v), (i), (__global float *)(p))
-#elif defined(DT_float16)
+#else /* float16 */
 #define EW_VLD(p, i) OCL_CAT(vload_half, EW_VW)((i), (__global const half *)(p))
 #define EW_VST(p, i, v) OCL_CAT(OCL_CAT(vstore_half, EW_VW), _rte)((v), (i), (__global half *)(p))
-#else /* bfloat16: the upper half of a float; stores round to nearest even, NaN kept quiet */
-#define VUS OCL_CAT(ushort, EW_VW)
-static inline VT ew_vld_bf16(__global const uchar *p, ulong i) {
-  VUS b = OCL_CAT(vload, EW_VW)(i, (__global const ushort *)p);
-  return OCL_CAT(as_, VT)(OCL_CAT(convert_, VU)(b) << 16);
-}
-static inline void ew_vst_bf16(__global uchar *p, ulong i, VT f) {
-  VU x = OCL_CAT(as_, VU)(f);
-  VU r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  VU q = (x >> 16) | 0x40u;
-  r = select(r, q, OCL_CAT(as_, VI)((x & 0x7fffffffu) > 0x7f800000u));
-  OCL_CAT(vstore, EW_VW)(OCL_CAT(convert_, VUS)(r), i, (__global ushort *)p);
-}
-#define EW_VLD(p, i) ew_vld_bf16((p), (i))
-#define EW_VST(p, i, v) ew_vst_bf16((p), (i), (v))
 #endif
 
 /* Work-item g covers vectors [g * arg, (g + 1) * arg); launched from global offset 0. */

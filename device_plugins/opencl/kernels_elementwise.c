@@ -186,8 +186,7 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   size_t local = ocl_kernel_wg(k, dev, OCL_EW_LOCAL);
   /* The contiguous kc_ kernels have no bounds check (it keeps the device compiler from
    * vectorizing across work-items): they cover the whole work-groups, and k_, with its check,
-   * the last partial one. Where the op has explicit-vector kernels (kv_, float32/float16/
-   * bfloat16), kv_ covers the whole groups of vectors first: [0, n_vec), then kc_ and k_ the
+   * the last partial one. Where the op has explicit-vector kernels (kv_, float32/float16), kv_ covers the whole groups of vectors first: [0, n_vec), then kc_ and k_ the
    * rest from n_vec (global offsets; kv_ reads `arg` as its vectors per work-item). */
   uint64_t n_main = 0, n_vec = 0;
   int contiguous = aligned && ndim == 1 && op->kind != OCL_EW_FILL;
