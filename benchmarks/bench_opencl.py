@@ -7,11 +7,16 @@ plugin and numpy in the same run (issue: the OpenCL reference plugin):
     sum and softmax within 1.5x of the CPU plugin's time, elementwise within 1.2x);
   - start-up: a fresh process running a small model-like op mix with empty program caches
     (hwport's and PoCL's: every program compiled) and again with the caches it left (warm).
-Ratios are other_time / opencl_time (> 1 means the OpenCL plugin is faster).
-Run: .venv/bin/python benchmarks/bench_opencl.py"""
+Ratios are other_time / opencl_time (> 1 means the OpenCL plugin is faster). The throughput rows
+also give the process CPU time of each (best of the runs; PoCL's and the CPU plugin's worker
+threads included), steadier than wall time on a machine shared with other jobs.
+Run: .venv/bin/python benchmarks/bench_opencl.py [--rows SUBSTR,...] (only the throughput rows
+whose name contains one of them; no launch-overhead or start-up rows) [--rounds N] (interleaved
+rounds of the opencl and cpu-plugin timings, the best kept; default 1)"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -67,16 +72,36 @@ def launch_overhead() -> None:
         1e6, "us")
 
 
-def throughput() -> None:
+def best_wall_cpu(fn: Callable[[], object], place: str, repeat: int) -> tuple[float, float]:
+    """(best wall, best process CPU time) in seconds of `repeat` calls, synchronized."""
+    fn()
+    hwport.device.synchronize(place)
+    wall = cpu = float("inf")
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        hwport.device.synchronize(place)
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    return wall, cpu
+
+
+def throughput(rows: list[str], rounds: int) -> None:
     rng = np.random.default_rng(0)
 
     def compare(name: str, op: Callable[..., object], ref: Callable[..., object],
                 *arrays: np.ndarray) -> None:
-        t = {}
-        for p in (OCL, CPU):
-            args = [hwport.to_tensor(a, place=p) for a in arrays]
-            t[p] = timing.best_of(lambda args=args: op(*args), p, repeat=5)
-        row(name, t[OCL], t[CPU], timing.best_of(lambda: ref(*arrays), None, repeat=5))
+        if rows and not any(r in name for r in rows):
+            return
+        args = {p: [hwport.to_tensor(a, place=p) for a in arrays] for p in (OCL, CPU)}
+        wall = {p: float("inf") for p in args}
+        cpu = dict(wall)
+        for _ in range(rounds):  # interleaved: both see the same background load
+            for p in (OCL, CPU):
+                w, c = best_wall_cpu(lambda p=p: op(*args[p]), p, 5)
+                wall[p], cpu[p] = min(wall[p], w), min(cpu[p], c)
+        row(name, wall[OCL], wall[CPU], timing.best_of(lambda: ref(*arrays), None, repeat=5))
+        print(f"{'':<34} cpu time: opencl {cpu[OCL] * 1e3:9.2f} ms  cpu-plugin "
+              f"{cpu[CPU] * 1e3:9.2f} ms  opencl/cpu-plugin {cpu[OCL] / cpu[CPU]:5.2f}")
 
     n = 16 * 1024 * 1024
     a = rng.standard_normal(n).astype(np.float32)
@@ -139,15 +164,24 @@ def start_up() -> None:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description="the OpenCL plugin against the CPU plugin and numpy")
+    ap.add_argument("--rows", default="",
+                    help="comma-separated substrings: only those throughput rows")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="interleaved opencl/cpu-plugin timing rounds per row (best kept)")
+    ns = ap.parse_args()
+    rows = [r for r in ns.rows.split(",") if r]
     if not opencl_available():
         print("bench_opencl: no OpenCL device (custom:opencl) on this machine; skipped")
         return
     props = hwport.device.get_device_properties(OCL)
     print(f"OpenCL device: {props['name']} ({props.get('vendor', '?')})")
     t0 = time.perf_counter()
-    launch_overhead()
-    throughput()
-    start_up()
+    if not rows:
+        launch_overhead()
+    throughput(rows, max(1, ns.rounds))
+    if not rows:
+        start_up()
     fb = {k: v for k, v in hwport.runtime.fallback_stats().items() if "opencl" in str(k)}
     print(f"CPU fallbacks taken by the opencl runs: {fb or 'none'}")
     print(f"(bench_opencl ran in {time.perf_counter() - t0:.0f} s)")

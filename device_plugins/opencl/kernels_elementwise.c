@@ -35,15 +35,24 @@ typedef struct ocl_ew_op_info {
   uint32_t dtype_mask;
   int nattrs;
   hwps_attr_spec attrs[HWPS_MAX_NATIVE_ATTRS];
+  uint32_t vec_mask;
 } ocl_ew_op_info;
-static const ocl_ew_op_info ocl_ew_ops[1] = {{"", 0, 0u, 0, {{NULL, 0, 0}}}};
+static const ocl_ew_op_info ocl_ew_ops[1] = {{"", 0, 0u, 0, {{NULL, 0, 0}}, 0u}};
 #define OCL_EW_NUM_OPS 0
 static const char *const ocl_ew_program_source[10] = {"", "", "", "", "", "", "", "", "", ""};
 #endif
 
 #define OCL_EW_LOCAL 128
+/* kv_<op> (explicit vectors, elementwise_vector.cl) on a CPU device: OCL_EW_VPER vectors per
+ * work-item, OCL_EW_VLOCAL work-items per group (PoCL runs a group on one core: 16 x 4 x 16
+ * floats = 1024 elements per group keeps the per-group cost small and leaves thousands of
+ * groups to balance over the cores). Elsewhere one vector per work-item, OCL_EW_LOCAL. */
+#define OCL_EW_VPER_CPU 4
+#define OCL_EW_VLOCAL_CPU 16
 
 static int g_fp64[OCL_MAX_DEVICES];
+static int g_vw[OCL_MAX_DEVICES];  /* EW_VW of the device's programs: 4, 8 or 16 floats */
+static int g_cpu[OCL_MAX_DEVICES]; /* CL_DEVICE_TYPE_CPU */
 static char g_options[OCL_MAX_DEVICES][160];
 
 
@@ -177,24 +186,49 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   size_t local = ocl_kernel_wg(k, dev, OCL_EW_LOCAL);
   /* The contiguous kc_ kernels have no bounds check (it keeps the device compiler from
    * vectorizing across work-items): they cover the whole work-groups, and k_, with its check,
-   * the last partial one. */
-  uint64_t n_main = 0;
+   * the last partial one. Where the op has explicit-vector kernels (kv_, float32/float16), kv_ covers the whole groups of vectors first: [0, n_vec), then kc_ and k_ the
+   * rest from n_vec (global offsets; kv_ reads `arg` as its vectors per work-item). */
+  uint64_t n_main = 0, n_vec = 0;
   int contiguous = aligned && ndim == 1 && op->kind != OCL_EW_FILL;
   for (int i = 0; i < nin; ++i) contiguous = contiguous && L.st[i][0] == isz[i];
-  if (contiguous && n >= local) {
+  cl_kernel kv = NULL;
+  size_t vlocal = 1, vglobal = 0;
+  if (contiguous && ((op->vec_mask >> key) & 1u) && g_vw[dev] > 0) {
+    const cl_int per = g_cpu[dev] ? OCL_EW_VPER_CPU : 1;
+    const uint64_t wi_elems = (uint64_t)per * (uint64_t)g_vw[dev];
+    ocl_arg vargs[17];
+    memcpy(vargs, args, sizeof vargs);
+    vargs[11] = (ocl_arg)OCL_ARG(per); /* kv_'s `arg`: vectors per work-item */
+    snprintf(kname, sizeof kname, "kv_%s", op->name);
+    /* A kernel that fails to build or launch here is no error: kc_/k_ cover the range. */
+    if (n >= wi_elems * OCL_EW_VLOCAL_CPU &&
+        ocl_kernel_make(prog, kname, vargs, 17, &kv, fn) == HWP_OK) {
+      vlocal = ocl_kernel_wg(kv, dev, g_cpu[dev] ? OCL_EW_VLOCAL_CPU : OCL_EW_LOCAL);
+      vglobal = (size_t)(n / (wi_elems * vlocal) * vlocal);
+      n_vec = (uint64_t)vglobal * wi_elems;
+      if (n_vec == 0) {
+        ocl_kernel_release(kv);
+        kv = NULL;
+      }
+    }
+  }
+  n_main = n_vec;
+  if (contiguous && n - n_vec >= local) {
     snprintf(kname, sizeof kname, "kc_%s", op->name);
     st = ocl_kernel_make(prog, kname, args, 17, &kc, fn);
     if (st == HWP_OK) {
       size_t lc = ocl_kernel_wg(kc, dev, OCL_EW_LOCAL);
       if (lc < local) local = lc;
-      n_main = n / local * local;
+      n_main = n_vec + (n - n_vec) / local * local;
     }
   }
   cl_command_queue q;
   if (st == HWP_OK) st = ocl_ctx_queue(ctx, &q, fn);
-  if (st == HWP_OK && n_main > 0) {
-    size_t global = (size_t)n_main;
-    st = ocl_enqueue_nd_at(ctx, q, kc, 1, NULL, &global, &local, fn);
+  if (st == HWP_OK && kv != NULL)
+    st = ocl_enqueue_nd_at(ctx, q, kv, 1, NULL, &vglobal, &vlocal, fn);
+  if (st == HWP_OK && n_main > n_vec) {
+    size_t offset = (size_t)n_vec, global = (size_t)(n_main - n_vec);
+    st = ocl_enqueue_nd_at(ctx, q, kc, 1, &offset, &global, &local, fn);
   }
   if (st == HWP_OK && n_main < n) {
     size_t offset = (size_t)n_main, global = (size_t)((n - n_main + local - 1) / local) * local;
@@ -202,6 +236,7 @@ static HWP_Status ew_kernel(const HWP_KernelContext *ctx) {
   }
   ocl_kernel_release(k); /* back to the kernel cache */
   if (kc != NULL) ocl_kernel_release(kc);
+  if (kv != NULL) ocl_kernel_release(kv);
   if (st != HWP_OK) return st;
   return ocl_launch_done(ctx, q, fn);
 }
@@ -241,7 +276,18 @@ HWP_Status ocl_register_elementwise_kernels(const HWP_HostApi *host) {
     fp64_all &= g_fp64[d];
     cl_device_fp_config sp = 0;
     clGetDeviceInfo(id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof sp, &sp, NULL);
-    snprintf(g_options[d], sizeof g_options[d], "%s%s", g_fp64[d] ? "-DHAS_FP64=1" : "",
+    /* The vector width of kv_ kernels: the device's preferred float vector width as 4, 8 or
+     * 16 (GPUs often report 1: float4 loads still serve them). */
+    cl_uint pw = 0;
+    if (clGetDeviceInfo(id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof pw, &pw, NULL) !=
+        CL_SUCCESS)
+      pw = 0;
+    g_vw[d] = pw >= 16 ? 16 : pw >= 8 ? 8 : 4;
+    cl_device_type type = 0;
+    g_cpu[d] = clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL) == CL_SUCCESS &&
+               (type & CL_DEVICE_TYPE_CPU) != 0;
+    snprintf(g_options[d], sizeof g_options[d], "-DEW_VW=%d%s%s", g_vw[d],
+             g_fp64[d] ? " -DHAS_FP64=1" : "",
              (sp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
                  ? " -cl-fp32-correctly-rounded-divide-sqrt"
                  : "");

@@ -195,14 +195,39 @@ static const char *const k_red_source =
     "DEF_RED(prod, SACC, 1, MUL, ST_S, 0, KEEP)\n"
     "DEF_RED(max, MACC, MAX_ID, MAXOP, ST_M, 0, KEEP)\n"
     "DEF_RED(min, MACC, MIN_ID, MINOP, ST_M, 0, KEEP)\n"
-    /* float32 rows that are contiguous (the reduced dims collapse to one of stride 4 bytes,
-     * 4-byte aligned): every work-item reduces one contiguous span of its group's chunk with
-     * float8 loads, blocks of 64 elements combined pairwise in float then added into 8 lanes
-     * of the accumulation type of k_<op> (double for sums where the device has fp64; sums
-     * compensated per lane, as Kahan), the lanes pairwise and the group's tree in that type,
+    /* float32, float16 and bfloat16 rows that are contiguous (the reduced dims collapse to
+     * one of stride one element, element-aligned): every work-item reduces one contiguous
+     * span of its group's chunk with 8-element loads (vload8, vload_half8, or ushort8 widened
+     * for bfloat16: the half types had only the strided byte-wise loop before), blocks of 64
+     * elements combined pairwise in float then added into 8 lanes of the accumulation type of
+     * k_<op> (double for float32 sums where the device has fp64, else float; sums compensated
+     * per lane, as Kahan), the lanes pairwise and the group's tree in that type,
      * whose k_<op>_fin finishes split rows. PoCL runs a group's work-items one after the
      * other, so a span per work-item streams memory where the strided loop above jumps. */
+    "#if DT == 8 || DT == 6 || DT == 7\n"
+    /* RLD8(row, i): elements i .. i+7 of a contiguous row as float8; RLD1 one element */
     "#if DT == 8\n"
+    "typedef float RT;\n"
+    "#define RLD8(p, i) vload8(0, (p) + (i))\n"
+    "#define RLD1(p, i) ((p)[i])\n"
+    "#else\n"
+    "typedef ushort RT;\n"
+    "#if DT == 6\n"
+    /* float16 -> float by bits (exact; NaN payloads kept): PoCL 3.1's vload_half8 crashed on
+     * rows that start 2 mod 4 bytes (odd row lengths), which vload8 of ushort does not */
+    "static inline float8 h2f8(ushort8 u) {\n"
+    "  uint8 h = convert_uint8(u), em = h & 0x7fffu;\n"
+    "  float8 f = select(as_float8((em << 13) + (112u << 23)), convert_float8(em) * 0x1p-24f,\n"
+    "                    as_int8(em < 0x400u));\n"
+    "  f = select(f, as_float8((em << 13) | 0x7f800000u), as_int8(em >= 0x7c00u));\n"
+    "  return as_float8(as_uint8(f) | ((h & 0x8000u) << 16)); }\n"
+    "#define RLD8(p, i) h2f8(vload8(0, (p) + (i)))\n"
+    "#define RLD1(p, i) vload_half(0, (__global const half *)((p) + (i)))\n"
+    "#else\n"
+    "#define RLD8(p, i) as_float8(convert_uint8(vload8(0, (p) + (i))) << 16)\n"
+    "#define RLD1(p, i) as_float((uint)(p)[i] << 16)\n"
+    "#endif\n"
+    "#endif\n"
     "#define V8ADD(a, b) ((a) + (b))\n"
     "#define V8MAX(a, b) select((b), (a), isgreater((a), (b)) | isnan(a))\n"
     "#define V8MIN(a, b) select((b), (a), isless((a), (b)) | isnan(a))\n"
@@ -212,20 +237,20 @@ static const char *const k_red_source =
     "    int kdim, long16 kshape, long16 kst, __global PACC *part,                     \\\n"
     "    __local PACC *scratch) {                                                      \\\n"
     "  ulong g = get_group_id(0); ulong o = g / chunks; ulong c = g % chunks;          \\\n"
-    "  __global const float *row =                                                     \\\n"
-    "      (__global const float *)(in + in_off + offs(o, kdim, kshape, kst));         \\\n"
+    "  __global const RT *row =                                                        \\\n"
+    "      (__global const RT *)(in + in_off + offs(o, kdim, kshape, kst));            \\\n"
     "  ulong lo = c * chunk, hi = min(rlen, lo + chunk), n = hi > lo ? hi - lo : 0;    \\\n"
     "  ulong lid = get_local_id(0), lsz = get_local_size(0);                           \\\n"
     "  ulong per = (((n + lsz - 1) / lsz) + 7) & ~(ulong)7;                            \\\n"
     "  ulong a = lo + min(n, per * lid), b = lo + min(n, per * (lid + 1));             \\\n"
     "  PACC8 acc8 = (PACC8)(ID), comp8 = (PACC8)(0);                                   \\\n"
     "  ulong r = a;                                                                    \\\n"
-    "  for (; r + 8 <= b; ) { float8 v = vload8(0, row + r); r += 8;                   \\\n"
+    "  for (; r + 8 <= b; ) { float8 v = RLD8(row, r); r += 8;                         \\\n"
     "    if (r + 56 <= b) { /* a block of 64: 8 loads combined pairwise in float */    \\\n"
-    "      float8 v1 = V8OP(vload8(0, row + r), vload8(1, row + r));                   \\\n"
-    "      float8 v2 = V8OP(vload8(2, row + r), vload8(3, row + r));                   \\\n"
-    "      float8 v3 = V8OP(vload8(4, row + r), vload8(5, row + r));                   \\\n"
-    "      v = V8OP(V8OP(v, vload8(6, row + r)), V8OP(V8OP(v1, v2), v3)); r += 56; }   \\\n"
+    "      float8 v1 = V8OP(RLD8(row, r), RLD8(row, r + 8));                           \\\n"
+    "      float8 v2 = V8OP(RLD8(row, r + 16), RLD8(row, r + 24));                     \\\n"
+    "      float8 v3 = V8OP(RLD8(row, r + 32), RLD8(row, r + 40));                     \\\n"
+    "      v = V8OP(V8OP(v, RLD8(row, r + 48)), V8OP(V8OP(v1, v2), v3)); r += 56; }    \\\n"
     "    PACC8 w = TO8(v);                                                             \\\n"
     "    if (SUMK) { PACC8 y = w - comp8; PACC8 t = acc8 + y;                          \\\n"
     "      comp8 = select((PACC8)(0), (t - acc8) - y, isfinite(t)); acc8 = t; }        \\\n"
@@ -235,7 +260,7 @@ static const char *const k_red_source =
     "  { PACC a_[8]; vstore8(acc8, 0, a_);                                             \\\n"
     "    acc = COMB(COMB(COMB(a_[0], a_[1]), COMB(a_[2], a_[3])),                      \\\n"
     "               COMB(COMB(a_[4], a_[5]), COMB(a_[6], a_[7]))); }                   \\\n"
-    "  for (; r < b; ++r) acc = COMB(acc, (PACC)row[r]);                               \\\n"
+    "  for (; r < b; ++r) acc = COMB(acc, (PACC)RLD1(row, r));                         \\\n"
     "  TREE(PACC, COMB, scratch, acc)                                                  \\\n"
     "  if (lid == 0) {                                                                 \\\n"
     "    if (chunks == 1) ST_S(out + out_off + o * (ulong)oal, oal > 0 ? ((out_off % (ulong)oal) == 0) : 1, odt, FINISH(acc, rlen));\\\n"
@@ -273,7 +298,7 @@ static const char *const k_red_source =
     "    ST_S(out + out_off + j * (ulong)oal, al, odt, FINISH(s, rlen)); } }\n"
     "#define V8ADDC(a, b) V8ADD(a, b)\n"
     "#define SADD(a, b) ((a) + (b))\n"
-    "#ifdef HAS_FP64\n"
+    "#if DT == 8 && defined(HAS_FP64)\n" /* SACC: double; float for float16/bfloat16 */
     "typedef double8 SACC8;\n"
     "#define TOS8(v) convert_double8(v)\n"
     "#else\n"
@@ -285,6 +310,8 @@ static const char *const k_red_source =
     "DEF_REDC(mean, SACC, SACC8, TOS8, 0, V8ADDC, SADD, 1, DIVN)\n"
     "DEF_REDC(max, MACC, float8, TOM8, -INFINITY, V8MAX, MAXOP, 0, KEEP)\n"
     "DEF_REDC(min, MACC, float8, TOM8, INFINITY, V8MIN, MINOP, 0, KEEP)\n"
+    "#endif\n"
+    "#if DT == 8\n"
     "#ifdef HAS_FP64\n"
     "typedef double16 SACC16;\n"
     "#define TOS16(v) convert_double16(v)\n"
@@ -349,12 +376,12 @@ static HWP_Status launch_fin(const HWP_KernelContext *ctx, const red_op *op, cl_
   return st;
 }
 
-/* float32 rows contiguous in memory (see k_<op>_c): a work-group per (row, chunk), each
- * work-item a span of >= 64 elements; long rows of few outputs split into chunks so that the
- * device's compute units all get groups, their partials finished by k_<op>_fin. */
+/* float32/float16/bfloat16 rows contiguous in memory (see k_<op>_c): a work-group per (row,
+ * chunk), each work-item a span of >= 64 elements; long rows of few outputs split into chunks
+ * so that the device's compute units all get groups, their partials finished by k_<op>_fin. */
 static HWP_Status red_contiguous(const HWP_KernelContext *ctx, const red_op *op,
                                  cl_program prog, const ocl_dims *K, uint64_t nout,
-                                 uint64_t rlen, HWP_DType odt) {
+                                 uint64_t rlen, HWP_DType dt, HWP_DType odt) {
   const char *fn = op->name;
   const int dev = ctx->device;
   char kname[64];
@@ -368,7 +395,7 @@ static HWP_Status red_contiguous(const HWP_KernelContext *ctx, const red_op *op,
   size_t want = ocl_pow2_ceil((rlen + 63) / 64);
   if (want < local) local = want;
   if (local == 0) local = 1;
-  const size_t asz = acc_size(op, HWP_DTYPE_FLOAT32, dev);
+  const size_t asz = acc_size(op, dt, dev);
   uint64_t chunks = 1, chunk = rlen;
   HWP_Buffer ws = NULL;
   const ocl_device *d = &g_ocl.devices[dev];
@@ -524,9 +551,11 @@ static HWP_Status red_kernel(const HWP_KernelContext *ctx) {
                        fn);
   if (st != HWP_OK) return st;
   char kname[64];
-  if (dt == HWP_DTYPE_FLOAT32 && strcmp(op->name, "prod") != 0 && R.n == 1 && R.st[0] == 4 &&
-      aligned && rlen >= 64)
-    return red_contiguous(ctx, op, prog, &K, nout, rlen, odt);
+  const int row_fast = dt == HWP_DTYPE_FLOAT32 || dt == HWP_DTYPE_FLOAT16 ||
+                       dt == HWP_DTYPE_BFLOAT16; /* k_<op>_c's dtypes */
+  if (row_fast && strcmp(op->name, "prod") != 0 && R.n == 1 && R.st[0] == isz && aligned &&
+      rlen >= 64)
+    return red_contiguous(ctx, op, prog, &K, nout, rlen, dt, odt);
   if (dt == HWP_DTYPE_FLOAT32 && strcmp(op->name, "prod") != 0 && K.n == 1 && K.st[0] == 4 &&
       R.n >= 1 && aligned && nout >= 256)
     return red_kept_contiguous(ctx, op, prog, &R, nout, rlen, odt);

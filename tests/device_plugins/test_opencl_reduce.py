@@ -221,6 +221,49 @@ def test_contiguous_float32_rows(shape):
         np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(3, 64), (7, 999), (5, 1000), (2, 3, 257), (1 << 20,)])
+def test_contiguous_half_rows(name, shape):
+    # The half types through k_<op>_c too (8-element loads widened to float, float lanes
+    # compensated): odd row lengths put rows at 2 mod 4 bytes (PoCL's vload_half8 crashed
+    # there; the kernel widens ushort8 by bits), an element offset view, NaN and +-inf.
+    rng = rng_for(f"opencl-reduce-h-{name}-{shape}")
+    x = (rng.standard_normal(shape) * 4 + 1).astype(np_dtype(name))
+    t = dev(x)
+    axis = [len(shape) - 1]
+    for op in ("sum", "mean", "max", "min"):
+        check(op, name, x, t, axis)
+        if len(shape) > 1:
+            check(op, name, x, t, None)
+    for op in ("sum", "max"):
+        check(op, name, x[..., 1:], t[..., 1:], axis)
+    y = x.copy().reshape(-1, shape[-1])
+    y[0, shape[-1] // 2] = np.nan
+    if y.shape[0] > 1:
+        y[1, 3] = np.inf
+    if y.shape[0] > 2:
+        y[2, 0], y[2, -1] = np.inf, -np.inf
+    for op in ("sum", "max", "min"):
+        got = run(op, dev(y), [1], False).numpy().astype(np.float64)
+        want = getattr(np, op)(y.astype(np.float64), axis=1)
+        np.testing.assert_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_equal(np.isinf(got), np.isinf(want))
+
+
+def test_contiguous_float16_rows_widen_every_value_exactly():
+    # Every float16 bit pattern through the row loader: rows of 65 (misaligned starts), the
+    # value among -inf (max) or zeros (sum) gives it back bit for bit (NaN as NaN).
+    h = np.arange(65536, dtype=np.uint16).view(np.float16)
+    for op, fill in (("max", -np.inf), ("sum", 0.0)):
+        rows = np.full((65536, 65), fill, np.float16)
+        rows[:, 3] = h
+        got = run(op, dev(rows), [1], False).numpy()
+        same = (got.view(np.uint16) == h.view(np.uint16)) | (np.isnan(got) & np.isnan(h))
+        if op == "sum":
+            same |= (got == 0) & (h == 0)  # -0.0 + 0.0 = +0.0
+        assert same.all(), (op, np.nonzero(~same)[0][:5])
+
+
 @pytest.mark.parametrize(("shape", "axis"), [((300, 1000), [0]), ((5, 7, 300), [0, 1]),
                                            ((20, 259), [0]), ((3, 4, 17, 400), [0, 2])])
 def test_contiguous_float32_kept_dims(shape, axis):
