@@ -286,7 +286,9 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
             tuple(shapes), tuple(views))
     plan = _plans.get(call, False)
     if plan is False:  # not a call of these exact shapes seen before
-        key = (*call[:5], shape_class(shapes), call[6])
+        # a composite's decomposition may bake its shapes into constants (var's N - 1, a
+        # mean's 1/N): its kernels serve only these shapes; a primitive's the shape class
+        key = (*call[:5], shape_class(shapes) if _primitive(op) else call[5], call[6])
         if key in _unsupported:
             return False
         entry = _entries.get(key)
@@ -330,6 +332,21 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
         fn.launch(grid, group, args)
     STATS["launched"] += 1
     return True
+
+
+_PRIMITIVE: dict[str, bool] = {}
+
+
+def _primitive(op: str) -> bool:
+    """Whether pd_op.op is a primitive (or has no op definition): not a composite."""
+    got = _PRIMITIVE.get(op)
+    if got is None:
+        from hwport.pir.dialect import lookup_op
+
+        info = lookup_op(f"pd_op.{op}")
+        got = info is None or info.op_def is None or info.op_def.is_primitive
+        _PRIMITIVE[op] = got
+    return got
 
 
 def provide_composite(op: str, place: Any, inputs: tuple, attrs: dict[str, Any]) -> Any:
@@ -376,10 +393,7 @@ def _composite_meta(op: str, inputs: Sequence[Any],
     """The one output's (shape, dtype) of the op over inputs like these, from its one-op
     program (infer-meta); None for a primitive, an op with several outputs or one the program
     builder refuses."""
-    from hwport.pir.dialect import lookup_op
-
-    info = lookup_op(f"pd_op.{op}")
-    if info is None or info.op_def is None or info.op_def.is_primitive:
+    if _primitive(op):
         return None
     try:
         _, _, _, results = _build_program(op, inputs, [], attrs)

@@ -73,6 +73,22 @@ print(json.dumps({"checks": checks, "kernels": kernels, "prims": prims, **stats(
     assert doc["cpu"] == []
 
 
+def test_a_composite_kernel_serves_only_its_shapes(template: Path) -> None:
+    """var's decomposition bakes N - 1 into a constant: two shapes of one shape class must not
+    share its kernel (they did: [3, 7] then read [13, 17]'s divisor)."""
+    doc = run_json(PRELUDE + """
+a = rng.standard_normal((13, 17)).astype("float32")
+b = rng.standard_normal((3, 7)).astype("float32")
+got = [float(hwport.var(t(a)).numpy()), float(hwport.var(t(b)).numpy()),
+       float(hwport.var(t(a)).numpy())]
+want = [float(np.var(a, ddof=1)), float(np.var(b, ddof=1)), float(np.var(a, ddof=1))]
+print(json.dumps({"got": got, "want": want, **stats()}))
+""", template)
+    assert all(abs(g - w) <= 1e-5 * max(1.0, abs(w)) for g, w in
+               zip(doc["got"], doc["want"], strict=True)), doc
+    assert "var" in doc["compiled"] and doc["cpu"] == []
+
+
 def test_broadcast_and_transposed_inputs_are_read_in_place(template: Path) -> None:
     doc = run_json(PRELUDE + """
 from hwport.cinn_backends import eager_jit
