@@ -8,9 +8,10 @@
 - softmax, layer_norm and a gelu-MLP epilogue (bias + gelu + residual) on [4096, 1024]:
   compiled vs the hand-written kernels (>= 1.0x), vs torch.compile (>= 1.0x);
 - with --template: the zero-kernel template plugin (device_plugins/template/mydev.c, built here
-  with the system C compiler and loaded through HWPORT_PLUGIN_PATH), whose every op but copy is
-  an eager-JIT kernel, vs custom:cpu's hand-written kernels on a representative op set: per-op
-  ratios (cpu time / template time) and their geometric mean (target >= 0.8x);
+  with the system C compiler and loaded through HWPORT_PLUGIN_PATH; MYDEV_THREADS threads run
+  a launch's groups, default the cores), whose every op but copy is an eager-JIT kernel, vs
+  custom:cpu's hand-written kernels on a representative op set: per-op ratios (cpu time /
+  template time) and their geometric mean (target >= 0.8x);
 - examples/train_gpt.py's GPT, inference (batch 8, block 32): to_static + compiler vs eager
   (>= 1.3x), and its compile time: cold (empty disk cache, >= every group compiled) <= 10 s,
   warm (this process's modules forgotten, the disk cache filled) <= 0.5 s.
