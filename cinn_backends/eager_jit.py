@@ -335,6 +335,7 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
 
 
 _PRIMITIVE: dict[str, bool] = {}
+_COMPUTING = ("unary", "binary", "ternary", "reduction", "nn")  # provide_composite's categories
 
 
 def _primitive(op: str) -> bool:
@@ -393,7 +394,14 @@ def _composite_meta(op: str, inputs: Sequence[Any],
     """The one output's (shape, dtype) of the op over inputs like these, from its one-op
     program (infer-meta); None for a primitive, an op with several outputs or one the program
     builder refuses."""
+    from hwport.pir.dialect import lookup_op
+
     if _primitive(op):
+        return None
+    # computing composites only: a shape composite returns a view (a kernel would copy it), a
+    # random or optimizer one advances state its decomposition's kernel would not
+    op_def = lookup_op(f"pd_op.{op}").op_def
+    if op_def.category not in _COMPUTING or op in ("dropout", "normal"):
         return None
     try:
         _, _, _, results = _build_program(op, inputs, [], attrs)
