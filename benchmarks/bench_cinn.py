@@ -8,9 +8,10 @@
 - softmax, layer_norm and a gelu-MLP epilogue (bias + gelu + residual) on [4096, 1024]:
   compiled vs the hand-written kernels (>= 1.0x), vs torch.compile (>= 1.0x);
 - with --template: the zero-kernel template plugin (device_plugins/template/mydev.c, built here
-  with the system C compiler and loaded through HWPORT_PLUGIN_PATH), whose every op but copy is
-  an eager-JIT kernel, vs custom:cpu's hand-written kernels on a representative op set: per-op
-  ratios (cpu time / template time) and their geometric mean (target >= 0.8x);
+  with the system C compiler and loaded through HWPORT_PLUGIN_PATH; MYDEV_THREADS threads run
+  a launch's groups, default the cores), whose every op but copy is an eager-JIT kernel, vs
+  custom:cpu's hand-written kernels on a representative op set: per-op ratios (cpu time /
+  template time) and their geometric mean (target >= 0.8x);
 - examples/train_gpt.py's GPT, inference (batch 8, block 32): to_static + compiler vs eager
   (>= 1.3x), and its compile time: cold (empty disk cache, >= every group compiled) <= 10 s,
   warm (this process's modules forgotten, the disk cache filled) <= 0.5 s.
@@ -54,7 +55,7 @@ def _build_template() -> str | None:
         return None
     include = ROOT / "runtime" / "include"
     so = Path(tempfile.mkdtemp(prefix="hwport-mydev-")) / "libhwport_mydev.so"
-    proc = subprocess.run([cc, "-std=gnu99", "-O2", "-fPIC", "-shared", f"-I{include}",
+    proc = subprocess.run([cc, "-std=gnu99", "-O2", "-pthread", "-fPIC", "-shared", f"-I{include}",
                            str(ROOT / "device_plugins" / "template" / "mydev.c"), "-o", str(so)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -264,11 +265,13 @@ def interleaved(fa, place_a: str, fb, place_b: str, repeat: int) -> tuple[float,
 
 
 def bench_template(repeat: int, quick: bool, only: str = "") -> list[str]:
-    """The template plugin (every op an eager-JIT kernel, one thread: the template launches
-    its grid serially) vs custom:cpu's hand-written kernels, on the same inputs."""
+    """The template plugin (every op an eager-JIT kernel, a launch's groups on its threads:
+    MYDEV_THREADS, default the cores) vs custom:cpu's hand-written kernels, on the same
+    inputs."""
+    threads = f"MYDEV_THREADS={os.environ.get('MYDEV_THREADS', '')}"
     lines = ["\n[custom:mydev] the template's compiled kernels vs custom:cpu's hand-written "
-             "ones (ratio = cpu time / template time; the template launches serially: one "
-             f"thread; custom:cpu: HWPORT_CPU_THREADS={os.environ.get('HWPORT_CPU_THREADS', '')}"
+             f"ones (ratio = cpu time / template time; the template: {threads}; "
+             f"custom:cpu: HWPORT_CPU_THREADS={os.environ.get('HWPORT_CPU_THREADS', '')}"
              f" ({os.cpu_count()} cores); template compiler: "
              f"{os.environ.get('HWPORT_CC') or 'cc'})"]
     if TEMPLATE_SO is None:

@@ -2,13 +2,17 @@
 for it runs through kernels the compiler generates, instead of the CPU fallback.
 
 The runtime asks the provider registered here (runtime/src/dispatch.h, `_core.set_jit_provider`)
-with (op, dtype, place, inputs, outputs, attrs): inputs on the device and contiguous, outputs
-allocated contiguous. The provider builds a one-op pd_op program over the inputs' shapes and
-dtypes with the call's attributes, lowers it as a group of one op (lower_group), compiles it
-through the plugin (compile.compile_source: cached in process and on disk) and launches it. The
-lowered group is kept per (op, dtype, place, attrs, shape class), so a repeated call only
-computes its launches. What lower_group cannot lower is remembered and answered False at once
-(the runtime then runs the counted CPU fallback).
+with (op, dtype, place, inputs, outputs, attrs): inputs on the device, strided ones as they are
+(read in place through index maps where view_of describes them, else made contiguous by the
+device's copy kernel), outputs allocated contiguous. A composite without a kernel comes whole,
+before its formula runs (`provide_composite`, runtime/src/jit_composite.h).
+
+The provider builds a one-op pd_op program over the inputs' shapes and dtypes with the call's
+attributes, lowers it as a group of one op (lower_group), compiles it through the plugin
+(compile.compile_source: cached in process and on disk) and launches it. The lowered group is
+kept per (op, dtype, place, attrs, shape class, input views), so a repeated call only computes
+its launches. What lower_group cannot lower is remembered and answered False at once (the
+runtime then runs the counted CPU fallback).
 
 `install()` is called by hwport.runtime at import when a loaded plugin has a codegen target and
 HWPORT_CINN is not 0; the compiler itself is imported on the first call that needs it."""
@@ -22,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["STATS", "install", "installed", "provide", "reset", "uninstall", "unsupported"]
+__all__ = ["STATS", "install", "installed", "provide", "provide_composite", "reset", "uninstall",
+           "unsupported"]
 
 # calls asked, groups lowered, keys found unsupported, calls launched, and the modules the
 # eager JIT compiled (its share of compile.STATS["compiled"])
@@ -36,6 +41,7 @@ _installed: list[bool] = []
 class _Entry:
     lowered: Any  # LoweredGroup or index_kernels.IndexLowered
     module: Any  # compile.CompiledModule
+    views: bool = False  # the kernels read the call's strided inputs as views (view_of)
 
 
 _PLANS_MAX = 4096  # launch plans kept (then forgotten all at once)
@@ -49,6 +55,9 @@ _unsupported_ops: dict[str, str] = {}  # op -> the last reason (for reports)
 # (op, dtype, place, attrs, dtypes, exact shapes) -> [(function, grid, group, args)], None
 # when refused: a repeated call of the same shapes skips the lookup and launch computation
 _plans: dict[tuple, list[tuple] | None] = {}
+# (op, place, attrs, input shapes and dtypes) -> the composite's one output (shape, dtype), or
+# None: provide_composite declines such calls at once (the runtime runs the formula)
+_composite_outs: dict[tuple, tuple[tuple[int, ...], str] | None] = {}
 
 
 def _freeze(v: Any) -> Any:
@@ -69,11 +78,53 @@ def shape_class(shapes: Sequence[Sequence[int]]) -> tuple:
     return tuple(out)
 
 
+View = tuple[tuple[int, ...], tuple[int, ...]]  # (base dims in memory order, broadcast dims)
+
+
+def view_of(shape: Sequence[int], strides: Sequence[int]) -> View | None:
+    """How a strided input reads a contiguous block of memory: (its dims with a stride, in
+    memory order, outermost first; its dims of stride 0), or None when it cannot (a slice, a
+    negative stride). A transposed input has its dims out of order; a broadcast one (the
+    runtime's broadcast_to of a binary op's operand) stride-0 dims. Size-1 dims count as
+    broadcast dims."""
+    real = [k for k, (d, s) in enumerate(zip(shape, strides, strict=True)) if d != 1 and s != 0]
+    order = sorted(real, key=lambda k: -strides[k])
+    expect = 1
+    for k in reversed(order):
+        if strides[k] != expect:
+            return None
+        expect *= shape[k]
+    bcast = tuple(k for k in range(len(shape)) if k not in real)
+    return tuple(order), bcast
+
+
+def _view_value(b: Any, name: str, shape: Sequence[int], dtype: str, view: View | None) -> tuple:
+    """(the data value the kernel's buffer holds, the value of the input's shape): the view as
+    index maps over its block (transpose, reshape, expand), which lower_group folds into the
+    kernel's loads instead of a copy materializing them."""
+    if view is None:
+        v = b.data(name, [int(d) for d in shape], dtype)
+        return v, v
+    order, bcast = view
+    base = b.data(name, [int(shape[k]) for k in order], dtype)
+    v = base
+    ascending = sorted(order)
+    if list(order) != ascending:
+        v = b.pd_op.transpose(v, perm=[order.index(k) for k in ascending])
+    kept = [int(shape[k]) if k in order else 1 for k in range(len(shape))]
+    if list(v.type.shape) != kept:
+        v = b.pd_op.reshape(v, shape=kept)
+    if bcast and kept != [int(d) for d in shape]:
+        v = b.pd_op.expand(v, shape=[int(d) for d in shape])
+    return base, v
+
+
 def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
-                   attrs: dict[str, Any]) -> tuple:
-    """A one-op pd_op program over the inputs: (program, ops, input values, result values). The
-    attributes a kernel reads from its output (a creation op's shape and dtype) come from the
-    first output."""
+                   attrs: dict[str, Any], views: Sequence[View | None] = ()) -> tuple:
+    """A one-op pd_op program over the inputs: (program, ops, input values, result values),
+    the input values being the blocks the kernel reads (`views`: a strided input's view_of).
+    The attributes a kernel reads from its output (a creation op's shape and dtype) come from
+    the first output."""
     from hwport import pir
     from hwport.pir.dialect import lookup_op
 
@@ -82,12 +133,13 @@ def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
         raise NotImplementedError(f"pd_op has no op {op!r}")
     p = pir.Program()
     with pir.Builder(p) as b:
-        vals = [b.data(f"x{i}", [int(d) for d in t.shape], str(t.dtype))
-                for i, t in enumerate(inputs)]
+        pairs = [_view_value(b, f"x{i}", t.shape, str(t.dtype), views[i] if views else None)
+                 for i, t in enumerate(inputs)]
+        vals = [base for base, _ in pairs]
         specs = info.operands or ()
-        args: list[Any] = list(vals)
+        args: list[Any] = [v for _, v in pairs]
         if len(specs) == 1 and specs[0].variadic:
-            args = [vals]
+            args = [args]
         kwargs = {k: v for k, v in attrs.items() if k in info.attr_map}
         if outputs and "shape" in info.attr_map and "shape" not in kwargs:
             kwargs["shape"] = [int(d) for d in outputs[0].shape]
@@ -100,7 +152,7 @@ def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
 
 
 def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
-           attrs: dict[str, Any]) -> Any:
+           attrs: dict[str, Any], views: Sequence[View | None] = ()) -> Any:
     from . import index_kernels
     from .compile import target_info
     from .lower_group import lower_group
@@ -114,10 +166,12 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     saturating = op == "cast" and str(inputs[0].dtype) in _FLOATS and \
         str(outputs[0].dtype) in _INTS
     if (op in index_kernels.OPS and op != "cast") or saturating:
+        if any(views):
+            raise NotImplementedError("index kernels read contiguous inputs")
         metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in inputs]
         out_metas = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in outputs]
         return index_kernels.lower_index_op(op, metas, out_metas, attrs, target)
-    program, ops, vals, results = _build_program(op, inputs, outputs, attrs)
+    program, ops, vals, results = _build_program(op, inputs, outputs, attrs, views)
     if len(results) != len(outputs):
         raise NotImplementedError(f"pd_op.{op} has {len(results)} results, the call "
                                   f"{len(outputs)} outputs")
@@ -131,6 +185,8 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     try:
         return lower_group(ops, vals, results, target)
     except Unsupported:
+        if any(views):
+            raise
         decomposed = _decomposed(program, results)
         if decomposed is None:
             raise
@@ -162,11 +218,19 @@ def _decomposed(program: Any, results: Sequence[Any]) -> tuple[list[Any], list[A
 
 
 def _entry(key: tuple, op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
-           attrs: dict[str, Any]) -> _Entry | None:
+           attrs: dict[str, Any], views: Sequence[View | None] = ()) -> _Entry | None:
     from .compile import compile_source
 
     try:
-        lowered = _lower(op, place, inputs, outputs, attrs)
+        lowered = None
+        if any(views):  # the strided inputs read in place; else made contiguous by the caller
+            try:
+                lowered = _lower(op, place, inputs, outputs, attrs, views)
+            except Exception:  # noqa: BLE001 (the views do not fuse: contiguous inputs then)
+                lowered = None
+        used_views = lowered is not None
+        if lowered is None:
+            lowered = _lower(op, place, inputs, outputs, attrs)
         if any(not k.name for k in lowered.kernels):
             raise NotImplementedError("a kernel without a name")
     except Exception as exc:  # noqa: BLE001 (whatever lower_group refuses: the CPU fallback)
@@ -179,17 +243,29 @@ def _entry(key: tuple, op: str, place: Any, inputs: Sequence[Any], outputs: Sequ
     from . import compile as cinn_compile
 
     before = cinn_compile.STATS["compiled"]
-    try:
-        module = compile_source(place, lowered.dialect, lowered.source, lowered.options)
-    except Exception as exc:
-        from .compile import CompileBudgetExceeded
+    from .compile import CompileBudgetExceeded
 
+    try:
+        try:
+            module = compile_source(place, lowered.dialect, lowered.source, lowered.options)
+        except CompileBudgetExceeded:
+            raise
+        except Exception:
+            if not used_views:
+                raise
+            # the views' gathers do not compile (GCC 12 -march=native on AVX-512 stops with an
+            # internal error vectorizing isinf of float16 loads of a transposed input): the
+            # contiguous inputs' kernels instead
+            used_views = False
+            lowered = _lower(op, place, inputs, outputs, attrs)
+            module = compile_source(place, lowered.dialect, lowered.source, lowered.options)
+    except Exception as exc:
         if not isinstance(exc, CompileBudgetExceeded):  # a budget overrun compiles on
             with _lock:
                 _unsupported[key] = f"{type(exc).__name__}: does not compile"
                 _unsupported_ops[op] = _unsupported[key]
         raise
-    entry = _Entry(lowered, module)
+    entry = _Entry(lowered, module, used_views)
     with _lock:
         _entries[key] = entry
         STATS["lowered"] += 1
@@ -207,27 +283,45 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
     if not enabled():
         return False
     STATS["calls"] += 1
+    # strided inputs (the runtime passes them as they are): read in place where they are a
+    # transposed or broadcast block of memory (view_of), else made contiguous by the device's
+    # copy kernel
+    views: list[View | None] = []
+    for i, t in enumerate(inputs):
+        view = None if t.is_contiguous() else view_of(t.shape, t.strides)
+        if view is None and not t.is_contiguous():
+            inputs[i] = t.contiguous()
+        views.append(view)
     tensors = [*inputs, *outputs]
     shapes = [tuple(t.shape) for t in tensors]
     call = (op, dtype, str(place), _freeze(attrs), tuple(str(t.dtype) for t in tensors),
-            tuple(shapes))
+            tuple(shapes), tuple(views))
     plan = _plans.get(call, False)
     if plan is False:  # not a call of these exact shapes seen before
-        key = (*call[:5], shape_class(shapes))
+        # a composite's decomposition may bake its shapes into constants (var's N - 1, a
+        # mean's 1/N): its kernels serve only these shapes; a primitive's the shape class
+        key = (*call[:5], shape_class(shapes) if _primitive(op) else call[5], call[6])
         if key in _unsupported:
             return False
         entry = _entries.get(key)
         if entry is None:
-            entry = _entry(key, op, place, inputs, outputs, attrs)
+            entry = _entry(key, op, place, inputs, outputs, attrs, views)
             if entry is None:
                 return False
-        plan = _plan(entry, shapes, len(inputs))
+        bases = [tuple(s[k] for k in v[0]) if v is not None and entry.views else s
+                 for s, v in zip(shapes, views, strict=False)]
+        plan = (_plan(entry, [*bases, *shapes[len(inputs):]], len(inputs)), entry.views)
         with _lock:
             if len(_plans) >= _PLANS_MAX:
                 _plans.clear()
             _plans[call] = plan
+    plan, read_views = plan
     if plan is None:
         return False  # this call refused (a launch plan that does not take these shapes)
+    if not read_views:
+        for i, v in enumerate(views):
+            if v is not None:
+                inputs[i] = inputs[i].contiguous()
     # An empty input has no buffer (a NULL handle some plugins refuse); its kernels never read
     # it, so any tensor of the call with storage stands in for it.
     stand_in = None
@@ -250,6 +344,84 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
         fn.launch(grid, group, args)
     STATS["launched"] += 1
     return True
+
+
+_PRIMITIVE: dict[str, bool] = {}
+_COMPUTING = ("unary", "binary", "ternary", "reduction", "nn")  # provide_composite's categories
+
+
+def _primitive(op: str) -> bool:
+    """Whether pd_op.op is a primitive (or has no op definition): not a composite."""
+    got = _PRIMITIVE.get(op)
+    if got is None:
+        from hwport.pir.dialect import lookup_op
+
+        info = lookup_op(f"pd_op.{op}")
+        got = info is None or info.op_def is None or info.op_def.is_primitive
+        _PRIMITIVE[op] = got
+    return got
+
+
+def provide_composite(op: str, place: Any, inputs: tuple, attrs: dict[str, Any]) -> Any:
+    """A composite op (softmax, layer_norm, relu, gelu, ...) on a device with a codegen target
+    and no kernel for it, asked by the runtime before its C++ formula (runtime/src/
+    jit_composite.h): its output computed by its decomposition fused into one kernel (provide
+    lowers it so), or None: the formula runs its primitives one by one, each launching and
+    materializing its broadcasts. Declines Python scalars, absent optional inputs and
+    composites with several outputs, remembering a refusal per shape class."""
+    from .compile import enabled
+
+    if not enabled():
+        return None
+    from hwport.runtime import _core
+
+    tensors = list(inputs)
+    if not tensors or not all(isinstance(t, _core.Tensor) for t in tensors):
+        return None
+    key = (op, str(place), _freeze(attrs),
+           tuple((tuple(t.shape), str(t.dtype)) for t in tensors))
+    meta = _composite_outs.get(key, False)
+    if meta is False:
+        meta = _composite_meta(op, tensors, attrs)
+        with _lock:
+            if len(_composite_outs) >= _PLANS_MAX:
+                _composite_outs.clear()
+            _composite_outs[key] = meta
+    if meta is None:
+        return None
+    # the runtime makes a primitive's strided inputs contiguous before asking; here, alike
+    tensors = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+    out = _core.empty(list(meta[0]), meta[1], place)
+    dtype = next((str(t.dtype) for t in tensors if str(t.dtype) in _FLOATS),
+                 str(tensors[0].dtype))
+    if not provide(op, dtype, place, tensors, [out], attrs):
+        with _lock:
+            _composite_outs[key] = None
+        return None
+    return out
+
+
+def _composite_meta(op: str, inputs: Sequence[Any],
+                    attrs: dict[str, Any]) -> tuple[tuple[int, ...], str] | None:
+    """The one output's (shape, dtype) of the op over inputs like these, from its one-op
+    program (infer-meta); None for a primitive, an op with several outputs or one the program
+    builder refuses."""
+    from hwport.pir.dialect import lookup_op
+
+    if _primitive(op):
+        return None
+    # computing composites only: a shape composite returns a view (a kernel would copy it), a
+    # random or optimizer one advances state its decomposition's kernel would not
+    op_def = lookup_op(f"pd_op.{op}").op_def
+    if op_def.category not in _COMPUTING or op in ("dropout", "normal"):
+        return None
+    try:
+        _, _, _, results = _build_program(op, inputs, [], attrs)
+    except Exception:  # noqa: BLE001 (attributes the builder does not take: the formula)
+        return None
+    if len(results) != 1:
+        return None
+    return tuple(int(d) for d in results[0].type.shape), str(results[0].type.dtype)
 
 
 def _plan(entry: _Entry, shapes: list[tuple[int, ...]], n_in: int) -> list[tuple] | None:
@@ -281,6 +453,7 @@ def install() -> None:
     from hwport.runtime import _core
 
     _core.set_jit_provider(provide)
+    _core.set_jit_composite_provider(provide_composite)
     if not _installed:
         atexit.register(uninstall)  # before the interpreter goes: no calls into it then
     _installed[:] = [True]
@@ -290,6 +463,7 @@ def uninstall() -> None:
     from hwport.runtime import _core
 
     _core.set_jit_provider(None)
+    _core.set_jit_composite_provider(None)
     _installed[:] = [False] if _installed else []
 
 
@@ -310,6 +484,7 @@ def reset() -> None:
     with _lock:
         _entries.clear()
         _plans.clear()
+        _composite_outs.clear()
         _unsupported.clear()
         _unsupported_ops.clear()
         for k in STATS:

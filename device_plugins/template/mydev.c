@@ -8,6 +8,7 @@
 #include <hwport/kernel_util.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,7 @@
 
 #define ALIGNMENT 64
 static __thread char g_error[256];
-
 static const char *last_error(void) { return g_error; }
-
 static HWP_Status fail(HWP_Status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -26,17 +25,18 @@ static HWP_Status fail(HWP_Status status, const char *fmt, ...) {
   va_end(ap);
   return status;
 }
-
+static int threads(void) { /* the compute units: MYDEV_THREADS, else the host's cores */
+  const char *env = getenv("MYDEV_THREADS");
+  const long n = env && *env ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
 #define CHECK_DEVICE(d) \
   if ((d) != 0) return fail(HWP_ERROR_INVALID_ARGUMENT, "no device %d (mydev has 1)", (int)(d))
-
 /* ---- device ------------------------------------------------------------------------------ */
 static HWP_Status get_device_count(int32_t *count) {
   if (!count) return fail(HWP_ERROR_INVALID_ARGUMENT, "count is NULL");
-  *count = 1; /* DRIVER: the number of devices */
-  return HWP_OK;
+  return *count = 1, HWP_OK; /* DRIVER: the number of devices */
 }
-
 static HWP_Status synchronize_device(int32_t device) {
   CHECK_DEVICE(device);
   return HWP_OK; /* DRIVER: wait for the device's queues; everything here is synchronous */
@@ -45,27 +45,20 @@ static HWP_Status synchronize_device(int32_t device) {
 static HWP_Status get_properties(int32_t device, HWP_DeviceProperties *props) {
   CHECK_DEVICE(device);
   if (!props) return fail(HWP_ERROR_INVALID_ARGUMENT, "props is NULL");
-  HWP_DeviceProperties p;
-  memset(&p, 0, sizeof p);
+  HWP_DeviceProperties p = {.total_memory = 1ull << 30, .memory_alignment = ALIGNMENT,
+                            .compute_units = threads(), .max_work_group_size = 1,
+                            .max_allocation = 1ull << 30, .simd_width = 1};
   snprintf(p.name, sizeof p.name, "mydev template device");
   snprintf(p.vendor, sizeof p.vendor, "you");
-  p.total_memory = 1ull << 30;
-  p.memory_alignment = ALIGNMENT;
-  p.compute_units = 1;
-  p.max_work_group_size = 1;
-  p.max_allocation = 1ull << 30;
-  p.simd_width = 1;
   /* the host's struct may be older (shorter) than these headers: fill only what it has */
   const size_t n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
   p.struct_size = props->struct_size;
-  memcpy(props, &p, n);
-  return HWP_OK;
+  return memcpy(props, &p, n), HWP_OK;
 }
 
 static const HWP_DeviceTable g_device = {
     .struct_size = sizeof(HWP_DeviceTable),
-    .get_device_count = get_device_count,
-    .synchronize_device = synchronize_device,
+    .get_device_count = get_device_count, .synchronize_device = synchronize_device,
     .get_properties = get_properties,
 };
 
@@ -76,16 +69,12 @@ static HWP_Status allocate(int32_t device, uint64_t nbytes, HWP_Buffer *out) {
   if (nbytes == 0 || !out) return fail(HWP_ERROR_INVALID_ARGUMENT, "allocate: bad argument");
   if (nbytes > (1ull << 30) || posix_memalign(&p, ALIGNMENT, (size_t)nbytes) != 0)
     return fail(HWP_ERROR_OUT_OF_MEMORY, "allocate: %llu bytes", (unsigned long long)nbytes);
-  *out = (HWP_Buffer)p;
-  return HWP_OK;
+  return *out = (HWP_Buffer)p, HWP_OK;
 }
-
 static HWP_Status deallocate(int32_t device, HWP_Buffer buffer) {
   CHECK_DEVICE(device);
-  free(buffer);
-  return HWP_OK;
+  return free(buffer), HWP_OK;
 }
-
 static HWP_Status copy_h2d(int32_t device, HWP_Buffer dst, uint64_t dst_offset, const void *src,
                            uint64_t nbytes) {
   CHECK_DEVICE(device);
@@ -93,7 +82,6 @@ static HWP_Status copy_h2d(int32_t device, HWP_Buffer dst, uint64_t dst_offset, 
   if (nbytes) memcpy((char *)dst + dst_offset, src, (size_t)nbytes);
   return HWP_OK;
 }
-
 static HWP_Status copy_d2h(int32_t device, void *dst, HWP_Buffer src, uint64_t src_offset,
                            uint64_t nbytes) {
   CHECK_DEVICE(device);
@@ -101,22 +89,17 @@ static HWP_Status copy_d2h(int32_t device, void *dst, HWP_Buffer src, uint64_t s
   if (nbytes) memcpy(dst, (const char *)src + src_offset, (size_t)nbytes);
   return HWP_OK;
 }
-
 static HWP_Status copy_d2d(int32_t device, HWP_Buffer dst, uint64_t dst_offset, HWP_Buffer src,
                            uint64_t src_offset, uint64_t nbytes) {
   CHECK_DEVICE(device);
   if (!dst || !src) return fail(HWP_ERROR_INVALID_ARGUMENT, "copy_d2d: NULL");
-  memmove((char *)dst + dst_offset, (const char *)src + src_offset, (size_t)nbytes);
-  return HWP_OK;
+  return memmove((char *)dst + dst_offset, (const char *)src + src_offset, nbytes), HWP_OK;
 }
 
 static const HWP_MemoryTable g_memory = {
     .struct_size = sizeof(HWP_MemoryTable),
-    .allocate = allocate,
-    .deallocate = deallocate,
-    .copy_h2d = copy_h2d,
-    .copy_d2h = copy_d2h,
-    .copy_d2d = copy_d2d,
+    .allocate = allocate, .deallocate = deallocate,
+    .copy_h2d = copy_h2d, .copy_d2h = copy_d2h, .copy_d2d = copy_d2d,
 };
 
 /* ---- the copy kernel: any strided view (strides 0 or negative) into a contiguous output,
@@ -131,10 +114,7 @@ static HWP_Status copy_kernel(const HWP_KernelContext *ctx) {
   const size_t size = hwp_dtype_size(x->dtype);
   const char *src = (const char *)x->buffer + x->byte_offset;
   char *dst = (char *)out->buffer + out->byte_offset;
-  if (!x->strides) { /* NULL strides: contiguous */
-    memcpy(dst, src, (size_t)n * size);
-    return HWP_OK;
-  }
+  if (!x->strides) return memcpy(dst, src, (size_t)n * size), HWP_OK; /* NULL: contiguous */
   for (int64_t i = 0; i < n; ++i) {
     int64_t at = 0;
     for (int32_t k = 0; k < x->ndim; ++k) at += index[k] * x->strides[k];
@@ -145,19 +125,24 @@ static HWP_Status copy_kernel(const HWP_KernelContext *ctx) {
 }
 
 /* ---- the codegen target (hwport/codegen.h): "c99" source -> a shared object (DRIVER: your
- * compiler), a kernel NAME(gx, gy, gz, args) called once per group of the grid, in order ----- */
+ * compiler), a kernel NAME(gx, gy, gz, args) called once per group of the grid, in any order */
 typedef void (*KernelFn)(int64_t gx, int64_t gy, int64_t gz, void *const *args);
 struct HWP_CodegenModule_st { void *so; };
 static const char *const g_dialects[] = {"c99", NULL};
-static const char *c_compiler(void) {
-  const char *cc = getenv("HWPORT_CC");
-  return cc && *cc ? cc : "cc";
+static const char *c_compiler(void) { /* DRIVER: your device's compiler and its flags */
+  return getenv("HWPORT_CC") && *getenv("HWPORT_CC") ? getenv("HWPORT_CC") : "cc";
 }
+#if defined(__x86_64__) /* GCC and Clang prefer 256-bit vectors even where there are 512 */
+#define HOST_FLAGS "-march=native -mprefer-vector-width=512"
+#define LANES (__builtin_cpu_supports("avx512f") ? 16 : 8) /* float32 lanes of a vector */
+#else
+#define HOST_FLAGS "-march=native"
+#define LANES 8
+#endif
 static int shell_safe(const char *s) { /* compiler and options reach a shell: no metacharacters */
   return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_=+.,/") ==
          strlen(s);
 }
-
 static HWP_Status get_target_info(int32_t device, HWP_CodegenTargetInfo *info) {
   CHECK_DEVICE(device);
   if (!info) return fail(HWP_ERROR_INVALID_ARGUMENT, "get_target_info: info is NULL");
@@ -169,12 +154,12 @@ static HWP_Status get_target_info(int32_t device, HWP_CodegenTargetInfo *info) {
   }
   if (have_cc != 1) return fail(HWP_ERROR_NOT_SUPPORTED, "no C compiler (%s)", c_compiler());
   HWP_CodegenTargetInfo t = {.dialects = g_dialects, .architecture = "mydev-c99",
-                             .flags = HWP_CODEGEN_FLOAT64, .simd_width = 8,
-                             .preferred_vector_width = 8, .max_group_size = 1, .compute_units = 1};
+                             .flags = HWP_CODEGEN_FLOAT64, .simd_width = LANES,
+                             .preferred_vector_width = LANES, .max_group_size = 1,
+                             .compute_units = threads()};
   const size_t n = info->struct_size < sizeof t ? info->struct_size : sizeof t;
   t.struct_size = info->struct_size;
-  memcpy(info, &t, n);
-  return HWP_OK;
+  return memcpy(info, &t, n), HWP_OK;
 }
 
 static HWP_Status compile(int32_t device, const char *dialect, const char *source,
@@ -193,8 +178,8 @@ static HWP_Status compile(int32_t device, const char *dialect, const char *sourc
   FILE *f = fopen(c_path, "w");
   int written = f && fputs(source, f) >= 0;
   if (f && fclose(f) != 0) written = 0;
-  snprintf(cmd, sizeof cmd, "%s -std=c99 -O2 -fPIC -shared %s -o %s %s -lm 2>&1", c_compiler(),
-           options, so_path, c_path);
+  snprintf(cmd, sizeof cmd, "%s -std=c99 -O3 " HOST_FLAGS " -fPIC -shared %s -o %s %s -lm 2>&1",
+           c_compiler(), options, so_path, c_path); /* HOST_FLAGS: the host runs the kernels */
   FILE *p = written ? popen(cmd, "r") : NULL;
   size_t used = 0;
   char chunk[256];
@@ -208,12 +193,9 @@ static HWP_Status compile(int32_t device, const char *dialect, const char *sourc
   rmdir(dir);
   if (rc != 0) return fail(HWP_ERROR_INVALID_ARGUMENT, "compile: %s failed", c_compiler());
   struct HWP_CodegenModule_st *m = so ? malloc(sizeof *m) : NULL;
-  if (!m) {
-    if (so) dlclose(so);
-    return fail(HWP_ERROR_INTERNAL, "compile: cannot load the kernels");
-  }
-  m->so = so;
-  return *out = m, HWP_OK;
+  if (m) return m->so = so, *out = m, HWP_OK;
+  if (so) dlclose(so);
+  return fail(HWP_ERROR_INTERNAL, "compile: cannot load the kernels");
 }
 
 static HWP_Status get_function(HWP_CodegenModule module, const char *name,
@@ -222,6 +204,31 @@ static HWP_Status get_function(HWP_CodegenModule module, const char *name,
   void *fn = dlsym(module->so, name);
   if (!fn) return fail(HWP_ERROR_NOT_FOUND, "get_function: no kernel %s", name);
   return *out = (HWP_CodegenFunction)fn, HWP_OK;
+}
+
+/* The device's compute units: threads that run a launch's groups, each claiming one at a time,
+ * so a thread the OS has not scheduled yet delays nothing (DRIVER: your device's queues) */
+static struct {
+  pthread_mutex_t mu, launching; /* mu: the job's fields; launching: one launch at a time */
+  pthread_cond_t wake, idle;
+  KernelFn fn; /* the job: fn(args) on groups [0, n): the next to claim; how many run now */
+  void *const *args;
+  int64_t gx, gxy, n, next, busy;
+} g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .launching = PTHREAD_MUTEX_INITIALIZER,
+            .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
+static void run_groups(void) { /* holding g_pool.mu: claims groups until none is left */
+  while (g_pool.next < g_pool.n) {
+    const int64_t i = g_pool.next++;
+    ++g_pool.busy; /* the job's fields stay as they are until no group runs */
+    pthread_mutex_unlock(&g_pool.mu);
+    g_pool.fn(i % g_pool.gx, i % g_pool.gxy / g_pool.gx, i / g_pool.gxy, g_pool.args);
+    pthread_mutex_lock(&g_pool.mu);
+    if (--g_pool.busy == 0) pthread_cond_signal(&g_pool.idle);
+  }
+}
+static void *worker(void *unused) {
+  for (pthread_mutex_lock(&g_pool.mu);; pthread_cond_wait(&g_pool.wake, &g_pool.mu)) run_groups();
+  return unused;
 }
 
 static HWP_Status launch(int32_t device, HWP_CodegenFunction function, HWP_Stream stream,
@@ -242,41 +249,39 @@ static HWP_Status launch(int32_t device, HWP_CodegenFunction function, HWP_Strea
     else
       return fail(HWP_ERROR_INVALID_ARGUMENT, "launch: argument %d has kind %d", i, a->kind);
   }
-  KernelFn fn;
-  *(void **)&fn = (void *)function; /* POSIX: dlsym's object pointer as a function */
-  for (uint32_t z = 0; z < l->grid[2]; ++z)
-    for (uint32_t y = 0; y < l->grid[1]; ++y)
-      for (uint32_t x = 0; x < l->grid[0]; ++x) fn(x, y, z, args);
+  static int started = 0; /* threads: this one, then workers started on the first launch */
+  pthread_mutex_lock(&g_pool.launching);
+  for (pthread_t t; started < threads();)
+    if (started++ && pthread_create(&t, NULL, worker, NULL) == 0) pthread_detach(t);
+  pthread_mutex_lock(&g_pool.mu);
+  *(void **)&g_pool.fn = (void *)function; /* POSIX: dlsym's object pointer as a function */
+  g_pool.args = args, g_pool.gx = l->grid[0], g_pool.gxy = g_pool.gx * l->grid[1];
+  g_pool.n = g_pool.gxy * l->grid[2], g_pool.next = 0;
+  if (g_pool.n > 1) pthread_cond_broadcast(&g_pool.wake);
+  run_groups(); /* this thread runs groups too, then waits for those others still run */
+  while (g_pool.busy) pthread_cond_wait(&g_pool.idle, &g_pool.mu);
+  pthread_mutex_unlock(&g_pool.mu);
+  pthread_mutex_unlock(&g_pool.launching);
   return HWP_OK;
 }
 
 static HWP_Status unload(HWP_CodegenModule module) {
   if (!module) return fail(HWP_ERROR_INVALID_ARGUMENT, "unload: NULL module");
-  dlclose(module->so);
-  free(module);
-  return HWP_OK;
+  return dlclose(module->so), free(module), HWP_OK;
 }
-
 static const HWP_CodegenTable g_codegen = {
     .struct_size = sizeof(HWP_CodegenTable),
-    .get_target_info = get_target_info,
-    .compile = compile,
-    .get_function = get_function,
-    .launch = launch,
-    .unload = unload,
+    .get_target_info = get_target_info, .compile = compile,
+    .get_function = get_function, .launch = launch, .unload = unload,
 };
 
 /* ---- the plugin table and the one exported symbol ------------------------------------------ */
 static const HWP_PluginApi g_api = {
     .struct_size = sizeof(HWP_PluginApi),
-    .abi_major = HWP_ABI_VERSION_MAJOR,
-    .abi_minor = HWP_ABI_VERSION_MINOR,
-    .device_type = "mydev",
-    .plugin_version = "0.1.0",
-    .device = &g_device,
-    .memory = &g_memory,
+    .abi_major = HWP_ABI_VERSION_MAJOR, .abi_minor = HWP_ABI_VERSION_MINOR,
+    .device_type = "mydev", .plugin_version = "0.1.0",
+    .device = &g_device, .memory = &g_memory, .codegen = &g_codegen,
     .get_last_error = last_error,
-    .codegen = &g_codegen,
 };
 
 HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_PluginApi **out) {
@@ -285,16 +290,11 @@ HWP_EXPORT HWP_Status hwport_plugin_init(const HWP_HostApi *host, const HWP_Plug
     return fail(HWP_ERROR_VERSION_MISMATCH, "built for ABI %d, host has %u",
                 HWP_ABI_VERSION_MAJOR, (unsigned)host->abi_major);
   for (HWP_DType dtype = 0; dtype < HWP_DTYPE_COUNT; ++dtype) {
-    const HWP_KernelRegistration reg = {
-        .struct_size = sizeof(HWP_KernelRegistration),
-        .op_name = "copy",
-        .dtype = dtype,
-        .flags = HWP_KERNEL_ACCEPTS_STRIDED,
-        .fn = copy_kernel,
-    };
+    const HWP_KernelRegistration reg = {.struct_size = sizeof(HWP_KernelRegistration),
+                                        .op_name = "copy", .dtype = dtype,
+                                        .flags = HWP_KERNEL_ACCEPTS_STRIDED, .fn = copy_kernel};
     const HWP_Status st = host->register_kernel(host->host_context, &reg);
     if (st != HWP_OK) return fail(st, "register_kernel(copy, dtype %d) failed", (int)dtype);
   }
-  *out = &g_api;
-  return HWP_OK;
+  return *out = &g_api, HWP_OK;
 }

@@ -16,6 +16,7 @@
 #include "bindings.h"
 #include "dispatch.h"
 #include "errors.h"
+#include "jit_composite.h"
 #include "kernel_registry.h"
 
 namespace hwport {
@@ -25,6 +26,7 @@ namespace {
 // The registered callable, owned here (leaked on purpose at exit: a static py::object would be
 // destroyed after the interpreter). Read and written with the GIL held.
 py::object* g_provider = nullptr;
+py::object* g_composite = nullptr;  // provide_composite (jit_composite.h), same ownership
 std::set<std::tuple<int, DType, const Device*>>* g_warned = nullptr;  // under the GIL
 
 py::object attr_to_py(const AttrValue& a) {
@@ -83,6 +85,24 @@ py::dict stats_to_py(const std::map<std::tuple<std::string, std::string, std::st
 
 }  // namespace
 
+bool jit_composite_registered() { return g_composite != nullptr; }
+
+PyObject* jit_composite(int op, const char* name, Device* device, PyObject* inputs,
+                        PyObject* attrs) {
+  if (!g_composite) return nullptr;
+  py::object fn = *g_composite;  // keeps it alive should the call unregister it
+  try {
+    py::object out = fn(name, place_of(device), py::reinterpret_borrow<py::object>(inputs),
+                        py::reinterpret_borrow<py::object>(attrs));
+    return out.is_none() ? nullptr : out.release().ptr();
+  } catch (py::error_already_set& e) {
+    warn_once(op, DType::Float32, device, e.what());
+  } catch (const std::exception& e) {
+    warn_once(op, DType::Float32, device, e.what());
+  }
+  return nullptr;
+}
+
 void bind_jit(py::module_& m) {
   m.def("set_jit_provider", [](py::object fn) {
     if (!fn.is_none() && !PyCallable_Check(fn.ptr()))
@@ -96,6 +116,15 @@ void bind_jit(py::module_& m) {
   }, py::arg("fn"),
      "Registers the eager JIT: fn(op, dtype, place, inputs, outputs, attrs) -> bool, asked "
      "where a device with a codegen target has no kernel for a call (None: no JIT).");
+  m.def("set_jit_composite_provider", [](py::object fn) {
+    if (!fn.is_none() && !PyCallable_Check(fn.ptr()))
+      raise(ErrorKind::Type, "set_jit_composite_provider: expected a callable or None");
+    delete g_composite;
+    g_composite = fn.is_none() ? nullptr : new py::object(std::move(fn));
+  }, py::arg("fn"),
+     "Registers fn(op, place, inputs, attrs) -> outputs | None, asked for a composite op on a "
+     "device with a codegen target and no kernel for it before its formula runs (None: no "
+     "hook).");
   m.def("jit_provider", []() -> py::object {
     return g_provider ? *g_provider : py::none();
   }, "The registered eager JIT provider, or None.");

@@ -10,6 +10,7 @@
 
 #include "device_profiler.h"
 #include "errors.h"
+#include "jit_composite.h"
 #include "ops.h"
 
 namespace hwport {
@@ -185,30 +186,26 @@ void run_fallback(int op, DType dtype, Device* device, const Tensor* const* inpu
 }
 
 // The eager JIT's try (dispatch.h): true when compiled kernels wrote the outputs. Strided
-// inputs are made contiguous with the device's copy kernel first; without one the JIT passes.
+// inputs go to the provider as they are (it reads a transposed or broadcast view in place, or
+// makes it contiguous with the device's copy kernel); without a copy kernel the JIT passes.
 bool try_jit(int op, DType dtype, Device* device, const Tensor* const* inputs, int num_inputs,
              Tensor* const* outputs, int num_outputs, const Attrs& attrs) {
   const JitProvider provider = g_jit_provider.load();
   if (!provider || t_in_jit || !device->plugin->has_codegen_target) return false;
   if (device == DeviceManager::instance().cpu() || op == core_ops().copy) return false;
-  Tensor contiguous_inputs[kMaxOperands];
-  const Tensor* in_ptrs[kMaxOperands];
   struct Reentry {  // RAII: cleared however the call ends
     Reentry() { t_in_jit = true; }
     ~Reentry() { t_in_jit = false; }
     Reentry(const Reentry&) = delete;
     Reentry& operator=(const Reentry&) = delete;
   } reentry;
-  for (int i = 0; i < num_inputs; ++i) {
-    in_ptrs[i] = inputs[i];
-    if (inputs[i]->is_contiguous()) continue;
-    if (!device->plugin->kernels.find(core_ops().copy, inputs[i]->dtype)) return false;
-    contiguous_inputs[i] = contiguous(*inputs[i]);
-    in_ptrs[i] = &contiguous_inputs[i];
-  }
+  for (int i = 0; i < num_inputs; ++i)
+    if (!inputs[i]->is_contiguous() && !device->plugin->kernels.find(core_ops().copy,
+                                                                      inputs[i]->dtype))
+      return false;
   for (int i = 0; i < num_outputs; ++i)
     if (!outputs[i]->is_contiguous()) return false;
-  if (!provider(op, dtype, device, in_ptrs, num_inputs, outputs, num_outputs, attrs))
+  if (!provider(op, dtype, device, inputs, num_inputs, outputs, num_outputs, attrs))
     return false;
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   ++g_compiled[{op, device->plugin, dtype}];
@@ -225,6 +222,11 @@ bool run_compiled(int op, DType dtype, Device* device, const Tensor* const* inpu
 void set_jit_provider(JitProvider provider) { g_jit_provider.store(provider); }
 
 void set_launch_timer(LaunchTimer* timer) { t_launch_timer = timer; }
+
+void count_compiled(int op, const Device* device, DType dtype) {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  ++g_compiled[{op, device->plugin, dtype}];
+}
 
 void count_fallback(int op, const Device* device, DType dtype) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);

@@ -72,7 +72,9 @@ void count_fallback(int op, const Device* device, DType dtype);
 
 // The eager JIT (issue 17): where a device with a codegen target has no kernel for (op, dtype),
 // or its kernel refuses the call, run_kernel first asks the provider to run the op through
-// compiled kernels. Inputs are on `device` and contiguous, outputs allocated contiguous. True:
+// compiled kernels. Inputs are on `device`, strided ones as they are (the provider reads them
+// in place or makes them contiguous with the device's copy kernel, which the device then has),
+// outputs allocated contiguous. True:
 // the outputs are written (counted in compiled_stats); false: the CPU fallback runs. Never
 // throws (bind_jit.cpp reports a provider's exception as a warning and returns false). Not
 // asked from inside itself (a nested miss takes the CPU fallback).

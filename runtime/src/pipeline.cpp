@@ -13,6 +13,7 @@
 #include "decomp_formulas.h"
 #include "errors.h"
 #include "infer_meta.h"
+#include "jit_composite.h"
 #include "kernel_cache.h"
 #include "autograd.h"
 #include "layers.h"
@@ -85,6 +86,37 @@ bool default_hooks() {
 
 }  // namespace
 
+// A composite on a device with a codegen target and no kernel for it: the eager JIT's one
+// fused kernel of its decomposition (jit_composite.h) before the formula runs its primitives
+// one by one. nullptr (no Python error set): the formula. Not on the CPU device, which the JIT
+// never serves.
+PyObject* jit_composite_for(const OpSpec& op, PyObject* const* in, const BoundArgs& a,
+                            DType key, Device* device) {
+  if (!device || !device->plugin->has_codegen_target || !jit_composite_registered() ||
+      device == DeviceManager::instance().cpu())
+    return nullptr;
+  PyObject* inputs = PyTuple_New(op.num_inputs);
+  PyObject* attrs = PyDict_New();
+  bool ok = inputs && attrs;
+  for (int i = 0; ok && i < op.num_inputs; ++i) {
+    PyObject* v = in[i] ? in[i] : Py_None;
+    Py_INCREF(v);
+    PyTuple_SET_ITEM(inputs, i, v);
+  }
+  for (int k = 0; ok && k < op.num_attrs; ++k)  // the rest take the op's defaults
+    if (PyObject* v = a.slot[op.num_inputs + k])
+      ok = PyDict_SetItemString(attrs, op.attrs[k].name, v) == 0;
+  PyObject* out = ok ? jit_composite(registry_id(op), op.name, device, inputs, attrs) : nullptr;
+  Py_XDECREF(inputs);
+  Py_XDECREF(attrs);
+  if (!out) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  count_compiled(registry_id(op), device, key);
+  return out;
+}
+
 PyObject* select_formula(const OpSpec& op, PyObject* const* in, const BoundArgs& a, DType key,
                          Device* device) {
   if (SelectionProbe* p = probe_for(op)) {
@@ -92,6 +124,8 @@ PyObject* select_formula(const OpSpec& op, PyObject* const* in, const BoundArgs&
     p->key = key;
     p->device = device;
     if (p->dry) Py_RETURN_NONE;
+  } else if (PyObject* out = jit_composite_for(op, in, a, key, device)) {
+    return out;
   }
   return run_formula(op, in, a);
 }

@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 
 #include "infer_meta.h"
+#include "jit_composite.h"
 #include "kernel_cache.h"
 #include "ops.h"
 #include "pipeline_run.h"
@@ -96,7 +97,12 @@ PyObject* run_norm(const OpSpec& op, const BoundArgs& a) {
   if (!infer_norm(op, {&x->shape, x->dtype}, affine, n - 1, static_cast<int64_t>(nd), eps,
                   &plan))
     return nullptr;
-  if (!fused_kernel_fits(op, device, plan.compute, in, n)) return nullptr;
+  if (!fused_kernel_fits(op, device, plan.compute, in, n)) {
+    // No kernel at all: the eager JIT's one fused kernel of the decomposition first (a device
+    // with a codegen target), else the Python path's decomposition.
+    if (native_kernel(op, device, plan.compute) || probe_for(op)) return nullptr;
+    return jit_composite_for(op, a.slot, a, plan.compute, device);
+  }
   std::vector<const Tensor*> given;
   for (int i = 0; i < n; ++i) {
     if (i) attrs.emplace_back(std::string("has_") + op.inputs[i].name,
