@@ -9,29 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_isolated
-
-TEMPLATE = REPO_ROOT / "device_plugins" / "template" / "mydev.c"
+from tests.conftest import run_isolated
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
-
-
-@pytest.fixture(scope="module")
-def mydev(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The template plugin, built with the system C compiler as a vendor would."""
-    from hwport.runtime import include_dir
-
-    so = tmp_path_factory.mktemp("mydev") / "libhwport_mydev.so"
-    cc = subprocess.run(["cc", "-std=gnu99", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC",
-                         "-shared", f"-I{include_dir()}", str(TEMPLATE), "-o", str(so)],
-                        capture_output=True, text=True)
-    assert cc.returncode == 0, cc.stderr
-    return so
 
 
 def run_json(code: str, so: Path, **env: str) -> dict:
@@ -98,7 +82,8 @@ for n in (3, 4, 5, 9):  # one shape class: [n, 6] + [6]
     a = rng.standard_normal((n, 6)).astype("float32")
     b = rng.standard_normal((6,)).astype("float32")
     ok = np.allclose((t(a) + t(b)).numpy(), a + b)
-    seen.append([ok, cc.STATS["compiled"], eager_jit.STATS["lowered"]])
+    # built once: compiled, or loaded from the disk cache an earlier process filled
+    seen.append([ok, cc.STATS["compiled"] + cc.STATS["disk_hits"], eager_jit.STATS["lowered"]])
 count = rt.compiled_stats()[("add", "mydev", "float32")]
 print(json.dumps({"seen": seen, **stats(), "count": count}))
 """, mydev)

@@ -15,7 +15,8 @@ import pytest
 
 from hwport.cinn_backends.eager_jit import view_of
 
-from .test_eager_jit import PRELUDE, TEMPLATE, run_json
+from .conftest import TEMPLATE
+from .test_eager_jit import PRELUDE, run_json
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.cinn.test_eager_jit import PRELUDE, mydev, run_json  # noqa: F401 (fixture)
+from tests.cinn.test_eager_jit import PRELUDE, run_json
 
 MATMUL = PRELUDE + """
 import ml_dtypes
@@ -68,7 +68,7 @@ print(json.dumps({"bad": bad, **stats()}))
 """
 
 
-def test_matmul_against_numpy(mydev: Path) -> None:  # noqa: F811
+def test_matmul_against_numpy(mydev: Path) -> None:
     doc = run_json(MATMUL, mydev)
     assert doc["bad"] == {}
     assert doc["cpu"] == [] and "matmul" in doc["compiled"], doc
@@ -125,7 +125,7 @@ print(json.dumps({"bad": bad, **stats()}))
 """
 
 
-def test_argsort_and_topk_against_numpy(mydev: Path) -> None:  # noqa: F811
+def test_argsort_and_topk_against_numpy(mydev: Path) -> None:
     doc = run_json(SORTS, mydev)
     assert doc["bad"] == {}
     assert doc["cpu"] == [] and "argsort" in doc["compiled"], doc
