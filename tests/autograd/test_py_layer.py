@@ -153,7 +153,7 @@ def test_wrong_number_of_gradients_is_a_clear_error() -> None:
             return grad
 
     x, y = _leaf([1.0]), _leaf([2.0])
-    with pytest.raises(ValueError, match="Bad.backward returned 1 gradients; forward had 2"):
+    with pytest.raises(ValueError, match=r"Bad\.backward returned 1 gradients; forward had 2"):
         Bad.apply(x, y).backward()
 
 
