@@ -176,7 +176,9 @@ def test_a_table_that_ignores_its_stream_fails_the_ordering_cases_only(tmp_path:
                               *args)
     assert out.returncode == 1
     assert by_status(results, "FAIL") == ordering
-    assert "element 0 of 5001: got 0.0" in results["ccl::ordering/all_reduce"]["message"]
+    # the collective read its input before the kernel that writes it ran: whatever the buffer
+    # held (zeros when fresh, an earlier case's values when the allocator reuses it)
+    assert "element 0 of 5001: got " in results["ccl::ordering/all_reduce"]["message"]
     assert "no host synchronization" in results["ccl::ordering/all_reduce"]["message"]
 
 
