@@ -89,11 +89,14 @@ bool default_hooks() {
 // A composite on a device with a codegen target and no kernel for it: the eager JIT's one
 // fused kernel of its decomposition (jit_composite.h) before the formula runs its primitives
 // one by one. nullptr (no Python error set): the formula. Not on the CPU device, which the JIT
-// never serves.
+// never serves, nor on a device with native primitives (its `add` for the key dtype): there
+// the decomposition runs on its own kernels, as lower_to_kernel decomposes the composite in a
+// program, so eager and programs give the same bits; the JIT stands in for the CPU fallback.
 PyObject* jit_composite_for(const OpSpec& op, PyObject* const* in, const BoundArgs& a,
                             DType key, Device* device) {
   if (!device || !device->plugin->has_codegen_target || !jit_composite_registered() ||
-      device == DeviceManager::instance().cpu())
+      device == DeviceManager::instance().cpu() ||
+      device->plugin->kernels.find(core_ops().add, key))
     return nullptr;
   PyObject* inputs = PyTuple_New(op.num_inputs);
   PyObject* attrs = PyDict_New();
