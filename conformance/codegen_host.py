@@ -193,8 +193,9 @@ class Codegen:
         return self.fn("get_function")(module, name.encode(), out), out[0]
 
     def launch(self, device: int, function, grid, group, args: list, stream=NULL,
-               null_launch: bool = False) -> int:
-        """Launches with `args`: BufferArg, int (int64) or float (float64)."""
+               null_launch: bool = False, correlation_id: int = 0) -> int:
+        """Launches with `args`: BufferArg, int (int64) or float (float64); a nonzero
+        `correlation_id` asks a profiled device for the launch's device time."""
         if null_launch:
             return self.fn("launch")(device, function, stream, NULL)
         cargs = ffi.new("HWP_CodegenArg[]", max(1, len(args)))
@@ -216,6 +217,7 @@ class Codegen:
         launch.group = list(group)
         launch.num_args = len(args)
         launch.args = cargs
+        launch.correlation_id = correlation_id
         return self.fn("launch")(device, function, stream, launch)
 
     def unload(self, module) -> int:

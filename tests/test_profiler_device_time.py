@@ -193,3 +193,50 @@ def test_opencl_device_time_from_event_profiling():
             assert before - slack <= d.start_ns <= d.end_ns <= after + slack
     # The softmax ran after the matmul it reads, on the same in-order queue.
     assert ops[0].device_spans[-1].end_ns <= ops[1].device_spans[0].start_ns + slack
+
+
+def test_eager_jit_launches_have_device_time():
+    """An op that runs as an eager-JIT kernel (here: custom:opencl with its hand-written kernels
+    disabled) is timed too: the host passes the op call's correlation id in HWP_CodegenLaunch
+    (appended in 1.2), and the span is named after the compiled function. Launches outside a
+    profiler carry no id, so the warm-up reports nothing."""
+    proc = run_isolated("""
+import json, time
+import numpy as np
+import hwport
+from hwport.profiler import Profiler
+try:
+    hwport.device.get_device_properties("custom:opencl")
+except Exception:
+    print(json.dumps(None)); raise SystemExit
+a = np.linspace(-1, 1, 64 * 64, dtype="float32").reshape(64, 64)
+x = hwport.to_tensor(a, place="custom:opencl")
+hwport.exp(x); hwport.sum(x, axis=1)  # compiled outside the profile
+before = time.perf_counter_ns()
+with Profiler() as prof:
+    y = hwport.exp(x)
+    s = hwport.sum(y, axis=1)
+after = time.perf_counter_ns()
+ops = [e for e in prof.events if e.kind == "op"]
+print(json.dumps({
+    "ok": bool(np.allclose(s.numpy(), np.exp(a).sum(1), rtol=1e-5)),
+    "compiled": sorted(k[0] for k in hwport.runtime.compiled_stats() if k[1] == "opencl"),
+    "cpu": sorted(k[0] for k in hwport.runtime.fallback_stats() if k[1] == "opencl"),
+    "before": before, "after": after,
+    "ops": [{"name": e.name, "id": e.correlation_id,
+             "spans": [[d.name, d.place, d.start_ns, d.end_ns] for d in e.device_spans]}
+            for e in ops]}))
+""", env={"HWPORT_DISABLE_NATIVE_KERNELS": "opencl"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    if doc is None:
+        pytest.skip("no OpenCL device")
+    assert doc["ok"] and doc["cpu"] == [] and {"exp", "sum"} <= set(doc["compiled"])
+    assert [o["name"] for o in doc["ops"]] == ["exp", "sum"]
+    slack = 1_000_000  # OpenCL's clock is calibrated to the host's within tens of µs
+    for op in doc["ops"]:
+        assert op["id"] and len(op["spans"]) == 1, op
+        name, place, start, end = op["spans"][0]
+        # the compiled function's name, not the op's: the span says what ran
+        assert name.startswith("cinn_") and place == "custom:opencl:0"
+        assert doc["before"] - slack <= start <= end <= doc["after"] + slack

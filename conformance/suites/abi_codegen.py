@@ -144,16 +144,17 @@ def _null():
 
 
 def _run_fill(h, cg: Codegen, info: TargetInfo, function, stream, device: int = 0,
-              pad: int = PAD) -> dict[str, Any]:
+              pad: int = PAD, correlation_id: int = 0) -> dict[str, Any]:
     """Launches the fill kernel into a buffer at byte offset `pad` (guard bytes around it) and
-    checks every byte of the buffer."""
+    checks every byte of the buffer. The profiler suite passes a correlation id."""
     total = pad + N * 8 + TAIL
     buf = h.alloc(total, device)
     try:
         h.h2d(buf, np.full(total, 0xAB, np.uint8), device=device)
         grid, group = fill_shape(info, N)
         status = cg.launch(device, function, grid, group,
-                           [BufferArg(buf, pad), N, BASE, F], stream=stream)
+                           [BufferArg(buf, pad), N, BASE, F], stream=stream,
+                           correlation_id=correlation_id)
         require(status == 0, f"launch of {FILL_NAME} (grid {grid}, group {group}) -> "
                 f"{_status(status)}: {h.last_error()}")
         if stream != _null():

@@ -9,6 +9,12 @@ CLOCK_MONOTONIC, within 1 ms), out of launch order on one in-order stream, after
 returned, or that accepts a NULL sink or a bad device. The launches are `add` kernels whose
 results are checked with numpy, so timing must leave the results alone. A plugin without the
 table (optional) gives NOT_SUPPORTED: hwport.profiler then shows host time only.
+
+codegen_spans does the same for the codegen table's launches (HWP_CodegenLaunch.correlation_id,
+appended in 1.2: how the eager JIT's kernels get device time): the abi suite's fill kernel,
+launched with an id and without, must give exactly one span with that id, named after the
+function (the name stays valid until stop(), even if the module is gone by then: here it is
+unloaded before stop). NOT_SUPPORTED without a codegen target.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen_host import FILL_NAME
 from ..model import Case, NotSupported, Result, Target
 from . import direct_common
 from .direct_common import expect_error, require
@@ -180,4 +187,40 @@ def spans(h, case: Case) -> dict[str, Any]:
     return {"spans": len(reported), "names": sorted({s[2] for s in reported})}
 
 
-CHECKS = {"table": table, "spans": spans}
+def codegen_spans(h, case: Case) -> dict[str, Any]:
+    from ..direct_host import NULL, OK
+    from .abi_codegen import _compiled, _run_fill
+
+    start, stop = _table(h)
+    cg, info, dialect, module, function = _compiled(h)  # NOT_SUPPORTED without a target
+    sink = _Sink()
+    stream = h.create_stream(0) if h.streams is not None else NULL
+    try:
+        require(start(0, sink.fn, NULL) == OK, f"profiler.start(0) failed: {h.last_error()}")
+        began = time.monotonic_ns()
+        _run_fill(h, cg, info, function, stream, correlation_id=0)
+        _run_fill(h, cg, info, function, stream, correlation_id=_IDS[0])
+        ended = time.monotonic_ns()
+    finally:
+        if stream != NULL:
+            h.destroy_stream(stream)
+        h.sync_device(0)
+        cg.unload(module)  # before stop: the span's name must outlive the module
+    require(stop(0) == OK, f"profiler.stop(0) failed: {h.last_error()}")
+    require(not sink.bad, "; ".join(sink.bad[:3]))
+    reported = list(sink.spans)
+    ids = sorted({s[0] for s in reported})
+    require(ids == [_IDS[0]], f"a profiled codegen launch (correlation id {_IDS[0]}) and an "
+            f"unprofiled one (id 0) gave spans with ids {ids}, expected exactly [{_IDS[0]}] "
+            f"(read HWP_CodegenLaunch.correlation_id when HWP_HAS_FIELD says it is there)")
+    for corr, dev, name, b, e in reported:
+        require(dev == 0, f"span of correlation id {corr} names device {dev}, expected 0")
+        require(name == FILL_NAME, f"the codegen launch's span is named {name!r}, expected "
+                f"the function's name {FILL_NAME!r}")
+        require(b <= e and began - _CLOCK_SLACK_NS <= b and e <= ended + _CLOCK_SLACK_NS,
+                f"span [{b}, {e}] lies outside the launch's time [{began}, {ended}] on "
+                f"CLOCK_MONOTONIC (by more than {_CLOCK_SLACK_NS // 1000} µs)")
+    return {"dialect": dialect, "spans": len(reported)}
+
+
+CHECKS = {"table": table, "spans": spans, "codegen_spans": codegen_spans}

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,4 +87,33 @@ void hwps_copy_sized(void *dst, const void *src, size_t full_size) {
   if (n > full_size) n = full_size;
   if (n > sizeof(size_t))
     memcpy((char *)dst + sizeof(size_t), (const char *)src + sizeof(size_t), n - sizeof(size_t));
+}
+
+/* The interned names: a list that lives as long as the plugin (profilers keep span names until
+ * stop(), which can come after the module that named them was unloaded). */
+typedef struct hwps_name {
+  struct hwps_name *next;
+  char text[]; /* NUL-terminated */
+} hwps_name;
+
+static hwps_name *g_names;
+static pthread_mutex_t g_names_mu = PTHREAD_MUTEX_INITIALIZER;
+
+const char *hwps_intern(const char *name) {
+  if (name == NULL) return NULL;
+  pthread_mutex_lock(&g_names_mu);
+  const hwps_name *n = g_names;
+  while (n != NULL && strcmp(n->text, name) != 0) n = n->next;
+  if (n == NULL) {
+    size_t len = strlen(name);
+    hwps_name *added = malloc(sizeof *added + len + 1);
+    if (added != NULL) {
+      memcpy(added->text, name, len + 1);
+      added->next = g_names;
+      g_names = added;
+      n = added;
+    }
+  }
+  pthread_mutex_unlock(&g_names_mu);
+  return n != NULL ? n->text : NULL;
 }

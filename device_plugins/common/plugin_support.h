@@ -38,6 +38,10 @@ int hwps_parse_bytes(const char *s, uint64_t *out);
  * HWP_DeviceProperties) into `dst` as far as dst->struct_size (set by the host) reaches, keeping
  * that size: a host built against an older minor gets the fields it knows. */
 void hwps_copy_sized(void *dst, const void *src, size_t full_size);
+/* A copy of `name` that stays valid until the plugin is unloaded (one per distinct name, kept
+ * for the process): what a profiler reports as a span's name when the name's owner, e.g. a
+ * codegen function, may be gone by then. NULL when out of host memory. Thread-safe. */
+const char *hwps_intern(const char *name);
 
 #ifdef __cplusplus
 }

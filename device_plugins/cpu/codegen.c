@@ -568,8 +568,12 @@ static HWP_Status cg_launch_fn(int32_t device, HWP_CodegenFunction function, HWP
   }
   /* the inline decision counts a group as a few thousand elements of work */
   uint64_t work = (uint64_t)total * 4096u;
-  return cpu_submit_callback(device, stream, function->name, launch_run, launch_release, l,
-                             work);
+  /* A profiled launch's span is named after the function, which outlives the task (the host
+   * unloads a module only when none of its launches is pending). */
+  const uint64_t correlation_id =
+      HWP_HAS_FIELD(launch, HWP_CodegenLaunch, correlation_id) ? launch->correlation_id : 0;
+  return cpu_submit_callback(device, stream, function->name, correlation_id, launch_run,
+                             launch_release, l, work);
 }
 
 static HWP_Status cg_unload(HWP_CodegenModule module) {

@@ -174,10 +174,11 @@ HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
 
 /* cpu_submit_call for work that no kernel context describes (a codegen launch): on `stream`
  * of `device` (NULL: synchronously, after the device's streams drained); `name` names the
- * task in errors and profiles. The same ownership of `payload`. */
+ * task in errors and profiles, `correlation_id` (0: none) times it as a kernel launch's. The
+ * same ownership of `payload`. */
 HWP_Status cpu_submit_callback(int32_t device, HWP_Stream stream, const char *name,
-                               HWP_Status (*run)(void *payload), void (*release)(void *payload),
-                               void *payload, uint64_t work);
+                               uint64_t correlation_id, HWP_Status (*run)(void *payload),
+                               void (*release)(void *payload), void *payload, uint64_t work);
 
 /* cpu_submit for the work of a kernel launch: also carries ctx's correlation id, so that a
  * profiled launch's work is timed (profiler.c). */

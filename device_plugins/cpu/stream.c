@@ -296,8 +296,8 @@ HWP_Status cpu_submit_call(const HWP_KernelContext *ctx, const char *op,
 }
 
 HWP_Status cpu_submit_callback(int32_t device, HWP_Stream stream, const char *name,
-                               HWP_Status (*run)(void *payload), void (*release)(void *payload),
-                               void *payload, uint64_t work) {
+                               uint64_t correlation_id, HWP_Status (*run)(void *payload),
+                               void (*release)(void *payload), void *payload, uint64_t work) {
   cpu_task task;
   memset(&task, 0, sizeof task);
   task.kind = CPU_TASK_CALLBACK;
@@ -305,7 +305,7 @@ HWP_Status cpu_submit_callback(int32_t device, HWP_Stream stream, const char *na
   task.u.call.release = release;
   task.u.call.payload = payload;
   int taken;
-  HWP_Status st = submit(device, stream, &task, work, name, 0, &taken);
+  HWP_Status st = submit(device, stream, &task, work, name, correlation_id, &taken);
   if (!taken && release != NULL) release(payload); /* never ran: release it here, once */
   return st;
 }

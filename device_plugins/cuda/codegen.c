@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codegen_loader.h"
+#include "kernels.h"
 
 #define CG_DIALECT "cuda-c++17"
 #define CG_MODULE_MAGIC 0x687763756d6f64ull   /* "hwcumod" */
@@ -370,9 +371,26 @@ static HWP_Status cg_launch(int32_t device, HWP_CodegenFunction function, HWP_St
       slots[i].f64 = a->value.f64;
     params[i] = &slots[i];
   }
+  /* A profiled launch (ABI 1.2 correlation id) is timed between two events on its stream, as
+   * the hand-written kernels are; its span is named after the function, in a copy that outlives
+   * the module (the profiler reports at stop()). */
+  HWP_KernelContext ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.struct_size = sizeof ctx;
+  ctx.correlation_id =
+      HWP_HAS_FIELD(launch, HWP_CodegenLaunch, correlation_id) ? launch->correlation_id : 0;
+  cu_kctx timing;
+  memset(&timing, 0, sizeof timing);
+  timing.device = device;
+  timing.stream = s;
+  cu_profile_begin(&ctx, &timing);
   CUresult err = api->launch_kernel(f->fn, launch->grid[0], launch->grid[1], launch->grid[2],
                                     launch->group[0], launch->group[1], launch->group[2], 0,
                                     (CUstream)s, n > 0 ? params : NULL, NULL);
+  if (timing.timed_begin != NULL) {
+    const char *name = hwps_intern(f->name);
+    cu_profile_end(&timing, name != NULL ? name : fn);
+  }
   if (slots != small) free(slots);
   if (params != small_params) free(params);
   if (err != CUDA_SUCCESS)

@@ -233,11 +233,20 @@ HWP_Status ocg_launch(int32_t device, HWP_CodegenFunction function, HWP_Stream s
                      "device %d, not %d", fn, (int)f->module->device, (int)device);
   if ((st = check_launch(device, f, launch, fn)) != HWP_OK) return st;
 
-  HWP_KernelContext ctx; /* what kernel_launch.c's enqueue reads: device, stream */
+  HWP_KernelContext ctx; /* what kernel_launch.c's enqueue reads: device, stream, the id */
   memset(&ctx, 0, sizeof ctx);
   ctx.struct_size = sizeof ctx;
   ctx.device = device;
   ctx.stream = stream;
+  ctx.correlation_id =
+      HWP_HAS_FIELD(launch, HWP_CodegenLaunch, correlation_id) ? launch->correlation_id : 0;
+  /* A profiled launch's span is named after the function; the profiler reports it at stop(),
+   * maybe after the module is gone, so it gets a name that lives as long as the plugin. */
+  const char *what = fn;
+  if (ocl_profiling(device, ctx.correlation_id)) {
+    const char *name = hwps_intern(f->name);
+    if (name != NULL) what = name;
+  }
   cl_command_queue q;
   if ((st = ocl_ctx_queue(&ctx, &q, fn)) != HWP_OK) return st;
   size_t global[3], local[3];
@@ -248,7 +257,7 @@ HWP_Status ocg_launch(int32_t device, HWP_CodegenFunction function, HWP_Stream s
   cl_kernel k = NULL;
   if ((st = borrow(f, &k, fn)) != HWP_OK) return st;
   st = set_args(k, device, f, launch, fn);
-  if (st == HWP_OK) st = ocl_enqueue_nd(&ctx, q, k, 3, global, local, fn);
+  if (st == HWP_OK) st = ocl_enqueue_nd(&ctx, q, k, 3, global, local, what);
   give_back(f, k); /* the enqueued command captured the arguments */
   if (st == HWP_OK) st = ocl_launch_done(&ctx, q, fn);
   return st;

@@ -1,4 +1,5 @@
 #include "codegen.h"
+#include "device_profiler.h"
 
 #include <cstring>
 
@@ -200,6 +201,7 @@ void CodegenFunction::launch(const uint32_t grid[3], const uint32_t group[3],
   }
   l.num_args = static_cast<int32_t>(raw.size());
   l.args = raw.data();
+  l.correlation_id = device_profiler::current_correlation_id;  // the op call, when profiled
   const HWP_Status st = p.codegen.launch(device->index, handle_, stream, &l);
   if (st != HWP_OK)
     raise(st == HWP_ERROR_OUT_OF_MEMORY ? ErrorKind::OutOfMemory

@@ -22,7 +22,7 @@ HWP_C99_ASSERT(sizeof(HWP_CclAdapterHost) == 40, ccl_adapter_host);
 HWP_C99_ASSERT(sizeof(HWP_CodegenTable) == 64, codegen_table);
 HWP_C99_ASSERT(sizeof(HWP_CodegenTargetInfo) == 64, codegen_target_info);
 HWP_C99_ASSERT(sizeof(HWP_CodegenArg) == 32, codegen_arg);
-HWP_C99_ASSERT(sizeof(HWP_CodegenLaunch) == 48, codegen_launch);
+HWP_C99_ASSERT(sizeof(HWP_CodegenLaunch) == 56, codegen_launch);
 HWP_C99_ASSERT(sizeof(HWP_ProfilerTable) == 24, profiler_table);
 HWP_C99_ASSERT(sizeof(HWP_HostApi) == 48, host_api);
 HWP_C99_ASSERT(sizeof(HWP_DeviceSpan) == 48, device_span);

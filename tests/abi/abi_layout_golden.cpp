@@ -316,13 +316,14 @@ HWP_GOLDEN_FIELD(HWP_CodegenArg, value.buffer.byte_offset, 24, uint64_t);
 HWP_GOLDEN_FIELD(HWP_CodegenArg, value.i64, 16, int64_t);
 HWP_GOLDEN_FIELD(HWP_CodegenArg, value.f64, 16, double);
 
-HWP_GOLDEN_SIZE(HWP_CodegenLaunch, 48, 8);
+HWP_GOLDEN_SIZE(HWP_CodegenLaunch, 56, 8);
 HWP_GOLDEN_FIELD(HWP_CodegenLaunch, struct_size, 0, size_t);
 HWP_GOLDEN_FIELD(HWP_CodegenLaunch, grid, 8, uint32_t[3]);
 HWP_GOLDEN_FIELD(HWP_CodegenLaunch, group, 20, uint32_t[3]);
 HWP_GOLDEN_FIELD(HWP_CodegenLaunch, num_args, 32, int32_t);
 HWP_GOLDEN_FIELD(HWP_CodegenLaunch, reserved, 36, int32_t);
 HWP_GOLDEN_FIELD(HWP_CodegenLaunch, args, 40, const HWP_CodegenArg *);
+HWP_GOLDEN_FIELD(HWP_CodegenLaunch, correlation_id, 48, uint64_t);
 
 HWP_GOLDEN_SIZE(HWP_CodegenTable, 64, 8);
 HWP_GOLDEN_FIELD(HWP_CodegenTable, struct_size, 0, size_t);

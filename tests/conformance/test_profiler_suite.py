@@ -1,9 +1,11 @@
 """hwcheck's profiler suite (ABI 1.2 profiler table): PASSes the CPU plugin, which times its
-stream work; FAILs the zoo's profiler bugs naming what is wrong; NOT_SUPPORTED where there is no
-table (good) or only a 1.0 one (older_minor, whose 1.2 functions are traps beyond its
-struct_size: calling one would abort the run)."""
+stream work and its codegen launches; FAILs the zoo's profiler bugs naming what is wrong;
+NOT_SUPPORTED where there is no table (good) or only a 1.0 one (older_minor, whose 1.2
+functions are traps beyond its struct_size: calling one would abort the run)."""
 
 from __future__ import annotations
+
+import shutil
 
 import pytest
 
@@ -24,8 +26,11 @@ def _profiler(target: Target) -> dict:
 
 def test_the_cpu_plugin_passes():
     res = _profiler(_cpu_target())
+    # codegen_spans needs the C compiler of the CPU plugin's c99 target (NOT_SUPPORTED without)
     assert {cid: s for cid, (s, _) in res.items()} == {
-        "profiler::table": "PASS", "profiler::spans": "PASS"}, res
+        "profiler::table": "PASS", "profiler::spans": "PASS",
+        "profiler::codegen_spans": "PASS" if shutil.which("cc") or shutil.which("gcc")
+        else "NOT_SUPPORTED"}, res
 
 
 @pytest.mark.parametrize("variant, case, needle", [

@@ -10,7 +10,9 @@
  *       thrifty host): get_target_info with an HWP_CodegenTargetInfo whose struct_size ends at
  *       `architecture` (nothing past it may be written), and launches whose HWP_CodegenLaunch
  *       or HWP_CodegenArg are too short to hold what the plugin needs (refused with
- *       HWP_ERROR_INVALID_ARGUMENT, never read past).
+ *       HWP_ERROR_INVALID_ARGUMENT, never read past); then, with the plugin's profiler
+ *       started, that a launch's correlation_id (appended in 1.2) gets it one span named after
+ *       the function, and that a launch struct ending at `args` (an early 1.2 host) runs untimed.
  *
  * Prints key=value lines; exit status 0 when every check passed, 1 otherwise, 2 on bad usage. */
 #include <dlfcn.h>
@@ -64,6 +66,55 @@ static const char *const KERNEL_SOURCE =
     "void fill(int64_t gx, int64_t gy, int64_t gz, void *const *args) {\n"
     "  (void)gy; (void)gz; ((int64_t *)args[0])[gx] = *(const int64_t *)args[1] + gx;\n"
     "}\n";
+
+/* What the profiler's sink received (one launch's worth). */
+typedef struct seen_spans {
+  int count;
+  uint64_t correlation_id;
+  char name[64];
+  uint64_t begin_ns, end_ns;
+} seen_spans;
+
+static void sink(void *context, const HWP_DeviceSpan *span) {
+  seen_spans *seen = context;
+  if (seen->count++ == 0) {
+    seen->correlation_id = span->correlation_id;
+    snprintf(seen->name, sizeof seen->name, "%s", span->name ? span->name : "(null)");
+    seen->begin_ns = span->begin_ns;
+    seen->end_ns = span->end_ns;
+  }
+}
+
+/* A launch carrying a correlation id while the device is profiled is reported with that id and
+ * the function's name; one without (id 0, or a launch struct of an early 1.2 host that ends at
+ * `args`) is not timed, and still runs. */
+static void profiled_launches(const HWP_PluginApi *api, HWP_CodegenFunction fn,
+                              HWP_CodegenLaunch *launch) {
+  const HWP_ProfilerTable *prof = HWP_HAS_FIELD(api, HWP_PluginApi, profiler) ? api->profiler
+                                                                               : NULL;
+  seen_spans seen;
+  memset(&seen, 0, sizeof seen);
+  printf("profiler=%s\n", prof != NULL ? "present" : "absent");
+  if (prof == NULL) return;
+  check(prof->start(0, sink, &seen) == HWP_OK, "profiler.start", api);
+  launch->struct_size = END_OF(HWP_CodegenLaunch, args); /* an early 1.2 host's launch */
+  launch->correlation_id = 99;                           /* beyond its struct_size: unread */
+  check(api->codegen->launch(0, fn, NULL, launch) == HWP_OK, "a launch without the id runs",
+        api);
+  launch->struct_size = sizeof *launch;
+  launch->correlation_id = 0;
+  check(api->codegen->launch(0, fn, NULL, launch) == HWP_OK, "an unprofiled launch runs", api);
+  launch->correlation_id = 77;
+  check(api->codegen->launch(0, fn, NULL, launch) == HWP_OK, "a profiled launch runs", api);
+  check(api->device->synchronize_device(0) == HWP_OK, "synchronize before stop", api);
+  check(prof->stop(0) == HWP_OK, "profiler.stop", api);
+  printf("spans=%d\nspan_id=%llu\nspan_name=%s\n", seen.count,
+         (unsigned long long)seen.correlation_id, seen.name);
+  check(seen.count == 1 && seen.correlation_id == 77, "one span, with the launch's id", api);
+  check(strcmp(seen.name, "fill") == 0, "the span is named after the function", api);
+  check(seen.begin_ns > 0 && seen.begin_ns <= seen.end_ns, "the span's times", api);
+  launch->correlation_id = 0;
+}
 
 static void short_structs(const HWP_PluginApi *api) {
   const HWP_CodegenTable *cg = api->codegen;
@@ -124,6 +175,12 @@ static void short_structs(const HWP_PluginApi *api) {
     check(api->device->synchronize_device(0) == HWP_OK, "synchronize_device", api);
     check(api->memory->copy_d2h(0, out, b, 0, sizeof out) == HWP_OK, "copy_d2h", api);
     check(out[0] == 40 && out[1] == 41 && out[2] == 42, "the launch's result", api);
+    memset(out, 0, sizeof out);
+    check(api->memory->copy_h2d(0, b, 0, out, sizeof out) == HWP_OK, "copy_h2d", api);
+    args[1].value.i64 = 7;
+    profiled_launches(api, fn, &launch);
+    check(api->memory->copy_d2h(0, out, b, 0, sizeof out) == HWP_OK, "copy_d2h", api);
+    check(out[0] == 7 && out[1] == 8 && out[2] == 9, "the profiled launches' result", api);
     check(api->memory->deallocate(0, b) == HWP_OK, "deallocate", api);
     check(cg->unload(module) == HWP_OK, "unload", api);
   }

@@ -96,6 +96,11 @@ typedef struct HWP_CodegenLaunch {
   int32_t num_args;
   int32_t reserved;
   const HWP_CodegenArg *args; /* num_args entries, owned by the host, valid during the call */
+  /* Appended in 1.2 (read it when HWP_HAS_FIELD(launch, HWP_CodegenLaunch, correlation_id)).
+   * As HWP_KernelContext.correlation_id: nonzero while the host profiles the device, the op
+   * call this launch belongs to; a plugin with a profiler table reports the launch's device
+   * work with it (named after the function). Zero otherwise. */
+  uint64_t correlation_id;
 } HWP_CodegenLaunch;
 
 /* The table. Everything up to `unload` is required when the table is present with a
