@@ -5,7 +5,8 @@ Scalars are numpy scalars of the expression's dtype (float32 math stays float32;
 wrap), index arithmetic is Python ints, float16/bfloat16 values are numpy float16 /
 ml_dtypes.bfloat16 scalars. Parallel and group loops run their iterations one after the other
 (they are independent); a thread loop runs its threads in lockstep between barriers (each
-thread a generator that stops at every Barrier), sharing the group's local arrays."""
+thread a generator that stops at every Barrier and ShuffleXor), sharing the group's local
+arrays; a sub-group is any aligned block of lanes (ShuffleXor's mask picks the partner)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from .loop_ir import (
     Local,
     Reduce,
     Select,
+    ShuffleXor,
     Stmt,
     Store,
     Unary,
@@ -258,6 +260,9 @@ def compile_expr(e: Expr) -> Callable[[Env], Any]:
     raise TypeError(f"interpret: unknown expression {e!r}")
 
 
+_LANE = "__lane"  # the thread's index in its group, for ShuffleXor
+
+
 class _Run:
     def __init__(self, grid: Sequence[int], group: Sequence[int]) -> None:
         self.grid, self.group = list(grid), list(group)
@@ -265,6 +270,7 @@ class _Run:
         # id -> (the expression, kept alive so that its id is not reused; its closure)
         self.cache: dict[int, tuple[Expr, Callable[[Env], Any]]] = {}
         self.combined: dict[int, tuple[Reduce, Expr]] = {}
+        self.exchange: dict[int, dict[int, Any]] = {}  # ShuffleXor: id -> lane -> value
 
     def ev(self, e: Expr, env: Env) -> Any:
         hit = self.cache.get(id(e))
@@ -299,10 +305,27 @@ class _Run:
                     env[s.name] = np.zeros(s.size, np_dtype(s.dtype))
             elif isinstance(s, Barrier):
                 yield
+            elif isinstance(s, ShuffleXor):
+                yield from self._shuffle(s, env)
             elif isinstance(s, If):
                 yield from self.exec(s.then if self.ev(s.cond, env) else s.orelse, env)
             else:
                 raise TypeError(f"interpret: unknown statement {s!r}")
+
+    def _shuffle(self, s: ShuffleXor, env: Env) -> Iterator[None]:
+        """Every thread posts its value and waits (a lockstep point, as a barrier), reads its
+        partner's, and waits again, so that no thread posts the next value (the same statement
+        in a loop) before all have read this one."""
+        lane = env[_LANE]
+        posted = self.exchange.setdefault(id(s), {})
+        posted[lane] = self.ev(s.value, env)
+        yield
+        partner = lane ^ s.mask
+        if partner not in posted:
+            raise RuntimeError(f"interpret: shuffle_xor mask {s.mask} reaches lane {partner}, "
+                               f"outside the group")
+        env[s.var.name] = posted[partner]
+        yield
 
     def _for(self, s: For, env: Env) -> Iterator[None]:
         name = s.var.name
@@ -326,6 +349,7 @@ class _Run:
         for t in range(n):
             tenv = dict(env)
             tenv[s.var.name] = t
+            tenv[_LANE] = t
             gens.append(self.exec(s.body, tenv))
         live = list(gens)
         while live:

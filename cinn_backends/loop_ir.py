@@ -11,7 +11,8 @@ Statements: For (kind serial | parallel | vectorized | unrolled | group | thread
 or group loop is the grid id along `axis`, a thread loop the thread id in the group: their
 extent is the launch's grid / group size, known to the launch computation), Store, Let
 (an immutable scalar), Local + Assign (a mutable scalar), Reduce (acc = op(acc, value)),
-Alloc (a private or group-local array), Barrier (all threads of the group), If.
+Alloc (a private or group-local array), Barrier (all threads of the group), ShuffleXor (a
+value from another lane of the thread's sub-group, on targets with sub-group shuffles), If.
 
 A Kernel has buffer params (name, dtype, role in | out | scratch and the group's input/output
 index), scalar params (int64 dims and schedule parameters, float64 scalars) and a body."""
@@ -342,6 +343,18 @@ class Barrier(Stmt):
 
 
 @dataclass
+class ShuffleXor(Stmt):
+    """Defines `var` (immutable, as a Let) as `value` computed by the lane whose index in the
+    thread's sub-group (warp) is this lane's index xor `mask`: a register exchange without
+    local memory or a barrier. Every thread of the group executes it (converged, outside any
+    thread-dependent If); `mask` < the sub-group width, which divides the group size."""
+
+    var: Var
+    value: Expr
+    mask: int
+
+
+@dataclass
 class If(Stmt):
     cond: Expr
     then: list[Stmt] = field(default_factory=list)
@@ -394,7 +407,7 @@ def stmt_exprs(s: Stmt) -> list[Expr]:
         return [s.start, s.extent]
     if isinstance(s, Store):
         return [s.index, s.value]
-    if isinstance(s, Let | Assign | Reduce):
+    if isinstance(s, Let | Assign | Reduce | ShuffleXor):
         return [s.value]
     if isinstance(s, Local):
         return [s.init]

@@ -19,6 +19,7 @@ from .loop_ir import (
     Local,
     Reduce,
     Select,
+    ShuffleXor,
     Stmt,
     Store,
     Unary,
@@ -76,6 +77,9 @@ def _stmts(body: list[Stmt], indent: int, out: list[str]) -> None:
             out.append(f"{pad}alloc {s.scope} {s.name}: {s.dtype}[{s.size}]")
         elif isinstance(s, Barrier):
             out.append(f"{pad}barrier")
+        elif isinstance(s, ShuffleXor):
+            out.append(f"{pad}let {s.var.name}: {s.var.dtype} = shuffle_xor("
+                       f"{print_expr(s.value)}, {s.mask})")
         elif isinstance(s, If):
             out.append(f"{pad}if {print_expr(s.cond)} {{")
             _stmts(s.then, indent + 1, out)

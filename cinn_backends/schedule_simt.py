@@ -5,8 +5,11 @@ the partials with a tree through local memory (log2 G steps, a barrier each), ev
 reads the row's result and writes its strided slice of the row's elements; a reduction over
 other than the innermost axes gives each thread one (row, column) and its own walk over the
 reduced axes (coalesced, no group reduction). G is a power of two fixed in the source (the
-target's max group size, at most 256). A sub-group shuffle path for
-the last steps where the target has shuffles is not built yet.
+target's max group size, at most 256). Where the target has sub-group shuffles (its flag, a
+renderer that writes them, a group of whole sub-groups of simd_width lanes), the partials are
+combined in registers instead: an xor butterfly in each sub-group (log2 W shuffles, no
+barrier), then one slot per sub-group in local memory, one barrier, and every thread combines
+the G / W slots in a fixed order — one barrier per reduction instead of log2 G + 1.
 
 Tuned variants (tuning.py, chosen by autotune.py): another group size; a group walking several
 rows (a `chunk` argument, a barrier between rows); the item schedule, where each work-item
@@ -32,6 +35,7 @@ from .loop_ir import (
     Local,
     Reduce,
     ScalarParam,
+    ShuffleXor,
     Stmt,
     Store,
     Var,
@@ -94,6 +98,7 @@ def schedule_simt(spec: GroupSpec, target: TargetInfo,
     g_size = group_size(target, spec.reduction, tuning.group)
     grp, tid = Var("g"), Var("tid")
     scalars = list(spec.dims)
+    lanes = _shuffle_lanes(target, g_size) if spec.reduction else 0
     if spec.reduction and tuning.rows > 1:
         plan = SimtPlan(True, g_size, rows_per_group=tuning.rows)
         lo, hi = Var("lo"), Var("hi")
@@ -101,11 +106,12 @@ def schedule_simt(spec: GroupSpec, target: TargetInfo,
             Let(lo, mul(grp, CHUNK)), Let(hi, minimum(add(lo, CHUNK), spec.rows)),
             # the barrier: no thread starts the next row while another still reads this one's
             # results from local memory
-            For(ROW, lo, sub(hi, lo), "serial", [*_row_body(spec, tid, g_size), Barrier()])]
+            For(ROW, lo, sub(hi, lo), "serial",
+                [*_row_body(spec, tid, g_size, lanes), Barrier()])]
         scalars.append(ScalarParam(CHUNK.name))
     elif spec.reduction:
         plan = SimtPlan(True, g_size)
-        body = [Let(ROW, grp), *_row_body(spec, tid, g_size)]
+        body = [Let(ROW, grp), *_row_body(spec, tid, g_size, lanes)]
     else:
         plan = SimtPlan(False, g_size)
         body = _elementwise(spec, grp, tid, g_size)
@@ -148,7 +154,57 @@ def _elementwise(spec: GroupSpec, grp: Var, tid: Var, g: int) -> list[Stmt]:
             If(Binary("<", f, total, "bool"), [*pos, *lets, *stores])]
 
 
-def _row_body(spec: GroupSpec, tid: Var, g: int) -> list[Stmt]:
+def _shuffle_lanes(target: TargetInfo, g: int) -> int:
+    """The sub-group width the reductions shuffle across, or 0 (no shuffles): the target says
+    it has them, its dialect's renderer writes them, and a group is whole sub-groups."""
+    w = target.simd_width
+    if not target.subgroup_shuffle or w < 2 or w & (w - 1) or g % w:
+        return 0
+    from .targets import renderer_for  # the renderers import the IR, not the schedules
+
+    try:
+        renderer = renderer_for(target.dialect)
+    except (KeyError, ValueError):
+        return 0
+    return w if getattr(renderer, "shuffle", False) else 0
+
+
+def _combine_tree(op: str, acc: Var, red: str, tid: Var, g: int) -> tuple[list[Stmt], Expr]:
+    """The group's partials combined through local memory: log2 g halving steps."""
+    out: list[Stmt] = [Alloc(red, acc.dtype, g, "local"), Store(red, tid, acc), Barrier()]
+    s = g // 2
+    while s >= 1:
+        both = combine(op, Load(red, tid, acc.dtype), Load(red, add(tid, s), acc.dtype))
+        out += [If(Binary("<", tid, const(s), "bool"), [Store(red, tid, both)]), Barrier()]
+        s //= 2
+    return out, Load(red, const(0), acc.dtype)
+
+
+def _combine_shuffled(op: str, acc: Var, red: str, tid: Var, g: int,
+                      lanes: int) -> tuple[list[Stmt], Expr]:
+    """The group's partials combined in registers: an xor butterfly in each sub-group of
+    `lanes` (every lane ends with its sub-group's total: the combining steps commute), lane 0
+    of each sub-group posts it, one barrier, and every thread folds the g / lanes posts in
+    order (the same order everywhere, so all threads agree bit for bit)."""
+    out: list[Stmt] = []
+    cur: Expr = acc
+    mask = lanes // 2
+    while mask >= 1:
+        other, mixed = Var(f"{red}_x{mask}", acc.dtype), Var(f"{red}_s{mask}", acc.dtype)
+        out += [ShuffleXor(other, cur, mask), Let(mixed, combine(op, cur, other))]
+        cur, mask = mixed, mask // 2
+    posts = g // lanes
+    out += [Alloc(red, acc.dtype, posts, "local"),
+            If(Binary("==", mod(tid, const(lanes)), const(0), "bool"),
+               [Store(red, div(tid, const(lanes)), cur)]),
+            Barrier()]
+    total: Expr = Load(red, const(0), acc.dtype)
+    for k in range(1, posts):
+        total = combine(op, total, Load(red, const(k), acc.dtype))
+    return out, total
+
+
+def _row_body(spec: GroupSpec, tid: Var, g: int, lanes: int = 0) -> list[Stmt]:
     out: list[Stmt] = []
     hn, tn = Namer("h"), Namer("t")
     for n, phase in enumerate(spec.phases):
@@ -161,17 +217,10 @@ def _row_body(spec: GroupSpec, tid: Var, g: int) -> list[Stmt]:
             Local(acc, phase.init),
             For(INNER, tid, sub(spec.inner, tid), "serial",
                 [*inner_lets, Reduce(acc, phase.op, value)], step=g),
-            Alloc(red, phase.acc_dtype, g, "local"),
-            Store(red, tid, acc),
-            Barrier(),
         ]
-        s = g // 2
-        while s >= 1:
-            both = combine(phase.op, Load(red, tid, phase.acc_dtype),
-                           Load(red, add(tid, s), phase.acc_dtype))
-            out += [If(Binary("<", tid, const(s), "bool"), [Store(red, tid, both)]), Barrier()]
-            s //= 2
-        total = Load(red, const(0), phase.acc_dtype)
+        steps, total = (_combine_shuffled(phase.op, acc, red, tid, g, lanes) if lanes
+                        else _combine_tree(phase.op, acc, red, tid, g))
+        out += steps
         final = total if phase.finalize is None else substitute(
             phase.finalize, {acc_var(phase.acc_dtype): total})
         out.append(Let(phase.result, final))

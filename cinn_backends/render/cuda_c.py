@@ -59,6 +59,10 @@ class CudaRenderer(CLikeRenderer):
     options = "--std=c++17"
     ctypes: ClassVar[dict[str, str]] = CTYPES
     inline = "static __device__ __forceinline__"
+    shuffle = True  # a warp: the target's simd_width (32) lanes
+
+    def shuffle_xor(self, value: str, mask: int) -> str:
+        return f"__shfl_xor_sync(0xffffffffu, {value}, {mask})"
 
     def math_name(self, fn: str, dtype: str) -> str:
         if fn in HELPER_NAMES and not (fn in ("fabs", "pow") and dtype in SUFFIXES):

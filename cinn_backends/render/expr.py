@@ -35,6 +35,7 @@ from ..loop_ir import (
     Local,
     Reduce,
     Select,
+    ShuffleXor,
     Stmt,
     Store,
     Unary,
@@ -70,6 +71,9 @@ class CLikeRenderer:
     options = ""
     ctypes: ClassVar[dict[str, str]] = {}
     inline = "static inline"
+    # Renders ShuffleXor (shuffle_xor below) with a sub-group as wide as the target's
+    # simd_width: the SIMT schedule emits shuffles only for such a renderer.
+    shuffle = False
 
     # ---- hooks -----------------------------------------------------------------------------
     def math_name(self, fn: str, dtype: str) -> str:
@@ -89,6 +93,9 @@ class CLikeRenderer:
 
     def alloc_local(self, s: Alloc) -> str:
         raise RenderError(f"{self.dialect}: local memory needs a SIMT target")
+
+    def shuffle_xor(self, value: str, mask: int) -> str:
+        raise RenderError(f"{self.dialect}: no sub-group shuffles")
 
     def loop_pragma(self, s: For) -> list[str]:
         return []
@@ -145,6 +152,9 @@ class CLikeRenderer:
                     out.append(f"{pad}{self.ctype(s.dtype)} {s.name}[{s.size}];")
             elif isinstance(s, Barrier):
                 out.append(pad + self.barrier())
+            elif isinstance(s, ShuffleXor):
+                out.append(f"{pad}const {self.ctype(s.var.dtype)} {s.var.name} = "
+                           f"{self.shuffle_xor(self.expr(s.value), s.mask)};")
             elif isinstance(s, If):
                 out.append(f"{pad}if ({self.expr(s.cond)}) {{")
                 self.stmts(s.then, level + 1, out)
