@@ -5,12 +5,14 @@
 The space per target kind (tuning.py):
 - SIMT, a row reduction: the rule (a group of up to 256 threads per row, a tree through local
   memory); "item" (a row per work-item, vectorizable row loops: CPU-like OpenCL devices) with
-  1 or 64 work-items per group and 2..1024 work-items per compute unit (launch-time); "tree" with
-  16..128 threads, one row or 4 rows per group.
+  1 or 64 work-items per group and 2..1024 work-items per compute unit (launch-time), and with
+  half or twice the target's preferred vector width (2..16 lanes); "tree" with 16..128
+  threads, one row or 4 rows per group.
 - SIMT, elementwise: the rule (a thread per element, 256 per group), 64 per group, "item"
   chunks of elements per work-item.
 - SIMT, a column reduction: threads per group 256 / 64 / 32.
-- CPU: groups per compute unit 1, 2, 4 (the rule), 8, 16 (launch-time: one compile).
+- CPU: groups per compute unit 1, 2, 4 (the rule), 8, 16 (launch-time: one compile); half and
+  twice the target's preferred vector width (the loops' lanes; a compile each).
 
 Each candidate is lowered, compiled through compile.compile_source (so its module lands in the
 module caches), launched on synthetic inputs of the group's real shapes (floats in [0.5, 1.5),
@@ -66,11 +68,18 @@ def candidates(lowered: Any) -> list[Tuning]:
     """The schedule space of a group lowered by the rule (RULE first)."""
     target = lowered.target
     out = [RULE]
+    pref = max(1, target.preferred_vector_width)
     if not target.is_simt:
-        return out + [Tuning(per_unit=n) for n in (1, 2, 8, 16)]
+        # other vector widths: half and twice the target's (lane accumulators, unrolling)
+        widths = [w for w in (pref // 2, pref * 2) if 1 <= w <= 64]
+        return out + [Tuning(per_unit=n) for n in (1, 2, 8, 16)] + \
+            [Tuning(vector=w) for w in widths]
     if any(s.col_dims for s in lowered.specs):
         return out + [Tuning(group=g) for g in (64, 32)]
     items = [Tuning("item", group=1, per_unit=n) for n in (8, 32, 256, 2, 1024, 128)]
+    # OpenCL C's vector types hold 2..16 lanes (render/opencl_vector.py)
+    items += [Tuning("item", group=1, per_unit=8, vector=w)
+              for w in (pref // 2, pref * 2) if 2 <= w <= 16]
     if not any(s.reduction for s in lowered.specs):
         return out + items + [Tuning(group=64), Tuning(group=1024)]
     out += items

@@ -85,8 +85,11 @@ def lanes_for(target: TargetInfo, dtype: str) -> int:
 def schedule_cpu(spec: GroupSpec, target: TargetInfo, tuning: Tuning = RULE,
                  row_cache: bool = True) -> tuple[Kernel, CpuPlan]:
     """tuning.per_unit: groups per compute unit (a launch-time choice; 0: the rule's 4);
+    tuning.vector: the loops' lanes instead of the target's preferred vector width;
     row_cache=False: no stack row cache (the SIMT item schedule with several work-items)."""
     per_unit = tuning.per_unit or CpuPlan.groups_per_unit
+    if tuning.vector:
+        target = replace(target, preferred_vector_width=tuning.vector)
     if spec.col_dims:
         kernel, plan = _column_kernel(spec, target)
         return kernel, replace(plan, groups_per_unit=per_unit)

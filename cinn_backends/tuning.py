@@ -9,7 +9,10 @@ SIMT targets (schedule_simt.py):
   group  threads per group (a power of two; fixed in the source).
   rows   "tree": rows per group (launch-time, no recompile).
 CPU targets (schedule_cpu.py):
-  per_unit  groups per compute unit (launch-time: no recompile)."""
+  per_unit  groups per compute unit (launch-time: no recompile).
+Both (the CPU schedule's loops, which the item schedule runs too):
+  vector  lanes of the vectorized loops and of the reductions' partial accumulators (a power
+          of two; the rule: the target's preferred_vector_width)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ class Tuning:
     group: int = 0
     rows: int = 0
     per_unit: int = 0
+    vector: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v}
@@ -30,17 +34,18 @@ class Tuning:
     @classmethod
     def from_json(cls, d: Any) -> Tuning:
         """Raises ValueError for anything that is not a tuning this version writes."""
-        if not isinstance(d, dict) or set(d) - {"mode", "group", "rows", "per_unit"}:
+        if not isinstance(d, dict) or set(d) - {"mode", "group", "rows", "per_unit", "vector"}:
             raise ValueError(f"not a tuning: {d!r}")
         mode = d.get("mode", "")
         if mode not in ("", "tree", "item"):
             raise ValueError(f"unknown mode {mode!r}")
-        ints = {k: d.get(k, 0) for k in ("group", "rows", "per_unit")}
+        ints = {k: d.get(k, 0) for k in ("group", "rows", "per_unit", "vector")}
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 1 << 20
                for v in ints.values()):
             raise ValueError(f"bad tuning values: {d!r}")
-        if ints["group"] & (ints["group"] - 1):
-            raise ValueError("group is not a power of two")
+        for k in ("group", "vector"):
+            if ints[k] & (ints[k] - 1):
+                raise ValueError(f"{k} is not a power of two")
         return cls(mode, **ints)
 
     def label(self) -> str:

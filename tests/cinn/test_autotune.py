@@ -62,6 +62,8 @@ def test_every_candidate_matches_the_rule(place: str, name: str) -> None:
     want = runners.run_core(rule, feeds, specs, place)
     cands = autotune.candidates(rule)
     assert cands[0] == RULE and len(cands) > 2
+    # the vector width is searched too (the CPU schedule's loops, also the item schedule's)
+    assert any(c.vector for c in cands) or any(s.col_dims for s in rule.specs)
     for cand in cands[1:]:
         got = runners.run_core(lower_group(ops, vi, vo, target, tuning=cand), feeds, specs,
                                place)
@@ -73,10 +75,11 @@ def test_every_candidate_matches_the_rule(place: str, name: str) -> None:
 
 
 def test_tuning_json_round_trip_and_validation() -> None:
-    t = Tuning("item", group=1, per_unit=8)
+    t = Tuning("item", group=1, per_unit=8, vector=8)
     assert Tuning.from_json(t.to_json()) == t
     assert Tuning.from_json({}) == RULE
-    for bad in ({"mode": "warp"}, {"group": 3}, {"rows": -1}, {"extra": 1}, [1], {"rows": "2"}):
+    for bad in ({"mode": "warp"}, {"group": 3}, {"rows": -1}, {"extra": 1}, [1], {"rows": "2"},
+                {"vector": 12}):
         with pytest.raises(ValueError):
             Tuning.from_json(bad)
 
