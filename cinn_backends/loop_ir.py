@@ -384,6 +384,9 @@ class Kernel:
     body: list[Stmt]
     simt: bool = False
     group_size: tuple[int, int, int] = (1, 1, 1)  # threads per group (SIMT), fixed in source
+    # Vectorized stores of whole aligned vectors may bypass the caches (non-temporal): outputs
+    # too large to be read again from cache. A hint; a renderer without such stores ignores it.
+    stream_stores: bool = False
 
     @property
     def params(self) -> list[BufferParam | ScalarParam]:

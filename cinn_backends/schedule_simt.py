@@ -135,7 +135,8 @@ def _items(spec: GroupSpec, target: TargetInfo, tuning: Tuning) -> tuple[Kernel,
                  [Let(outer.var, add(mul(grp, g_size), tid)), *outer.body], axis=0)
     group = For(grp, const(0), Var("grid_x"), "group", [thread], axis=0)
     return Kernel(spec.name, spec.buffers, list(cpu.scalars), [group], simt=True,
-                  group_size=(g_size, 1, 1)), SimtPlan(spec.reduction, g_size, items=cplan)
+                  group_size=(g_size, 1, 1), stream_stores=bool(tuning.stream)), \
+        SimtPlan(spec.reduction, g_size, items=cplan)
 
 
 def _elementwise(spec: GroupSpec, grp: Var, tid: Var, g: int) -> list[Stmt]:

@@ -12,7 +12,10 @@ CPU targets (schedule_cpu.py):
   per_unit  groups per compute unit (launch-time: no recompile).
 Both (the CPU schedule's loops, which the item schedule runs too):
   vector  lanes of the vectorized loops and of the reductions' partial accumulators (a power
-          of two; the rule: the target's preferred_vector_width)."""
+          of two; the rule: the target's preferred_vector_width).
+  stream  1: the item schedule's vectorized stores bypass the caches where the renderer can
+          (OpenCL: non-temporal stores of aligned vectors), for outputs too large to be read
+          again from cache; the measurement decides, per shape bucket."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ class Tuning:
     rows: int = 0
     per_unit: int = 0
     vector: int = 0
+    stream: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v}
@@ -34,18 +38,21 @@ class Tuning:
     @classmethod
     def from_json(cls, d: Any) -> Tuning:
         """Raises ValueError for anything that is not a tuning this version writes."""
-        if not isinstance(d, dict) or set(d) - {"mode", "group", "rows", "per_unit", "vector"}:
+        if not isinstance(d, dict) or \
+                set(d) - {"mode", "group", "rows", "per_unit", "vector", "stream"}:
             raise ValueError(f"not a tuning: {d!r}")
         mode = d.get("mode", "")
         if mode not in ("", "tree", "item"):
             raise ValueError(f"unknown mode {mode!r}")
-        ints = {k: d.get(k, 0) for k in ("group", "rows", "per_unit", "vector")}
+        ints = {k: d.get(k, 0) for k in ("group", "rows", "per_unit", "vector", "stream")}
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 1 << 20
                for v in ints.values()):
             raise ValueError(f"bad tuning values: {d!r}")
         for k in ("group", "vector"):
             if ints[k] & (ints[k] - 1):
                 raise ValueError(f"{k} is not a power of two")
+        if ints["stream"] > 1:
+            raise ValueError("stream is 0 or 1")
         return cls(mode, **ints)
 
     def label(self) -> str:

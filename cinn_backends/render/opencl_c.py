@@ -12,7 +12,7 @@ from typing import ClassVar
 from ..loop_ir import Alloc, For, Kernel, Stmt
 from .c99 import ERFF, EXPF, FAST, TANHF
 from .expr import HELPER_NAMES, SUFFIX, CLikeRenderer, helper_source, used_calls, used_dtypes
-from .opencl_vector import VALUE_TYPES, WIDTHS, helper_text, render_loop
+from .opencl_vector import NT_FENCE, NT_STORE, VALUE_TYPES, WIDTHS, helper_text, render_loop
 
 CTYPES = {"bool": "int", "int8": "char", "uint8": "uchar", "int16": "short", "int32": "int",
           "int64": "long", "float16": "ushort", "bfloat16": "ushort", "float32": "float",
@@ -84,6 +84,18 @@ class OpenCLRenderer(CLikeRenderer):
 
     vector_helpers: set[tuple[str, int]]  # those the kernel being rendered calls
     vector_allocs: dict[str, int]  # private arrays of W lanes held in a vector variable
+    stream_stores: bool  # the kernel being rendered asks for non-temporal vector stores
+    global_outputs: set[str]  # its output buffers (what a non-temporal store may write)
+
+    def kernel(self, k: Kernel) -> str:
+        self.stream_stores = k.stream_stores
+        self.global_outputs = {b.name for b in k.buffers if b.role == "out"}
+        text = super().kernel(k)
+        if k.stream_stores and NT_STORE in text:
+            # non-temporal stores are weakly ordered (x86): drain them before the kernel ends
+            head, _, _ = text.rstrip().rpartition("}")
+            text = head + NT_FENCE + "}\n"
+        return text
 
     def render(self, kernels: list[Kernel]) -> str:
         """The kernels' source: vectorized loops with vector types (opencl_vector.py), the
@@ -92,6 +104,8 @@ class OpenCLRenderer(CLikeRenderer):
         r = copy.copy(self)
         r.vector_helpers = set()
         r.vector_allocs = {}
+        r.stream_stores = False
+        r.global_outputs = set()
         bodies = [r.kernel(k) for k in kernels]
         helpers = [helper_text(h) for h in sorted({h for h, _ in r.vector_helpers})]
         return "\n".join([self.prelude(kernels) + "".join(helpers), *bodies])

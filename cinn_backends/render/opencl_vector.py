@@ -46,6 +46,16 @@ VALUE_TYPES = {"float32": ("float", 4), "float64": ("double", 8), "int32": ("int
                "int64": ("long", 8)}
 MASK = {4: "int", 8: "long"}  # the integer vector a comparison of N-byte lanes gives
 WIDTHS = (2, 4, 8, 16)
+# Streaming stores (Kernel.stream_stores): clang's non-temporal store builtin (PoCL and other
+# clang-based OpenCL compilers), taken only where the address is aligned to the whole vector
+# (x86's movnt faults otherwise), then a store fence at the kernel's end.
+NT_STORE = "__builtin_nontemporal_store"
+NT_FENCE = """#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#else
+  mem_fence(CLK_GLOBAL_MEM_FENCE);
+#endif
+"""
 
 
 class NoVector(Exception):
@@ -104,6 +114,7 @@ class Vectorizer:
         self.r, self.w, self.var = r, w, var
         self.env: dict[str, Val] = {var: ("aff", base)}
         self.helpers: set[str] = set()
+        self.streamed = 0  # non-temporal stores written (their temporaries' names)
 
     # ---- expressions ------------------------------------------------------------------------
     def widen(self, v: Val, dtype: str) -> str:
@@ -250,11 +261,26 @@ class Vectorizer:
                 val = self.widen(self.value(s.value), dt)
                 if self.r.vector_allocs.get(s.buf) == self.w and idx[1] == "0":
                     out.append(f"{pad}{s.buf}_v = {val};")
+                elif self.r.stream_stores and s.buf in self.r.global_outputs:
+                    out += self._streamed(s.buf, idx[1], val, dt, pad)
                 else:
                     out.append(f"{pad}vstore{self.w}({val}, 0, {s.buf} + {idx[1]});")
             else:
                 raise NoVector(f"statement {type(s).__name__}")
         return out
+
+
+    def _streamed(self, buf: str, idx: str, val: str, dt: str, pad: str) -> list[str]:
+        """A non-temporal store of the vector where its address is aligned to its size."""
+        t, size = VALUE_TYPES[dt]
+        vt = f"{t}{self.w}"
+        self.streamed += 1
+        tmp, ptr = f"nt{self.streamed}", f"{buf} + {idx}"
+        return [f"{pad}const {vt} {tmp} = {val};",
+                f"{pad}if ((((ulong)({ptr})) & {self.w * size - 1}) == 0)",
+                f"{pad}  {NT_STORE}({tmp}, (__global {vt} *)({ptr}));",
+                f"{pad}else",
+                f"{pad}  vstore{self.w}({tmp}, 0, {ptr});"]
 
 
 def lanes(s: For) -> int | None:

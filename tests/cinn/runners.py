@@ -96,7 +96,10 @@ def opencl_context() -> Any:
 
 
 def run_opencl(cl_env: Any, lowered: LoweredGroup, inputs: list[np.ndarray],
-               out_specs: list[tuple[tuple[int, ...], Any]]) -> list[np.ndarray]:
+               out_specs: list[tuple[tuple[int, ...], Any]],
+               out_offset: int = 0) -> list[np.ndarray]:
+    """out_offset: the outputs start that many bytes into their buffers (a multiple of their
+    element size), e.g. to write them misaligned."""
     import pyopencl as cl
 
     ctx, queue, _ = cl_env
@@ -106,14 +109,16 @@ def run_opencl(cl_env: Any, lowered: LoweredGroup, inputs: list[np.ndarray],
     in_bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a if a.size else
                          np.zeros(1, a.dtype)) for a in ins]
     outs = [np.zeros(shape, dtype=dt) for shape, dt in out_specs]
-    out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, size=max(1, o.nbytes)) for o in outs]
+    out_bufs = [cl.Buffer(ctx, mf.READ_WRITE, size=max(1, o.nbytes + out_offset))
+                for o in outs]
     shapes: dict[Any, tuple[int, ...]] = {("in", i): a.shape for i, a in enumerate(ins)}
     shapes.update({("out", j): o.shape for j, o in enumerate(outs)})
     for launch in lowered.launches(shapes):
         args: list[Any] = []
         for kind, value in launch.args:
             if kind in ("in", "out"):
-                args += [(in_bufs if kind == "in" else out_bufs)[value], np.uint64(0)]
+                args += [(in_bufs if kind == "in" else out_bufs)[value],
+                         np.uint64(0 if kind == "in" else out_offset)]
             elif kind == "i64":
                 args.append(np.int64(value))
             else:
@@ -123,7 +128,7 @@ def run_opencl(cl_env: Any, lowered: LoweredGroup, inputs: list[np.ndarray],
         kernel(queue, gsize, tuple(launch.group), *args)
     for o, b in zip(outs, out_bufs, strict=True):
         if o.size:
-            cl.enqueue_copy(queue, o, b)
+            cl.enqueue_copy(queue, o, b, src_offset=out_offset)
     queue.finish()
     return outs
 

@@ -79,7 +79,7 @@ def test_tuning_json_round_trip_and_validation() -> None:
     assert Tuning.from_json(t.to_json()) == t
     assert Tuning.from_json({}) == RULE
     for bad in ({"mode": "warp"}, {"group": 3}, {"rows": -1}, {"extra": 1}, [1], {"rows": "2"},
-                {"vector": 12}):
+                {"vector": 12}, {"stream": 2}):
         with pytest.raises(ValueError):
             Tuning.from_json(bad)
 
@@ -149,3 +149,29 @@ def test_damaged_tuning_file_is_ignored(place: str, tmp_path: Path) -> None:
     assert second["auto"]["tuned"] == 1 and second["auto"]["reused"] == 0
     again = json.loads((tmp_path / tune_cache.FILE).read_text())["entries"][key]
     assert tune_cache._valid(key, again) is not None
+
+
+def test_streaming_stores_are_a_candidate_and_safe_when_misaligned() -> None:
+    """Tuning(stream=1): the OpenCL item kernel's vector stores to outputs go non-temporal
+    where the address is aligned to the vector (movnt faults otherwise), with a store fence at
+    the end; an output at a misaligned byte offset takes the ordinary stores. Results equal
+    the rule's either way."""
+    from tests.cinn.helpers import SIMT, lower, opencl
+
+    env = opencl()
+    if env is None:
+        pytest.skip("no OpenCL device for pyopencl")
+    shapes = [([64, 256], "float32"), ([256], "float32")]
+    p = program(shapes, GROUPS["rms"][1])
+    streamed = lower(p, SIMT, Tuning("item", group=1, per_unit=8, stream=1))
+    assert "__builtin_nontemporal_store" in streamed.source and "& 63) == 0" in streamed.source
+    assert "__builtin_ia32_sfence" in streamed.source
+    assert "__builtin_nontemporal_store" not in lower(p, SIMT, Tuning(
+        "item", group=1, per_unit=8)).source
+    assert any(c.stream for c in autotune.candidates(lower(p, SIMT)))
+    feeds, specs = _feeds(shapes), out_specs(p)
+    x, w = (a.astype(np.float64) for a in feeds)
+    want = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w
+    for offset in (0, 4, 32):  # aligned, misaligned, aligned to 32 bytes but not 64
+        (got,) = runners.run_opencl(env, streamed, feeds, specs, out_offset=offset)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6, err_msg=f"offset {offset}")
