@@ -89,3 +89,44 @@ def test_float32_accuracy_on_long_inputs():
     g = hwport.sum(dev(m), axis=0).numpy().astype(np.float64)
     w = m.astype(np.float64).sum(axis=0)
     np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * np.abs(m).sum(axis=0).max() / 64)
+
+
+INT_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64")
+
+
+@pytest.mark.parametrize("name", INT_DTYPES)
+@pytest.mark.parametrize("shape", [(63,), (64,), (1000,), (3, 1025), (5, 4099), ((1 << 20) + 3,)])
+def test_integer_rows_contiguous(name, shape):
+    # bool and integer contiguous rows (k_<op>_c with 16-element loads widened to int64):
+    # sizes off the 16 / 32 / group multiples, full ranges (int64 sums wrap as numpy's do),
+    # an element-offset view and a stepped view (the generic path).
+    rng = rng_for(f"opencl-reduce-int-{name}-{shape}")
+    if name == "bool":
+        x = rng.random(shape) < 0.5
+    else:
+        info = np.iinfo(name)
+        x = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=name)
+    t = dev(x)
+    axis = [len(shape) - 1]
+    for op in ("sum", "max", "min"):
+        check(op, name, x, t, axis)
+        check(op, name, x, t, None)
+        check(op, name, x[..., 1:], t[..., 1:], axis)
+    check("sum", name, x[..., ::3], t[..., ::3], axis)
+
+
+def test_bool_rows_any_and_all():
+    # max / min over bool are any / all: one True (or one False) anywhere in a long row,
+    # including the scalar tail.
+    n = 4099
+    rows = np.zeros((4, n), np.bool_)
+    rows[1, 17] = True
+    rows[2, n - 1] = True
+    rows[3, :] = True
+    got = run("max", dev(rows), [1], False).numpy()
+    np.testing.assert_array_equal(got, [False, True, True, True])
+    neg = ~rows
+    got = run("min", dev(neg), [1], False).numpy()
+    np.testing.assert_array_equal(got, [True, False, False, False])
+    got = run("sum", dev(rows), [1], False).numpy()
+    np.testing.assert_array_equal(got, rows.sum(axis=1))
