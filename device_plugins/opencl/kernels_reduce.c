@@ -16,6 +16,15 @@
  * local-memory tree. Work-group sizes are powers of two bounded by CL_DEVICE_MAX_WORK_GROUP_SIZE
  * and CL_KERNEL_WORK_GROUP_SIZE; the global size is a multiple of the local size.
  *
+ * Fast paths (the generic kernels above stay for views and the rest):
+ *  - k_<op>_c, rows contiguous and element-aligned (sum/mean/max/min of float32, float16,
+ *    bfloat16; sum/max/min of bool and integers): a span of the row per work-item read with
+ *    vector loads; float32 sums in superblocks of up to 1024 elements (float16 accumulators,
+ *    then the accumulation type), integers in int64 lanes; same launch and k_<op>_fin split;
+ *  - k_<op>_k, float32 with the kept dims one contiguous dim (a sum over axis 0): a work-item
+ *    per up to 256 adjacent outputs walks the reduced dims (sums: fixed groups of 256 columns
+ *    in registers, float over 32-row blocks, then the accumulation type).
+ *
  * Accumulation: bool/integers in int64 (wrap-around through ulong arithmetic), float16 and
  * bfloat16 in float, float32 in double when the device has cl_khr_fp64 (else float with Kahan
  * compensation per work-item), float64 in double. max/min propagate NaN; over bool they are
