@@ -63,8 +63,8 @@ def test_specials_in_different_superblocks():
                                            ((31, 4352), [0]), ((2, 3, 4608), [0, 1]),
                                            ((100, 257), [0])])
 def test_column_sums_full_and_masked_groups(shape, axis):
-    # (max and min too) 4296 columns: 256 per work-item, the last one 200 (12 vectors masked, 8 one by one);
-    # 4100: the last 4 one by one; row counts off the 32-row blocks.
+    # sum, mean, max, min. 4296 columns: 256 per work-item, the last one 200 (12 vectors
+    # masked, 8 one by one); 4100: the last 4 one by one; row counts off the 32-row blocks.
     rng = rng_for(f"opencl-reduce-cols-{shape}")
     x = (rng.standard_normal(shape) * 4 + 1).astype(np.float32)
     x.flat[7] = np.nan
