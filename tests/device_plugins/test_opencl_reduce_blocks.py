@@ -1,8 +1,9 @@
 """The OpenCL plugin's float32 sum/mean fast paths (device_plugins/opencl/kernels_reduce.c):
 k_<op>_c sums a work-item's span of a contiguous row in superblocks of up to 1024 elements
-(four float16 accumulators over 64-element blocks, then double); k_<op>_k sums columns in
-fixed groups of 256 (float over blocks of 32 rows, then double), the last group masked and the
-columns past the last multiple of 16 one by one. Sizes around every block edge, views, NaN and
+(four streams, a float16 accumulator each, then double); k_<op>_k sums columns in fixed
+groups of 128 over two row streams (float over blocks of 32 rows, then double), the last group
+masked, an odd last row alone and the columns past the last multiple of 16 one by one; bool
+and integer rows through k_<op>_c's int64 lanes. Sizes around every block edge, views, NaN and
 +-inf in different blocks, and float32 accuracy on long inputs, against numpy in float64.
 Skipped as tests/device_plugins/test_opencl_reduce.py is."""
 
