@@ -478,11 +478,10 @@ static void ln_rows_task(void *ctx, int64_t b, int64_t e) {
   const nn_io *io = nn_io_of(P->dt);
   const int native = P->dt == HWP_DTYPE_FLOAT32 || P->dt == HWP_DTYPE_FLOAT64;
   const int unit = P->noff == NULL && (P->nn == 0 || P->nstride[0] == 1);
-  char *buf = NULL, *buf2 = NULL;
+  char *buf = NULL;
   if (!native || !unit) {
     buf = cpu_scratch(io->ct_size * (size_t)P->N);
-    buf2 = cpu_scratch(io->ct_size * (size_t)P->N);
-    if (buf == NULL || buf2 == NULL) {
+    if (buf == NULL) {
       __atomic_store_n(&P->failed, 1, __ATOMIC_RELAXED);
       b = e;
     }
@@ -491,7 +490,9 @@ static void ln_rows_task(void *ctx, int64_t b, int64_t e) {
     const char *x = P->in + cpu_unravel_offset(r, P->rn, P->rshape, P->rstride) * P->isz;
     char *y = P->out + r * P->N * P->isz;
     const void *src = x;
-    void *dst = native ? (void *)y : (void *)buf2;
+    /* half rows normalize in place in buf (the output pass reads x[i] before it writes y[i]):
+     * one row buffer less in L1 beside the float32 weight and bias. */
+    void *dst = native ? (void *)y : (void *)buf;
     if (!native || !unit) {
       if (P->noff != NULL)
         io->gather_off(buf, x, P->noff, P->N);
@@ -503,10 +504,9 @@ static void ln_rows_task(void *ctx, int64_t b, int64_t e) {
       nn_norm_d(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
     else
       g_nn_f32.norm_f(src, dst, P->N, P->wv, P->bv, P->eps, P->rms);
-    if (!native) io->scatter(y, buf2, P->N);
+    if (!native) io->scatter(y, buf, P->N);
   }
   free(buf);
-  free(buf2);
 }
 
 static HWP_Status ln_run(void *payload) {
