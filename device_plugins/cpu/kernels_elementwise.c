@@ -278,7 +278,7 @@ CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
  * float32 at vector width (any input stride; 0 broadcasts), the op's float expression over the
  * chunk (vectorized like float32's), the results converted back. Other outputs: the baseline
  * loop. */
-#define EW_HALF_CHUNK 64
+#define EW_HALF_CHUNK 256
 #define EW_HALF_APPLY_OUT_SAME(op, name, isa, out, a, m, expr)                                 \
   CPU_EW_HOIST_##op(for (int64_t j = 0; j < m; ++j) a[j] = (float)(expr);)                     \
   cpu_half_store_##name##isa(out, a, m);
