@@ -91,12 +91,28 @@ CPU_FOR_EACH_DTYPE(CPU_DEFINE_MUL)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
 #include "half_simd.h"
 #define BIN_HALF 1
-#define BIN_HALF_CHUNK 512
-#define CPU_DEFINE_HALF_LOOP(OP, OPEXPR, name, isa, ATTRS)                                     \
+#define BIN_HALF_CHUNK 64
+#define CPU_DEFINE_HALF_LOOP(OP, OPEXPR, name, isa, ATTRS, W, VOP)                             \
   ATTRS static void OP##_##name##isa(char *const *p, const int64_t *s, int64_t n,              \
                                      const void *aux) {                                        \
     if (s[0] != 2) {                                                                           \
       OP##_##name(p, s, n, aux);                                                               \
+      return;                                                                                  \
+    }                                                                                          \
+    if (s[1] == 2 && s[2] == 2) { /* contiguous: fused per vector, two vectors a step */       \
+      char *o = p[0];                                                                          \
+      const char *x = p[1], *y = p[2];                                                         \
+      int64_t i = 0;                                                                           \
+      for (; i + 2 * W <= n; i += 2 * W) {                                                     \
+        cpu_h16_store_##name##isa(o + 2 * i, VOP(cpu_h16_load_##name##isa(x + 2 * i),          \
+                                                 cpu_h16_load_##name##isa(y + 2 * i)));        \
+        cpu_h16_store_##name##isa(o + 2 * (i + W),                                             \
+                                  VOP(cpu_h16_load_##name##isa(x + 2 * (i + W)),               \
+                                      cpu_h16_load_##name##isa(y + 2 * (i + W))));             \
+      }                                                                                        \
+      if (i == n) return;                                                                      \
+      char *q[3] = {o + 2 * i, (char *)x + 2 * i, (char *)y + 2 * i};                          \
+      OP##_##name(q, s, n - i, aux);                                                           \
       return;                                                                                  \
     }                                                                                          \
     float a[BIN_HALF_CHUNK], b[BIN_HALF_CHUNK];                                                \
@@ -108,15 +124,15 @@ CPU_FOR_EACH_DTYPE(CPU_DEFINE_MUL)
       cpu_half_store_##name##isa(p[0] + i0 * 2, a, m);                                         \
     }                                                                                          \
   }
-#define CPU_DEFINE_HALF_LOOPS(OP, OPEXPR)                                                      \
-  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx2, __attribute__((target("avx2,fma,f16c"))))   \
-  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx2, __attribute__((target("avx2,fma,f16c"))))  \
-  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx512,                                           \
-                       __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c"))))          \
-  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx512,                                          \
-                       __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c"))))
-CPU_DEFINE_HALF_LOOPS(add, OP_add)
-CPU_DEFINE_HALF_LOOPS(multiply, OP_multiply)
+#define BIN_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define BIN_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,fma,f16c")))
+#define CPU_DEFINE_HALF_LOOPS(OP, OPEXPR, V8, V16)                                             \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx2, BIN_AVX2, 8, V8)                            \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx2, BIN_AVX2, 8, V8)                           \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, float16, _avx512, BIN_AVX512, 16, V16)                      \
+  CPU_DEFINE_HALF_LOOP(OP, OPEXPR, bfloat16, _avx512, BIN_AVX512, 16, V16)
+CPU_DEFINE_HALF_LOOPS(add, OP_add, _mm256_add_ps, _mm512_add_ps)
+CPU_DEFINE_HALF_LOOPS(multiply, OP_multiply, _mm256_mul_ps, _mm512_mul_ps)
 static const cpu_inner_fn g_add_half[2][2] = {{add_float16_avx2, add_bfloat16_avx2},
                                              {add_float16_avx512, add_bfloat16_avx512}};
 static const cpu_inner_fn g_multiply_half[2][2] = {

@@ -44,6 +44,36 @@ CPU_FOR_EACH_DTYPE(CPU_DEFINE_CASTS_FROM)
 static const cpu_inner_fn g_cast[HWP_DTYPE_COUNT][HWP_DTYPE_COUNT] = {
     CPU_FOR_EACH_DTYPE(CPU_CAST_ROW)};
 
+/* float32 -> int32, contiguous: the same result as cpu_sat_int32 (truncation, NaN -> 0, out of
+ * range saturates) computed in float32 without branches, so it vectorizes (cloned for AVX2 and
+ * AVX-512): the value is clamped into the range where the conversion is defined, converted,
+ * and 2^31 and above become INT32_MAX (float32 has nothing between 2^31 - 128 and 2^31). The
+ * generic loop went through double with branches: 2.3 ms for 1M elements, torch 0.7 ms. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(HWPORT_CPU_NO_DISPATCH)
+#define CAST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CAST_CLONES
+#endif
+CAST_CLONES static void cast_f32_i32_run(int32_t *o, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    float c = v > 2147483520.0f ? 2147483520.0f : v; /* the largest float32 below 2^31 */
+    c = c < -2147483648.0f ? -2147483648.0f : c;
+    c = v != v ? 0.0f : c;
+    const int32_t r = (int32_t)c;
+    o[i] = v >= 2147483648.0f ? INT32_MAX : r;
+  }
+}
+static void cast_float32_int32_fast(char *const *p, const int64_t *s, int64_t n,
+                                    const void *aux) {
+  if (s[0] == 4 && s[1] == 4 && ((uintptr_t)p[0] | (uintptr_t)p[1]) % 4 == 0) {
+    cast_f32_i32_run((int32_t *)p[0], (const float *)p[1], n);
+    return;
+  }
+  cast_float32_int32(p, s, n, aux);
+}
+
 HWP_Status cpu_kernel_cast(const HWP_KernelContext *ctx) {
   HWP_Status st = cpu_check_context(ctx, "cast", 1, 1);
   if (st != HWP_OK) return st;
@@ -56,5 +86,6 @@ HWP_Status cpu_kernel_cast(const HWP_KernelContext *ctx) {
   st = cpu_prepare_task(ctx, "cast", &task, &nelems);
   if (st != HWP_OK) return st;
   task.u.ew.fn = g_cast[in][out];
+  if (in == HWP_DTYPE_FLOAT32 && out == HWP_DTYPE_INT32) task.u.ew.fn = cast_float32_int32_fast;
   return cpu_launch(ctx, "cast", &task, nelems);
 }

