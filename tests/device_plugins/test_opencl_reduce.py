@@ -261,6 +261,19 @@ def test_contiguous_float16_rows_widen_every_value_exactly():
         assert same.all(), (op, np.nonzero(~same)[0][:5])
 
 
+def check_kept_dims(x: np.ndarray, axis: list[int], **tol: float) -> None:
+    """sum/mean/max/min of x over `axis` against numpy in float64: NaN and inf where numpy
+    has them, the finite results within `tol`."""
+    t = dev(x)
+    for op in ("sum", "mean", "max", "min"):
+        got = run(op, t, axis, False).numpy()
+        want = getattr(np, op)(x.astype(np.float64), axis=tuple(axis))
+        np.testing.assert_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_equal(np.isinf(got), np.isinf(want))
+        fin = np.isfinite(want)
+        np.testing.assert_allclose(got[fin], want[fin], **tol)
+
+
 @pytest.mark.parametrize(("shape", "axis"), [((300, 1000), [0]), ((5, 7, 300), [0, 1]),
                                            ((20, 259), [0]), ((3, 4, 17, 400), [0, 2])])
 def test_contiguous_float32_kept_dims(shape, axis):
@@ -271,14 +284,7 @@ def test_contiguous_float32_kept_dims(shape, axis):
     x = (rng.standard_normal(shape) * 4 + 1).astype(np.float32)
     x.flat[5] = np.nan
     x.flat[2 * shape[-1] + 9] = np.inf
-    t = dev(x)
-    for op in ("sum", "mean", "max", "min"):
-        got = run(op, t, axis, False).numpy()
-        want = getattr(np, op)(x.astype(np.float64), axis=tuple(axis))
-        np.testing.assert_equal(np.isnan(got), np.isnan(want))
-        np.testing.assert_equal(np.isinf(got), np.isinf(want))
-        fin = np.isfinite(want)
-        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+    check_kept_dims(x, axis, rtol=1e-5, atol=1e-5)
     y = x.reshape(shape[0], -1)
     check("sum", "float32", y, dev(y), [0])
     check("max", "float32", y.T.copy(), dev(y).T, [1])
