@@ -116,6 +116,9 @@ def torch_fns():
 
 
 def torch_compiled_time(torch_mod, fn, arrays, repeat):
+    # Not interleaved with our calls, unlike the other baselines: torch's OpenMP workers
+    # spin-wait after each call and would take the cores from the call that follows (an
+    # interleaved run gave the epilogue 0.73x here against 1.08-1.28x timed apart).
     try:
         compiled = torch_mod.compile(fn)
         ts = [torch_mod.from_numpy(a) for a in arrays]
