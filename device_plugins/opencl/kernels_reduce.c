@@ -429,13 +429,18 @@ static const char *const k_red_source =
     "#define SB16(d, c, v) { d += TOS16(v); }\n"
     "#endif\n"
     "#define ROFF(r) (rdim == 1 ? (long)(r) * rst.s0 : offs((r), rdim, rshape, rst))\n"
-    "#define DEF_SUMK(NAME, FINISH)                                                  \\\n"
-    "__kernel void k_##NAME##_k(__global uchar *out, ulong out_off, int odt, int oal,\\\n"
+    /* The column kernels' signature and their work-item's columns [j0, j1): nb whole blocks
+     * of 16, the output's alignment `al`. Given the pasted name: a bare `max`/`min` would be
+     * macro-expanded on its way in. */
+    "#define K_COLUMNS_HEAD(KNAME)                                                   \\\n"
+    "__kernel void KNAME(__global uchar *out, ulong out_off, int odt, int oal,       \\\n"
     "    __global const uchar *in, ulong in_off, ulong rlen, ulong nout, int rdim,   \\\n"
     "    long16 rshape, long16 rst, uint cw) {                                       \\\n"
     "  ulong j0 = get_global_id(0) * (ulong)cw; if (j0 >= nout) return;              \\\n"
     "  ulong j1 = min(nout, j0 + cw); uint nb = (uint)((j1 - j0) / 16);              \\\n"
-    "  int al = oal > 0 ? ((out_off % (ulong)oal) == 0) : 1;                         \\\n"
+    "  int al = oal > 0 ? ((out_off % (ulong)oal) == 0) : 1;\n"
+    "#define DEF_SUMK(NAME, FINISH)                                                  \\\n"
+    "K_COLUMNS_HEAD(k_##NAME##_k)                                                    \\\n"
     "  ulong h = rlen / 2;                                                           \\\n"
     "  for (uint k0 = 0; k0 < nb; k0 += 8) { uint m = min(8u, nb - k0);              \\\n"
     "    __global const uchar *col = in + in_off + (j0 + (ulong)k0 * 16) * 4;        \\\n"
@@ -469,12 +474,7 @@ static const char *const k_red_source =
     /* max/min over outer dims the same way (no blocks: the lanes are exact): the former kernel
      * run-time-indexed accumulators ran ~1.25x the CPU plugin's time on [4096, 4096]. */
     "#define DEF_MAXK(NAME, ID, V8OP, COMB)                                          \\\n"
-    "__kernel void k_##NAME##_k(__global uchar *out, ulong out_off, int odt, int oal,\\\n"
-    "    __global const uchar *in, ulong in_off, ulong rlen, ulong nout, int rdim,   \\\n"
-    "    long16 rshape, long16 rst, uint cw) {                                       \\\n"
-    "  ulong j0 = get_global_id(0) * (ulong)cw; if (j0 >= nout) return;              \\\n"
-    "  ulong j1 = min(nout, j0 + cw); uint nb = (uint)((j1 - j0) / 16);              \\\n"
-    "  int al = oal > 0 ? ((out_off % (ulong)oal) == 0) : 1;                         \\\n"
+    "K_COLUMNS_HEAD(k_##NAME##_k)                                                    \\\n"
     "  for (uint k0 = 0; k0 < nb; k0 += 16) { uint m = min(16u, nb - k0);            \\\n"
     "    __global const uchar *col = in + in_off + (j0 + (ulong)k0 * 16) * 4;        \\\n"
     "    float16 f[16];                                                              \\\n"
