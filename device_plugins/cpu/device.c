@@ -44,6 +44,21 @@ static void read_vendor(char *dst, size_t n) {
   fclose(f);
 }
 
+/* Elementwise outputs of at least a quarter of the last-level cache are written with
+ * non-temporal stores (elementwise_iter.h): with their inputs they would evict most of the
+ * cache anyway, and the stores skip reading each output line first. Measured on a 2-core VM
+ * with 48 MiB of L3: streaming a 16 MB output wins even when the next op reads it (0.9x), an
+ * 8 MB one loses then (1.2x). At least 1 MiB where the cache is small or unknown. */
+static uint64_t default_stream_min_bytes(void) {
+  long llc = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  uint64_t quarter = llc > 0 ? (uint64_t)llc / 4 : (uint64_t)8 << 20;
+  return quarter < ((uint64_t)1 << 20) ? (uint64_t)1 << 20 : quarter;
+}
+
 static void config_init_once(void) {
   g_cpu.num_devices = 1;
   const char *s = getenv("HWPORT_CPU_DEVICES");
@@ -87,6 +102,20 @@ static void config_init_once(void) {
     } else {
       cpu_log(HWP_LOG_WARNING, "HWPORT_CPU_INLINE_ELEMENTS='%s' is not an integer; using %d", s,
               CPU_DEFAULT_INLINE_ELEMENTS);
+    }
+  }
+
+  g_cpu.stream_min_bytes = default_stream_min_bytes();
+  s = getenv("HWPORT_CPU_STREAM_BYTES");
+  if (s != NULL && *s != '\0') {
+    uint64_t v;
+    if (hwps_parse_bytes(s, &v)) {
+      g_cpu.stream_min_bytes = v;
+    } else {
+      cpu_log(HWP_LOG_WARNING,
+              "HWPORT_CPU_STREAM_BYTES='%s' is not a byte count (e.g. 0 for never, 4096, 16M); "
+              "using %llu bytes",
+              s, (unsigned long long)g_cpu.stream_min_bytes);
     }
   }
 

@@ -1,8 +1,9 @@
-/* hwport CPU plugin — float32 sin, cos, expm1 and log1p over whole vectors (GCC vector
+/* hwport CPU plugin — float32 sin, cos, expm1, log1p, log and tanh over whole vectors (GCC vector
  * extensions), the AVX2 and AVX-512 variants behind the generated loops' cpu_vsin_f / cpu_vcos_f
- * / cpu_vexpm1_f / cpu_vlog1p_f (math_sleef_avx2.c, math_sleef_avx512.c; the scalar and SSE2
- * variants stay SLEEF's). Debian's SLEEF 3.5 u10 functions are 2.5x (sin, cos), 4x (expm1) and
- * 1.8x (log1p) slower than these in a loop over L2-resident data, and slower than torch's.
+ * / cpu_vexpm1_f / cpu_vlog1p_f / cpu_vlog_f / cpu_vtanh_f (math_sleef_avx2.c,
+ * math_sleef_avx512.c; the scalar and SSE2 variants stay SLEEF's). Debian's SLEEF 3.5 functions
+ * are 2.5x (sin, cos), 4x (expm1), 1.8x (log1p, log u10) and 1.4x (tanh u35) slower than these
+ * in a loop over L2-resident data, and slower than torch's.
  *
  * CPU_FAST_VMATHF(P, VF, VI) defines, for the float vector type VF and the int32 vector type VI of
  * the same width (compiled with FMA, which the reductions' last steps rely on), static functions
@@ -19,10 +20,12 @@
  * sin likewise below 2^-12).
  * log1p: u = 1 + x = 2^k m (m in [sqrt(1/2), sqrt(2))), log(m) by Cephes' logf polynomial,
  * plus k ln2 (two parts) and the rounding 1 + x lost, (x - (u - 1)) / u; |x| < 2^-24 as is,
- * inf, -1 (-inf) and x < -1 (NaN) selected at the end.
+ * inf, -1 (-inf) and x < -1 (NaN) selected at the end. log: the same without the 1 + x
+ * (subnormals scaled by 2^23 first). tanh: Cephes' odd polynomial below |x| = 0.625, else
+ * 1 - 2 / (expm1(2|x|) + 2); the sign put back last (-0 stays -0, NaN stays NaN).
  * Measured (C harness over every 13th/17th float; tests/device_plugins/test_cpu_vmath.py):
  * sin/cos <= 1.55 ulp away from their zeros (there absolute error <= 1e-11 for |x| <= 4000),
- * expm1 <= 1.44 ulp, log1p <= 0.83 ulp. */
+ * expm1 <= 1.44 ulp, log1p <= 0.83 ulp, log <= 0.81 ulp, tanh <= 1.29 ulp. */
 #ifndef HWPORT_CPU_FAST_VMATHF_H
 #define HWPORT_CPU_FAST_VMATHF_H
 
@@ -109,6 +112,44 @@
     VF special = CPU_VSEL(VF, VI, u == 0.0f, ninf, nan);                                       \
     r = CPU_VSEL(VF, VI, tiny | inf, x, r);                                                    \
     return CPU_VSEL(VF, VI, bad, special, r);                                                  \
+  }                                                                                            \
+  static inline VF P##_logf(VF x) {                                                            \
+    const VF zero = (VF){0};                                                                   \
+    VI xi = (VI)x;                                                                             \
+    VI sub = (xi > 0) & (xi < 0x00800000); /* subnormal: scaled by 2^23 into the normals */    \
+    VI ui = (VI)CPU_VSEL(VF, VI, sub, x * 8388608.0f, x);                                      \
+    VI k = (ui - 0x3f3504f3) >> 23; /* x = 2^k m, m in [sqrt(1/2), sqrt(2)) */                 \
+    VF f = (VF)(ui - (k << 23)) - 1.0f;                                                        \
+    VF kf = __builtin_convertvector(k + (sub & -23), VF);                                      \
+    VF z = f * f;                                                                              \
+    VF p = 7.0376836292e-2f * f + -1.1514610310e-1f;                                           \
+    p = p * f + 1.1676998740e-1f;                                                              \
+    p = p * f + -1.2420140846e-1f;                                                             \
+    p = p * f + 1.4249322787e-1f;                                                              \
+    p = p * f + -1.6668057665e-1f;                                                             \
+    p = p * f + 2.0000714765e-1f;                                                              \
+    p = p * f + -2.4999993993e-1f;                                                             \
+    p = p * f + 3.3333331174e-1f;                                                              \
+    VF y = (f * z) * p + kf * -2.12194440e-4f;                                                 \
+    y = z * -0.5f + y;                                                                         \
+    VF r = kf * 0.693359375f + (f + y);                                                        \
+    VF inf = zero + __builtin_inff(), nan = zero + __builtin_nanf("");                         \
+    r = CPU_VSEL(VF, VI, x == inf, x, r);                                                      \
+    r = CPU_VSEL(VF, VI, x == zero, zero - inf, r); /* log(+-0) = -inf */                      \
+    return CPU_VSEL(VF, VI, ~(x >= zero), nan, r);  /* x < 0 and NaN: NaN */                   \
+  }                                                                                            \
+  static inline VF P##_tanhf(VF x) {                                                           \
+    VI sign = (VI)x & INT32_MIN;                                                               \
+    VF ax = (VF)((VI)x ^ sign);                                                                \
+    VF s = x * x; /* |x| < 0.625: Cephes' odd polynomial */                                    \
+    VF p = -5.70498872745e-3f * s + 2.06390887954e-2f;                                         \
+    p = p * s + -5.37397155531e-2f;                                                            \
+    p = p * s + 1.33314422036e-1f;                                                             \
+    p = p * s + -3.33332819422e-1f;                                                            \
+    VF small = (p * s) * ax + ax;                                                              \
+    VF t = P##_expm1f(ax + ax); /* else 1 - 2 / (e^2|x| + 1) */                                \
+    VF big = 1.0f - 2.0f / (t + 2.0f);                                                         \
+    return (VF)((VI)CPU_VSEL(VF, VI, ax < 0.625f, small, big) | sign); /* -0 stays -0 */       \
   }
 
 #endif /* HWPORT_CPU_FAST_VMATHF_H */

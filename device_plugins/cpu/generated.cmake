@@ -31,8 +31,10 @@ target_include_directories(hwport_cpu PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
 # kernels_elementwise.c includes the header: make the dependency explicit for every generator.
 set_source_files_properties(kernels_elementwise.c PROPERTIES
   OBJECT_DEPENDS ${HWPORT_CPU_ELEMENTWISE_OPS_H}
-  # Vectorized loops need -O3 (see CMakeLists.txt).
-  COMPILE_OPTIONS "$<$<NOT:$<CONFIG:Debug>>:-O3>")
+  # Vectorized loops need -O3 (see CMakeLists.txt). floor, ceil, trunc and nearbyint vectorize
+  # (vroundps) only where GCC may assume that float operations do not trap: no kernel reads the
+  # floating-point exception flags, and the results are the same.
+  COMPILE_OPTIONS "-fno-trapping-math;$<$<NOT:$<CONFIG:Debug>>:-O3>")
 
 # The thread pool (parallel.c) pins the library with dladdr/dlopen.
 target_link_libraries(hwport_cpu PRIVATE ${CMAKE_DL_LIBS})

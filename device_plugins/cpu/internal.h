@@ -48,6 +48,7 @@ typedef struct cpu_config {
   int32_t num_devices;
   uint64_t memory_limit;   /* per device, bytes */
   uint64_t inline_elements; /* small-work threshold; 0 disables inline execution */
+  uint64_t stream_min_bytes; /* elementwise outputs this big use non-temporal stores; 0: never */
   int32_t compute_units;
   char vendor[128];
   char machine[64]; /* uname machine, e.g. "x86_64": the architecture property */
@@ -83,6 +84,8 @@ typedef struct cpu_elementwise {
   cpu_inner_fn fn;
   int32_t nops;  /* 1 (output only) .. CPU_MAX_OPERANDS */
   int32_t ndim;  /* after dropping size-1 dims and merging contiguous ones; 0 = one element */
+  int64_t out_itemsize; /* bytes per output element */
+  int32_t plain_stores; /* 1: never non-temporal stores (a compute-bound loop); prepare sets 0 */
   char *base[CPU_MAX_OPERANDS];
   int64_t shape[HWP_MAX_NDIM];
   int64_t strides[CPU_MAX_OPERANDS][HWP_MAX_NDIM]; /* bytes */

@@ -97,6 +97,8 @@ HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *
     ew->base[i] = (char *)views[i]->buffer + views[i]->byte_offset;
   }
   ew->nops = nops;
+  ew->out_itemsize = (int64_t)itemsize[0];
+  ew->plain_stores = 0;
 
   /* Element strides (NULL strides = contiguous), size-1 dims dropped, broadcast dims stride 0,
    * then adjacent dims merged where every operand is contiguous across them. */
@@ -146,9 +148,13 @@ void cpu_elementwise_run(const cpu_elementwise *ew) {
     int64_t total = n;
     for (int k = 0; k < last; ++k) total *= ew->shape[k];
     if (total >= CPU_EW_PARALLEL_MIN) {
+      const int64_t out_size = ew->out_itemsize;
+      const int stream = !ew->plain_stores && g_cpu.stream_min_bytes > 0 &&
+                         ew->strides[0][last] == out_size &&
+                         (uint64_t)total * (uint64_t)out_size >= g_cpu.stream_min_bytes;
       cpu_ew_iter it = {ew->fn, &ew->aux, nops, ew->ndim, ptr, ew->shape,
                         {ew->strides[0], ew->strides[1], ew->strides[2], ew->strides[3]},
-                        total};
+                        total, stream ? out_size : 0};
       cpu_ew_iter_run(&it);
       return;
     }

@@ -365,6 +365,7 @@ typedef struct ew_op {
   cpu_inner_fn fn_isa[2][HWP_DTYPE_COUNT]; /* AVX2, AVX-512 loops (float dtypes); or NULL */
   int nattrs; /* attributes a native composite's expression reads (into aux.attr) */
   const hwps_attr_spec *attrs;
+  int math; /* the expression calls vector math: compute-bound, big outputs keep plain stores */
 } ew_op;
 
 #define EW_FN_ENTRY(op, CODE, name, T) [HWP_DTYPE_##CODE] = ew_##op##_##name,
@@ -387,7 +388,8 @@ typedef struct ew_op {
                                    {CPU_EW_DTYPES_##op(EW_FN_ENTRY, op)},                      \
                                    ISA,                                                        \
                                    CPU_EW_NATTRS_##op,                                         \
-                                   ew_attrs_##op};
+                                   ew_attrs_##op,                                              \
+                                   CPU_EW_MATH_##op};
 #define EW_UNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 1, EW_FN_ISA(op))
 #define EW_BINARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 2, EW_FN_ISA(op))
 #define EW_TERNARY_TABLE(op, OUT) EW_OP_TABLE(op, OUT, 3, EW_NO_ISA)
@@ -431,6 +433,7 @@ static HWP_Status ew_launch(const HWP_KernelContext *ctx, const ew_op *op) {
   st = cpu_prepare_task(ctx, op->name, &task, &nelems);
   if (st != HWP_OK) return st;
   task.u.ew.fn = fn;
+  task.u.ew.plain_stores = op->math;
   if (op->nattrs > 0) { /* read now: the context dies on return */
     st = hwps_native_attrs(ctx, op->name, op->attrs, op->nattrs, ctx->inputs[0].dtype,
                            task.u.ew.aux.attr);

@@ -15,12 +15,11 @@
 #define HWPORT_CPU_SLEEF_MATH_H
 
 /* X(function, SLEEF accuracy suffix) */
-#define CPU_SLEEF_UNARY(X)                                                                     \
-  X(exp, u10) X(log, u10) X(log2, u10) X(tan, u10) X(tanh, u35) X(erf, u10)
+#define CPU_SLEEF_UNARY(X) X(exp, u10) X(log2, u10) X(tan, u10) X(erf, u10)
 /* The same, except that the AVX2 and AVX-512 float variants are fast_vmathf.h's (faster than
  * Debian's SLEEF 3.5 at <= 1.6 ulp; sin/cos hand vectors with some |x| > CPU_FAST_TRIG_MAX to
  * SLEEF): the wrapper files define those by hand. */
-#define CPU_SLEEF_UNARY_OWNF(X) X(expm1, u10) X(sin, u10) X(cos, u10)
+#define CPU_SLEEF_UNARY_OWNF(X) X(expm1, u10) X(sin, u10) X(cos, u10) X(log, u10) X(tanh, u35)
 #define CPU_SLEEF_BINARY(X) X(pow, u10)
 /* log1p too, but SLEEF's overflows to inf above 1e38 (float) / 1e307 (double), where
  * log1p(x) == log(x) in the type: the wrappers take log there (the AVX2/AVX-512 float variants
@@ -72,7 +71,11 @@
   VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x);                                                   \
   VF _ZGV##abi##N##nf##v_cpu_vsin_f(VF x);                                                     \
   VF _ZGV##abi##N##nf##v_cpu_vcos_f(VF x);                                                     \
+  VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x);                                                     \
+  VF _ZGV##abi##N##nf##v_cpu_vtanh_f(VF x);                                                    \
   VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x) { return P##_expm1f(x); }                          \
+  VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x) { return P##_logf(x); }                              \
+  VF _ZGV##abi##N##nf##v_cpu_vtanh_f(VF x) { return P##_tanhf(x); }                            \
   VF _ZGV##abi##N##nf##v_cpu_vsin_f(VF x) {                                                    \
     return BIG(x) ? CPU_SLEEF_FN(sin, f##nf, u10, isa)(x) : P##_sinf(x);                       \
   }                                                                                            \

@@ -12,6 +12,9 @@ one inner loop per (op, dtype) and one kernel per op:
   op's `kernel_dtypes`, else its `dtypes` (a group of `dtype_groups` or a list), restricted to
   the float dtypes when
   `out_dtype` is `float` (the host casts integer inputs to float32 first, e.g. divide);
+- per op, CPU_EW_MATH_<op> is 1 when its expression calls vector math (MATH_CALLS: exp, log,
+  sin, tanh, erf, pow, ...), else 0: such loops are compute-bound, and the plugin keeps their
+  big outputs on ordinary stores (non-temporal ones would stall them; elementwise_iter.h);
 - per op, CPU_EW_EXPR_<op>(inputs...) is the `c_expr` with every function call `f(...)` renamed
   cpu_ew_f(...) (the plugin maps those to the right variant per compute type: expf for float,
   exp for double, exact integer versions...), unless the includer defined that macro first
@@ -64,6 +67,14 @@ _TOKEN = re.compile(
     r"|(?P<id>[A-Za-z_]\w*)"
     r"|(?P<op>&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%<>!~&|^?:(),]))"
 )
+
+
+# Functions that compile to a vector-math routine (tens of instructions per vector), not to an
+# instruction or two (sqrt, fabs, floor, fmax...).
+MATH_CALLS = ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+              "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+              "erf", "erfc", "pow", "lgamma", "tgamma")
+_MATH_CALL = re.compile(r"\bcpu_ew_(?:" + "|".join(MATH_CALLS) + r")\s*\(")
 
 
 class GenError(ValueError):
@@ -338,6 +349,7 @@ def attr_macros(op: dict) -> list[str]:
     return [f"#define CPU_EW_LOAD_ATTRS_{n}(aux) {attr_decls(op, '((const int64_t *)(aux))[{i}]')}"
             .rstrip(),
             f"#define CPU_EW_NATTRS_{n} {len(op.get('attrs', []))}",
+            f"#define CPU_EW_MATH_{n} {int(bool(_MATH_CALL.search(op['expr'])))}",
             f"#define CPU_EW_ATTR_SPECS_{n} {attr_specs(op)}".rstrip(),
             hoist_macro(op)]
 
@@ -355,6 +367,7 @@ def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
         " *   CPU_EW_LOAD_ATTRS_<op>(aux)           declares the attrs the expression reads",
         " *                                         (ew_attr_<name>) from the int64 slots at aux",
         " *   CPU_EW_NATTRS_<op>, CPU_EW_ATTR_SPECS_<op>  their count and hwps_attr_spec entries",
+        " *   CPU_EW_MATH_<op>                      1: the expression calls vector math",
         " *   CPU_EW_HOIST_<op>(loop...)            the loop once per value of each bool attr",
         " */",
         "#ifndef HWPORT_CPU_ELEMENTWISE_OPS_H",

@@ -1,4 +1,4 @@
-"""The CPU plugin's own float32 vector sin, cos, expm1 and log1p (device_plugins/cpu/
+"""The CPU plugin's own float32 vector sin, cos, expm1, log1p, log and tanh (device_plugins/cpu/
 fast_vmathf.h, the AVX2/AVX-512 loops' variants; SLEEF takes sin/cos vectors with some
 |x| > 4000), through hwport on custom:cpu against numpy in float64 rounded once: within 2 ulp
 over dense grids (every 509th..4093rd float32 bit pattern of the range, both signs, shuffled
@@ -106,3 +106,43 @@ def test_log1p_float32_special_arguments() -> None:
     got = _run("log1p", np.tile(x, 3))[:x.size]
     np.testing.assert_array_equal(got, ref)
     assert np.array_equal(np.signbit(got[:4]), np.signbit(x[:4]))
+
+
+@pytest.mark.parametrize("n", [None, 65537])
+def test_log_float32_within_2_ulp(n: int | None) -> None:
+    # every binade from the subnormals to the top, densely around 1 (where log crosses 0)
+    x = np.concatenate([_grid(3.4e38, 4093), _grid(2.0, 509)])
+    x = x[x > 0]
+    x = x[np.random.default_rng(3).permutation(x.size)[:n]]
+    got = _run("log", x)
+    err = _ulp_err(got, np.log(x.astype(np.float64)))
+    assert err.max() <= 2.0, f"log({x[err.argmax()]!r}) off by {err.max():.2f} ulp"
+
+
+def test_log_float32_special_arguments() -> None:
+    x = np.array([0.0, -0.0, 1e-45, 1.1754942e-38, 1.0, np.inf, np.nan, -1.0, -np.inf, -1e-40,
+                  3.4028235e38], np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.log(x.astype(np.float64)).astype(np.float32)
+    got = _run("log", np.tile(x, 3))[:x.size]
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("n", [None, 50001])
+def test_tanh_float32_within_2_ulp(n: int | None) -> None:
+    # both signs, across the polynomial's edge at 0.625 and out to where tanh rounds to 1
+    x = np.concatenate([_grid(10.0, 509), _grid(1.0, 127)])
+    x = x[np.random.default_rng(4).permutation(x.size)[:n]]
+    got = _run("tanh", x)
+    ref = np.tanh(x.astype(np.float64))
+    err = _ulp_err(got, ref)
+    assert err.max() <= 2.0, f"tanh({x[err.argmax()]!r}) off by {err.max():.2f} ulp"
+
+
+def test_tanh_float32_special_arguments() -> None:
+    x = np.array([0.0, -0.0, 1e-30, -1e-40, np.inf, -np.inf, np.nan, 9.1, -20.0, 1e30],
+                 np.float32)
+    ref = np.tanh(x.astype(np.float64)).astype(np.float32)
+    got = _run("tanh", np.tile(x, 3))[:x.size]
+    np.testing.assert_array_equal(got, ref)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))
