@@ -115,18 +115,29 @@ def torch_fns():
                    "epilogue": epilogue}
 
 
-def torch_compiled_time(torch_mod, fn, arrays, repeat):
-    # Not interleaved with our calls, unlike the other baselines: torch's OpenMP workers
-    # spin-wait after each call and would take the cores from the call that follows (an
-    # interleaved run gave the epilogue 0.73x here against 1.08-1.28x timed apart).
+def torch_vs_ours(torch_mod, fn, arrays, ours, place, repeat):
+    """(torch.compile's time, ours) for the torch ratio, each timed apart in blocks of `repeat`
+    calls, the blocks alternating (3 of each), best of all: both sides in the same regime.
+
+    Not interleaved call by call with ours, unlike the other baselines: torch's OpenMP workers
+    spin-wait after each call and would take the cores from the call that follows (an
+    interleaved run gave the epilogue 0.73x here against 1.08-1.28x timed apart). Nor against
+    our time from the interleaved pairs: there the baseline's output evicts ours from the
+    cache between calls while torch, timed alone, keeps its inputs and output hot (a
+    [32, 128, 768] RMSNorm's 25 MB fit this machine's L3), which read 0.64-0.98x for kernels
+    that are as fast as Inductor's timed the same way."""
     try:
         compiled = torch_mod.compile(fn)
         ts = [torch_mod.from_numpy(a) for a in arrays]
         compiled(*ts)
-        return best_of(lambda: compiled(*ts), None, repeat)
     except Exception as exc:  # noqa: BLE001 (no C++ toolchain for Inductor: no baseline)
         print(f"    torch.compile unavailable: {type(exc).__name__}: {exc}"[:200])
-        return None
+        return None, None
+    t_t = t_o = float("inf")
+    for _ in range(3):
+        t_o = min(t_o, best_of(ours, place, repeat))
+        t_t = min(t_t, best_of(lambda: compiled(*ts), None, repeat))
+    return t_t, t_o
 
 
 def ratio_line(name, base, compiled, target):
@@ -169,8 +180,10 @@ def bench_kernels(place, repeat, torch_pack, quick):
         lines.append(ratio_line("vs the eager composite", t_e, t_c, 4.0))
         lines.append(ratio_line("vs the hand-fused rms_norm kernel", t_k, t_c, 1.0))
         if torch_pack and place == "custom:cpu":
-            t_t = torch_compiled_time(torch_pack[0], torch_pack[1]["rms"], [xa, wa], repeat)
-            lines.append(ratio_line("vs torch.compile (Inductor, CPU)", t_t, t_c, 1.0))
+            t_t, t_o = torch_vs_ours(torch_pack[0], torch_pack[1]["rms"], [xa, wa],
+                                     lambda c=comp, a=x, b=w: c(a, b), place, repeat)
+            lines.append(ratio_line("vs torch.compile (Inductor, CPU; both apart)", t_t, t_o,
+                                    1.0))
     rows, d = (1024, 1024) if quick else (4096, 1024)
     xa = rng.standard_normal((rows, d)).astype(np.float32)
     wa, ba = rng.standard_normal(d).astype(np.float32), rng.standard_normal(d).astype(np.float32)
@@ -188,8 +201,10 @@ def bench_kernels(place, repeat, torch_pack, quick):
         lines.append(f" {name} [{rows}, {d}]: compiled {t_c * 1e3:.2f} ms")
         lines.append(ratio_line("vs the hand-written kernels", t_k, t_c, 1.0))
         if torch_pack and place == "custom:cpu":
-            t_t = torch_compiled_time(torch_pack[0], torch_pack[1][name], arrays, repeat)
-            lines.append(ratio_line("vs torch.compile (Inductor, CPU)", t_t, t_c, 1.0))
+            t_t, t_o = torch_vs_ours(torch_pack[0], torch_pack[1][name], arrays,
+                                     lambda c=comp, a=args: c(*a), place, repeat)
+            lines.append(ratio_line("vs torch.compile (Inductor, CPU; both apart)", t_t, t_o,
+                                    1.0))
     return lines
 
 

@@ -11,8 +11,9 @@ The space per target kind (tuning.py):
 - SIMT, elementwise: the rule (a thread per element, 256 per group), 64 per group, "item"
   chunks of elements per work-item.
 - SIMT, a column reduction: threads per group 256 / 64 / 32.
-- CPU: groups per compute unit 1, 2, 4 (the rule), 8, 16 (launch-time: one compile); half and
-  twice the target's preferred vector width (the loops' lanes; a compile each).
+- CPU: streaming (non-temporal) stores of the element loops' outputs; groups per compute unit
+  1, 2, 4 (the rule), 8, 16 (launch-time: one compile); half and twice the target's preferred
+  vector width (the loops' lanes; a compile each).
 
 Each candidate is lowered, compiled through compile.compile_source (so its module lands in the
 module caches), launched on synthetic inputs of the group's real shapes (floats in [0.5, 1.5),
@@ -72,7 +73,8 @@ def candidates(lowered: Any) -> list[Tuning]:
     if not target.is_simt:
         # other vector widths: half and twice the target's (lane accumulators, unrolling)
         widths = [w for w in (pref // 2, pref * 2) if 1 <= w <= 64]
-        return out + [Tuning(per_unit=n) for n in (1, 2, 8, 16)] + \
+        # streaming stores first (one compile): they save a large output's cache-line reads
+        return out + [Tuning(stream=1)] + [Tuning(per_unit=n) for n in (1, 2, 8, 16)] + \
             [Tuning(vector=w) for w in widths]
     if any(s.col_dims for s in lowered.specs):
         return out + [Tuning(group=g) for g in (64, 32)]

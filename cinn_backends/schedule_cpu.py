@@ -86,6 +86,7 @@ def schedule_cpu(spec: GroupSpec, target: TargetInfo, tuning: Tuning = RULE,
                  row_cache: bool = True) -> tuple[Kernel, CpuPlan]:
     """tuning.per_unit: groups per compute unit (a launch-time choice; 0: the rule's 4);
     tuning.vector: the loops' lanes instead of the target's preferred vector width;
+    tuning.stream: the element loops' output stores non-temporal where the renderer can;
     row_cache=False: no stack row cache (the SIMT item schedule with several work-items)."""
     per_unit = tuning.per_unit or CpuPlan.groups_per_unit
     if tuning.vector:
@@ -106,7 +107,8 @@ def schedule_cpu(spec: GroupSpec, target: TargetInfo, tuning: Tuning = RULE,
         row_loop = [For(ROW, lo, sub(hi, lo), "serial", _row_body(spec, target, row_cache))]
     outer = For(g, const(0), GRID, "parallel", head + row_loop, axis=0)
     scalars = [*spec.dims, ScalarParam(CHUNK.name)]
-    return Kernel(spec.name, spec.buffers, scalars, [outer]), plan
+    return Kernel(spec.name, spec.buffers, scalars, [outer],
+                  stream_stores=bool(tuning.stream)), plan
 
 
 def _row_body(spec: GroupSpec, target: TargetInfo, row_cache: bool = True) -> list[Stmt]:

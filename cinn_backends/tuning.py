@@ -13,9 +13,10 @@ CPU targets (schedule_cpu.py):
 Both (the CPU schedule's loops, which the item schedule runs too):
   vector  lanes of the vectorized loops and of the reductions' partial accumulators (a power
           of two; the rule: the target's preferred_vector_width).
-  stream  1: the item schedule's vectorized stores bypass the caches where the renderer can
-          (OpenCL: non-temporal stores of aligned vectors), for outputs too large to be read
-          again from cache; the measurement decides, per shape bucket."""
+  stream  1: the element loops' stores to outputs bypass the caches where the renderer can
+          (OpenCL: non-temporal stores of aligned vectors; c99: of aligned 64-byte blocks,
+          render/c99_stream.py), for outputs too large to be read again from cache; the
+          measurement decides, per shape bucket."""
 
 from __future__ import annotations
 

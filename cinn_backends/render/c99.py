@@ -5,20 +5,25 @@ the grid; args[i] points to buffer i's first byte (offset applied), an int64_t o
 Vectorized loops are `#pragma omp simd` (the options carry -fopenmp-simd); exp, tanh and erf
 of float32 are branch-free inline polynomials (as the CPU plugin's fast_expf.h / fast_erff.h:
 cpu_expf ~1.4 ulp, cpu_erff <= 1.6 ulp; tanh from the same exp, abs error < 1e-6), so loops
-that call them vectorize; libm otherwise (float64 always)."""
+that call them vectorize; libm otherwise (float64 always). A kernel with stream_stores writes
+its element loops' outputs with non-temporal stores where aligned (c99_stream.py)."""
 
 from __future__ import annotations
 
+import copy
 from typing import ClassVar
 
-from ..loop_ir import Alloc, For, Kernel
+from ..loop_ir import Alloc, For, Kernel, Stmt
 from ..target import TargetInfo
+from . import c99_stream
 from .expr import HELPER_NAMES, SUFFIX, CLikeRenderer, helper_source, used_calls, used_dtypes
 
 CTYPES = {"bool": "int", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
           "int32": "int32_t", "int64": "int64_t", "float16": "uint16_t",
           "bfloat16": "uint16_t", "float32": "float", "float64": "double"}
 BUFTYPES = {**CTYPES, "bool": "uint8_t"}
+SIZES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bfloat16": 2,
+         "int32": 4, "float32": 4, "int64": 8, "float64": 8}
 WIDE = {"int8": "uint32_t", "uint8": "uint32_t", "int16": "uint32_t", "int32": "uint32_t",
         "int64": "uint64_t"}
 SUFFIXES = {"float32": "f", "float64": ""}
@@ -207,7 +212,45 @@ class C99Renderer(CLikeRenderer):
             parts.append(ERFF)
         parts += [h + "\n" for h in helper_source(calls, CTYPES, WIDE, SUFFIXES, self.inline)]
         parts += self.cast_helpers(kernels)
+        if any(k.stream_stores for k in kernels):
+            parts.append(c99_stream.HELPERS)
         return "".join(parts)
+
+    # the kernel being rendered (render() works on a copy: the registered renderer is shared
+    # between threads)
+    outputs: dict[str, str]  # its output buffers' dtypes (set by kernel())
+    stream_stores = False  # it asks for non-temporal stores (Kernel.stream_stores)
+    streamed = False  # some were written: a store fence ends it
+
+    def render(self, kernels: list[Kernel]) -> str:
+        return super(C99Renderer, copy.copy(self)).render(kernels)
+
+    def kernel(self, k: Kernel) -> str:
+        self.outputs = {b.name: b.dtype for b in k.buffers if b.role == "out"}
+        self.stream_stores, self.streamed = k.stream_stores, False
+        text = super().kernel(k)
+        if self.streamed:
+            head, _, _ = text.rstrip().rpartition("}")
+            text = head + c99_stream.FENCE + "}\n"
+        return text
+
+    def stmts(self, body: list[Stmt], level: int, out: list[str]) -> None:
+        for s in body:
+            if self.stream_stores and isinstance(s, For) and s.kind == "vectorized":
+                lines = c99_stream.render_loop(self, s, level)
+                if lines is not None:
+                    out += lines
+                    continue
+            super().stmts([s], level, out)
+
+    def plain_stmts(self, body: list[Stmt], level: int, out: list[str]) -> None:
+        super().stmts(body, level, out)
+
+    def elem_size(self, buf: str) -> int:
+        return SIZES[self.outputs[buf]]
+
+    def buftype(self, buf: str) -> str:
+        return BUFTYPES[self.outputs[buf]]
 
     def signature(self, k: Kernel) -> list[str]:
         lines = [f"HW_EXPORT void {k.name}(int64_t gx, int64_t gy, int64_t gz, "

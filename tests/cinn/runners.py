@@ -47,13 +47,26 @@ def _storage(a: np.ndarray) -> np.ndarray:
     return np.array(a, order="C", copy=True)
 
 
+def _output(shape: tuple[int, ...], dt: Any, offset: int) -> np.ndarray:
+    """An output array starting `offset` bytes past a 64-byte boundary, filled with a value
+    the kernel must overwrite."""
+    dt = np.dtype(dt)
+    n = int(np.prod(shape)) * dt.itemsize
+    raw = np.empty(n + offset + 64, dtype=np.uint8)
+    start = -raw.ctypes.data % 64 + offset
+    out = raw[start:start + n].view(dt).reshape(shape)
+    out[...] = 0x7F if dt.kind != "f" else np.nan
+    return out
+
+
 def run_c99(lowered: LoweredGroup, inputs: list[np.ndarray],
-            out_specs: list[tuple[tuple[int, ...], Any]]) -> list[np.ndarray]:
-    """Compile and launch; out_specs: (shape, numpy dtype) per output."""
+            out_specs: list[tuple[tuple[int, ...], Any]], out_offset: int = 0
+            ) -> list[np.ndarray]:
+    """Compile and launch; out_specs: (shape, numpy dtype) per output; out_offset: the outputs
+    start that many bytes past a 64-byte boundary (a multiple of their element size)."""
     lib = compile_c99(lowered.source, lowered.options)
     ins = [_storage(a) for a in inputs]
-    outs = [np.full(shape, 0x7F, dtype=dt) if np.dtype(dt).kind != "f"
-            else np.full(shape, np.nan, dtype=dt) for shape, dt in out_specs]
+    outs = [_output(tuple(shape), dt, out_offset) for shape, dt in out_specs]
     shapes: dict[Any, tuple[int, ...]] = {("in", i): a.shape for i, a in enumerate(ins)}
     shapes.update({("out", j): o.shape for j, o in enumerate(outs)})
     for launch in lowered.launches(shapes):
@@ -76,7 +89,7 @@ def run_c99(lowered: LoweredGroup, inputs: list[np.ndarray],
                 for x in range(gx)]
         for j in jobs:
             j.result()
-    return outs
+    return [np.array(o) for o in outs]
 
 
 def opencl_context() -> Any:
