@@ -21,8 +21,9 @@
  * log1p: u = 1 + x = 2^k m (m in [sqrt(1/2), sqrt(2))), log(m) by Cephes' logf polynomial,
  * plus k ln2 (two parts) and the rounding 1 + x lost, (x - (u - 1)) / u; |x| < 2^-24 as is,
  * inf, -1 (-inf) and x < -1 (NaN) selected at the end. log: the same without the 1 + x
- * (subnormals scaled by 2^23 first). tanh: Cephes' odd polynomial below |x| = 0.625, else
- * 1 - 2 / (expm1(2|x|) + 2); the sign put back last (-0 stays -0, NaN stays NaN).
+ * (P##_logf_normal for positive normal finite lanes; P##_logf also scales subnormals by 2^23 and
+ * selects 0, inf, negatives and NaN). tanh: Cephes' odd polynomial below |x| = 0.625, else
+ * 1 - 2 / (e^2|x| + 1) by Cephes' expf core; the sign put back last (-0 stays -0).
  * Measured (C harness over every 13th/17th float; tests/device_plugins/test_cpu_vmath.py):
  * sin/cos <= 1.55 ulp away from their zeros (there absolute error <= 1e-11 for |x| <= 4000),
  * expm1 <= 1.44 ulp, log1p <= 0.83 ulp, log <= 0.81 ulp, tanh <= 1.29 ulp. */
@@ -113,14 +114,11 @@
     r = CPU_VSEL(VF, VI, tiny | inf, x, r);                                                    \
     return CPU_VSEL(VF, VI, bad, special, r);                                                  \
   }                                                                                            \
-  static inline VF P##_logf(VF x) {                                                            \
-    const VF zero = (VF){0};                                                                   \
-    VI xi = (VI)x;                                                                             \
-    VI sub = (xi > 0) & (xi < 0x00800000); /* subnormal: scaled by 2^23 into the normals */    \
-    VI ui = (VI)CPU_VSEL(VF, VI, sub, x * 8388608.0f, x);                                      \
-    VI k = (ui - 0x3f3504f3) >> 23; /* x = 2^k m, m in [sqrt(1/2), sqrt(2)) */                 \
+  /* log of x = u 2^-scale (u normal, positive, finite) */                                    \
+  static inline VF P##_logf_core(VI ui, VI scale) {                                            \
+    VI k = (ui - 0x3f3504f3) >> 23; /* u = 2^k m, m in [sqrt(1/2), sqrt(2)) */                 \
     VF f = (VF)(ui - (k << 23)) - 1.0f;                                                        \
-    VF kf = __builtin_convertvector(k + (sub & -23), VF);                                      \
+    VF kf = __builtin_convertvector(k - scale, VF);                                            \
     VF z = f * f;                                                                              \
     VF p = 7.0376836292e-2f * f + -1.1514610310e-1f;                                           \
     p = p * f + 1.1676998740e-1f;                                                              \
@@ -132,7 +130,16 @@
     p = p * f + 3.3333331174e-1f;                                                              \
     VF y = (f * z) * p + kf * -2.12194440e-4f;                                                 \
     y = z * -0.5f + y;                                                                         \
-    VF r = kf * 0.693359375f + (f + y);                                                        \
+    return kf * 0.693359375f + (f + y);                                                        \
+  }                                                                                            \
+  /* positive normal finite lanes only */                                                     \
+  static inline VF P##_logf_normal(VF x) { return P##_logf_core((VI)x, (VI){0}); }             \
+  /* every input (the wrappers take P##_logf_normal when no lane needs more) */                \
+  static inline VF P##_logf(VF x) {                                                            \
+    const VF zero = (VF){0};                                                                   \
+    VI xi = (VI)x;                                                                             \
+    VI sub = (xi > 0) & (xi < 0x00800000); /* subnormal: scaled by 2^23 into the normals */    \
+    VF r = P##_logf_core((VI)CPU_VSEL(VF, VI, sub, x * 8388608.0f, x), sub & 23);              \
     VF inf = zero + __builtin_inff(), nan = zero + __builtin_nanf("");                         \
     r = CPU_VSEL(VF, VI, x == inf, x, r);                                                      \
     r = CPU_VSEL(VF, VI, x == zero, zero - inf, r); /* log(+-0) = -inf */                      \
@@ -147,9 +154,26 @@
     p = p * s + 1.33314422036e-1f;                                                             \
     p = p * s + -3.33332819422e-1f;                                                            \
     VF small = (p * s) * ax + ax;                                                              \
-    VF t = P##_expm1f(ax + ax); /* else 1 - 2 / (e^2|x| + 1) */                                \
-    VF big = 1.0f - 2.0f / (t + 2.0f);                                                         \
-    return (VF)((VI)CPU_VSEL(VF, VI, ax < 0.625f, small, big) | sign); /* -0 stays -0 */       \
+    /* else 1 - 2 / (e + 1), e = e^(2|x|) with 2|x| clamped to 20 (tanh rounds to 1 from      \
+     * 9.02 on): Cephes' expf with n in [1, 29], 2^n added to the exponent bits */             \
+    const VF magic = (VF){0} + 12582912.0f;                                                    \
+    VF a2 = CPU_VSEL(VF, VI, ax > 10.0f, magic * 0.0f + 20.0f, ax + ax);                       \
+    VF t = a2 * 1.44269504088896341f + magic;                                                  \
+    VF n = t - magic;                                                                          \
+    VI ni = (VI)t - (VI)magic;                                                                 \
+    VF r = a2 - n * 0.693359375f;                                                              \
+    r = r - n * -2.12194440e-4f;                                                               \
+    VF q = 1.9875691500e-4f * r + 1.3981999507e-3f;                                            \
+    q = q * r + 8.3334519073e-3f;                                                              \
+    q = q * r + 4.1665795894e-2f;                                                              \
+    q = q * r + 1.6666665459e-1f;                                                              \
+    q = q * r + 5.0000001201e-1f;                                                              \
+    q = q * (r * r) + r + 1.0f;                                                                \
+    VF e = (VF)((VI)q + (ni << 23));                                                           \
+    VF big = 1.0f - 2.0f / (e + 1.0f);                                                         \
+    VF res = CPU_VSEL(VF, VI, ax < 0.625f, small, big);                                        \
+    res = CPU_VSEL(VF, VI, x != x, x, res); /* NaN: the exponent bits above are garbage */     \
+    return (VF)((VI)res | sign);            /* -0 stays -0 */                                  \
   }
 
 #endif /* HWPORT_CPU_FAST_VMATHF_H */

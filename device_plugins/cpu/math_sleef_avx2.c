@@ -20,7 +20,11 @@ CPU_FAST_VMATHF(cpu_v8, __m256, cpu_v8si)
                                    _mm256_set1_ps(CPU_FAST_TRIG_MAX), _CMP_NLE_UQ))
 #define CPU_SLEEF_ISA1_D(fn, ulp) CPU_SLEEF_WRAP1_D(d, 4, __m256d, avx2, fn, ulp)
 CPU_SLEEF_UNARY_OWNF(CPU_SLEEF_ISA1_D)
-CPU_OWN_WRAP_F(d, 8, __m256, cpu_v8, avx2, CPU_V8_BIG)
+/* some lane below the smallest normal float, infinite or NaN (x < FLT_MIN or !(x < inf)) */
+#define CPU_V8_ODD(x)                                                                          \
+  _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(x, _mm256_set1_ps(0x1p-126f), _CMP_NGE_UQ),    \
+                                  _mm256_cmp_ps(x, _mm256_set1_ps(__builtin_inff()), _CMP_NLT_UQ)))
+CPU_OWN_WRAP_F(d, 8, __m256, cpu_v8, avx2, CPU_V8_BIG, CPU_V8_ODD)
 
 CPU_SLEEF_SQRT(d, 8, 4, __m256, __m256d, _mm256_sqrt_ps, _mm256_sqrt_pd)
 

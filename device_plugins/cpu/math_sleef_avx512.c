@@ -19,7 +19,10 @@ CPU_FAST_VMATHF(cpu_v16, __m512, cpu_v16si)
   _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(CPU_FAST_TRIG_MAX), _CMP_NLE_UQ)
 #define CPU_SLEEF_ISA1_D(fn, ulp) CPU_SLEEF_WRAP1_D(e, 8, __m512d, avx512f, fn, ulp)
 CPU_SLEEF_UNARY_OWNF(CPU_SLEEF_ISA1_D)
-CPU_OWN_WRAP_F(e, 16, __m512, cpu_v16, avx512f, CPU_V16_BIG)
+#define CPU_V16_ODD(x)                                                                         \
+  (_mm512_cmp_ps_mask(x, _mm512_set1_ps(0x1p-126f), _CMP_NGE_UQ) |                             \
+   _mm512_cmp_ps_mask(x, _mm512_set1_ps(__builtin_inff()), _CMP_NLT_UQ))
+CPU_OWN_WRAP_F(e, 16, __m512, cpu_v16, avx512f, CPU_V16_BIG, CPU_V16_ODD)
 
 CPU_SLEEF_SQRT(e, 16, 8, __m512, __m512d, _mm512_sqrt_ps, _mm512_sqrt_pd)
 

@@ -66,15 +66,18 @@
   VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x);                                                  \
   VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x) { return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x); }
 /* The float vector variants of CPU_SLEEF_UNARY_OWNF from fast_vmathf.h's functions P##_<fn>f:
- * BIG(x) is nonzero when some lane is outside sin/cos's range (then SLEEF takes the vector). */
-#define CPU_OWN_WRAP_F(abi, nf, VF, P, isa, BIG)                                               \
+ * BIG(x) is nonzero when some lane is outside sin/cos's range (then SLEEF takes the vector);
+ * ODD(x) when some lane is not a positive normal finite float (then log takes its full path). */
+#define CPU_OWN_WRAP_F(abi, nf, VF, P, isa, BIG, ODD)                                          \
   VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x);                                                   \
   VF _ZGV##abi##N##nf##v_cpu_vsin_f(VF x);                                                     \
   VF _ZGV##abi##N##nf##v_cpu_vcos_f(VF x);                                                     \
   VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x);                                                     \
   VF _ZGV##abi##N##nf##v_cpu_vtanh_f(VF x);                                                    \
   VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x) { return P##_expm1f(x); }                          \
-  VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x) { return P##_logf(x); }                              \
+  VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x) {                                                    \
+    return ODD(x) ? P##_logf(x) : P##_logf_normal(x);                                          \
+  }                                                                                            \
   VF _ZGV##abi##N##nf##v_cpu_vtanh_f(VF x) { return P##_tanhf(x); }                            \
   VF _ZGV##abi##N##nf##v_cpu_vsin_f(VF x) {                                                    \
     return BIG(x) ? CPU_SLEEF_FN(sin, f##nf, u10, isa)(x) : P##_sinf(x);                       \
