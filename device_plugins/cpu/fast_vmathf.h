@@ -60,21 +60,25 @@
     VF v = CPU_VSEL(VF, VI, even, s, c);                                                       \
     v = (VF)((VI)v ^ (((k & 2) != 0) & INT32_MIN));                                            \
     if (cosine) return v;                                                                      \
-    VI tiny = ((VI)x & 0x7fffffff) < 0x39800000; /* |x| < 2^-12: sin x rounds to x (-0 kept) */ \
+    VI tiny = ((VI)x & 0x7fffffff) < 0x39800000; /* |x| < 2^-12: sin x rounds to x (-0 kept) */\
     return CPU_VSEL(VF, VI, tiny, x, v);                                                       \
   }                                                                                            \
   static inline VF P##_sinf(VF x) { return P##_sincosf(x, 0); }                                \
   static inline VF P##_cosf(VF x) { return P##_sincosf(x, 1); }                                \
+  /* x = n ln2 + r, |r| <= ln2/2 (Cody-Waite, ln2 in two parts): returns r, sets n and ni = n */\
+  static inline VF P##_exp_reduce(VF x, VI *ni) {                                              \
+    const VF magic = (VF){0} + 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */   \
+    VF t = x * 1.44269504088896341f + magic;                                                   \
+    VF n = t - magic;                                                                          \
+    *ni = (VI)t - (VI)magic;                                                                   \
+    VF r = x - n * 0.693359375f;                                                               \
+    return r - n * -2.12194440e-4f;                                                            \
+  }                                                                                            \
   static inline VF P##_expm1f(VF x) {                                                          \
     const VF zero = (VF){0};                                                                   \
-    const VF magic = zero + 12582912.0f;                                                       \
-    VI lo = x < -18.0f, hi = x > 89.0f;                                                        \
+    VI lo = x < -18.0f, hi = x > 89.0f, ni;                                                    \
     VF xc = CPU_VSEL(VF, VI, lo, zero - 18.0f, CPU_VSEL(VF, VI, hi, zero + 89.0f, x));         \
-    VF t = xc * 1.44269504088896341f + magic;                                                  \
-    VF n = t - magic;                                                                          \
-    VI ni = (VI)t - (VI)magic;                                                                 \
-    VF r = xc - n * 0.693359375f;                                                              \
-    r = r - n * -2.12194440e-4f;                                                               \
+    VF r = P##_exp_reduce(xc, &ni);                                                            \
     VF p = 1.985809213e-04f * r + 1.393448794e-03f;                                            \
     p = p * r + 8.333361708e-03f;                                                              \
     p = p * r + 4.166645929e-02f;                                                              \
@@ -86,36 +90,8 @@
     VI tiny = ((VI)x & 0x7fffffff) < 0x33000000; /* |x| < 2^-25, NaN excluded */               \
     return CPU_VSEL(VF, VI, tiny, x, res);                                                     \
   }                                                                                            \
-  static inline VF P##_log1pf(VF x) {                                                          \
-    const VF zero = (VF){0};                                                                   \
-    VF u = x + 1.0f;                                                                           \
-    VI ui = (VI)u;                                                                             \
-    VI k = (ui - 0x3f3504f3) >> 23; /* u = 2^k m, m in [sqrt(1/2), sqrt(2)) */                 \
-    VF f = (VF)(ui - (k << 23)) - 1.0f;                                                        \
-    VF kf = __builtin_convertvector(k, VF);                                                    \
-    VF c = (x - (u - 1.0f)) / u; /* what rounding 1 + x lost, relative to u */                 \
-    VF z = f * f;                                                                              \
-    VF p = 7.0376836292e-2f * f + -1.1514610310e-1f;                                           \
-    p = p * f + 1.1676998740e-1f;                                                              \
-    p = p * f + -1.2420140846e-1f;                                                             \
-    p = p * f + 1.4249322787e-1f;                                                              \
-    p = p * f + -1.6668057665e-1f;                                                             \
-    p = p * f + 2.0000714765e-1f;                                                              \
-    p = p * f + -2.4999993993e-1f;                                                             \
-    p = p * f + 3.3333331174e-1f;                                                              \
-    VF y = (f * z) * p + (kf * -2.12194440e-4f + c);                                           \
-    y = z * -0.5f + y;                                                                         \
-    VF r = kf * 0.693359375f + (f + y);                                                        \
-    VI tiny = ((VI)x & 0x7fffffff) < 0x33800000; /* |x| < 2^-24: x itself (-0, subnormals) */  \
-    VI inf = x == zero + __builtin_inff();                                                     \
-    VI bad = u <= 0.0f; /* x = -1: -inf; x < -1: NaN */                                        \
-    VF ninf = zero - __builtin_inff(), nan = zero + __builtin_nanf("");                        \
-    VF special = CPU_VSEL(VF, VI, u == 0.0f, ninf, nan);                                       \
-    r = CPU_VSEL(VF, VI, tiny | inf, x, r);                                                    \
-    return CPU_VSEL(VF, VI, bad, special, r);                                                  \
-  }                                                                                            \
-  /* log of x = u 2^-scale (u normal, positive, finite) */                                    \
-  static inline VF P##_logf_core(VI ui, VI scale) {                                            \
+  /* log(u 2^-scale) + c for u normal, positive and finite (c: a small correction) */          \
+  static inline VF P##_logf_core(VI ui, VI scale, VF c) {                                      \
     VI k = (ui - 0x3f3504f3) >> 23; /* u = 2^k m, m in [sqrt(1/2), sqrt(2)) */                 \
     VF f = (VF)(ui - (k << 23)) - 1.0f;                                                        \
     VF kf = __builtin_convertvector(k - scale, VF);                                            \
@@ -128,18 +104,33 @@
     p = p * f + 2.0000714765e-1f;                                                              \
     p = p * f + -2.4999993993e-1f;                                                             \
     p = p * f + 3.3333331174e-1f;                                                              \
-    VF y = (f * z) * p + kf * -2.12194440e-4f;                                                 \
+    VF y = (f * z) * p + (kf * -2.12194440e-4f + c);                                           \
     y = z * -0.5f + y;                                                                         \
     return kf * 0.693359375f + (f + y);                                                        \
   }                                                                                            \
-  /* positive normal finite lanes only */                                                     \
-  static inline VF P##_logf_normal(VF x) { return P##_logf_core((VI)x, (VI){0}); }             \
+  static inline VF P##_log1pf(VF x) {                                                          \
+    const VF zero = (VF){0};                                                                   \
+    VF u = x + 1.0f;                                                                           \
+    VF c = (x - (u - 1.0f)) / u; /* what rounding 1 + x lost, relative to u */                 \
+    VF r = P##_logf_core((VI)u, (VI){0}, c);                                                   \
+    VI tiny = ((VI)x & 0x7fffffff) < 0x33800000; /* |x| < 2^-24: x itself (-0, subnormals) */  \
+    VI inf = x == zero + __builtin_inff();                                                     \
+    VI bad = u <= 0.0f; /* x = -1: -inf; x < -1: NaN */                                        \
+    VF ninf = zero - __builtin_inff(), nan = zero + __builtin_nanf("");                        \
+    VF special = CPU_VSEL(VF, VI, u == 0.0f, ninf, nan);                                       \
+    r = CPU_VSEL(VF, VI, tiny | inf, x, r);                                                    \
+    return CPU_VSEL(VF, VI, bad, special, r);                                                  \
+  }                                                                                            \
+  /* positive normal finite lanes only */                                                      \
+  static inline VF P##_logf_normal(VF x) {                                                     \
+    return P##_logf_core((VI)x, (VI){0}, (VF){0});                                             \
+  }                                                                                            \
   /* every input (the wrappers take P##_logf_normal when no lane needs more) */                \
   static inline VF P##_logf(VF x) {                                                            \
     const VF zero = (VF){0};                                                                   \
     VI xi = (VI)x;                                                                             \
     VI sub = (xi > 0) & (xi < 0x00800000); /* subnormal: scaled by 2^23 into the normals */    \
-    VF r = P##_logf_core((VI)CPU_VSEL(VF, VI, sub, x * 8388608.0f, x), sub & 23);              \
+    VF r = P##_logf_core((VI)CPU_VSEL(VF, VI, sub, x * 8388608.0f, x), sub & 23, zero);        \
     VF inf = zero + __builtin_inff(), nan = zero + __builtin_nanf("");                         \
     r = CPU_VSEL(VF, VI, x == inf, x, r);                                                      \
     r = CPU_VSEL(VF, VI, x == zero, zero - inf, r); /* log(+-0) = -inf */                      \
@@ -154,15 +145,10 @@
     p = p * s + 1.33314422036e-1f;                                                             \
     p = p * s + -3.33332819422e-1f;                                                            \
     VF small = (p * s) * ax + ax;                                                              \
-    /* else 1 - 2 / (e + 1), e = e^(2|x|) with 2|x| clamped to 20 (tanh rounds to 1 from      \
+    /* else 1 - 2 / (e + 1), e = e^(2|x|) with 2|x| clamped to 20 (tanh rounds to 1 from       \
      * 9.02 on): Cephes' expf with n in [1, 29], 2^n added to the exponent bits */             \
-    const VF magic = (VF){0} + 12582912.0f;                                                    \
-    VF a2 = CPU_VSEL(VF, VI, ax > 10.0f, magic * 0.0f + 20.0f, ax + ax);                       \
-    VF t = a2 * 1.44269504088896341f + magic;                                                  \
-    VF n = t - magic;                                                                          \
-    VI ni = (VI)t - (VI)magic;                                                                 \
-    VF r = a2 - n * 0.693359375f;                                                              \
-    r = r - n * -2.12194440e-4f;                                                               \
+    VI ni;                                                                                     \
+    VF r = P##_exp_reduce(CPU_VSEL(VF, VI, ax > 10.0f, (VF){0} + 20.0f, ax + ax), &ni);        \
     VF q = 1.9875691500e-4f * r + 1.3981999507e-3f;                                            \
     q = q * r + 8.3334519073e-3f;                                                              \
     q = q * r + 4.1665795894e-2f;                                                              \
