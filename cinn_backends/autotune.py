@@ -50,6 +50,11 @@ STATS: dict[str, float] = {"tuned": 0, "reused": 0, "candidates": 0, "seconds": 
 Lower = Callable[[Tuning], Any]  # tuning -> LoweredGroup
 
 
+def min_elements() -> float:
+    """Groups with less work than this (HWPORT_CINN_TUNE_MIN elements) keep the rule."""
+    return _env_float("HWPORT_CINN_TUNE_MIN", DEFAULT_MIN_ELEMENTS)
+
+
 def enabled() -> bool:
     return os.environ.get("HWPORT_CINN_AUTOTUNE", "1").lower() not in ("0", "false", "no", "off")
 
@@ -143,7 +148,7 @@ def tuned(place: Any, lower: Lower, shapes: Mapping[Any, Sequence[int]],
     if not enabled():
         return rule
     try:
-        if _work(rule, shapes) < _env_float("HWPORT_CINN_TUNE_MIN", DEFAULT_MIN_ELEMENTS):
+        if _work(rule, shapes) < min_elements():
             return rule
         key = tuning_key(place, rule, shapes)
     except Exception:  # noqa: BLE001 (shapes the group's launches refuse: they report it)

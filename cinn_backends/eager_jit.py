@@ -152,11 +152,14 @@ def _build_program(op: str, inputs: Sequence[Any], outputs: Sequence[Any],
 
 
 def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
-           attrs: dict[str, Any], views: Sequence[View | None] = ()) -> Any:
+           attrs: dict[str, Any], views: Sequence[View | None] = (), tuning: Any = None) -> Any:
     from . import index_kernels
     from .compile import target_info
     from .lower_group import lower_group
     from .target import TargetInfo
+    from .tuning import RULE
+
+    tuning = tuning or RULE
 
     info = target_info(place)
     if info is None:
@@ -183,14 +186,42 @@ def _lower(op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
     from .analysis import Unsupported
 
     try:
-        return lower_group(ops, vals, results, target)
+        return lower_group(ops, vals, results, target, tuning=tuning)
     except Unsupported:
         if any(views):
             raise
         decomposed = _decomposed(program, results)
         if decomposed is None:
             raise
-        return lower_group(decomposed[0], vals, decomposed[1], target)
+        return lower_group(decomposed[0], vals, decomposed[1], target, tuning=tuning)
+
+
+def tune_bucket(shapes: Sequence[Sequence[int]]) -> int:
+    """0 for a call too small to tune (autotune.py's HWPORT_CINN_TUNE_MIN elements), else its
+    largest tensor's element count rounded up to a power of two: the eager JIT keeps a kernel
+    per shape class and size bucket, each bucket with its own tuned schedule."""
+    from . import autotune
+
+    n = max((math.prod(s) for s in shapes), default=0)
+    if not autotune.enabled() or n < autotune.min_elements():
+        return 0
+    return 1 << (n - 1).bit_length()
+
+
+def _tuned(lowered: Any, op: str, place: Any, inputs: Sequence[Any], outputs: Sequence[Any],
+           attrs: dict[str, Any]) -> Any:
+    """The group's schedule autotuned on the device for this call's shapes (autotune.py: a
+    winner cached on disk, else measured now), as to_static's groups are; the rule for index
+    kernels, which have no tuning space."""
+    from . import autotune
+    from .lower_group import LoweredGroup
+
+    if not isinstance(lowered, LoweredGroup):
+        return lowered
+    shapes = {("in", i): tuple(int(d) for d in t.shape) for i, t in enumerate(inputs)}
+    shapes.update({("out", j): tuple(int(d) for d in t.shape) for j, t in enumerate(outputs)})
+    return autotune.tuned(place, lambda t: _lower(op, place, inputs, outputs, attrs, tuning=t),
+                          shapes, rule=lowered)
 
 
 def _decomposed(program: Any, results: Sequence[Any]) -> tuple[list[Any], list[Any]] | None:
@@ -231,6 +262,8 @@ def _entry(key: tuple, op: str, place: Any, inputs: Sequence[Any], outputs: Sequ
         used_views = lowered is not None
         if lowered is None:
             lowered = _lower(op, place, inputs, outputs, attrs)
+            if key[-1]:  # a size bucket worth tuning (contiguous inputs)
+                lowered = _tuned(lowered, op, place, inputs, outputs, attrs)
         if any(not k.name for k in lowered.kernels):
             raise NotImplementedError("a kernel without a name")
     except Exception as exc:  # noqa: BLE001 (whatever lower_group refuses: the CPU fallback)
@@ -300,7 +333,8 @@ def provide(op: str, dtype: str, place: Any, inputs: list[Any], outputs: list[An
     if plan is False:  # not a call of these exact shapes seen before
         # a composite's decomposition may bake its shapes into constants (var's N - 1, a
         # mean's 1/N): its kernels serve only these shapes; a primitive's the shape class
-        key = (*call[:5], shape_class(shapes) if _primitive(op) else call[5], call[6])
+        key = (*call[:5], shape_class(shapes) if _primitive(op) else call[5], call[6],
+               0 if any(views) else tune_bucket(shapes))
         if key in _unsupported:
             return False
         entry = _entries.get(key)

@@ -92,6 +92,37 @@ print(json.dumps({"seen": seen, **stats(), "count": count}))
     assert doc["count"] == 4 and doc["cpu"] == []
 
 
+TUNED = PRELUDE + """
+from hwport.cinn_backends import autotune, eager_jit
+runs = []
+for shape in SHAPES:
+    a = rng.standard_normal(shape).astype("float32")
+    ok = bool(np.allclose(hwport.exp(t(a)).numpy(), np.exp(a), rtol=1e-5))
+    runs.append([ok, autotune.STATS["tuned"], autotune.STATS["reused"],
+                 eager_jit.STATS["lowered"]])
+print(json.dumps({"runs": runs, **stats()}))
+"""
+
+
+def test_large_calls_are_autotuned_once_per_size_bucket(mydev: Path, tmp_path: Path) -> None:
+    """Calls of at least HWPORT_CINN_TUNE_MIN elements get the group's schedule measured on
+    the device (autotune.py), one search per power-of-two size bucket of a shape class, the
+    winner on disk: a second process reuses it and searches nothing."""
+    env = {"HWPORT_CINN_TUNE_MIN": "1000", "HWPORT_CINN_TUNE_BUDGET": "0.5",
+           "HWPORT_CINN_CACHE_DIR": str(tmp_path)}
+    # [64, 60] and [63, 60]: one shape class, one bucket; [128, 120]: a bigger bucket; [8, 6]:
+    # below the minimum
+    shapes = "SHAPES = [(64, 60), (63, 60), (128, 120), (8, 6)]\n"
+    doc = run_json(shapes + TUNED, mydev, **env)
+    assert [r[0] for r in doc["runs"]] == [True] * 4 and doc["cpu"] == []
+    assert [r[1] for r in doc["runs"]] == [1, 1, 2, 2], doc["runs"]  # searches so far
+    assert [r[3] for r in doc["runs"]] == [1, 1, 2, 3], doc["runs"]  # kernels lowered
+    assert (tmp_path / "autotune.json").is_file()
+    again = run_json("SHAPES = [(64, 60), (128, 120)]\n" + TUNED, mydev, **env)
+    assert [r[0] for r in again["runs"]] == [True, True]
+    assert [r[1:3] for r in again["runs"]] == [[0, 1], [0, 2]], again["runs"]
+
+
 # the template's argsort, patched so that its launch plan refuses rows over 4096 (as the SIMT
 # rank sort does): a call the eager JIT refuses
 REFUSING_ARGSORT = """
