@@ -43,7 +43,7 @@ static const char *operand_name(int i) {
 
 HWP_Status cpu_elementwise_prepare(const char *op, const HWP_TensorView *const *views, int nops,
                                    cpu_elementwise *ew, uint64_t *nelems_out) {
-  size_t itemsize[CPU_MAX_OPERANDS];
+  size_t itemsize[CPU_MAX_OPERANDS] = {0, 0, 0, 0};
   for (int i = 0; i < nops; ++i) {
     const HWP_TensorView *v = views[i];
     if (CPU_UNLIKELY(!HWP_HAS_FIELD(v, HWP_TensorView, strides)))
