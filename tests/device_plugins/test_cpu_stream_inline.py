@@ -44,6 +44,15 @@ def fill(cpu, arr, value, stream):
                               stream=stream), "fill")
 
 
+def queue_big_work(cpu, arr, value, stream, times: int = 8) -> None:
+    """Several fills of a BIG array, so the stream still holds work a moment later. One fill
+    takes well under a millisecond with the pool and streaming stores, and on two cores the
+    pool's threads can keep the caller off the CPU that long; eight make that unlikely, and
+    the tests that rely on it retry."""
+    for _ in range(times):
+        fill(cpu, arr, value, stream)
+
+
 def test_small_launches_on_an_idle_stream_are_complete_on_return(cpu, streams):
     """Up to the threshold, an idle stream's launch has run when the call returns (query says
     OK with no synchronize), including an MLP step's matmul (8x128 @ 128x512 = 2^19 MACs)."""
@@ -133,8 +142,8 @@ def test_queued_error_is_reported_by_the_next_synchronize_once(cpu, streams, bad
     big = DeviceArray.empty(cpu, (BIG,), np.float32)
     seen_queued = False
     try:
-        for _ in range(5):
-            fill(cpu, big, 1.0, s)
+        for _ in range(10):
+            queue_big_work(cpu, big, 1.0, s)
             st = bad_gather(s)
             if st == OK:  # queued behind the fill (the usual case)
                 seen_queued = True
@@ -159,8 +168,8 @@ def test_big_work_still_runs_on_the_worker(cpu, streams):
     big = DeviceArray.empty(cpu, (BIG,), np.float32)
     pending = 0
     try:
-        for v in range(5):
-            fill(cpu, big, v, s)
+        for v in range(10):
+            queue_big_work(cpu, big, v, s)
             pending += cpu.streams.query_stream(0, s) == NOT_READY
             cpu.sync_stream(s)
             assert memory(big)[-1] == v
