@@ -844,8 +844,11 @@ def test_work_is_asynchronous(cpu, big):
     s = cpu.create_stream()
     ev = cpu.create_event()
     seen_pending = seen_event_pending = False
-    for _ in range(5):
-        enqueue_add(cpu, x, y, out, s)
+    for _ in range(10):
+        # several adds: one ends within a millisecond with the pool, and on two cores the
+        # caller can be off the CPU that long
+        for _ in range(6):
+            enqueue_add(cpu, x, y, out, s)
         cpu.check(cpu.streams.record_event(0, s, ev), "record_event")
         seen_pending |= cpu.streams.query_stream(0, s) == NOT_READY
         seen_event_pending |= cpu.streams.query_event(0, ev) == NOT_READY
