@@ -22,7 +22,7 @@ PYTHON="${HWPORT_PYTHON:-python3}"
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 STAMP="$VENV/.hwport-requirements.sha256"
-APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev libsleef-dev
+APT_PACKAGES=(build-essential python3-venv python3-dev git libopenblas-dev libsleef-dev libdnnl-dev
               pocl-opencl-icd ocl-icd-opencl-dev opencl-headers openmpi-bin libopenmpi-dev)
 # Build + test requirements. The entries of pyproject.toml's [build-system].requires,
 # [project].dependencies and [project.optional-dependencies].test are added to (and override)
@@ -61,6 +61,11 @@ missing_prereqs() {
   # without it the build still works, with scalar libm).
   if [[ ! -f /usr/include/sleef.h ]] && ! compgen -G "/usr/include/*/sleef.h" >/dev/null; then
     echo "libsleef-dev (SLEEF, sleef.h)"
+  fi
+  # oneDNN: the CPU plugin's large float32/bfloat16 products (device_plugins/cpu/blas.cmake;
+  # without it the build still works, and those products go to OpenBLAS).
+  if [[ ! -f /usr/include/dnnl.h ]] && ! compgen -G "/usr/include/*/dnnl.h" >/dev/null; then
+    echo "libdnnl-dev (oneDNN, dnnl.h)"
   fi
   # The OpenCL headers, ICD loader and PoCL (a CPU OpenCL implementation): the OpenCL reference
   # plugin (device_plugins/opencl; without them the build skips it and says so).

@@ -99,3 +99,43 @@ else()
   message(STATUS "hwport: cpu plugin matmul: OpenBLAS with cblas.h not found (install "
                  "libopenblas-dev for fast float matmul), using the plugin's own blocked GEMM")
 endif()
+
+# oneDNN (Debian/Ubuntu: libdnnl-dev) for the large float32 and bfloat16 products: its JIT
+# kernels use AVX-512 and the CPU's bfloat16 dot products (AVX512_BF16) where OpenBLAS has no
+# bfloat16 GEMM and may be held to AVX2 (OPENBLAS_CORETYPE). The v2 C API (dnnl_matmul_desc_init)
+# is required; when absent, or with HWPORT_CPU_DNNL=OFF, matmul keeps OpenBLAS. Never fails the
+# build.
+option(HWPORT_CPU_DNNL "Use oneDNN (when found) for the CPU plugin's large float matmuls" ON)
+if(HWPORT_CPU_DNNL)
+  find_path(HWPORT_DNNL_INCLUDE_DIR dnnl.h)
+  find_library(HWPORT_DNNL_LIBRARY dnnl)
+  if(HWPORT_DNNL_INCLUDE_DIR AND HWPORT_DNNL_LIBRARY)
+    include(CheckCSourceCompiles)
+    include(CMakePushCheckState)
+    cmake_push_check_state(RESET)
+    set(CMAKE_REQUIRED_INCLUDES ${HWPORT_DNNL_INCLUDE_DIR})
+    set(CMAKE_REQUIRED_LIBRARIES ${HWPORT_DNNL_LIBRARY})
+    set(CMAKE_REQUIRED_QUIET ON)
+    unset(HWPORT_CPU_DNNL_LINKS CACHE)
+    check_c_source_compiles([=[
+#include <dnnl.h>
+int main(void) {
+  dnnl_memory_desc_t md;
+  dnnl_matmul_desc_t mm;
+  dnnl_dims_t d = {2, 2}, s = {2, 1};
+  dnnl_memory_desc_init_by_strides(&md, 2, d, dnnl_bf16, s);
+  return dnnl_matmul_desc_init(&mm, &md, &md, NULL, &md) == dnnl_success ? 0 : 1;
+}]=] HWPORT_CPU_DNNL_LINKS)
+    cmake_pop_check_state()
+  endif()
+  if(HWPORT_CPU_DNNL_LINKS)
+    target_compile_definitions(hwport_cpu PRIVATE HWPORT_CPU_HAVE_DNNL)
+    target_include_directories(hwport_cpu PRIVATE ${HWPORT_DNNL_INCLUDE_DIR})
+    target_link_libraries(hwport_cpu PRIVATE ${HWPORT_DNNL_LIBRARY})
+    message(STATUS "hwport: cpu plugin large float32/bfloat16 matmul uses oneDNN "
+                   "(${HWPORT_DNNL_LIBRARY})")
+  else()
+    message(STATUS "hwport: cpu plugin matmul: oneDNN (libdnnl-dev, v2 API) not found, large "
+                   "products use OpenBLAS")
+  endif()
+endif()

@@ -57,6 +57,11 @@ typedef struct cpu_config {
 extern cpu_config g_cpu;
 
 void cpu_config_init(void); /* idempotent: the first call reads the environment */
+/* out[M, N] (contiguous) = a[M, K] @ b[K, N] (element strides) through oneDNN for float32 and
+ * bfloat16 (matmul_dnnl.c): 1 when it ran, 0 when it declines (small, unsupported, or a build
+ * without oneDNN) and the caller computes the product itself. */
+int cpu_dnnl_matmul(HWP_DType dt, int64_t M, int64_t N, int64_t K, const void *a, int64_t ars,
+                    int64_t acs, const void *b, int64_t brs, int64_t bcs, void *c);
 extern const HWP_DeviceTable cpu_device_table;
 
 static inline HWP_Status cpu_check_device(int32_t device, const char *fn) {

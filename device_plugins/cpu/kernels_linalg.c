@@ -540,6 +540,15 @@ done:
 }
 #endif
 
+#ifdef HWPORT_CPU_HAVE_DNNL
+/* Batch b through oneDNN (matmul_dnnl.c); 0 when it declines. */
+static int mm_dnnl(const mm_plan *P, int64_t b) {
+  mm_gemm g;
+  mm_setup(P, b, &g);
+  return cpu_dnnl_matmul(P->dt, P->M, P->N, P->K, g.a, g.ars, g.acs, g.b, g.brs, g.bcs, g.c);
+}
+#endif
+
 static HWP_Status mm_run(void *payload) {
   mm_plan *P = payload;
   const mm_dtype_info *info = mm_info(P->dt);
@@ -556,6 +565,9 @@ static HWP_Status mm_run(void *payload) {
   }
   for (int64_t b = 0; b < P->B; ++b) {
     HWP_Status st;
+#ifdef HWPORT_CPU_HAVE_DNNL
+    if (mm_dnnl(P, b)) continue;
+#endif
 #ifdef HWPORT_CPU_HAVE_CBLAS
     if (P->blas_ok && cpu_is_float_dtype(P->dt)) {
       st = mm_blas(P, b);
