@@ -117,10 +117,29 @@ def test_large_products_run_on_onednn_jit_in_bands_and_small_ones_do_not(needs_d
     for line in big32 + big16:
         assert ",ref" not in line and "ref:" not in line, line  # a JIT kernel, not reference
     assert all("bf16" in line for line in big16) and all("f32" in line for line in big32)
-    assert per["float32 32 32 32"] == []  # below 2^21 multiply-adds: OpenBLAS
+    assert per["float32 32 32 32"] == []  # below 2^17 multiply-adds: OpenBLAS
     assert per["float32 1 4096 4096"] == []  # GEMV: OpenBLAS's sgemv
 
 
 def test_the_switch_sends_every_product_to_openblas(needs_dnnl):
     per = _matmul_execs(_run_probe(HWPORT_CPU_DNNL="0"))
     assert len(per) == 4 and all(v == [] for v in per.values()), per
+
+
+_OMP_PROBE = textwrap.dedent("""
+    import ctypes, numpy as np, hwport
+    gomp = ctypes.CDLL("libgomp.so.1")
+    gomp.omp_set_num_threads(3)
+    x = hwport.to_tensor(np.ones((64, 64), "float32"), place="custom:cpu")
+    assert float((x @ x).numpy()[0, 0]) == 64.0  # 64^3: inline, on this thread, on oneDNN
+    print("THREADS", gomp.omp_get_max_threads())
+""")
+
+
+def test_an_inline_product_leaves_the_callers_openmp_threads_as_they_were(needs_dnnl):
+    env = {**os.environ, "ONEDNN_VERBOSE": "1", "DNNL_VERBOSE": "1"}
+    proc = subprocess.run([sys.executable, "-c", _OMP_PROBE], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert any("exec" in ln and "matmul" in ln for ln in proc.stdout.splitlines()), proc.stdout
+    assert "THREADS 3" in proc.stdout, proc.stdout
