@@ -14,8 +14,9 @@
  * Where the C expression alone is not numpy's semantics for every dtype, the op's expression is
  * overridden below (before the table is included): integer subtract/neg wrap, floor_divide and
  * remainder follow Python (numpy's divmod for floats, 0 for integer division by zero), sign
- * keeps NaN, bitwise_not on bool is logical. add and multiply keep their hand-written kernels
- * (kernels_binary.c). */
+ * keeps NaN, bitwise_not on bool is logical; sigmoid and silu compute ops.yaml's sigmoid form
+ * through cpu_ew_sigmoid (float32: one vector function, fast_vmathf.h). add and multiply keep
+ * their hand-written kernels (kernels_binary.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,9 @@
 #define CPU_EW_EXPR_remainder(x, y) cpu_ew_remainder(x, y)
 #define CPU_EW_EXPR_sign(x) cpu_ew_sign(x)
 #define CPU_EW_EXPR_bitwise_not(x) cpu_ew_bitwise_not(x)
+/* ops.yaml's sigmoid expression, float32 through one vector function (elementwise_math.h) */
+#define CPU_EW_EXPR_sigmoid(x) cpu_ew_sigmoid(x)
+#define CPU_EW_EXPR_silu(x) ((x) * cpu_ew_sigmoid(x))
 #include "elementwise_ops.h"
 
 /* ---- per dtype: compute type, load (storage -> compute), store (compute -> storage) ------- */

@@ -14,7 +14,7 @@
 CPU_SLEEF_UNARY(CPU_SLEEF_ISA1)
 
 typedef int32_t cpu_v8si __attribute__((vector_size(32)));
-CPU_FAST_VMATHF(cpu_v8, __m256, cpu_v8si)
+CPU_FAST_VMATHF(cpu_v8, __m256, cpu_v8si, _mm256_max_ps, cpu_v8_exp_scale)
 #define CPU_V8_BIG(x)                                                                          \
   _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),                 \
                                    _mm256_set1_ps(CPU_FAST_TRIG_MAX), _CMP_NLE_UQ))

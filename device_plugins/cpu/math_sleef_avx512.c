@@ -14,7 +14,9 @@
 CPU_SLEEF_UNARY(CPU_SLEEF_ISA1)
 
 typedef int32_t cpu_v16si __attribute__((vector_size(64)));
-CPU_FAST_VMATHF(cpu_v16, __m512, cpu_v16si)
+/* sigmoid's p 2^n: vscalefps (rounds once into the subnormals; n = -inf never reaches it) */
+#define CPU_V16_SCALEF(p, n, ni) _mm512_scalef_ps(p, n)
+CPU_FAST_VMATHF(cpu_v16, __m512, cpu_v16si, _mm512_max_ps, CPU_V16_SCALEF)
 #define CPU_V16_BIG(x)                                                                         \
   _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(CPU_FAST_TRIG_MAX), _CMP_NLE_UQ)
 #define CPU_SLEEF_ISA1_D(fn, ulp) CPU_SLEEF_WRAP1_D(e, 8, __m512d, avx512f, fn, ulp)

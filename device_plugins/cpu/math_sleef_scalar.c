@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include "fast_vmathf.h"
 #include "sleef_math.h"
 
 /* The x86-64 vector function ABI's SSE2 variants ('b': 4 floats or 2 doubles in an xmm). */
@@ -41,5 +42,14 @@ __m128d _ZGVbN2v_cpu_vlog1p_d(__m128d x) {
   return _mm_or_pd(_mm_and_pd(big, Sleef_logd2_u10sse2(x)), _mm_andnot_pd(big, r));
 }
 CPU_SLEEF_BINARY(CPU_SLEEF_SCALAR2)
+
+/* sigmoid: fast_vmathf.h's over 4 lanes (SSE2 has no FMA: a multiply and an add each, still
+ * within the AVX2/AVX-512 variants' error); the scalar function through lane 0 of it, so the
+ * loops' scalar tails agree with their SSE2 bodies. */
+typedef int32_t cpu_v4si __attribute__((vector_size(16)));
+CPU_FAST_VMATHF(cpu_v4, __m128, cpu_v4si, _mm_max_ps, cpu_v4_exp_scale)
+__m128 _ZGVbN4v_cpu_vsigmoid_f(__m128 x);
+__m128 _ZGVbN4v_cpu_vsigmoid_f(__m128 x) { return cpu_v4_sigmoidf(x); }
+float cpu_vsigmoid_f(float x) { return cpu_v4_sigmoidf(_mm_set1_ps(x))[0]; }
 
 #endif

@@ -65,7 +65,7 @@
 #define CPU_SLEEF_WRAP1_D(abi, nd, VD, isa, fn, ulp)                                           \
   VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x);                                                  \
   VD _ZGV##abi##N##nd##v_cpu_v##fn##_d(VD x) { return CPU_SLEEF_FN(fn, d##nd, ulp, isa)(x); }
-/* The float vector variants of CPU_SLEEF_UNARY_OWNF from fast_vmathf.h's functions P##_<fn>f:
+/* The float vector variants of CPU_SLEEF_UNARY_OWNF (and sigmoid) from fast_vmathf.h's P##_<fn>f:
  * BIG(x) is nonzero when some lane is outside sin/cos's range (then SLEEF takes the vector);
  * ODD(x) when some lane is not a positive normal finite float (then log takes its full path). */
 #define CPU_OWN_WRAP_F(abi, nf, VF, P, isa, BIG, ODD)                                          \
@@ -74,7 +74,9 @@
   VF _ZGV##abi##N##nf##v_cpu_vcos_f(VF x);                                                     \
   VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x);                                                     \
   VF _ZGV##abi##N##nf##v_cpu_vtanh_f(VF x);                                                    \
+  VF _ZGV##abi##N##nf##v_cpu_vsigmoid_f(VF x);                                                 \
   VF _ZGV##abi##N##nf##v_cpu_vexpm1_f(VF x) { return P##_expm1f(x); }                          \
+  VF _ZGV##abi##N##nf##v_cpu_vsigmoid_f(VF x) { return P##_sigmoidf(x); }                      \
   VF _ZGV##abi##N##nf##v_cpu_vlog_f(VF x) {                                                    \
     return ODD(x) ? P##_logf(x) : P##_logf_normal(x);                                          \
   }                                                                                            \
@@ -96,6 +98,10 @@
 CPU_SLEEF_UNARY(CPU_SLEEF_DECLARE1)
 CPU_SLEEF_UNARY_OWNF(CPU_SLEEF_DECLARE1)
 CPU_SLEEF_DECLARE1(log1p, u10)
+/* float32 sigmoid (the elementwise sigmoid and silu kernels): fast_vmathf.h's sigmoidf in every
+ * variant (SSE2 and scalar without FMA); SLEEF has none, and the generic expression over
+ * cpu_expf costs ~1.5x as many instructions. */
+CPU_SLEEF_ATTRS float cpu_vsigmoid_f(float x);
 /* sqrt: the instruction (correctly rounded; SLEEF's "u05" sqrt is not, at the top of the range),
  * through the same simd clones because libm's sqrt sets errno and so never vectorizes. */
 CPU_SLEEF_DECLARE1(sqrt, u05)

@@ -1,10 +1,11 @@
-"""The CPU plugin's own float32 vector sin, cos, expm1, log1p, log and tanh (device_plugins/cpu/
-fast_vmathf.h, the AVX2/AVX-512 loops' variants; SLEEF takes sin/cos vectors with some
-|x| > 4000), through hwport on custom:cpu against numpy in float64 rounded once: within 2 ulp
+"""The CPU plugin's own float32 vector sin, cos, expm1, log1p, log, tanh and sigmoid
+(device_plugins/cpu/fast_vmathf.h, the AVX2/AVX-512 loops' variants; SLEEF takes sin/cos vectors
+with some |x| > 4000; sigmoid also in the SSE2 and scalar variants, and under silu), through
+hwport on custom:cpu against numpy in float64 rounded once: within 2 ulp (sigmoid: 3, silu: 4)
 over dense grids (every 509th..4093rd float32 bit pattern of the range, both signs, shuffled
 subsets whose lengths leave scalar tails), sin/cos near their zeros within 1e-10 absolute, large
-and special arguments (the SLEEF fallback, inf, NaN, -0, -1, the ends of expm1's range) exactly
-as numpy has them."""
+and special arguments (the SLEEF fallback, inf, NaN, -0, -1, the ends of expm1's range,
+sigmoid's saturation to exactly 0 and 1 and its subnormal results) exactly as numpy has them."""
 
 from __future__ import annotations
 
@@ -146,3 +147,46 @@ def test_tanh_float32_special_arguments() -> None:
     got = _run("tanh", np.tile(x, 3))[:x.size]
     np.testing.assert_array_equal(got, ref)
     assert np.array_equal(np.signbit(got), np.signbit(ref))
+
+
+def _sigmoid64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+
+
+@pytest.mark.parametrize("n", [None, 70001])
+def test_sigmoid_float32_within_3_ulp(n: int | None) -> None:
+    # both signs out to where sigmoid is 0 or 1 in float32 (|x| ~ 104 and 17), subnormals, the
+    # subnormal results below -87.3, and densely where it bends (|x| < 8)
+    x = np.concatenate([_grid(110.0, 1021), _grid(8.0, 251)])
+    x = x[np.random.default_rng(5).permutation(x.size)[:n]]
+    got = hwport.sigmoid(hwport.to_tensor(x, place=PLACE)).numpy()
+    err = _ulp_err(got, _sigmoid64(x))
+    assert err.max() <= 3.0, f"sigmoid({x[err.argmax()]!r}) off by {err.max():.2f} ulp"
+
+
+def test_sigmoid_float32_special_arguments() -> None:
+    # exact: 1/2 at +-0 and the tiny values, 0 and 1 where sigmoid saturates (no overflow or
+    # NaN for huge |x|), NaN propagated; subnormal results to the last subnormal ulp
+    x = np.array([0.0, -0.0, 1e-30, -1e-40, np.inf, -np.inf, 17.5, 105.0, -105.0, 1e30, -1e30,
+                  3.4028235e38, -3.4028235e38, -104.0, -103.9, -100.0, -95.5, -88.0, -87.5],
+                 np.float32)
+    ref = _sigmoid64(x).astype(np.float32)
+    for xs in (np.tile(x, 3), np.concatenate([x, [np.nan, -np.nan, np.nan]]).astype(np.float32)):
+        got = hwport.sigmoid(hwport.to_tensor(xs, place=PLACE)).numpy()
+        np.testing.assert_array_equal(got[:x.size], ref)
+    assert np.isnan(got[x.size:]).all()
+
+
+@pytest.mark.parametrize("n", [None, 30011])
+def test_silu_float32_within_4_ulp(n: int | None) -> None:
+    # x * sigmoid(x) where sigmoid(x) is a normal float (x > -87.3; below, silu's subnormal
+    # results are x times sigmoid's subnormal ulp); its own grid, so tails land elsewhere
+    x = np.concatenate([_grid(87.0, 1021), _grid(8.0, 509)])
+    x = x[np.random.default_rng(6).permutation(x.size)[:n]]
+    got = hwport.nn.functional.silu(hwport.to_tensor(x, place=PLACE)).numpy()
+    ref = x.astype(np.float64) * _sigmoid64(x)
+    tiny = np.abs(ref) < np.finfo(np.float32).tiny  # silu(x) of a subnormal x: subnormal
+    err = _ulp_err(got[~tiny], ref[~tiny])
+    assert err.max() <= 4.0, f"silu({x[~tiny][err.argmax()]!r}) off by {err.max():.2f} ulp"
+    assert np.abs(got[tiny] - ref[tiny]).max(initial=0.0) <= 2 * 1.4e-45
