@@ -143,3 +143,29 @@ def test_an_inline_product_leaves_the_callers_openmp_threads_as_they_were(needs_
     assert proc.returncode == 0, proc.stderr
     assert any("exec" in ln and "matmul" in ln for ln in proc.stdout.splitlines()), proc.stdout
     assert "THREADS 3" in proc.stdout, proc.stdout
+
+
+_FOLD_PROBE = textwrap.dedent("""
+    import numpy as np, hwport
+    rng = np.random.default_rng(0)
+    x = hwport.to_tensor(rng.standard_normal((8, 32, 64)).astype("float32"), place="custom:cpu")
+    for shape in [(64, 192), (1, 64, 192)]:  # the host reshapes the first, not the second
+        y = hwport.to_tensor(rng.standard_normal(shape).astype("float32"), place="custom:cpu")
+        out = (x @ y).numpy()
+        assert np.allclose(out, x.numpy() @ y.numpy(), rtol=1e-4, atol=1e-4)
+        print("DONE", len(shape), flush=True)
+""")
+
+
+def test_a_broadcast_weight_makes_one_product_of_all_rows(needs_dnnl):
+    """8 x [32, 64] @ [64, 192] or [1, 64, 192] (a linear layer's input; the executor passes
+    the batch dims as they are): one 256-row product, in two row bands on two threads, not
+    eight 32-row products."""
+    env = {**os.environ, "ONEDNN_VERBOSE": "1", "DNNL_VERBOSE": "1", "HWPORT_CPU_THREADS": "2"}
+    proc = subprocess.run([sys.executable, "-c", _FOLD_PROBE], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    per = _matmul_execs(proc.stdout.splitlines())
+    for execs in (per["2"], per["3"]):
+        assert len(execs) == 2, per
+        assert all("128x64:64x192:128x192" in line for line in execs), per
