@@ -33,7 +33,7 @@
 #define CHUNKS_PER_THREAD 4  /* a little slack for threads that start late */
 #define CLAIM_BITS 24        /* chunks per job < 2^24 (at most 4 * POOL_MAX_THREADS) */
 #define CLAIM_MASK ((1ull << CLAIM_BITS) - 1)
-#define WORKER_SPIN_NS 50000 /* an idle worker polls this long before it sleeps */
+#define WORKER_SPIN_NS 300000 /* an idle worker polls this long before it sleeps */
 #define OWNER_SPIN_NS 20000  /* the owner polls this long for the last chunks, then sleeps */
 
 #if defined(__x86_64__) || defined(__i386__)
