@@ -10,7 +10,7 @@
  * Threads: every call runs oneDNN single-threaded on the calling thread (its OpenMP runtime
  * starts no threads of its own); the plugin's pool splits the product into row (or column)
  * bands, one oneDNN call each. Primitives are cached per (dtype, shape, strides): creating one
- * costs about 0.4 ms, a tenth of a 1024^3 product. Products oneDNN would run with its reference
+ * costs 0.07 ms (64^3) to 0.4 ms (1024^3, a tenth of the product). Products oneDNN would run with its reference
  * (non-JIT) implementation are declined. */
 #ifdef HWPORT_CPU_HAVE_DNNL
 #include <dnnl.h>
@@ -36,9 +36,9 @@ extern int omp_get_max_threads(void) __attribute__((weak));
 #define DNNL_MIN_BAND 64
 #define DNNL_CACHE 64
 
+/* Compared with memcmp: every field 64 bits wide, so the struct has no padding bytes. */
 typedef struct dnnl_key {
-  int dt;
-  int64_t M, N, K, ars, acs, brs, bcs, ldc;
+  int64_t dt, M, N, K, ars, acs, brs, bcs, ldc;
 } dnnl_key;
 
 typedef struct dnnl_entry {
@@ -80,7 +80,8 @@ static void dnnl_create(const dnnl_key *k, dnnl_entry *e) {
     return;
   if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
       dnnl_primitive_desc_create(&pd, &md, attr, g_dnnl_engine, NULL) == dnnl_success) {
-    const dnnl_memory_desc_t *scratch = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    const dnnl_memory_desc_t *scratch =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (scratch != NULL &&
         dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
         impl != NULL && strncmp(impl, "ref", 3) != 0) {
@@ -219,7 +220,7 @@ static void dnnl_band_task(void *ctx, int64_t begin, int64_t end) {
       b += lo * k.bcs * B->esz;
       c += lo * B->esz;
     }
-    if (!dnnl_run(&k, a, b, c)) B->failed = 1; /* benign race: any writer stores 1 */
+    if (!dnnl_run(&k, a, b, c)) __atomic_store_n(&B->failed, 1, __ATOMIC_RELAXED);
   }
 }
 
@@ -246,6 +247,6 @@ int cpu_dnnl_matmul(HWP_DType dt, int64_t M, int64_t N, int64_t K, const void *a
     dnnl_band_task(&B, 0, 1);
   else
     cpu_parallel_for(B.nbands, 1, dnnl_band_task, &B);
-  return !B.failed;
+  return !__atomic_load_n(&B.failed, __ATOMIC_RELAXED);
 }
 #endif

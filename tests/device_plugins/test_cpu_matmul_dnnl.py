@@ -169,3 +169,28 @@ def test_a_broadcast_weight_makes_one_product_of_all_rows(needs_dnnl):
     for execs in (per["2"], per["3"]):
         assert len(execs) == 2, per
         assert all("128x64:64x192:128x192" in line for line in execs), per
+
+
+_CACHE_PROBE = textwrap.dedent("""
+    import numpy as np, hwport
+    x = hwport.to_tensor(np.ones((256, 256), "float32"), place="custom:cpu")
+    w = hwport.to_tensor(np.ones((256, 192), "float32"), place="custom:cpu")
+    for _ in range(3):
+        assert float((x @ x).numpy()[0, 0]) == 256.0
+        assert float((x @ w).numpy()[0, 0]) == 256.0
+    print("DONE", flush=True)
+""")
+
+
+def test_a_shape_creates_its_primitive_once(needs_dnnl):
+    """Both bands of a product share one primitive, made on the first call and kept: six
+    products of two shapes create two primitives (oneDNN's verbose level 2 logs each)."""
+    env = {**os.environ, "ONEDNN_VERBOSE": "2", "DNNL_VERBOSE": "2", "HWPORT_CPU_THREADS": "2"}
+    proc = subprocess.run([sys.executable, "-c", _CACHE_PROBE], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    creates = [ln for ln in lines if ",create:" in ln and ",matmul," in ln]
+    execs = [ln for ln in lines if ",exec," in ln and ",matmul," in ln]
+    assert len(execs) == 12, lines  # 6 products x 2 bands
+    assert len(creates) == 2, creates
