@@ -200,14 +200,13 @@ CPU_EW_FLOAT_HELPERS(d, double, )
 #define cpu_ew_exp(x) _Generic((x), float: cpu_expf(x), default: exp(x))
 #define cpu_ew_erf(x) _Generic((x), float: cpu_erff(x), default: erf(x))
 #endif
-/* sigmoid (kernels_elementwise.c's sigmoid and silu): 1 / (1 + e^-|x|), or e^-|x| / (1 + e^-|x|)
- * for x < 0 (ops.yaml's native form); float32 through fast_vmathf.h's sigmoidf with SLEEF. */
-#define CPU_EW_SIGMOID_EXPR(x)                                                                 \
-  ((0 <= (x) ? 1 : cpu_ew_exp(-cpu_ew_fabs(x))) / (1 + cpu_ew_exp(-cpu_ew_fabs(x))))
+/* sigmoid (kernels_elementwise.c's sigmoid and silu): float32 through fast_vmathf.h's sigmoidf
+ * with SLEEF, other types by ops.yaml's native expression (the generated CPU_EW_NATIVE_sigmoid,
+ * defined by elementwise_ops.h, included after this header and before any use). */
 #ifdef HWPORT_CPU_HAVE_SLEEF
-#define cpu_ew_sigmoid(x) _Generic((x), float: cpu_vsigmoid_f(x), default: CPU_EW_SIGMOID_EXPR(x))
+#define cpu_ew_sigmoid(x) _Generic((x), float: cpu_vsigmoid_f(x), default: CPU_EW_NATIVE_sigmoid(x))
 #else
-#define cpu_ew_sigmoid(x) CPU_EW_SIGMOID_EXPR(x)
+#define cpu_ew_sigmoid(x) CPU_EW_NATIVE_sigmoid(x)
 #endif
 #define cpu_ew_exp2(x) CPU_EW_MATH1(exp2, x)
 #define cpu_ew_expm1(x) CPU_EW_VMATH1(expm1, x)

@@ -361,8 +361,10 @@ def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
         " * The CPU plugin's elementwise op table (see the generator for what each macro means):",
         " *   CPU_EW_{UNARY,BINARY,TERNARY}_OPS(X)  X(op, OUT) per op, OUT = OUT_SAME | OUT_BOOL",
         " *   CPU_EW_DTYPES_<op>(M, arg)            M(arg, CODE, name, storage) per dtype",
-        " *   CPU_EW_EXPR_<op>(inputs...)           the c_expr (calls renamed cpu_ew_<f>), unless",
-        " *                                         the includer defined it before (override)",
+        " *   CPU_EW_NATIVE_<op>(inputs...)         the c_expr (calls renamed cpu_ew_<f>)",
+        " *   CPU_EW_EXPR_<op>(inputs...)           CPU_EW_NATIVE_<op>, unless the includer",
+        " *                                         defined it before (an override, which may",
+        " *                                         call CPU_EW_NATIVE_<op> for some types)",
         " *   CPU_EW_SKIP_<op>                      defined by the includer: leave the op out",
         " *   CPU_EW_LOAD_ATTRS_<op>(aux)           declares the attrs the expression reads",
         " *                                         (ew_attr_<name>) from the int64 slots at aux",
@@ -380,8 +382,9 @@ def render(ops: list[dict], source: str = "phi_ops/ops.yaml") -> str:
         parts.append(f"/* {n} ({op['category']}, dtypes {group}, out {op['out_dtype']}): "
                      f"{op['c_expr']} */")
         params = ", ".join(op["inputs"])
+        parts.append(f"#define CPU_EW_NATIVE_{n}({params}) {op['expr']}")
         parts.append(f"#ifndef CPU_EW_EXPR_{n}")
-        parts.append(f"#define CPU_EW_EXPR_{n}({params}) {op['expr']}")
+        parts.append(f"#define CPU_EW_EXPR_{n}({params}) CPU_EW_NATIVE_{n}({params})")
         parts.append("#endif")
         parts += attr_macros(op)
         lines = [f"#define CPU_EW_DTYPES_{n}(M, arg)"]
